@@ -1,0 +1,105 @@
+"""The SQLite connection: one file, WAL mode, schema versioned per component, forward migrations.
+
+Each component of the store (``core`` for sessions and messages, ``index`` for the code
+index, ...) owns an ordered list of migrations; ``migrate`` applies the ones a database has
+not seen, each in its own transaction, and records the version in ``schema_versions``.
+"""
+from __future__ import annotations
+
+import sqlite3
+import threading
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Callable, Iterator, Sequence, Union
+
+Migration = Union[str, Callable[[sqlite3.Connection], None]]
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or is from a newer ctxbench."""
+
+
+def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool = False) -> sqlite3.Connection:
+    """Open the database (creating its folder), WAL mode, foreign keys on."""
+    if str(path) != ":memory:" and not readonly:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        if readonly:
+            conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, check_same_thread=check_same_thread)
+        else:
+            conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=30.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot open database {path}: {exc}") from exc
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA foreign_keys = ON")
+    if not readonly and str(path) != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
+    ) if not readonly else None
+    return conn
+
+
+def schema_version(conn: sqlite3.Connection, component: str) -> int:
+    row = conn.execute("SELECT version FROM schema_versions WHERE component = ?", (component,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[Migration]) -> int:
+    """Apply the migrations of ``component`` not yet applied; returns the resulting version."""
+    current = schema_version(conn, component)
+    if current > len(migrations):
+        raise StoreError(
+            f"database schema for {component!r} is version {current}, newer than this ctxbench knows "
+            f"({len(migrations)}); upgrade ctxbench"
+        )
+    for version, step in enumerate(migrations[current:], start=current + 1):
+        with transaction(conn):
+            if callable(step):
+                step(conn)
+            else:
+                for statement in _split_sql(step):
+                    conn.execute(statement)
+            conn.execute(
+                "INSERT INTO schema_versions(component, version) VALUES (?, ?) "
+                "ON CONFLICT(component) DO UPDATE SET version = excluded.version",
+                (component, version),
+            )
+    return len(migrations)
+
+
+def _split_sql(script: str) -> list[str]:
+    """Split a migration script into complete statements (handles ';' inside strings and triggers)."""
+    statements: list[str] = []
+    buf = ""
+    for piece in script.split(";"):
+        buf += piece + ";"
+        if sqlite3.complete_statement(buf):
+            if buf.strip(" \n\t;"):
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip(" \n\t;"):
+        statements.append(buf.strip())
+    return statements
+
+
+_tx_lock = threading.RLock()
+
+
+@contextmanager
+def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """BEGIN IMMEDIATE … COMMIT; rolls back on any error so nothing is half-written."""
+    with _tx_lock:
+        if conn.in_transaction:  # nested: join the outer transaction
+            yield conn
+            return
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield conn
+        except BaseException:
+            conn.rollback()
+            raise
+        else:
+            conn.commit()
