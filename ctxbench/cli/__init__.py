@@ -29,11 +29,15 @@ Run without a command to open the workbench on the repository in the current dir
 
 
 class LazyGroup(click.Group):
+    """A click group whose commands are imported only when used."""
+
+    registry: dict[str, str] = COMMANDS
+
     def list_commands(self, ctx: click.Context) -> list[str]:
-        return sorted(name for name in COMMANDS if _importable(name))
+        return sorted(name for name in self.registry if _importable(self.registry[name]))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
-        target = COMMANDS.get(name)
+        target = self.registry.get(name)
         if target is None:
             return None
         module_name, attr = target.split(":")
@@ -46,8 +50,8 @@ class LazyGroup(click.Group):
         return getattr(module, attr)
 
 
-def _importable(name: str) -> bool:
-    module_name = COMMANDS[name].split(":")[0]
+def _importable(target: str) -> bool:
+    module_name = target.split(":")[0]
     return importlib.util.find_spec(module_name) is not None
 
 
