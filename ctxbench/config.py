@@ -184,6 +184,13 @@ class LLMConfig:
     timeout_s: float = 60.0
     max_retries: int = 3
     max_tool_rounds: int = 8
+    retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)
+    retry_backoff_max_s: float = 20.0  # cap on one wait, also on a server's Retry-After
+    usage_mismatch_ratio: float = 0.05  # badge when estimated and reported prompt tokens differ by more
+    query_db_max_rows: int = 50  # rows a query_db call returns
+    query_db_max_chars: int = 8000  # characters of a query_db result
+    query_db_max_steps: int = 2_000_000  # SQLite VM steps before a query_db call is interrupted
+    offline_chunk_chars: int = 12  # the offline model streams its reply in pieces of this size
 
 
 @dataclass(frozen=True)
