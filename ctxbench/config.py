@@ -151,6 +151,32 @@ class IndexConfig:
         ".git", ".hg", ".svn", "node_modules", "vendor", "third_party", ".venv", "venv", "env",
         "__pycache__", ".mypy_cache", ".pytest_cache", ".tox", ".nox", "site-packages", "dist", "build",
     )
+    # files that hold secrets are never read (fnmatch globs on the file name, case-insensitive)
+    secret_file_globs: tuple[str, ...] = (
+        ".env", ".env.*", "*.env", "*.pem", "*.key", "id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*",
+        "*.p12", "*.pfx", "*.crt", "*.cer", "*.der", "*.keystore", "*.jks", "*.kdbx", ".netrc", ".pgpass",
+        ".pypirc", ".npmrc", "credentials.json", "*.gpg", "*.asc",
+    )
+    binary_sniff_bytes: int = 8192  # a NUL byte in the first N bytes marks a file binary
+    doc_max_chars: int = 400  # first paragraph of a doc comment, cut to this many characters
+    signature_max_chars: int = 400
+    # PageRank over the code graph: damping and the weight of each edge kind
+    pagerank_alpha: float = 0.85
+    pagerank_calls_weight: float = 1.0
+    pagerank_inherits_weight: float = 1.0
+    pagerank_references_weight: float = 0.5
+    pagerank_imports_weight: float = 0.3
+    pagerank_contains_weight: float = 0.2
+    # personalized PageRank: teleport weight of every node, and what pins / mentions / activation add
+    personalize_base_weight: float = 0.05
+    personalize_pin_weight: float = 1.0
+    personalize_mention_weight: float = 1.0
+    personalize_activation_weight: float = 0.5
+    scaffold_central_symbols: int = 3
+    scaffold_note: str = (
+        "Navigation: the cards below are thin; call request_code_context(symbol) to expand a card to its "
+        "body, and query_db for older conversation history."
+    )
 
 
 @dataclass(frozen=True)
