@@ -72,6 +72,10 @@ class LevelsConfig:
     working_tokens: int = 8000
     working_groups: int = 6
     # volatile: whatever remains
+    instruction_flag: str = "instruction"  # importance flag that makes a user message permanent
+    # a user message containing one of these (whole words, any case) is a standing instruction
+    instruction_phrases: tuple[str, ...] = ("always", "never", "must", "from now on", "remember")
+    session_flags: tuple[str, ...] = ("error", "solution", "decision")  # atoms kept at the session level
 
 
 @dataclass(frozen=True)
@@ -106,6 +110,7 @@ class ActivationConfig:
     decay: float = 0.7  # multiplied in each turn
     suggest_threshold: float = 1.5
     max_suggestions: int = 5
+    forget_below: float = 0.01  # scores that decay below this are dropped
 
 
 @dataclass(frozen=True)
