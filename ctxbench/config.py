@@ -60,6 +60,7 @@ class HybridConfig:
     keyword_weight: float = 1.5
     recency_weight: float = 1.0
     subset_rule: bool = True
+    keyword_candidates: int = 100  # groups ranked by BM25 for the query (store.search_groups limit)
 
 
 @dataclass(frozen=True)
@@ -121,6 +122,7 @@ class PlannerConfig:
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
+    memo_candidates: int = 8  # memos matching the query offered to the planner
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     levels: LevelsConfig = field(default_factory=LevelsConfig)
