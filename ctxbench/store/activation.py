@@ -1,0 +1,24 @@
+"""Activation scores per session and item (updated each turn by the planner's activation rules)."""
+from __future__ import annotations
+
+import sqlite3
+from typing import Mapping
+
+from ctxbench.store.clock import now_iso
+
+
+def scores(conn: sqlite3.Connection, session_id: str) -> dict[str, float]:
+    rows = conn.execute("SELECT item_id, score FROM activation WHERE session_id = ? ORDER BY item_id", (session_id,))
+    return {r["item_id"]: float(r["score"]) for r in rows}
+
+
+def set_scores(conn: sqlite3.Connection, session_id: str, new_scores: Mapping[str, float], *, replace: bool) -> None:
+    """Upsert scores; with ``replace`` the items not named are forgotten."""
+    if replace:
+        conn.execute("DELETE FROM activation WHERE session_id = ?", (session_id,))
+    stamp = now_iso()
+    conn.executemany(
+        "INSERT INTO activation (session_id, item_id, score, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (session_id, item_id) DO UPDATE SET score = excluded.score, updated_at = excluded.updated_at",
+        [(session_id, item, float(score), stamp) for item, score in sorted(new_scores.items())],
+    )

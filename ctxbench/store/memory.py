@@ -1,0 +1,103 @@
+"""Context layers of their own: the ``### STATE`` block (history kept), the scratchpad (one per
+session) and memos (global, searchable by keyword).
+Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Sequence
+
+from ctxbench.planner.records import Memo
+from ctxbench.store.clock import now_iso
+from ctxbench.store.search import fts_query
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    id: int
+    content: str
+    created_at: str
+
+
+# -- state block ----------------------------------------------------------------------------
+
+def state_block(conn: sqlite3.Connection, session_id: str) -> str:
+    row = conn.execute(
+        "SELECT content FROM session_state WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+    ).fetchone()
+    return str(row["content"]) if row else ""
+
+
+def set_state_block(conn: sqlite3.Connection, session_id: str, content: str) -> None:
+    """Record a new version (unchanged text adds nothing)."""
+    if state_block(conn, session_id) == content:
+        return
+    conn.execute(
+        "INSERT INTO session_state (session_id, content, created_at) VALUES (?, ?, ?)",
+        (session_id, content, now_iso()),
+    )
+
+
+def state_history(conn: sqlite3.Connection, session_id: str) -> tuple[StateVersion, ...]:
+    rows = conn.execute("SELECT * FROM session_state WHERE session_id = ? ORDER BY id", (session_id,))
+    return tuple(StateVersion(int(r["id"]), r["content"], r["created_at"]) for r in rows)
+
+
+# -- scratchpad -----------------------------------------------------------------------------
+
+def scratchpad(conn: sqlite3.Connection, session_id: str) -> str:
+    row = conn.execute("SELECT content FROM scratchpad WHERE session_id = ?", (session_id,)).fetchone()
+    return str(row["content"]) if row else ""
+
+
+def set_scratchpad(conn: sqlite3.Connection, session_id: str, content: str) -> None:
+    conn.execute(
+        "INSERT INTO scratchpad (session_id, content, updated_at) VALUES (?, ?, ?) "
+        "ON CONFLICT (session_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
+        (session_id, content, now_iso()),
+    )
+
+
+# -- memos ----------------------------------------------------------------------------------
+
+def _memo(row: sqlite3.Row) -> Memo:
+    return Memo(id=int(row["id"]), content=row["content"], tags=tuple(json.loads(row["tags"])))
+
+
+def add_memo(conn: sqlite3.Connection, content: str, tags: Sequence[str] = ()) -> Memo:
+    if not content.strip():
+        raise ValueError("a memo needs some text")
+    tag_list = [str(t) for t in tags]
+    cur = conn.execute(
+        "INSERT INTO memos (content, tags, created_at) VALUES (?, ?, ?)",
+        (content, json.dumps(tag_list), now_iso()),
+    )
+    memo_id = int(cur.lastrowid)
+    conn.execute(
+        "INSERT INTO memo_search (rowid, content, tags) VALUES (?, ?, ?)", (memo_id, content, " ".join(tag_list))
+    )
+    return Memo(id=memo_id, content=content, tags=tuple(tag_list))
+
+
+def list_memos(conn: sqlite3.Connection) -> tuple[Memo, ...]:
+    return tuple(_memo(r) for r in conn.execute("SELECT * FROM memos ORDER BY id"))
+
+
+def remove_memo(conn: sqlite3.Connection, memo_id: int) -> bool:
+    conn.execute("DELETE FROM memo_search WHERE rowid = ?", (memo_id,))
+    return conn.execute("DELETE FROM memos WHERE id = ?", (memo_id,)).rowcount > 0
+
+
+def search_memos(conn: sqlite3.Connection, query: str, limit: int) -> tuple[Memo, ...]:
+    """Memos ranked by BM25 relevance to ``query`` (text and tags); empty query: none."""
+    match = fts_query(query)
+    if not match or limit <= 0:
+        return ()
+    rows = conn.execute(
+        "SELECT m.* FROM memo_search JOIN memos m ON m.id = memo_search.rowid "
+        "WHERE memo_search MATCH ? ORDER BY bm25(memo_search), m.id LIMIT ?",
+        (match, limit),
+    )
+    return tuple(_memo(r) for r in rows)

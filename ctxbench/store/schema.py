@@ -1,0 +1,149 @@
+"""The ``core`` component's schema: sessions, branches, messages, groups (+ FTS5), pins, plans,
+retrieval sets, usage reports, the state block, the scratchpad, memos and activation scores.
+
+Migrations are append-only: never edit a released step, add a new one.
+"""
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from ctxbench.store import db
+
+COMPONENT = "core"
+
+_V1 = """
+CREATE TABLE sessions (
+    id            TEXT PRIMARY KEY,
+    title         TEXT NOT NULL DEFAULT '',
+    repo          TEXT,
+    created_at    TEXT NOT NULL,
+    settings      TEXT NOT NULL DEFAULT '{}',
+    active_branch TEXT,
+    next_group_id INTEGER NOT NULL DEFAULT 1
+);
+
+CREATE TABLE branches (
+    id              TEXT PRIMARY KEY,
+    session_id      TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    name            TEXT NOT NULL,
+    parent_id       TEXT REFERENCES branches(id) ON DELETE CASCADE,
+    fork_message_id INTEGER,
+    head_message_id INTEGER,
+    created_at      TEXT NOT NULL,
+    UNIQUE (session_id, name)
+);
+
+CREATE TABLE messages (
+    id               INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id       TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    branch_id        TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+    group_id         INTEGER NOT NULL,
+    role             TEXT NOT NULL CHECK (role IN ('system', 'user', 'assistant', 'tool')),
+    content          TEXT NOT NULL DEFAULT '',
+    tool_calls       TEXT NOT NULL DEFAULT '[]',
+    tool_call_id     TEXT,
+    tool_name        TEXT,
+    parsing_strategy TEXT NOT NULL DEFAULT 'openai',
+    status           TEXT NOT NULL DEFAULT 'active' CHECK (status IN ('active', 'dropped')),
+    created_at       TEXT NOT NULL,
+    tokens           INTEGER NOT NULL DEFAULT 0,
+    flags            TEXT NOT NULL DEFAULT '[]',
+    partial          INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX messages_by_branch ON messages (branch_id, id);
+CREATE INDEX messages_by_group ON messages (session_id, group_id, id);
+
+-- one row per Turn (group); its n is the rowid of the group's row in group_search
+CREATE TABLE message_groups (
+    n          INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    branch_id  TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+    group_id   INTEGER NOT NULL,
+    created_at TEXT NOT NULL,
+    UNIQUE (session_id, group_id)
+);
+
+-- the text of each group's active messages, for the hybrid strategy's BM25 ranking
+CREATE VIRTUAL TABLE group_search USING fts5 (content, tokenize = 'porter unicode61');
+
+CREATE TABLE pins (
+    n            INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    target       TEXT NOT NULL,
+    kind         TEXT NOT NULL CHECK (kind IN ('sticky', 'leased', 'ephemeral')),
+    label        TEXT NOT NULL DEFAULT '',
+    content      TEXT NOT NULL DEFAULT '',
+    scope        TEXT NOT NULL DEFAULT 'turn' CHECK (scope IN ('turn', 'task')),
+    ttl          INTEGER NOT NULL DEFAULT 0,
+    created_turn INTEGER NOT NULL DEFAULT 0,
+    source       TEXT NOT NULL DEFAULT 'user',
+    created_at   TEXT NOT NULL,
+    UNIQUE (session_id, target)
+);
+
+CREATE TABLE retrieval_sets (
+    id         TEXT PRIMARY KEY,
+    query      TEXT NOT NULL,
+    data       TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+
+CREATE TABLE plans (
+    plan_id    TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    created_at TEXT NOT NULL,
+    inputs     TEXT NOT NULL,
+    result     TEXT NOT NULL
+);
+CREATE INDEX plans_by_session ON plans (session_id, created_at);
+
+CREATE TABLE usage_reports (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    plan_id    TEXT NOT NULL REFERENCES plans(plan_id) ON DELETE CASCADE,
+    estimated  INTEGER NOT NULL,
+    reported   INTEGER,
+    model      TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX usage_by_plan ON usage_reports (plan_id, id);
+
+CREATE TABLE session_state (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    content    TEXT NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX state_by_session ON session_state (session_id, id);
+
+CREATE TABLE scratchpad (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    content    TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+
+CREATE TABLE memos (
+    id         INTEGER PRIMARY KEY AUTOINCREMENT,
+    content    TEXT NOT NULL,
+    tags       TEXT NOT NULL DEFAULT '[]',
+    created_at TEXT NOT NULL
+);
+CREATE VIRTUAL TABLE memo_search USING fts5 (content, tags, tokenize = 'porter unicode61');
+
+CREATE TABLE activation (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    item_id    TEXT NOT NULL,
+    score      REAL NOT NULL,
+    updated_at TEXT NOT NULL,
+    PRIMARY KEY (session_id, item_id)
+);
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
+
+
+def open_core(path: Path | str) -> sqlite3.Connection:
+    """Open the database at ``path`` and bring the ``core`` schema up to date."""
+    conn = db.connect(path)
+    db.migrate(conn, COMPONENT, MIGRATIONS)
+    return conn

@@ -1,0 +1,72 @@
+"""Keyword search over groups (hybrid history strategy) and memos, with SQLite FTS5 BM25.
+
+User turns are turned into safe FTS5 queries: each word is quoted (so FTS5 syntax in the
+text cannot break or steer the query), stop words are dropped and the rest are ORed.
+Seed 001 explains why the stop words matter: fillers like "continue", "next" or "go on"
+otherwise rank any old group that happens to contain them as highly relevant.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+
+from ctxbench.store import messages as message_store
+
+# Conversational fillers and common English function words; none says what a turn is about.
+STOP_WORDS: frozenset[str] = frozenset(
+    """
+    a about above after again against all also am an and any are as at be because been before being
+    below between both but by can could did do does doing done down during each else few for from
+    further get go goes going got had has have having he her here hers him his how i if in into is it
+    its itself just let lets me more most my no nor not now of off on once only or other our ours out
+    over own same she should so some such than that the their theirs them then there these they this
+    those through to too under until up very was we were what when where which while who whom why will
+    with would you your yours
+    continue continuing next ok okay please thanks thank yes yeah yep sure proceed carry keep going
+    resume again more go on same fine good great cool alright right hi hello hey now
+    """.split()
+)
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+MIN_TERM_CHARS = 2
+
+
+def query_terms(text: str) -> list[str]:
+    """The distinct content words of ``text``, lowercased, in order of first appearance."""
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(text.lower()):
+        if len(word) < MIN_TERM_CHARS or word in STOP_WORDS:
+            continue
+        seen.setdefault(word, None)
+    return list(seen)
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression: every content word quoted, ORed; empty when none is left."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
+
+
+def search_groups(
+    conn: sqlite3.Connection, session_id: str, branch_id: str, query: str, limit: int
+) -> tuple[int, ...]:
+    """Group ids visible on ``branch_id`` ranked by BM25 relevance to ``query`` (best first).
+
+    Only active messages are indexed, so dropped and deleted groups never appear.
+    """
+    match = fts_query(query)
+    if not match or limit <= 0:
+        return ()
+    visible = set(message_store.branch_group_ids(conn, session_id, branch_id))
+    rows = conn.execute(
+        "SELECT g.group_id FROM group_search JOIN message_groups g ON g.n = group_search.rowid "
+        "WHERE group_search MATCH ? AND g.session_id = ? ORDER BY bm25(group_search), g.group_id",
+        (match, session_id),
+    )
+    out: list[int] = []
+    for row in rows:
+        group_id = int(row["group_id"])
+        if group_id in visible:
+            out.append(group_id)
+            if len(out) >= limit:
+                break
+    return tuple(out)

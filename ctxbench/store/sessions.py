@@ -1,0 +1,241 @@
+"""Sessions and branches: rows, listing, per-session settings overrides, group id allocation.
+
+Every session starts with a branch named ``main``; a branch forks from a message of its
+parent and sees the parent's messages up to that fork point plus its own.
+Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+"""
+from __future__ import annotations
+
+import json
+import secrets
+import sqlite3
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+from ctxbench.store.clock import now_iso
+from ctxbench.store.errors import UnknownBranch, UnknownSession
+
+MAIN_BRANCH = "main"
+_ID_BYTES = 6
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    title: str
+    repo: str | None
+    created_at: str
+    message_count: int
+    group_count: int
+    last_activity: str  # newest message's created_at, or the session's own
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    id: str
+    session_id: str
+    name: str
+    parent_id: str | None
+    fork_message_id: int | None  # last parent message this branch sees
+    head_message_id: int | None  # newest message on this branch
+    created_at: str
+
+
+def new_session_id() -> str:
+    return "s_" + secrets.token_hex(_ID_BYTES)
+
+
+def new_branch_id() -> str:
+    return "b_" + secrets.token_hex(_ID_BYTES)
+
+
+def create_session(conn: sqlite3.Connection, title: str = "", repo: str | None = None) -> str:
+    session_id = new_session_id()
+    now = now_iso()
+    conn.execute(
+        "INSERT INTO sessions (id, title, repo, created_at) VALUES (?, ?, ?, ?)", (session_id, title, repo, now)
+    )
+    branch_id = new_branch_id()
+    conn.execute(
+        "INSERT INTO branches (id, session_id, name, created_at) VALUES (?, ?, ?, ?)",
+        (branch_id, session_id, MAIN_BRANCH, now),
+    )
+    conn.execute("UPDATE sessions SET active_branch = ? WHERE id = ?", (branch_id, session_id))
+    return session_id
+
+
+def require_session(conn: sqlite3.Connection, session_id: str) -> sqlite3.Row:
+    row = conn.execute("SELECT * FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise UnknownSession(f"unknown session {session_id!r}")
+    return row
+
+
+def active_branch(conn: sqlite3.Connection, session_id: str) -> str:
+    return str(require_session(conn, session_id)["active_branch"])
+
+
+_INFO_SQL = """
+SELECT s.id, s.title, s.repo, s.created_at,
+       (SELECT COUNT(*) FROM messages m WHERE m.session_id = s.id) AS message_count,
+       (SELECT COUNT(*) FROM message_groups g WHERE g.session_id = s.id) AS group_count,
+       COALESCE((SELECT MAX(m.created_at) FROM messages m WHERE m.session_id = s.id), s.created_at) AS last_activity
+FROM sessions s
+"""
+
+
+def _info(row: sqlite3.Row) -> SessionInfo:
+    return SessionInfo(
+        id=row["id"],
+        title=row["title"],
+        repo=row["repo"],
+        created_at=row["created_at"],
+        message_count=int(row["message_count"]),
+        group_count=int(row["group_count"]),
+        last_activity=row["last_activity"],
+    )
+
+
+def list_sessions(conn: sqlite3.Connection, repo: str | None = None) -> list[SessionInfo]:
+    """Sessions, most recently active first."""
+    sql = _INFO_SQL
+    params: tuple[Any, ...] = ()
+    if repo is not None:
+        sql += " WHERE s.repo = ?"
+        params = (repo,)
+    sql += " ORDER BY last_activity DESC, s.created_at DESC, s.id"
+    return [_info(r) for r in conn.execute(sql, params)]
+
+
+def session_info(conn: sqlite3.Connection, session_id: str) -> SessionInfo:
+    row = conn.execute(_INFO_SQL + " WHERE s.id = ?", (session_id,)).fetchone()
+    if row is None:
+        raise UnknownSession(f"unknown session {session_id!r}")
+    return _info(row)
+
+
+def set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
+    require_session(conn, session_id)
+    conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+
+
+def delete_session(conn: sqlite3.Connection, session_id: str) -> None:
+    require_session(conn, session_id)
+    # FTS rows are not covered by foreign keys
+    conn.execute(
+        "DELETE FROM group_search WHERE rowid IN (SELECT n FROM message_groups WHERE session_id = ?)", (session_id,)
+    )
+    conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+
+# -- settings overrides ---------------------------------------------------------------------
+
+def settings_overrides(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
+    return dict(json.loads(require_session(conn, session_id)["settings"]))
+
+
+def set_settings_overrides(conn: sqlite3.Connection, session_id: str, overrides: Mapping[str, Any]) -> None:
+    require_session(conn, session_id)
+    conn.execute(
+        "UPDATE sessions SET settings = ? WHERE id = ?", (json.dumps(dict(overrides), sort_keys=True), session_id)
+    )
+
+
+# -- group ids ------------------------------------------------------------------------------
+
+def next_group_id(conn: sqlite3.Connection, session_id: str) -> int:
+    """The id the next new group of this session will get (not reserved)."""
+    return int(require_session(conn, session_id)["next_group_id"])
+
+
+def allocate_group(conn: sqlite3.Connection, session_id: str) -> int:
+    """Reserve and return a new group id (unique within the session, across branches)."""
+    group_id = next_group_id(conn, session_id)
+    conn.execute("UPDATE sessions SET next_group_id = ? WHERE id = ?", (group_id + 1, session_id))
+    return group_id
+
+
+def note_group_used(conn: sqlite3.Connection, session_id: str, group_id: int) -> None:
+    """Keep the allocator ahead of a group id chosen by the caller."""
+    conn.execute(
+        "UPDATE sessions SET next_group_id = MAX(next_group_id, ?) WHERE id = ?", (group_id + 1, session_id)
+    )
+
+
+# -- branches -------------------------------------------------------------------------------
+
+def _branch(row: sqlite3.Row) -> BranchInfo:
+    return BranchInfo(
+        id=row["id"],
+        session_id=row["session_id"],
+        name=row["name"],
+        parent_id=row["parent_id"],
+        fork_message_id=row["fork_message_id"],
+        head_message_id=row["head_message_id"],
+        created_at=row["created_at"],
+    )
+
+
+def get_branch(conn: sqlite3.Connection, branch_id: str) -> BranchInfo:
+    row = conn.execute("SELECT * FROM branches WHERE id = ?", (branch_id,)).fetchone()
+    if row is None:
+        raise UnknownBranch(f"unknown branch {branch_id!r}")
+    return _branch(row)
+
+
+def list_branches(conn: sqlite3.Connection, session_id: str) -> list[BranchInfo]:
+    require_session(conn, session_id)
+    rows = conn.execute("SELECT * FROM branches WHERE session_id = ? ORDER BY created_at, id", (session_id,))
+    return [_branch(r) for r in rows]
+
+
+def find_branch(conn: sqlite3.Connection, session_id: str, name_or_id: str) -> BranchInfo:
+    row = conn.execute(
+        "SELECT * FROM branches WHERE session_id = ? AND (id = ? OR name = ?)", (session_id, name_or_id, name_or_id)
+    ).fetchone()
+    if row is None:
+        raise UnknownBranch(f"session {session_id} has no branch {name_or_id!r}")
+    return _branch(row)
+
+
+def create_branch(
+    conn: sqlite3.Connection, session_id: str, name: str, parent_id: str, fork_message_id: int | None
+) -> str:
+    require_session(conn, session_id)
+    parent = get_branch(conn, parent_id)
+    if parent.session_id != session_id:
+        raise UnknownBranch(f"branch {parent_id!r} is not in session {session_id}")
+    if conn.execute("SELECT 1 FROM branches WHERE session_id = ? AND name = ?", (session_id, name)).fetchone():
+        raise ValueError(f"session {session_id} already has a branch named {name!r}")
+    branch_id = new_branch_id()
+    conn.execute(
+        "INSERT INTO branches (id, session_id, name, parent_id, fork_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+        (branch_id, session_id, name, parent_id, fork_message_id, now_iso()),
+    )
+    return branch_id
+
+
+def set_active_branch(conn: sqlite3.Connection, session_id: str, branch_id: str) -> None:
+    branch = get_branch(conn, branch_id)
+    if branch.session_id != session_id:
+        raise UnknownBranch(f"branch {branch_id!r} is not in session {session_id}")
+    conn.execute("UPDATE sessions SET active_branch = ? WHERE id = ?", (branch_id, session_id))
+
+
+def lineage(conn: sqlite3.Connection, branch_id: str) -> list[tuple[str, int | None]]:
+    """(branch id, last visible message id or None for all) from the branch up to its root."""
+    out: list[tuple[str, int | None]] = []
+    limit: int | None = None
+    current: str | None = branch_id
+    seen: set[str] = set()
+    while current is not None and current not in seen:
+        seen.add(current)
+        branch = get_branch(conn, current)
+        out.append((current, limit))
+        if branch.parent_id is not None:
+            # the parent is visible up to the fork point (0: forked before its first message),
+            # further capped by any tighter limit from below
+            fork = branch.fork_message_id or 0
+            limit = fork if limit is None else min(fork, limit)
+        current = branch.parent_id
+    return out

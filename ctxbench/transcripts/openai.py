@@ -1,0 +1,160 @@
+"""OpenAI chat messages as JSONL (one message object a line) → a :class:`Transcript`.
+
+Each line holds ``role`` and ``content`` and, as the role needs, ``tool_calls`` (assistant),
+``tool_call_id`` and optionally ``name`` (tool). Two optional extra keys are understood:
+``parsing_strategy`` (the provider format that made the line; default ``openai``) and
+``flags`` (importance flags such as ``instruction``). Other keys are ignored.
+
+Turns (groups): a user message starts a new group; a system message is a group of its own;
+assistant and tool messages join the open group. Blank lines are skipped.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+from ctxbench.messages import ROLES, ToolCall
+from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage
+
+FORMAT = "openai"
+DEFAULT_STRATEGY = "openai"
+
+
+def _text_content(value: Any, role: str, line: int) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None:
+        if role == "assistant":
+            return ""
+        raise TranscriptError(line, f"{role} message has no content (expected a string)")
+    if isinstance(value, list):
+        parts: list[str] = []
+        for i, part in enumerate(value):
+            if not isinstance(part, dict) or part.get("type") != "text" or not isinstance(part.get("text"), str):
+                raise TranscriptError(line, f"content part {i} is not a text part ({{'type': 'text', 'text': ...}})")
+            parts.append(part["text"])
+        return "\n".join(parts)
+    raise TranscriptError(line, f"content must be a string, null or a list of text parts, got {type(value).__name__}")
+
+
+def _tool_calls(value: Any, role: str, line: int) -> tuple[ToolCall, ...]:
+    if value is None:
+        return ()
+    if role != "assistant":
+        raise TranscriptError(line, f"only assistant messages carry tool_calls, not {role}")
+    if not isinstance(value, list):
+        raise TranscriptError(line, f"tool_calls must be a list, got {type(value).__name__}")
+    calls: list[ToolCall] = []
+    for i, call in enumerate(value):
+        where = f"tool_calls[{i}]"
+        if not isinstance(call, dict):
+            raise TranscriptError(line, f"{where} must be an object, got {type(call).__name__}")
+        call_id = call.get("id")
+        if not isinstance(call_id, str) or not call_id:
+            raise TranscriptError(line, f"{where}.id must be a non-empty string")
+        if call.get("type", "function") != "function":
+            raise TranscriptError(line, f"{where}.type must be 'function', got {call.get('type')!r}")
+        function = call.get("function")
+        if not isinstance(function, dict):
+            raise TranscriptError(line, f"{where}.function must be an object")
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise TranscriptError(line, f"{where}.function.name must be a non-empty string")
+        arguments = function.get("arguments", "")
+        if isinstance(arguments, dict):
+            arguments = json.dumps(arguments, sort_keys=True, ensure_ascii=False)
+        elif not isinstance(arguments, str):
+            raise TranscriptError(line, f"{where}.function.arguments must be a JSON string or an object")
+        calls.append(ToolCall(call_id, name, arguments))
+    return tuple(calls)
+
+
+def _optional_str(obj: dict[str, Any], key: str, line: int) -> str | None:
+    value = obj.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise TranscriptError(line, f"{key} must be a string, got {type(value).__name__}")
+    return value
+
+
+def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transcript:
+    """Parse and validate every line; raises :class:`TranscriptError` at the first problem."""
+    out: list[TranscriptMessage] = []
+    tool_names: dict[str, str] = {}  # tool call id -> function name, from earlier assistant messages
+    group = -1
+    group_is_system = False
+    for number, raw in enumerate(lines, start=1):
+        if isinstance(raw, bytes):
+            try:
+                raw = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise TranscriptError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+        if number == 1:
+            raw = raw.lstrip("\ufeff")
+        if not raw.strip():
+            continue
+        try:
+            obj = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(number, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise TranscriptError(number, f"expected a JSON object (one message), got {type(obj).__name__}")
+        role = obj.get("role")
+        if not isinstance(role, str):
+            raise TranscriptError(number, "missing role" if role is None else f"role must be a string, got {type(role).__name__}")
+        if role not in ROLES:
+            raise TranscriptError(number, f"unknown role {role!r} (expected one of {', '.join(ROLES)})")
+        content = _text_content(obj.get("content"), role, number)
+        calls = _tool_calls(obj.get("tool_calls"), role, number)
+        strategy = _optional_str(obj, "parsing_strategy", number) or DEFAULT_STRATEGY
+        flags_value = obj.get("flags", [])
+        if not isinstance(flags_value, list) or not all(isinstance(f, str) for f in flags_value):
+            raise TranscriptError(number, "flags must be a list of strings")
+        name = _optional_str(obj, "name", number)
+        tool_call_id = None
+        tool_name = None
+        if role == "tool":
+            tool_call_id = _optional_str(obj, "tool_call_id", number)
+            if not tool_call_id:
+                raise TranscriptError(number, "tool message has no tool_call_id")
+            if tool_call_id not in tool_names:
+                raise TranscriptError(
+                    number, f"tool message answers tool_call_id {tool_call_id!r}, which no earlier assistant message called"
+                )
+            tool_name = name or tool_names[tool_call_id]
+        elif obj.get("tool_call_id") is not None:
+            raise TranscriptError(number, f"only tool messages carry a tool_call_id, not {role}")
+        for call in calls:
+            tool_names[call.id] = call.name
+
+        if role in ("user", "system") or group < 0 or group_is_system:
+            group += 1
+        group_is_system = role == "system"
+        out.append(
+            TranscriptMessage(
+                line=number,
+                group=group,
+                role=role,
+                content=content,
+                tool_calls=calls,
+                tool_call_id=tool_call_id,
+                tool_name=tool_name,
+                parsing_strategy=strategy,
+                flags=tuple(flags_value),
+            )
+        )
+    if not out:
+        raise TranscriptError(0, f"{source}: no messages (empty transcript)")
+    return Transcript(source=source, format=FORMAT, messages=tuple(out))
+
+
+def parse_file(path: Path | str) -> Transcript:
+    """Parse a JSONL file (read as bytes so a bad byte is reported with its line)."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(0, f"cannot read {path}: {exc.strerror or exc}") from None
+    return parse_lines(data.splitlines(), source=path.name)
