@@ -54,6 +54,8 @@ __all__ = [
 # format name -> "module:function" taking a path and returning a Transcript (imported lazily).
 TRANSCRIPT_FORMATS: dict[str, str] = {
     "openai": "ctxbench.transcripts.openai:parse_file",
+    "claude-code": "ctxbench.transcripts.claude_code:parse_file",
+    "aider": "ctxbench.transcripts.aider:parse_file",
 }
 
 
