@@ -1,0 +1,34 @@
+"""``ctxbench import FILE``: a recorded transcript becomes a new session (all or nothing)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, fail, get_config, resolve_db
+from ctxbench.store.db import StoreError
+
+
+@click.command("import", help="Import a transcript (OpenAI messages as JSONL) as a new session. "
+               "The last line of output is the new session id.")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--format", "fmt", default="openai", show_default=True, help="Transcript format.")
+@click.option("--title", default=None, help="Session title (default: the file name).")
+@db_option
+@config_option
+def command(file: Path, fmt: str, title: str | None, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.session import TRANSCRIPT_FORMATS, TranscriptError, Workbench
+
+    if fmt not in TRANSCRIPT_FORMATS:
+        fail(f"transcript format {fmt!r} is not supported; supported: {', '.join(sorted(TRANSCRIPT_FORMATS))}", 2)
+    config = get_config(config_path)
+    try:
+        with Workbench(resolve_db(db_path), config) as wb:
+            session_id = wb.import_file(file, fmt, title=title)
+            info = wb.session_info(session_id)
+    except TranscriptError as exc:
+        fail(f"{file}: {exc}; nothing imported" if exc.line else f"{exc}; nothing imported", 2)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    click.echo(f"imported {info.message_count} messages in {info.group_count} groups from {file.name}")
+    click.echo(session_id)

@@ -1,0 +1,113 @@
+"""``ctxbench plan QUERY``: build, store and show the ContextPlan for a user turn."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.planner.records import ContextPlan
+from ctxbench.store.db import StoreError
+
+_STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
+IN_MEMORY_DB = Path(":memory:")
+
+
+def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
+    """Print a plan as a readable header and one table row per item (included first)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(width=max(120, Console().width), highlight=False, soft_wrap=False)
+    share = f"{100.0 * plan.used_tokens / plan.budget:.1f}%" if plan.budget else "-"
+    console.print(Text(f"plan {plan.plan_id}   session {plan.session_id}"))
+    console.print(Text(f"query: {plan.query}"))
+    console.print(Text(
+        f"mode {plan.mode} · strategy {plan.strategy} · budget {plan.budget} · used {plan.used_tokens} ({share})"
+        + (" · estimated counts" if plan.estimated else "")
+    ))
+    if plan.over_budget:
+        console.print(Text(f"OVER BUDGET: {plan.over_budget_reason}"))
+    console.print(Text("sections: " + " · ".join(f"{name} {tokens}" for name, tokens in plan.sections)))
+    for note in plan.notes:
+        console.print(Text(f"note: {note}"))
+    table = Table(box=box.SIMPLE_HEAD, show_lines=False)
+    table.add_column("#", justify="right")
+    table.add_column("in")
+    table.add_column("kind")
+    table.add_column("label", overflow="ellipsis", max_width=60, no_wrap=True)
+    table.add_column("tokens", justify="right")
+    table.add_column("reason")
+    table.add_column("pin")
+    included = sorted(plan.included, key=lambda i: i.order)
+    for position, item in enumerate(included + list(plan.excluded), start=1):
+        table.add_row(
+            str(position),
+            "yes" if item.included else "no",
+            item.kind,
+            Text(item.label),
+            str(item.tokens),
+            item.reason,
+            item.pin,
+        )
+    console.print(table)
+    console.print(Text(f"{len(included)} included, {len(plan.excluded)} excluded"))
+    if footer:
+        console.print(Text(footer))
+
+
+@click.command("plan", help="Build the ContextPlan for QUERY as the next user turn of a session, store it and show it.")
+@click.argument("query")
+@click.option("--session", "session_id", default=None, help="Session id (default: the most recently active).")
+@click.option("--transcript", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Plan over this OpenAI JSONL transcript, imported into a temporary database.")
+@click.option("--mode", default=None, help="Context mode: off, light or heavy (default: the session's).")
+@click.option("--budget", type=int, default=None, help="Token budget (default: the session's).")
+@click.option("--strategy", type=click.Choice(_STRATEGY_CHOICES), default=None, help="History strategy.")
+@click.option("--window", "window_groups", type=int, default=None, help="Window size in groups (0 = all).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+@db_option
+@config_option
+def command(
+    query: str,
+    session_id: str | None,
+    transcript: Path | None,
+    mode: str | None,
+    budget: int | None,
+    strategy: str | None,
+    window_groups: int | None,
+    as_json: bool,
+    db_path: Path | None,
+    config_path: Path | None,
+) -> None:
+    from ctxbench.session import NotFound, SettingsError, TranscriptError, Workbench
+
+    if session_id and transcript:
+        fail("give --session or --transcript, not both", 2)
+    if budget is not None and budget <= 0:
+        fail(f"--budget must be a positive number of tokens, got {budget}", 2)
+    if window_groups is not None and window_groups < 0:
+        fail(f"--window must be >= 0 (0 = all groups), got {window_groups}", 2)
+    config = get_config(config_path)
+    temporary = transcript is not None
+    try:
+        with Workbench(IN_MEMORY_DB if temporary else resolve_db(db_path), config, repo=Path.cwd()) as wb:
+            if transcript is not None:
+                session_id = wb.import_file(transcript)
+            elif session_id is None:
+                session_id = wb.latest_session()
+                if session_id is None:
+                    fail("no sessions yet: pass --transcript FILE or run `ctxbench import FILE` first", 2)
+            plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
+    except (NotFound, SettingsError, TranscriptError) as exc:
+        fail(str(exc), 2)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    if as_json:
+        emit_json(plan.to_json())
+        return
+    footer = ("not stored: --transcript plans over a temporary database" if temporary
+              else f"stored; show it again with: ctxbench show {plan.plan_id}")
+    render_plan(plan, footer=footer)

