@@ -167,6 +167,7 @@ class IndexConfig:
     binary_sniff_bytes: int = 8192  # a NUL byte in the first N bytes marks a file binary
     doc_max_chars: int = 400  # first paragraph of a doc comment, cut to this many characters
     signature_max_chars: int = 400
+    card_line_max_chars: int = 240  # longer lines in snippets/excerpts (minified code) are clipped
     # PageRank over the code graph: damping and the weight of each edge kind
     pagerank_alpha: float = 0.85
     pagerank_calls_weight: float = 1.0
@@ -230,6 +231,10 @@ class LLMConfig:
 class UIConfig:
     theme: str = "ctxbench-dark"
     keymap: tuple[tuple[str, str], ...] = ()  # (binding id, keys) overrides
+    chat_groups: int = 40  # turns shown in the chat pane at once; earlier ones load on demand
+    budget_step: int = 1000  # tokens added or removed by the budget keys
+    live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
+    preview_delay_s: float = 0.4  # pause in typing before the draft is planned
 
 
 @dataclass(frozen=True)
