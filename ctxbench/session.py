@@ -663,8 +663,6 @@ class Workbench:
         store: bool = True,
     ) -> ContextPlan:
         """Build (and by default store) the ContextPlan for a user turn."""
-        from ctxbench.planner import build_plan  # the planner is imported on first use
-
         inputs = self.plan_inputs(
             session_id,
             query,
@@ -675,6 +673,8 @@ class Workbench:
             retrieval=retrieval,
             current_group=current_group,
         )
+        from ctxbench.planner import build_plan  # imported on first use
+
         # planning runs outside the lock so a worker thread's plan never blocks the UI's reads
         plan = build_plan(inputs, self.config.planner, self.tokenizer)
         if store:

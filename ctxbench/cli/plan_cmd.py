@@ -11,6 +11,8 @@ from ctxbench.store.db import StoreError
 
 _STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
 IN_MEMORY_DB = Path(":memory:")
+MIN_LABEL_WIDTH = 20
+TABLE_CHROME = 24  # cell padding, column gaps and edges of the plan table, in characters
 
 
 def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
@@ -33,15 +35,29 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
     console.print(Text("sections: " + " · ".join(f"{name} {tokens}" for name, tokens in plan.sections)))
     for note in plan.notes:
         console.print(Text(f"note: {note}"))
-    table = Table(box=box.SIMPLE_HEAD, show_lines=False)
-    table.add_column("#", justify="right")
-    table.add_column("in")
-    table.add_column("kind")
-    table.add_column("label", overflow="ellipsis", max_width=60, no_wrap=True)
-    table.add_column("tokens", justify="right")
-    table.add_column("reason")
-    table.add_column("pin")
     included = sorted(plan.included, key=lambda i: i.order)
+
+    def fit(values: list[str], title: str) -> int:
+        return max([len(title), *map(len, values)])
+
+    # every column but the label keeps its full width; the label takes what is left and is cut with …
+    widths = {
+        "#": fit([str(len(plan.items))], "#"),
+        "in": fit(["yes"], "in"),
+        "kind": fit([i.kind for i in plan.items], "kind"),
+        "tokens": fit([str(i.tokens) for i in plan.items], "tokens"),
+        "reason": fit([i.reason for i in plan.items], "reason"),
+        "pin": fit([i.pin for i in plan.items], "pin"),
+    }
+    label_width = max(MIN_LABEL_WIDTH, console.width - sum(widths.values()) - TABLE_CHROME)
+    table = Table(box=box.SIMPLE_HEAD, show_lines=False)
+    table.add_column("#", justify="right", no_wrap=True, width=widths["#"])
+    table.add_column("in", no_wrap=True, width=widths["in"])
+    table.add_column("kind", no_wrap=True, width=widths["kind"])
+    table.add_column("label", overflow="ellipsis", no_wrap=True, max_width=label_width)
+    table.add_column("tokens", justify="right", no_wrap=True, width=widths["tokens"])
+    table.add_column("reason", no_wrap=True, width=widths["reason"])
+    table.add_column("pin", no_wrap=True, width=widths["pin"])
     for position, item in enumerate(included + list(plan.excluded), start=1):
         table.add_row(
             str(position),

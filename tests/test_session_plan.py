@@ -1,0 +1,97 @@
+"""Workbench.plan with the real planner: plans are stored, rebuilt exactly, and deterministic."""
+from __future__ import annotations
+
+import pytest
+
+from ctxbench.config import Config
+from ctxbench.messages import ToolCall
+from ctxbench.session import UnknownPlan, Workbench
+from ctxbench.tokens import count_messages
+
+
+@pytest.fixture
+def wb(tmp_path):
+    bench = Workbench(tmp_path / "store.db", Config())
+    sid = bench.create_session("plan")
+    bench.append_message(sid, "system", "Project rule: all money is integer cents.")
+    bench.append_message(sid, "user", "The invoice rounding bug is in ledger/totals.py, remember that.")
+    bench.append_message(sid, "assistant", "Noted: ledger/totals.py.")
+    for i in range(30):
+        user = bench.append_message(sid, "user", f"Step {i}: tidy helper number {i} in utils.")
+        call = ToolCall(f"call{i}", "read_file", f'{{"path": "utils/h{i}.py"}}')
+        bench.append_message(sid, "assistant", "", tool_calls=(call,))
+        bench.append_message(sid, "tool", f"def helper_{i}():\n" + "    pass\n" * 40, tool_call_id=call.id,
+                             tool_name="read_file")
+        bench.append_message(sid, "assistant", f"Helper {i} tidied.")
+        assert user.group_id == i + 3
+    bench.session = sid  # type: ignore[attr-defined]
+    yield bench
+    bench.close()
+
+
+def test_plan_is_stored_and_rebuilt_exactly(wb):
+    sid = wb.session
+    plan = wb.plan(sid, "Fix the invoice rounding bug we talked about", budget=1500)
+    stored = wb.get_plan(plan.plan_id)
+    assert stored == plan
+    assert stored.messages() == plan.messages()
+    inputs = wb.get_plan_inputs(plan.plan_id)
+    assert inputs == wb.plan_inputs(sid, "Fix the invoice rounding bug we talked about", budget=1500)
+    assert [p.plan_id for p in wb.list_plans(sid)] == [plan.plan_id]
+
+
+def test_plan_respects_budget_and_ends_with_the_query(wb):
+    plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=1500)
+    assert plan.budget == 1500
+    assert plan.over_budget or plan.used_tokens <= 1500
+    payload = plan.messages()
+    assert payload[-1] == {"role": "user", "content": "Fix the invoice rounding bug"}
+    assert payload[0]["role"] == "system"
+    assert len(plan.excluded) > 0  # 30 long turns do not fit in 1,500 tokens
+    assert all(item.reason for item in plan.items)
+
+
+def test_same_inputs_same_plan_id_and_bytes(wb):
+    a = wb.plan(wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
+    b = wb.plan(wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
+    assert a.plan_id == b.plan_id and a == b
+    c = wb.plan(wb.session, "where is the rounding bug?", budget=2001, strategy="hybrid")
+    assert c.plan_id != a.plan_id
+    assert len(wb.list_plans(wb.session)) == 2
+
+
+def test_hybrid_strategy_recalls_the_early_instruction(wb):
+    query = "Fix the invoice rounding bug in totals"
+    window = wb.plan(wb.session, query, budget=1200, strategy="window")
+    hybrid = wb.plan(wb.session, query, budget=1200, strategy="hybrid")
+    early = {m.id for m in wb.group(wb.session, 2)}
+
+    def included_ids(plan):
+        return {mid for item in plan.included for mid in item.message_ids}
+
+    assert not early & included_ids(window)
+    assert early <= included_ids(hybrid)
+    assert any("ledger/totals.py, remember" in str(m.get("content")) for m in hybrid.messages())
+
+
+def test_plan_not_stored_when_asked(wb):
+    plan = wb.plan(wb.session, "anything", store=False)
+    with pytest.raises(UnknownPlan):
+        wb.get_plan(plan.plan_id)
+
+
+def test_usage_reports_attach_to_a_stored_plan(wb):
+    plan = wb.plan(wb.session, "anything")
+    estimated = count_messages(wb.tokenizer, plan.messages())
+    report = wb.record_usage(plan.plan_id, estimated, estimated + 4, "gpt-test")
+    assert wb.usage_reports(plan.plan_id) == (report,)
+    with pytest.raises(UnknownPlan):
+        wb.record_usage("p_missing", 1, 1, "m")
+
+
+def test_dropped_group_is_excluded_with_its_reason(wb):
+    wb.drop_group(wb.session, 2)
+    plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=4000, strategy="hybrid")
+    reasons = {i.reason for i in plan.excluded if "2" in i.id.split(":")[1:2]}
+    assert reasons == {"dropped_by_user"}
+    assert all("ledger/totals.py, remember" not in str(m.get("content")) for m in plan.messages())
