@@ -1,0 +1,39 @@
+"""History strategies: policies that pick past turns (groups) for a plan under the history budget.
+
+Each strategy is a function ``select(selection, budget, context)`` that records its choices in the
+``HistorySelection``; atoms it leaves are excluded ``over_budget`` unless it gave another reason.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from ctxbench.config import PlannerConfig
+from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.records import PlanInputs
+
+
+@dataclass
+class StrategyContext:
+    inputs: PlanInputs
+    config: PlannerConfig
+    plan_budget: int  # the whole plan's budget (levels scale their shares by it)
+    notes: list[str] = field(default_factory=list)
+
+
+Strategy = Callable[[HistorySelection, Budget, StrategyContext], None]
+
+
+def get_strategy(name: str) -> Strategy:
+    from ctxbench.planner.strategies import hybrid, levels, semantic, window
+
+    table: dict[str, Strategy] = {
+        "window": window.select,
+        "hybrid": hybrid.select,
+        "levels": levels.select,
+        "semantic": semantic.select,
+    }
+    try:
+        return table[name]
+    except KeyError:
+        raise ValueError(f"unknown history strategy {name!r}; known: {', '.join(table)}") from None

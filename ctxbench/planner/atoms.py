@@ -1,0 +1,335 @@
+"""History turns (groups) split into atoms, rendered and counted once and cached across plans.
+
+An **atom** is the indivisible unit of selection:
+
+* an assistant message with tool calls together with all of its tool results (never split; when a
+  result answers a call of an earlier atom, the atoms in between are merged so that an atom is
+  always a contiguous run of messages and the payload stays chronological);
+* the group's user message (every other atom of the group depends on it: "a turn never loses its
+  user message");
+* a plain assistant text message; a tool result that answers no known call.
+
+System-role messages are not atoms: they are mandatory candidates of their own.
+
+Everything here depends only on the messages, the provider family, the truncation config and the
+tokenizer, so a group's atoms are built once and reused by every later plan. The cache is keyed by
+the identity of the message objects first (cheap) and by their value second (messages freshly
+loaded from the store hit the cache as long as nothing in them changed).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
+from typing import Any, Callable, Hashable, Sequence
+
+from ctxbench.config import TruncationConfig
+from ctxbench.messages import Message, strategy_family
+from ctxbench.planner import render, truncation
+from ctxbench.tokens import Tokenizer, count_message
+
+ATOM_USER = "user"
+ATOM_CALL = "call"
+ATOM_TEXT = "text"
+ATOM_RESULT = "result"
+
+EXCLUDE_DROPPED = "dropped_by_user"
+EXCLUDE_ISOLATED = "isolated_strategy"
+
+CACHE_MAX_ENTRIES = 50_000
+
+
+@dataclass(frozen=True, eq=False)
+class Atom:
+    id: str  # atom:<group>:<first message id>
+    group_id: int
+    index: int  # position within the group's atoms
+    kind: str  # user | call | text | result
+    message_ids: tuple[int, ...]
+    messages: tuple[dict[str, Any], ...]  # rendered OpenAI messages (tool results truncated)
+    tokens: int  # sum of count_message over ``messages``
+    label: str
+    flags: frozenset[str]  # importance flags of its messages
+    exclusion: str  # structural exclusion (dropped_by_user / isolated_strategy) or ""
+    exclusion_detail: str
+    detail: str  # truncation detail
+    user_text: str  # the user message text for user atoms, else ""
+    first_id: int
+
+
+@dataclass(frozen=True, eq=False)
+class SystemMessage:
+    """A system-role message found in history: a mandatory candidate."""
+
+    id: str  # sysmsg:<message id>
+    group_id: int
+    message_id: int
+    rendered: dict[str, Any]
+    tokens: int
+    label: str
+    exclusion: str
+
+
+@dataclass(frozen=True, eq=False)
+class GroupView:
+    group_id: int
+    messages: tuple[Message, ...]
+    atoms: tuple[Atom, ...]
+    system_messages: tuple[SystemMessage, ...]
+    user_index: int  # index of the group's user atom in ``atoms``; -1 when the group has none
+    eligible_tokens: int  # tokens of the atoms without a structural exclusion
+    flags: frozenset[str]
+    first_id: int
+    digest: str  # sha256 of the canonical rows of its messages (PlanId)
+    # per-view memo of excluded PlanItems, keyed by (reason, detail, score): plan assembly reuses them
+    excluded_items: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+
+class _TupleCache:
+    """Maps (extra key, tuple of messages) to a value: by object identity first, by value second.
+
+    An identity entry holds the message objects, so their ids cannot be reused while it exists.
+    """
+
+    def __init__(self, max_entries: int = CACHE_MAX_ENTRIES) -> None:
+        self._by_id: dict[Hashable, tuple[tuple[Message, ...], Any]] = {}
+        self._by_value: dict[Hashable, Any] = {}
+        self._max = max_entries
+        self._lock = threading.Lock()
+
+    def get(self, extra: Hashable, msgs: tuple[Message, ...], build: Callable[[], Any]) -> Any:
+        id_key = (extra, tuple(map(id, msgs)))
+        hit = self._by_id.get(id_key)
+        if hit is not None:
+            return hit[1]
+        value_key = (extra, msgs)
+        value = self._by_value.get(value_key)
+        if value is None:
+            value = build()
+        with self._lock:
+            if len(self._by_value) >= self._max or len(self._by_id) >= self._max:
+                self._by_value.clear()
+                self._by_id.clear()
+            self._by_value[value_key] = value
+            self._by_id[id_key] = (msgs, value)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._by_id.clear()
+            self._by_value.clear()
+
+
+_VIEWS: dict[int, tuple[Tokenizer, _TupleCache]] = {}
+_DIGESTS = _TupleCache()
+_VIEWS_LOCK = threading.Lock()
+
+
+def clear_caches() -> None:
+    """Forget every cached group (tests, memory pressure)."""
+    with _VIEWS_LOCK:
+        _VIEWS.clear()
+    _DIGESTS.clear()
+
+
+def _view_cache(tokenizer: Tokenizer) -> _TupleCache:
+    entry = _VIEWS.get(id(tokenizer))
+    if entry is None or entry[0] is not tokenizer:
+        with _VIEWS_LOCK:
+            entry = (tokenizer, _TupleCache())
+            _VIEWS[id(tokenizer)] = entry
+    return entry[1]
+
+
+def split_groups(history: Sequence[Message]) -> list[tuple[Message, ...]]:
+    """History messages grouped by ``group_id``, groups in order of first appearance."""
+    runs: list[list[Message]] = []
+    where: dict[int, int] = {}
+    for gid, run in groupby(history, key=attrgetter("group_id")):
+        at = where.get(gid)
+        if at is None:
+            where[gid] = len(runs)
+            runs.append(list(run))
+        else:  # a group interrupted by another one: keep it whole
+            runs[at].extend(run)
+    return [tuple(r) for r in runs]
+
+
+def split_atoms(messages: Sequence[Message]) -> tuple[list[tuple[str, list[Message]]], list[Message]]:
+    """(atoms as (kind, messages), system messages) of one group, in message order."""
+    atoms: list[tuple[str, list[Message]]] = []
+    systems: list[Message] = []
+    call_owner: dict[str, int] = {}
+    for m in messages:
+        if m.role == "system":
+            systems.append(m)
+            continue
+        if m.role == "assistant" and m.tool_calls:
+            atoms.append((ATOM_CALL, [m]))
+            for call in m.tool_calls:
+                if call.id:
+                    call_owner[call.id] = len(atoms) - 1
+            continue
+        if m.role == "tool":
+            owner = call_owner.get(m.tool_call_id) if m.tool_call_id else None
+            if owner is None and atoms and atoms[-1][0] == ATOM_CALL:
+                owner = len(atoms) - 1  # results without a matching id answer the latest call
+            if owner is None:
+                atoms.append((ATOM_RESULT, [m]))
+                continue
+            if owner < len(atoms) - 1:
+                merged = [x for _kind, run in atoms[owner:] for x in run]
+                kind = ATOM_USER if any(x.role == "user" for x in merged) else ATOM_CALL
+                del atoms[owner:]
+                atoms.append((kind, merged))
+                for call_id, at in call_owner.items():
+                    if at > owner:
+                        call_owner[call_id] = owner
+            atoms[owner][1].append(m)
+            continue
+        atoms.append((ATOM_USER if m.role == "user" else ATOM_TEXT, [m]))
+    return atoms, systems
+
+
+def _label(kind: str, msgs: Sequence[Message]) -> str:
+    first = msgs[0]
+    if kind == ATOM_USER:
+        return "user: " + render.short(first.content)
+    if kind == ATOM_CALL:
+        names = [c.name for m in msgs for c in m.tool_calls]
+        results = sum(1 for m in msgs if m.role == "tool")
+        return f"tool call {', '.join(names)} ({results} result{'s' if results != 1 else ''})"
+    if kind == ATOM_RESULT:
+        return f"tool result {first.tool_name or first.tool_call_id or ''}".rstrip()
+    return "assistant: " + render.short(first.content)
+
+
+def exclusion_of(msgs: Sequence[Message], provider_family: str) -> tuple[str, str]:
+    """Structural exclusion of an atom: a dropped message, or a tool message of another provider family."""
+    for m in msgs:
+        if m.status == "dropped":
+            return EXCLUDE_DROPPED, f"message {m.id} dropped"
+    for m in msgs:
+        if m.is_tool_message:
+            family = strategy_family(m.parsing_strategy)
+            if family != provider_family:
+                return EXCLUDE_ISOLATED, (
+                    f"tool message {m.id} was made by {m.parsing_strategy} ({family}); provider family is {provider_family}"
+                )
+    return "", ""
+
+
+def render_atom_messages(
+    msgs: Sequence[Message],
+    tiers: dict[int, str] | None,
+    trunc: TruncationConfig,
+    tokenizer: Tokenizer,
+) -> tuple[tuple[dict[str, Any], ...], int, str]:
+    """Rendered messages, their tokens and the truncation detail. ``tiers`` None means inactive group."""
+    rendered: list[dict[str, Any]] = []
+    tokens = 0
+    entries: list[tuple[int, str, int, int, bool]] = []
+    for m in msgs:
+        content: str | None = None
+        if m.role == "tool":
+            tier = truncation.TIER_INACTIVE if tiers is None else tiers.get(m.id, truncation.TIER_ACTIVE_OLDER)
+            limit = truncation.tier_limit(tier, trunc)
+            content, cut = truncation.truncate(m.content, limit, m.id)
+            entries.append((m.id, tier, limit, len(m.content), cut))
+        msg = render.history_message(m, content)
+        rendered.append(msg)
+        tokens += count_message(tokenizer, msg)
+    return tuple(rendered), tokens, truncation.describe(entries)
+
+
+def _build_view(
+    msgs: tuple[Message, ...], provider_family: str, trunc: TruncationConfig, tokenizer: Tokenizer
+) -> GroupView:
+    gid = msgs[0].group_id
+    raw_atoms, systems = split_atoms(msgs)
+    user_index = next((i for i, (kind, _run) in enumerate(raw_atoms) if kind == ATOM_USER), -1)
+    user_exclusion = ("", "")
+    if user_index >= 0:
+        user_exclusion = exclusion_of(raw_atoms[user_index][1], provider_family)
+    atoms: list[Atom] = []
+    eligible = 0
+    group_flags: set[str] = set()
+    for index, (kind, run) in enumerate(raw_atoms):
+        rendered, tokens, detail = render_atom_messages(run, None, trunc, tokenizer)
+        exclusion, why = exclusion_of(run, provider_family)
+        if not exclusion and user_exclusion[0]:
+            exclusion, why = user_exclusion[0], f"its turn's user message is excluded: {user_exclusion[1]}"
+        flags = frozenset(f for m in run for f in m.flags)
+        group_flags |= flags
+        if not exclusion:
+            eligible += tokens
+        atoms.append(
+            Atom(
+                id=f"atom:{gid}:{run[0].id}",
+                group_id=gid,
+                index=index,
+                kind=kind,
+                message_ids=tuple(m.id for m in run),
+                messages=rendered,
+                tokens=tokens,
+                label=_label(kind, run),
+                flags=flags,
+                exclusion=exclusion,
+                exclusion_detail=why,
+                detail=detail,
+                user_text="\n".join(m.content for m in run if m.role == "user"),
+                first_id=run[0].id,
+            )
+        )
+    system_views = []
+    for m in systems:
+        msg = render.history_message(m)
+        system_views.append(
+            SystemMessage(
+                id=f"sysmsg:{m.id}",
+                group_id=gid,
+                message_id=m.id,
+                rendered=msg,
+                tokens=count_message(tokenizer, msg),
+                label="system message: " + render.short(m.content),
+                exclusion=EXCLUDE_DROPPED if m.status == "dropped" else "",
+            )
+        )
+    return GroupView(
+        group_id=gid,
+        messages=msgs,
+        atoms=tuple(atoms),
+        system_messages=tuple(system_views),
+        user_index=user_index,
+        eligible_tokens=eligible,
+        flags=frozenset(group_flags),
+        first_id=msgs[0].id,
+        digest=group_digest(msgs),
+    )
+
+
+def group_views(
+    groups: Sequence[tuple[Message, ...]], provider_family: str, trunc: TruncationConfig, tokenizer: Tokenizer
+) -> list[GroupView]:
+    """Views of past (inactive) groups, built once per distinct group and reused."""
+    cache = _view_cache(tokenizer)
+    extra = (tokenizer.name, provider_family, trunc)
+    return [cache.get(extra, msgs, lambda msgs=msgs: _build_view(msgs, provider_family, trunc, tokenizer)) for msgs in groups]
+
+
+def message_row(m: Message) -> list[Any]:
+    """Everything about a message that can change a plan, in canonical form."""
+    return [m.id, m.group_id, m.role, m.hash, m.status, m.parsing_strategy, sorted(m.flags), m.partial, m.tool_name]
+
+
+def _digest(msgs: tuple[Message, ...]) -> str:
+    rows = json.dumps([message_row(m) for m in msgs], ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(rows.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def group_digest(msgs: tuple[Message, ...]) -> str:
+    """sha256 of the canonical rows of a group's messages (cached)."""
+    return _DIGESTS.get("digest", msgs, lambda: _digest(msgs))

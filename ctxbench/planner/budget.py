@@ -1,0 +1,184 @@
+"""Token budget bookkeeping and the history selection state shared by the strategies.
+
+``Budget`` counts tokens against a limit; a child budget (a level's share, a section's share)
+charges its parent too, so nothing can overdraw the plan.
+
+``HistorySelection`` records which atoms of which past groups are included and why. The unit the
+strategies pick is a whole group (turn). When a group does not fit whole, ``fill_group`` includes
+its user message and then its later atoms in chronological order while they fit (a coherent
+prefix of the turn); atoms are never split, and an atom is only ever included together with its
+group's user message. Atoms nobody picked are excluded ``over_budget`` unless a strategy gave the
+group another reason (``outside_window``, ``below_threshold``).
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ctxbench.planner.atoms import GroupView
+
+FULL = "full"
+PARTIAL = "partial"
+NONE = "none"
+
+PARTIAL_DETAIL = "turn partially included: the budget ran out"
+
+
+class Budget:
+    __slots__ = ("limit", "used", "parent")
+
+    def __init__(self, limit: int, used: int = 0, parent: "Budget | None" = None) -> None:
+        self.limit = limit
+        self.used = used
+        self.parent = parent
+
+    @property
+    def remaining(self) -> int:
+        own = self.limit - self.used
+        if self.parent is not None:
+            return min(own, self.parent.remaining)
+        return own
+
+    def fits(self, tokens: int) -> bool:
+        return tokens <= self.remaining
+
+    def take(self, tokens: int) -> None:
+        self.used += tokens
+        if self.parent is not None:
+            self.parent.take(tokens)
+
+    def child(self, limit: int) -> "Budget":
+        """A sub-budget of at most ``limit`` tokens that also charges this one."""
+        return Budget(max(0, limit), 0, self)
+
+
+class GroupPick:
+    __slots__ = ("reasons", "details", "pins", "partial")
+
+    def __init__(self, size: int) -> None:
+        self.reasons: list[str | None] = [None] * size  # included reason per atom
+        self.details: list[str] = [""] * size
+        self.pins: list[str] = [""] * size
+        self.partial = False
+
+
+class HistorySelection:
+    def __init__(self, groups: Sequence[GroupView], excluded: dict[int, tuple[str, str]]) -> None:
+        self.groups = groups
+        self.excluded = excluded  # group index -> (reason, detail) for whole groups (dropped by the user)
+        self.picks: dict[int, GroupPick] = {}
+        self.defaults: dict[int, tuple[str, str]] = {}  # group index -> exclusion reason for unpicked atoms
+        self.scores: dict[int, float] = {}
+        self.atom_details: dict[int, dict[int, str]] = {}  # group -> atom -> detail for excluded atoms
+
+    # ---- queries ---------------------------------------------------------------------------
+    def available(self) -> list[int]:
+        """Indices of groups not excluded as a whole, chronological."""
+        return [gi for gi in range(len(self.groups)) if gi not in self.excluded]
+
+    def has_included(self, gi: int) -> bool:
+        pick = self.picks.get(gi)
+        return pick is not None and any(r is not None for r in pick.reasons)
+
+    def is_included(self, gi: int, ai: int) -> bool:
+        pick = self.picks.get(gi)
+        return pick is not None and pick.reasons[ai] is not None
+
+    def _pick(self, gi: int) -> GroupPick:
+        pick = self.picks.get(gi)
+        if pick is None:
+            pick = GroupPick(len(self.groups[gi].atoms))
+            self.picks[gi] = pick
+        return pick
+
+    def _pending(self, gi: int) -> list[int]:
+        pick = self.picks.get(gi)
+        atoms = self.groups[gi].atoms
+        if pick is None:
+            return [ai for ai, a in enumerate(atoms) if not a.exclusion]
+        return [ai for ai, a in enumerate(atoms) if not a.exclusion and pick.reasons[ai] is None]
+
+    # ---- decisions -------------------------------------------------------------------------
+    def set_default(self, gi: int, reason: str, detail: str = "") -> None:
+        self.defaults[gi] = (reason, detail)
+
+    def _include(self, gi: int, ai: int, reason: str, detail: str, pin: str) -> None:
+        pick = self._pick(gi)
+        pick.reasons[ai] = reason
+        pick.details[ai] = detail
+        pick.pins[ai] = pin
+
+    def force_group(self, gi: int, budget: Budget, reason: str, pin: str = "", detail: str = "") -> None:
+        """Include every eligible atom whatever the budget (mandatory, e.g. a sticky pin)."""
+        for ai in self._pending(gi):
+            self._include(gi, ai, reason, detail, pin)
+            budget.take(self.groups[gi].atoms[ai].tokens)
+
+    def fill_group(
+        self, gi: int, budget: Budget, reason: str, *, detail: str = "", pin: str = "", partial: bool = True
+    ) -> str:
+        """Include the group whole if it fits, else (``partial``) its user message and a prefix of the rest.
+
+        Returns FULL, PARTIAL or NONE.
+        """
+        group = self.groups[gi]
+        atoms = group.atoms
+        pick = self.picks.get(gi)
+        if pick is None and group.eligible_tokens <= budget.remaining:
+            pick = self._pick(gi)
+            for ai, atom in enumerate(atoms):
+                if not atom.exclusion:
+                    pick.reasons[ai] = reason
+                    pick.details[ai] = detail
+                    pick.pins[ai] = pin
+            budget.take(group.eligible_tokens)
+            return FULL
+        if pick is None and not partial:
+            return NONE
+        pending = self._pending(gi)
+        cost = sum(atoms[ai].tokens for ai in pending)
+        if cost <= budget.remaining:
+            for ai in pending:
+                self._include(gi, ai, reason, detail, pin)
+            budget.take(cost)
+            return FULL
+        if not partial:
+            return NONE
+        took = False
+        ui = group.user_index
+        if ui in pending:
+            if not budget.fits(atoms[ui].tokens):
+                return NONE
+            self._include(gi, ui, reason, detail, pin)
+            budget.take(atoms[ui].tokens)
+            took = True
+        for ai in pending:
+            if ai == ui:
+                continue
+            if not budget.fits(atoms[ai].tokens):
+                break
+            self._include(gi, ai, reason, detail, pin)
+            budget.take(atoms[ai].tokens)
+            took = True
+        if took or self.has_included(gi):
+            self._pick(gi).partial = True
+            return PARTIAL
+        return NONE
+
+    def include_atom(self, gi: int, ai: int, budget: Budget, reason: str, detail: str = "", pin: str = "") -> bool:
+        """Include one atom (and its group's user message first, if not yet in). False if it does not fit."""
+        group = self.groups[gi]
+        atom = group.atoms[ai]
+        if atom.exclusion or gi in self.excluded:
+            return False
+        if self.is_included(gi, ai):
+            return True
+        ui = group.user_index
+        need_user = ui >= 0 and ui != ai and not self.is_included(gi, ui)
+        cost = atom.tokens + (group.atoms[ui].tokens if need_user else 0)
+        if not budget.fits(cost):
+            return False
+        if need_user:
+            self._include(gi, ui, reason, detail + " (user message of an included atom)" if detail else detail, pin)
+        self._include(gi, ai, reason, detail, pin)
+        budget.take(cost)
+        return True

@@ -1,0 +1,402 @@
+"""Plan assembly: candidates -> budgeted, ordered, explained ContextPlan with a stable PlanId.
+
+Filling order (each step only takes what still fits; the plan never exceeds its budget by a
+single token unless the mandatory items alone do):
+
+1. mandatory: the system prompt, system-role messages of the history, the current turn, sticky
+   pins (a sticky pin on a turn forces that turn's atoms in). If these alone exceed the budget the
+   plan is ``over_budget`` with a reason naming them and their total; they all stay in and every
+   other candidate that is not structurally excluded is excluded ``over_budget``;
+2. the state block (``### STATE``);
+3. leased pins (a leased turn pin takes the whole turn or nothing);
+4. the scratchpad (reason ``state``: a context layer like the state block), then memos by id
+   (reason ``keyword_match``: the session hands the planner the memos its keyword search found);
+5. the orientation scaffold, within the mode's ``scaffold_share`` of the budget;
+6. symbol cards by score, within the mode's ``retrieval_share`` and ``max_cards`` (Heavy: with
+   their excerpt, or the thin card when the excerpt does not fit);
+7. history by the session's strategy (window / hybrid / levels / semantic) with what is left;
+8. ephemeral pins.
+
+Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are
+not turns, cards, then history atoms strictly chronological (by message id), the current turn
+last. Each context layer is one system message, so an item's tokens are exactly the
+``count_message`` sum of its messages and ``used_tokens == count_messages(plan.messages())``.
+
+Every candidate appears once in ``items``: included ones in payload order, then excluded ones in
+candidate order (layers, history chronologically, the current turn's isolated atoms).
+
+The PlanId is ``plan_`` + the first 20 hex digits of the sha256 of the canonical JSON of every
+input (messages by id, content hash and status; pins; mode; budget; strategy; window; provider
+family; system prompt; hashes of state, scratchpad and memos; the retrieval set; the keyword and
+semantic rankings; the whole planner config; the tokenizer name). No clock, no randomness and no
+dict-order dependence enter a plan, so the same inputs give the same plan byte for byte.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import threading
+from typing import Any, Sequence
+
+from ctxbench.config import PlannerConfig
+from ctxbench.messages import content_hash, strategy_family
+from ctxbench.planner import atoms as atoms_mod
+from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelection
+from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
+from ctxbench.planner.modes import mode_profile, share_tokens
+from ctxbench.planner.records import SECTIONS, STRATEGIES, ContextPlan, PlanInputs, PlanItem
+from ctxbench.planner.strategies import StrategyContext, get_strategy
+from ctxbench.tokens import REPLY_PRIMING, Tokenizer
+
+PLAN_FORMAT_VERSION = 1
+PLAN_ID_HEX = 20
+OVER_BUDGET_LISTED = 6  # mandatory items named in an over_budget reason
+ESTIMATE_NOTE = "token counts are estimates (chars/4), not the model's tokenizer"
+
+_NEW = object.__new__
+
+
+def _item(**fields: Any) -> PlanItem:
+    """A PlanItem without the frozen-dataclass __init__ (thousands per plan; all fields given)."""
+    item = _NEW(PlanItem)
+    item.__dict__.update(fields)
+    return item
+
+
+def _planner_config(config: Any) -> PlannerConfig:
+    return config.planner if hasattr(config, "planner") else config
+
+
+# ---- PlanId --------------------------------------------------------------------------------
+
+_CONFIG_DIGESTS: dict[int, tuple[PlannerConfig, str]] = {}
+_CONFIG_LOCK = threading.Lock()
+
+
+def _config_digest(config: PlannerConfig) -> str:
+    hit = _CONFIG_DIGESTS.get(id(config))
+    if hit is not None and hit[0] is config:
+        return hit[1]
+    text = json.dumps(dataclasses.asdict(config), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    with _CONFIG_LOCK:
+        if len(_CONFIG_DIGESTS) > 64:
+            _CONFIG_DIGESTS.clear()
+        _CONFIG_DIGESTS[id(config)] = (config, digest)
+    return digest
+
+
+def canonical_inputs(
+    inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, group_digests: Sequence[str]
+) -> dict[str, Any]:
+    """The canonical form of every plan input (large parts as sha256 digests of their canonical JSON).
+
+    ``group_digests``: for each history group in order, the sha256 of its messages' canonical rows
+    (``atoms.message_row``: id, group, role, content hash, status, parsing strategy, flags, ...).
+    """
+    history = hashlib.sha256("\n".join(group_digests).encode()).hexdigest()
+    retrieval = inputs.retrieval
+    return {
+        "version": PLAN_FORMAT_VERSION,
+        "session": inputs.session_id,
+        "query": inputs.query,
+        "history": history,
+        "current": [atoms_mod.message_row(m) for m in inputs.current_turn],
+        "budget": inputs.budget,
+        "mode": inputs.mode,
+        "strategy": inputs.strategy,
+        "window_groups": inputs.window_groups,
+        "provider_family": inputs.provider_family,
+        "system_prompt": inputs.system_prompt,
+        "pins": [dataclasses.astuple(p) for p in sorted(inputs.pins, key=pin_sort_key)],
+        "dropped_groups": sorted(set(inputs.dropped_groups)),
+        "state": content_hash(inputs.state_block),
+        "scratchpad": content_hash(inputs.scratchpad),
+        "memos": sorted([m.id, content_hash(m.content), list(m.tags)] for m in inputs.memos),
+        "retrieval": {
+            "id": retrieval.id,
+            "query": retrieval.query,
+            "scaffold": content_hash(retrieval.scaffold),
+            "notes": list(retrieval.notes),
+            "semantic_available": retrieval.semantic_available,
+            "hits": [
+                [h.symbol, h.path, h.line, h.score, h.provenance, h.neighbour_of, h.why, h.card_hash,
+                 content_hash(h.card_text), content_hash(h.excerpt)]
+                for h in retrieval.hits
+            ],
+        },
+        "keyword_ranking": list(inputs.keyword_ranking),
+        "semantic_ranking": [[g, s] for g, s in inputs.semantic_ranking],
+        "config": _config_digest(config),
+        "tokenizer": tokenizer_name,
+    }
+
+
+def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, group_digests: Sequence[str]) -> str:
+    text = json.dumps(canonical_inputs(inputs, config, tokenizer_name, group_digests), sort_keys=True,
+                      ensure_ascii=False, separators=(",", ":"))
+    return "plan_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:PLAN_ID_HEX]
+
+
+def plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str) -> str:
+    """The PlanId of the plan ``build_plan`` makes from these inputs (no plan is built)."""
+    config = _planner_config(config)
+    digests = [atoms_mod.group_digest(g) for g in atoms_mod.split_groups(inputs.history)]
+    return _plan_id(inputs, config, tokenizer_name, digests)
+
+
+# ---- filling -------------------------------------------------------------------------------
+
+def _take(cand: Cand | None, budget: Budget, reason: str, detail: str = "") -> bool:
+    if cand is None or cand.decided:
+        return False
+    if budget.fits(cand.tokens):
+        budget.take(cand.tokens)
+        cand.include(reason)
+        return True
+    cand.exclude("over_budget", detail)
+    return False
+
+
+def _fill_pins(c: Candidates, selection: HistorySelection, budget: Budget, kind: str, reason: str) -> None:
+    for entry in c.pins:
+        cand = entry.cand
+        if entry.pin.kind != kind or cand.decided:
+            continue
+        if entry.group_index < 0:
+            _take(cand, budget, reason)
+            continue
+        gid = c.views[entry.group_index].group_id
+        if selection.fill_group(entry.group_index, budget, reason, pin=kind, partial=False) == FULL:
+            cand.exclude("duplicate", f"turn {gid} is included in the history as pinned")
+        else:
+            cand.exclude("over_budget", f"turn {gid} does not fit whole")
+
+
+def _fill_retrieval(c: Candidates, budget: Budget, inputs: PlanInputs, profile: Any) -> None:
+    if c.scaffold is not None and not c.scaffold.decided:
+        cap = share_tokens(inputs.budget, profile.scaffold_share)
+        share = budget.child(cap)
+        _take(c.scaffold, share, "scaffold", f"scaffold needs {c.scaffold.tokens} tokens; its share is {cap}")
+    cap = share_tokens(inputs.budget, profile.retrieval_share)
+    share = budget.child(cap)
+    rank = 0
+    for cand in c.cards:
+        if cand.decided:
+            continue
+        rank += 1
+        if rank > profile.max_cards:
+            cand.exclude("below_threshold", f"beyond the {profile.max_cards} cards of mode {profile.name}")
+        elif share.fits(cand.tokens):
+            share.take(cand.tokens)
+            cand.include(cand.intent)
+        elif cand.alt_messages and share.fits(cand.alt_tokens):
+            share.take(cand.alt_tokens)
+            cand.messages, cand.tokens = cand.alt_messages, cand.alt_tokens
+            cand.detail = (cand.detail + "; " if cand.detail else "") + "excerpt left out to fit"
+            cand.include(cand.intent)
+        else:
+            cand.exclude("over_budget", f"retrieval share ({cap} tokens) is full")
+
+
+def _over_budget_reason(mandatory: list[tuple[str, int]], total: int, limit: int) -> str:
+    named = sorted(mandatory, key=lambda x: (-x[1], x[0]))
+    listed = ", ".join(f"{label} {tokens}" for label, tokens in named[:OVER_BUDGET_LISTED])
+    more = len(named) - OVER_BUDGET_LISTED
+    if more > 0:
+        listed += f", and {more} more"
+    return f"mandatory items need {total} tokens but the budget is {limit}: {listed}"
+
+
+# ---- assembly ------------------------------------------------------------------------------
+
+def _join(*parts: str) -> str:
+    return "; ".join(p for p in parts if p)
+
+
+def _cand_item(cand: Cand, order: int) -> PlanItem:
+    return _item(
+        id=cand.id, kind=cand.kind, section=cand.section, label=cand.label, tokens=cand.tokens,
+        included=cand.included, reason=cand.reason or "over_budget", score=cand.score, pin=cand.pin,
+        order=order, message_ids=cand.message_ids, messages=cand.messages if cand.included else (),
+        detail=cand.detail,
+    )
+
+
+EXCLUDED_MEMO_MAX = 8  # excluded-item memos kept per group (scores change with the query)
+
+
+def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
+    return _item(
+        id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
+        included=False, reason=reason, score=score, pin="", order=-1, message_ids=atom.message_ids,
+        messages=(), detail=detail,
+    )
+
+
+def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tuple[PlanItem, ...]:
+    """Excluded items of a group nobody picked from (memoised on the cached group view)."""
+    key = (reason, detail, score)
+    memo = group.excluded_items
+    hit = memo.get(key)
+    if hit is None:
+        hit = tuple(
+            _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and reason != "dropped_by_user"
+            else _excluded_atom(a, reason, detail, score)
+            for a in group.atoms
+        )
+        if len(memo) >= EXCLUDED_MEMO_MAX:
+            memo.clear()
+        memo[key] = hit
+    return hit
+
+
+def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanItem]], list[PlanItem]]:
+    """(first message id, included item with order unset) and excluded items, chronological."""
+    included: list[tuple[int, PlanItem]] = []
+    excluded: list[PlanItem] = []
+    picks = selection.picks
+    defaults = selection.defaults
+    scores = selection.scores
+    atom_details = selection.atom_details
+    group_excluded_all = selection.excluded
+    for gi, group in enumerate(selection.groups):
+        pick = picks.get(gi)
+        group_excluded = group_excluded_all.get(gi)
+        default = defaults.get(gi)
+        score = scores.get(gi, 0.0)
+        details = atom_details.get(gi)
+        if pick is None and details is None:
+            reason, detail = group_excluded or default or ("over_budget", "")
+            excluded.extend(_untouched_group(group, reason, detail, score))
+            continue
+        for ai, atom in enumerate(group.atoms):
+            if pick is not None and pick.reasons[ai] is not None:
+                included.append((atom.first_id, _item(
+                    id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
+                    included=True, reason=pick.reasons[ai], score=score, pin=pick.pins[ai], order=0,
+                    message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
+                )))
+                continue
+            if group_excluded is not None:
+                reason, detail = group_excluded
+            elif atom.exclusion:
+                reason, detail = atom.exclusion, atom.exclusion_detail
+            elif default is not None:
+                reason, detail = default
+            else:
+                reason = "over_budget"
+                detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
+                if details is not None:
+                    detail = details.get(ai, detail)
+            excluded.append(_excluded_atom(atom, reason, detail, score))
+    return included, excluded
+
+
+def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
+    """Build the ContextPlan for ``inputs``: deterministic, budgeted, every candidate with a reason."""
+    config = _planner_config(config)
+    if inputs.strategy not in STRATEGIES:
+        raise ValueError(f"unknown history strategy {inputs.strategy!r}; known: {', '.join(STRATEGIES)}")
+    strategy = get_strategy(inputs.strategy)
+    profile = mode_profile(config, inputs.mode)
+    family = strategy_family(inputs.provider_family)
+
+    groups = atoms_mod.split_groups(inputs.history)
+    views = atoms_mod.group_views(groups, family, config.truncation, tokenizer)
+    pid = _plan_id(inputs, config, tokenizer.name, [v.digest for v in views])
+    c = build_candidates(inputs, config, tokenizer, profile, views, family)
+    selection = HistorySelection(views, c.dropped)
+    budget = Budget(inputs.budget, REPLY_PRIMING)
+    notes: list[str] = []
+    if tokenizer.is_estimate:
+        notes.append(ESTIMATE_NOTE)
+    notes.extend(c.notes)
+
+    # 1. mandatory
+    mandatory: list[tuple[str, int]] = []
+    for cand in [c.system, *c.system_messages, c.current[0]]:
+        if cand.reason == "mandatory":
+            cand.include("mandatory")
+            budget.take(cand.tokens)
+            mandatory.append((cand.label if cand.kind != "current_turn" else "current turn", cand.tokens))
+    for entry in c.pins:
+        if entry.pin.kind != "sticky" or entry.cand.decided:
+            continue
+        if entry.group_index >= 0:
+            before = budget.used
+            selection.force_group(entry.group_index, budget, "pinned_sticky", pin="sticky")
+            gid = c.views[entry.group_index].group_id
+            entry.cand.exclude("duplicate", f"turn {gid} is included in the history as pinned")
+            mandatory.append((f"sticky pin {entry.pin.id} (turn {gid})", budget.used - before))
+        else:
+            entry.cand.include("pinned_sticky")
+            budget.take(entry.cand.tokens)
+            mandatory.append((f"sticky pin {entry.pin.id}", entry.cand.tokens))
+
+    over_budget = budget.used > budget.limit
+    over_reason = ""
+    context = StrategyContext(inputs, config, inputs.budget)
+    if over_budget:
+        over_reason = _over_budget_reason(mandatory, budget.used, budget.limit)
+        notes.append("over budget: " + over_reason)
+    else:
+        _take(c.state, budget, "state")  # 2
+        _fill_pins(c, selection, budget, "leased", "pinned_leased")  # 3
+        _take(c.scratchpad, budget, "state")  # 4
+        for memo in c.memos:  # memos reach the planner through the store's keyword search
+            _take(memo, budget, "keyword_match")
+        _fill_retrieval(c, budget, inputs, profile)  # 5, 6
+        strategy(selection, budget, context)  # 7
+        _fill_pins(c, selection, budget, "ephemeral", "pinned_ephemeral")  # 8
+        notes.extend(context.notes)
+
+    layers = c.layer_cands()
+    for cand in layers + c.current:
+        if not cand.decided:
+            cand.exclude("over_budget", "mandatory items alone exceed the budget" if over_budget else "")
+
+    # assembly
+    history_in, history_out = _history_items(selection)
+    if any(history_in[i][0] > history_in[i + 1][0] for i in range(len(history_in) - 1)):
+        history_in.sort(key=lambda pair: pair[0])
+    included_layers = sorted((cand for cand in layers if cand.included), key=lambda cand: cand.category)
+    items: list[PlanItem] = []
+    order = 0
+    for cand in included_layers:
+        items.append(_cand_item(cand, order))
+        order += 1
+    for _first, item in history_in:
+        item.__dict__["order"] = order
+        items.append(item)
+        order += 1
+    items.append(_cand_item(c.current[0], order))
+    items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
+    items.extend(history_out)
+    items.extend(_cand_item(cand, -1) for cand in c.current[1:])
+
+    section_tokens = dict.fromkeys(SECTIONS, 0)
+    used = REPLY_PRIMING
+    for item in items:
+        if item.included:
+            section_tokens[item.section] = section_tokens.get(item.section, 0) + item.tokens
+            used += item.tokens
+
+    return ContextPlan(
+        plan_id=pid,
+        session_id=inputs.session_id,
+        query=inputs.query,
+        mode=profile.name,
+        strategy=inputs.strategy,
+        budget=inputs.budget,
+        used_tokens=used,
+        over_budget=over_budget,
+        over_budget_reason=over_reason,
+        sections=tuple(section_tokens.items()),
+        items=tuple(items),
+        retrieval_set_id=inputs.retrieval.id,
+        tokenizer=tokenizer.name,
+        estimated=tokenizer.is_estimate,
+        notes=tuple(notes),
+    )

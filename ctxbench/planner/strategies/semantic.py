@@ -1,0 +1,58 @@
+"""Semantic sliding window (seed 003) — the seam for the embedder.
+
+score(turn) = similarity_weight * similarity + recency_weight * 0.5 ** (age / half_life)
+              + sum of the importance weights of the flags in the turn
+
+where ``similarity`` comes from ``inputs.semantic_ranking`` ((group id, cosine similarity), computed
+by the retrieval layer with the embedder) and ``age`` counts turns back from the newest one.
+Turns are taken by score (ties: newer first) while they fit; ``window_groups`` > 0 caps how many
+compete. Reason ``semantic_match`` for turns the ranking scored, else ``recent_window``.
+When the ranking is empty (no embedder yet) the plan says so in its notes and falls back to the
+rolling window.
+"""
+from __future__ import annotations
+
+from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.strategies import StrategyContext, window
+
+FALLBACK_NOTE = "semantic: no similarity ranking for this query (embedder not available); fell back to recency"
+
+
+def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
+    ranking = context.inputs.semantic_ranking
+    if not ranking:
+        context.notes.append(FALLBACK_NOTE)
+        window.select(selection, budget, context)
+        return
+    config = context.config.semantic
+    weights = dict(config.importance_weights)
+    similarity: dict[int, float] = {}
+    for gid, sim in ranking:
+        similarity.setdefault(gid, float(sim))
+    available = selection.available()
+    scores: dict[int, float] = {}
+    for age, gi in enumerate(reversed(available)):
+        group = selection.groups[gi]
+        recency = 0.5 ** (age / config.recency_half_life_groups) if config.recency_half_life_groups > 0 else 0.0
+        importance = sum(weights.get(flag, 0.0) for flag in sorted(group.flags))
+        scores[gi] = (
+            config.similarity_weight * similarity.get(group.group_id, 0.0)
+            + config.recency_weight * recency
+            + importance
+        )
+    ranked = sorted(scores, key=lambda gi: (-scores[gi], -gi))
+    n = context.inputs.window_groups
+    if n > 0:
+        for gi in ranked[n:]:
+            selection.set_default(gi, "outside_window", f"ranked below the top {n} turns")
+        ranked = ranked[:n]
+    for gi in ranked:
+        selection.scores[gi] = scores[gi]
+        if budget.remaining <= 0:
+            continue
+        gid = selection.groups[gi].group_id
+        reason = "semantic_match" if gid in similarity else "recent_window"
+        detail = f"score {scores[gi]:.4f}"
+        if gid in similarity:
+            detail += f", similarity {similarity[gid]:.4f}"
+        selection.fill_group(gi, budget, reason, detail=detail, partial=False)

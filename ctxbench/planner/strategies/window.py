@@ -1,0 +1,34 @@
+"""Rolling window (seeds 000/001): the last N turns (0 = all), newest first until the budget is full.
+
+Turns older than the window are excluded ``outside_window``. Inside it, turns are taken newest
+first; the first turn that does not fit whole is taken partially (its user message and a prefix of
+its atoms) and everything older is ``over_budget``, so the window stays contiguous.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+from ctxbench.planner.budget import FULL, Budget, HistorySelection
+from ctxbench.planner.strategies import StrategyContext
+
+REASON = "recent_window"
+
+
+def fill_newest_first(selection: HistorySelection, budget: Budget, order: Sequence[int], reason: str = REASON) -> None:
+    for gi in reversed(order):
+        if selection.fill_group(gi, budget, reason) != FULL:
+            break
+
+
+def limit_window(selection: HistorySelection, order: list[int], n: int) -> list[int]:
+    """The last ``n`` of ``order`` (all when n <= 0); the older ones get ``outside_window``."""
+    if n <= 0 or len(order) <= n:
+        return order
+    for gi in order[:-n]:
+        selection.set_default(gi, "outside_window", f"older than the last {n} turns")
+    return order[-n:]
+
+
+def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
+    order = limit_window(selection, selection.available(), context.inputs.window_groups)
+    fill_newest_first(selection, budget, order)
