@@ -1,0 +1,72 @@
+"""``ctxbench`` / ``ctxbench open``: the workbench on the repository in the current directory.
+
+Opens the most recent session of that repository, or a new one. Only click and the config
+are imported here; the app module (textual) is imported when the command runs, and the
+engine only inside the app's workers, so the first paint never waits for them.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, get_config
+
+MODES = ("off", "light", "heavy")
+STRATEGIES = ("window", "hybrid", "levels", "semantic")
+
+
+def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
+    """The flags ``open`` and ``demo`` share."""
+    options = [
+        db_option,
+        config_option,
+        click.option("--session", "session_id", default=None, help="Open this session id."),
+        click.option("--new", "new_session", is_flag=True, help="Start a new session."),
+        click.option("--mode", type=click.Choice(MODES), default=None, help="Context Mode (remembered by the session)."),
+        click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget of the plan."),
+        click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="History strategy."),
+        click.option("--theme", default=None, help="Theme name (ctxbench-dark, ctxbench-light, or any Textual theme)."),
+        click.option("--no-index", is_flag=True, help="Do not index the repository (plans carry no symbol cards)."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def find_repo_root(start: Path) -> Path:
+    """The enclosing repository (a folder holding .git, .hg or .svn), else ``start`` itself."""
+    start = start.resolve()
+    for folder in (start, *start.parents):
+        if any((folder / marker).exists() for marker in (".git", ".hg", ".svn")):
+            return folder
+    return start
+
+
+def run_workbench(options, config) -> None:
+    from ctxbench.tui.app import CtxbenchApp
+
+    app = CtxbenchApp(options, config)
+    app.run()
+    if app.return_code not in (None, 0):
+        raise SystemExit(app.return_code)
+
+
+@click.command(name="open", help="Open the workbench on a repository (default: the one in the current directory).")
+@click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
+              help="Repository to work on (default: the enclosing repository of the current directory).")
+@workbench_options
+def command(repo: Path | None, db_path: Path | None, config_path: Path | None, session_id: str | None,
+            new_session: bool, mode: str | None, budget: int | None, strategy: str | None, theme: str | None,
+            no_index: bool) -> None:
+    from ctxbench.tui.bridge import LaunchOptions
+
+    config = get_config(config_path)
+    root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())
+    options = LaunchOptions(
+        db_path=db_path, repo=root, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
+        theme=theme, new_session=new_session, title=root.name, index_repo=not no_index,
+    )
+    run_workbench(options, config)
+

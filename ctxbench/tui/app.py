@@ -1,0 +1,72 @@
+"""The ctxbench workbench: a Textual app around one session of the engine."""
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+from textual.app import App
+
+from ctxbench.config import Config
+from ctxbench.tui.bridge import LaunchOptions
+from ctxbench.tui.commands import WorkbenchCommands
+from ctxbench.tui.keymap import keymap_from_config
+from ctxbench.tui.screens.main import MainScreen
+from ctxbench.tui.theme_files import VARIABLE_DEFAULTS, load_themes
+
+FALLBACK_THEME = "ctxbench-dark"
+
+
+class CtxbenchApp(App[None]):
+    CSS_PATH = "app.tcss"
+    TITLE = "ctxbench"
+    COMMANDS = App.COMMANDS | {WorkbenchCommands}
+    ENABLE_COMMAND_PALETTE = True
+
+    def __init__(self, options: LaunchOptions | None = None, config: Config | None = None, *,
+                 first_paint_hook=None) -> None:
+        super().__init__()
+        self.options = options or LaunchOptions()
+        self.config_ = config or Config()
+        self._first_paint_hook = first_paint_hook
+        self.theme_errors: list[str] = []
+        self.keymap_errors: list[str] = []
+        themes, self.theme_errors = load_themes()
+        for theme in themes:
+            self.register_theme(theme)
+        wanted = self.options.theme or self.config_.ui.theme
+        self.theme = wanted if wanted in self.available_themes else FALLBACK_THEME
+        if wanted not in self.available_themes:
+            self.theme_errors.append(f"unknown theme {wanted!r}; using {FALLBACK_THEME}")
+        keymap, unknown = keymap_from_config(self.config_.ui.keymap)
+        self.keymap_errors = [f"ui.keymap: unknown binding id {b!r}" for b in unknown]
+        if keymap:
+            self.set_keymap(keymap)
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(VARIABLE_DEFAULTS)
+
+    @property
+    def main_screen(self) -> MainScreen:
+        for screen in self.screen_stack:
+            if isinstance(screen, MainScreen):
+                return screen
+        raise LookupError("no main screen")
+
+    def on_mount(self) -> None:
+        self.push_screen(MainScreen(self.options, self.config_))
+        for problem in (*self.theme_errors, *self.keymap_errors):
+            self.notify(problem, severity="warning", timeout=8)
+        if self._first_paint_hook is not None:
+            self.call_after_refresh(self._first_paint_hook, self)
+
+
+def first_paint_reporter(path: Path):
+    """A hook for ``ctxbench bench ui``: write the time of the first paint and quit."""
+
+    def hook(app: CtxbenchApp) -> None:
+        start = float(os.environ.get("CTXBENCH_BENCH_T0", "0") or 0)
+        path.write_text(f"{time.time() - start:.6f}\n" if start else f"{time.perf_counter():.6f}\n")
+        app.exit()
+
+    return hook

@@ -1,0 +1,95 @@
+"""Every key binding of the workbench, each with an id the config file can rebind.
+
+Rebinding: in the config file
+
+    [ui.keymap]
+    "ctxbench.mode_cycle" = "ctrl+k"
+    "overlay.pin_sticky" = "ctrl+s,f2"
+
+Ids are grouped by where they act: ``ctxbench.*`` anywhere on the main screen, ``overlay.*``
+in the context overlay, ``viewer.*`` in the payload / preview / listing views.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.binding import Binding
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    id: str
+    keys: str
+    action: str
+    description: str
+    show: bool = True
+    priority: bool = False
+    key_display: str | None = None
+
+
+MAIN_KEYS: tuple[KeySpec, ...] = (
+    # priority: ctrl+t must cycle the mode even while the input has focus
+    KeySpec("ctxbench.mode_cycle", "ctrl+t", "cycle_mode", "Mode", priority=True),
+    KeySpec("ctxbench.overlay", "ctrl+o", "open_overlay", "Context", priority=True),
+    KeySpec("ctxbench.payload", "ctrl+g", "show_payload", "Payload", priority=True),
+    KeySpec("ctxbench.budget_up", "ctrl+up,ctrl+right_square_bracket", "budget_step(1)", "Budget+",
+            priority=True, key_display="^↑"),
+    KeySpec("ctxbench.budget_down", "ctrl+down,ctrl+left_square_bracket", "budget_step(-1)", "Budget-",
+            priority=True, key_display="^↓"),
+    KeySpec("ctxbench.cancel", "escape", "cancel_turn", "Cancel", show=False),
+    KeySpec("ctxbench.focus_input", "ctrl+l", "focus_input", "Input", show=False),
+)
+
+OVERLAY_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("overlay.close", "escape,ctrl+o", "close", "Close", priority=True, key_display="esc"),
+    KeySpec("overlay.preview", "enter", "preview", "Preview", priority=True),
+    KeySpec("overlay.pin_sticky", "ctrl+s", "pin_sticky", "Pin", priority=True),
+    KeySpec("overlay.lease_turn", "ctrl+e", "lease('turn')", "Lease turn", priority=True),
+    KeySpec("overlay.lease_task", "ctrl+k", "lease('task')", "Lease task", priority=True),
+    KeySpec("overlay.unpin", "ctrl+u", "unpin", "Unpin", priority=True),
+    KeySpec("overlay.drop", "ctrl+d", "drop", "Drop", priority=True),
+    KeySpec("overlay.accept", "ctrl+y", "accept", "Accept", priority=True),
+    KeySpec("overlay.reject", "ctrl+n", "reject", "Reject", priority=True),
+    KeySpec("overlay.cursor_down", "down", "cursor(1)", "Down", show=False, priority=True),
+    KeySpec("overlay.cursor_up", "up", "cursor(-1)", "Up", show=False, priority=True),
+    KeySpec("overlay.page_down", "pagedown", "cursor(10)", "Page down", show=False, priority=True),
+    KeySpec("overlay.page_up", "pageup", "cursor(-10)", "Page up", show=False, priority=True),
+)
+
+VIEWER_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("viewer.close", "escape,q", "close", "Close", key_display="esc"),
+)
+
+
+def bindings(specs: tuple[KeySpec, ...]) -> list[Binding]:
+    return [
+        Binding(s.keys, s.action, s.description, show=s.show, priority=s.priority, key_display=s.key_display,
+                id=s.id)
+        for s in specs
+    ]
+
+
+ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS
+BINDING_IDS: frozenset[str] = frozenset(s.id for s in ALL_KEYS)
+
+
+def keymap_from_config(pairs: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], list[str]]:
+    """The config's ``ui.keymap`` as a Textual keymap, and the ids it names that do not exist."""
+    keymap: dict[str, str] = {}
+    unknown: list[str] = []
+    for binding_id, keys in pairs:
+        if binding_id not in BINDING_IDS:
+            unknown.append(binding_id)
+            continue
+        keymap[binding_id] = str(keys)
+    return keymap, unknown
+
+
+def describe_key(binding_id: str, keymap: dict[str, str] | None = None) -> str:
+    """The key a user presses for ``binding_id``, for hints like ``ctrl+o details``."""
+    if keymap and binding_id in keymap:
+        return keymap[binding_id].split(",")[0]
+    for spec in ALL_KEYS:
+        if spec.id == binding_id:
+            return spec.keys.split(",")[0]
+    return ""

@@ -1,0 +1,162 @@
+"""How plans and messages read on screen: pure functions, no widgets, easy to test."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+from ctxbench.config import TruncationConfig
+
+METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
+AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
+MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy"}
+MODE_CYCLE = ("off", "light", "heavy")
+
+
+def tok(n: int) -> str:
+    return f"{n:,}"
+
+
+def mode_label(mode: str) -> str:
+    return MODE_LABELS.get(mode, mode.capitalize())
+
+
+def next_mode(mode: str, cycle: tuple[str, ...] = MODE_CYCLE) -> str:
+    """Off → Light → Heavy → Off; an unknown mode starts the cycle again."""
+    if mode not in cycle:
+        return cycle[0]
+    return cycle[(cycle.index(mode) + 1) % len(cycle)]
+
+
+@dataclass(frozen=True)
+class MeterState:
+    """What the budget meter shows."""
+
+    sections: tuple[tuple[str, int], ...] = ()
+    budget: int = 0
+    used: int = 0
+    over_budget: bool = False
+    over_reason: str = ""
+
+    @property
+    def free(self) -> int:
+        return max(0, self.budget - self.used)
+
+    @property
+    def overflow(self) -> int:
+        return max(0, self.used - self.budget)
+
+
+def meter_state(plan) -> MeterState:
+    by_name = dict(plan.sections)
+    sections = tuple((name, int(by_name.get(name, 0))) for name in METER_SECTIONS)
+    over = bool(plan.over_budget) or plan.used_tokens > plan.budget
+    return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "")
+
+
+def meter_cells(state: MeterState, width: int) -> list[tuple[str, int]]:
+    """Split ``width`` cells between the sections and ``free`` in proportion to their tokens.
+
+    Every part with tokens gets at least one cell and the cells add up to ``width`` exactly.
+    Over budget there is no ``free`` part, so the bar is full.
+    """
+    if width <= 0:
+        return []
+    parts = [(name, tokens) for name, tokens in state.sections if tokens > 0]
+    if state.free > 0:
+        parts.append(("free", state.free))
+    if not parts:
+        return [("free", width)]
+    parts = parts[:width]
+    scale = sum(tokens for _, tokens in parts)
+    exact = [tokens * width / scale for _, tokens in parts]
+    cells = [max(1, int(x)) for x in exact]
+    by_remainder = sorted(range(len(parts)), key=lambda i: (exact[i] - int(exact[i]), exact[i]), reverse=True)
+    i = 0
+    while sum(cells) < width:
+        cells[by_remainder[i % len(parts)]] += 1
+        i += 1
+    while sum(cells) > width:
+        widest = max(range(len(parts)), key=lambda j: cells[j])
+        cells[widest] -= 1
+    return [(name, c) for (name, _), c in zip(parts, cells) if c > 0]
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """The line under a user message: what the Context Mode auto-included and what it cost."""
+
+    tokens: int
+    mode: str
+    parts: tuple[str, ...]
+    over_budget: bool = False
+
+    def text(self, details_key: str = "ctrl+o") -> str:
+        what = " + ".join(self.parts) if self.parts else ("nothing auto-included" if self.mode != "off" else "no auto context")
+        head = f"+{tok(self.tokens)} tok auto · {mode_label(self.mode)} · {what}"
+        if self.over_budget:
+            head = "⚠ over budget · " + head
+        return f"{head} · {details_key} details"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+def attachment_for(plan) -> Attachment:
+    auto = [i for i in plan.included if i.section in AUTO_SECTIONS]
+    tokens = sum(i.tokens for i in auto)
+    parts: list[str] = []
+    if any(i.kind == "scaffold" for i in auto):
+        parts.append("scaffold")
+    cards = sum(1 for i in auto if i.kind == "symbol_card")
+    if cards:
+        parts.append(_plural(cards, "card"))
+    others = len(auto) - cards - sum(1 for i in auto if i.kind == "scaffold")
+    if others:
+        parts.append(_plural(others, "item"))
+    leased = [i for i in plan.included if i.pin == "leased"]
+    if leased:
+        parts.append(_plural(len(leased), "leased pin"))
+        tokens += sum(i.tokens for i in leased)
+    return Attachment(tokens, plan.mode, tuple(parts), bool(plan.over_budget))
+
+
+@dataclass(frozen=True)
+class Tier:
+    limit: int
+    name: str  # active_recent | active_older | inactive
+
+
+def truncation_tiers(tool_results: Iterable[tuple[int, int]], active_group: int,
+                     cfg: TruncationConfig) -> dict[int, Tier]:
+    """Tier of each tool result, given ``(message_id, group_id)`` in chronological order.
+
+    The newest ``active_recent_count`` results of the active group keep up to
+    ``active_recent_chars``, older ones in the active group ``active_older_chars``, results in
+    other groups ``inactive_chars`` (seed 001).
+    """
+    items = list(tool_results)
+    tiers: dict[int, Tier] = {}
+    active = [mid for mid, gid in items if gid == active_group]
+    recent = set(active[-cfg.active_recent_count:]) if cfg.active_recent_count > 0 else set()
+    for mid, gid in items:
+        if gid != active_group:
+            tiers[mid] = Tier(cfg.inactive_chars, "inactive")
+        elif mid in recent:
+            tiers[mid] = Tier(cfg.active_recent_chars, "active_recent")
+        else:
+            tiers[mid] = Tier(cfg.active_older_chars, "active_older")
+    return tiers
+
+
+def tier_note(length: int, tier: Tier | None) -> str:
+    if tier is None:
+        return f"{tok(length)} chars"
+    if length > tier.limit:
+        return f"{tok(length)} chars · truncated to {tok(tier.limit)} in context ({tier.name} tier)"
+    return f"{tok(length)} chars · {tier.name} tier (≤{tok(tier.limit)})"
+
+
+def one_line(text: str, width: int = 80) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"

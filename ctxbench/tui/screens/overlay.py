@@ -1,0 +1,338 @@
+"""The context overlay (ctrl+o): every candidate of the current plan, its reason, and what to do with it.
+
+Included items first (payload order), then the excluded ones dimmed with their reason, then
+a ``suggested pins`` delimiter and the suggestions dimmed below it. Typing filters; Enter
+previews the highlighted item; the footer shows the actions (pin, lease, unpin, drop,
+accept, reject), each of which replans at once and refreshes this list.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical
+from textual.screen import ModalScreen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from ctxbench.tui.bridge import PINNABLE_PREFIXES, PlanView, Suggestion
+from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
+from ctxbench.tui.present import mode_label, tok
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ctxbench.planner.records import PlanItem
+
+SECTION_SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf"}
+PIN_BADGE = {"sticky": "★ sticky", "leased": "◐ leased", "ephemeral": "○ ephem"}
+PIN_BADGE_SHORT = {"sticky": "★", "leased": "◐", "ephemeral": "○"}
+MANDATORY_IDS = ("system", "current")
+ROW_KINDS = ("included", "excluded", "suggestion", "divider")
+
+
+@dataclass(frozen=True)
+class OverlayRow:
+    key: str
+    kind: str  # included | excluded | suggestion | divider
+    item: "PlanItem | None" = None
+    suggestion: Suggestion | None = None
+    pin: str = ""  # the pin kind shown as a badge
+    text: str = ""  # divider text
+
+    @property
+    def target(self) -> str:
+        if self.item is not None:
+            return self.item.id
+        if self.suggestion is not None:
+            return self.suggestion.target
+        return ""
+
+    def haystack(self) -> str:
+        if self.item is not None:
+            i = self.item
+            return " ".join((i.id, i.kind, i.section, i.label, i.reason, self.pin, i.detail)).lower()
+        if self.suggestion is not None:
+            s = self.suggestion
+            return " ".join((s.target, s.label, s.why, "suggested")).lower()
+        return ""
+
+
+def build_rows(view: PlanView) -> list[OverlayRow]:
+    rows: list[OverlayRow] = []
+    plan = view.plan
+    for kind, items in (("included", plan.included), ("excluded", plan.excluded)):
+        if kind == "excluded" and items:
+            rows.append(OverlayRow("div:excluded", "divider", text=f"excluded ({len(items)})"))
+        for item in items:
+            pin = item.pin or (p.kind if (p := view.pin_for(item.id)) else "")
+            rows.append(OverlayRow(f"{kind[:3]}:{item.id}", kind, item=item, pin=pin))
+    rows.append(OverlayRow("div:suggested", "divider", text=f"suggested pins ({len(view.suggestions)})"))
+    for s in view.suggestions:
+        rows.append(OverlayRow(f"sug:{s.target}", "suggestion", suggestion=s))
+    return rows
+
+
+def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
+    """Rows whose text holds every word of ``text``; a delimiter stays when something stays below it."""
+    words = text.lower().split()
+    if not words:
+        return rows
+    kept = [r for r in rows if r.kind == "divider" or all(w in r.haystack() for w in words)]
+    out: list[OverlayRow] = []
+    for n, row in enumerate(kept):
+        if row.kind == "divider":
+            following = kept[n + 1] if n + 1 < len(kept) else None
+            if row.key == "div:suggested" or (following is not None and following.kind != "divider"):
+                out.append(row)
+        else:
+            out.append(row)
+    return out
+
+
+def column_widths(width: int) -> dict[str, int]:
+    """Column widths for a table ``width`` cells wide (each column also takes 2 cells of padding)."""
+    wide = width >= 110
+    widths = {"pin": 8 if wide else 1, "section": 9 if wide else 4, "kind": 13 if wide else 10,
+              "tokens": 7, "reason": 15, "score": 6}
+    fixed = sum(widths.values()) + 2 * 7
+    widths["label"] = max(10, width - fixed - 2)
+    return widths
+
+
+COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
+
+
+class FilterInput(Input, inherit_bindings=False):
+    """The overlay's filter: plain editing keys only, so the overlay's ctrl keys are free for actions."""
+
+    BINDINGS = [
+        Binding("left", "cursor_left", show=False),
+        Binding("right", "cursor_right", show=False),
+        Binding("ctrl+left", "cursor_left_word", show=False),
+        Binding("ctrl+right", "cursor_right_word", show=False),
+        Binding("backspace", "delete_left", show=False),
+        Binding("delete", "delete_right", show=False),
+        Binding("ctrl+w", "delete_left_word", show=False),
+        Binding("home", "home", show=False),
+        Binding("end", "end", show=False),
+        Binding("ctrl+v", "paste", show=False),
+    ]
+
+
+class ContextOverlay(ModalScreen[None]):
+    BINDINGS = bindings(OVERLAY_KEYS)
+
+    def __init__(self, view: PlanView | None) -> None:
+        super().__init__()
+        self.view = view
+        self.rows: list[OverlayRow] = []
+        self.shown_rows: list[OverlayRow] = []
+        self._widths: dict[str, int] = {}
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="overlay-box"):
+            yield Static("", id="overlay-title")
+            yield FilterInput(placeholder="type to filter (label, kind, reason, section…)", id="overlay-filter")
+            table: DataTable = DataTable(id="overlay-table", cursor_type="row", zebra_stripes=False)
+            table.can_focus = False
+            yield table
+            yield Static("", id="overlay-detail")
+            yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#overlay-filter", Input).focus()
+        self._build_columns()
+        self.show_view(self.view)
+
+    def on_resize(self) -> None:
+        if self._widths != column_widths(self._table_width()):
+            self._build_columns()
+            self._fill()
+
+    def _table_width(self) -> int:
+        table = self.query_one(DataTable)
+        return table.size.width or max(40, self.size.width - 6)
+
+    def _build_columns(self) -> None:
+        table = self.query_one(DataTable)
+        self._widths = column_widths(self._table_width())
+        table.clear(columns=True)
+        for name in COLUMNS:
+            label = {"tokens": "tok", "pin": "" if self._widths["pin"] < 3 else "pin"}.get(name, name)
+            table.add_column(label, key=name, width=self._widths[name])
+
+    # -- content ------------------------------------------------------------------------------------
+    def show_view(self, view: PlanView | None) -> None:
+        self.view = view
+        self.rows = build_rows(view) if view is not None else []
+        self._title()
+        self._fill()
+
+    def _title(self) -> None:
+        title = self.query_one("#overlay-title", Static)
+        if self.view is None:
+            title.update("Context plan: waiting for the first plan…")
+            return
+        plan = self.view.plan
+        over = " · OVER BUDGET" if plan.over_budget else ""
+        text = Text()
+        text.append("Context plan ", style="bold")
+        text.append(f"{plan.plan_id} · {mode_label(plan.mode)} · {plan.strategy} · "
+                    f"{tok(plan.used_tokens)} / {tok(plan.budget)} tok{over} · "
+                    f"{len(plan.included)} included · {len(plan.excluded)} excluded · "
+                    f"{len(self.view.suggestions)} suggested")
+        if self.view.draft:
+            text.append(" · for your draft", style="italic")
+        title.update(text)
+
+    def _cells(self, row: OverlayRow) -> list[Text]:
+        w = self._widths
+        dim = "dim" if row.kind in ("excluded", "suggestion") else ""
+        if row.item is not None:
+            i = row.item
+            badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(row.pin, "")
+            section = i.section if w["section"] >= 9 else SECTION_SHORT.get(i.section, i.section[:4])
+            reason = i.reason
+            return [Text(badge, style=dim or "bold"), Text(section, style=dim), Text(i.kind, style=dim),
+                    Text(i.label, style=dim, no_wrap=True, overflow="ellipsis"),
+                    Text(tok(i.tokens), style=dim, justify="right"),
+                    Text(reason, style=dim if i.included else "dim italic"),
+                    Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
+        s = row.suggestion
+        assert s is not None
+        return [Text("☆" if w["pin"] < 3 else "☆ sugg", style="dim"), Text("", style="dim"),
+                Text("suggested", style="dim"), Text(s.label, style="dim", no_wrap=True, overflow="ellipsis"),
+                Text("", style="dim"), Text(s.why, style="dim italic", no_wrap=True, overflow="ellipsis"),
+                Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
+
+    def _fill(self) -> None:
+        table = self.query_one(DataTable)
+        if not self._widths:
+            return
+        selected = self.selected_row
+        keep = selected.key if selected is not None else None
+        text = self.query_one("#overlay-filter", Input).value
+        self.shown_rows = filter_rows(self.rows, text)
+        table.clear()
+        for row in self.shown_rows:
+            if row.kind == "divider":
+                label = Text(f"── {row.text} ", style="bold")
+                table.add_row(Text(""), Text(""), Text(""), label, Text(""), Text(""), Text(""), key=row.key)
+            else:
+                table.add_row(*self._cells(row), key=row.key)
+        index = next((n for n, r in enumerate(self.shown_rows) if r.key == keep), None)
+        if index is None:
+            index = next((n for n, r in enumerate(self.shown_rows) if r.kind != "divider"), 0)
+        if self.shown_rows:
+            table.move_cursor(row=index, animate=False)
+        self._detail()
+        self.refresh_bindings()
+
+    @property
+    def selected_row(self) -> OverlayRow | None:
+        if not self.shown_rows:
+            return None
+        table = self.query_one(DataTable)
+        n = table.cursor_row
+        if 0 <= n < len(self.shown_rows):
+            return self.shown_rows[n]
+        return None
+
+    def _detail(self) -> None:
+        row = self.selected_row
+        detail = self.query_one("#overlay-detail", Static)
+        if row is None or row.kind == "divider":
+            detail.update("")
+            return
+        if row.item is not None:
+            i = row.item
+            bits = [i.id, f"{tok(i.tokens)} tok", i.reason]
+            if i.detail:
+                bits.append(i.detail)
+            if row.pin:
+                bits.append(f"pinned {row.pin}")
+            detail.update(Text(" · ".join(bits), no_wrap=True, overflow="ellipsis"))
+        elif row.suggestion is not None:
+            s = row.suggestion
+            detail.update(Text(f"suggested: {s.target} · {s.why} · ctrl+y accept (pin sticky) · ctrl+n reject",
+                               no_wrap=True, overflow="ellipsis"))
+
+    def on_input_changed(self, event: Input.Changed) -> None:
+        event.stop()
+        self._fill()
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        self._detail()
+        self.refresh_bindings()
+
+    # -- actions ------------------------------------------------------------------------------------
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        row = self.selected_row
+        target = row.target if row is not None else ""
+        if action in ("pin_sticky", "lease"):
+            ok = row is not None and row.item is not None and (
+                target.startswith(PINNABLE_PREFIXES) or target.startswith("pin:"))
+            if ok and action == "pin_sticky" and row.pin == "sticky":
+                ok = False
+            return True if ok else None
+        if action == "unpin":
+            return True if row is not None and row.pin else None
+        if action == "drop":
+            ok = row is not None and row.item is not None and row.item.id not in MANDATORY_IDS and (
+                target.startswith(("group:", "atom:", "card:", "pin:")) or bool(row.pin))
+            return True if ok else None
+        if action in ("accept", "reject"):
+            return True if row is not None and row.kind == "suggestion" else None
+        return True
+
+    def action_close(self) -> None:
+        self.dismiss(None)
+
+    def action_cursor(self, step: int) -> None:
+        table = self.query_one(DataTable)
+        if not self.shown_rows:
+            return
+        n = max(0, min(len(self.shown_rows) - 1, table.cursor_row + step))
+        # skip delimiters in the direction of travel
+        while 0 < n < len(self.shown_rows) - 1 and self.shown_rows[n].kind == "divider":
+            n += 1 if step > 0 else -1
+        table.move_cursor(row=n, animate=False)
+
+    def action_preview(self) -> None:
+        row = self.selected_row
+        if row is None or row.kind == "divider":
+            return
+        self._main().preview_item(row)
+
+    def _act(self, action: str, **kwargs) -> None:
+        row = self.selected_row
+        if row is None or row.kind == "divider":
+            return
+        self._main().overlay_action(action, row, **kwargs)
+
+    def action_pin_sticky(self) -> None:
+        self._act("pin_sticky")
+
+    def action_lease(self, scope: str) -> None:
+        self._act("lease", scope=scope)
+
+    def action_unpin(self) -> None:
+        self._act("unpin")
+
+    def action_drop(self) -> None:
+        self._act("drop")
+
+    def action_accept(self) -> None:
+        self._act("accept")
+
+    def action_reject(self) -> None:
+        self._act("reject")
+
+    def _main(self):
+        from ctxbench.tui.screens.main import MainScreen
+
+        for screen in reversed(self.app.screen_stack):
+            if isinstance(screen, MainScreen):
+                return screen
+        raise RuntimeError("the main screen is gone")

@@ -1,0 +1,50 @@
+"""A scrollable read-only view: the exact payload, a candidate in full, a turn, a listing."""
+from __future__ import annotations
+
+from rich.console import RenderableType
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Footer, Static
+
+from ctxbench.tui.keymap import VIEWER_KEYS, bindings
+
+SYNTAX_THEMES = {True: "monokai", False: "default"}  # dark theme -> pygments style
+
+
+class ViewerScreen(ModalScreen[None]):
+    """Shows one renderable, scrollable; Esc closes."""
+
+    BINDINGS = bindings(VIEWER_KEYS)
+
+    def __init__(self, title: str, body: str, *, language: str = "text", subtitle: str = "",
+                 name: str | None = None, id: str | None = None) -> None:
+        super().__init__(name=name, id=id)
+        self.title_text = title
+        self.subtitle_text = subtitle
+        self.body = body
+        self.language = language
+
+    def renderable(self) -> RenderableType:
+        if self.language in ("text", "", None):
+            return Text(self.body)
+        dark = self.app.current_theme.dark if self.app else True
+        return Syntax(self.body, self.language, theme=SYNTAX_THEMES[dark], word_wrap=True,
+                      line_numbers=self.language not in ("markdown", "json"), background_color="default")
+
+    def compose(self) -> ComposeResult:
+        with Vertical(id="viewer-box"):
+            yield Static(Text(self.title_text), id="viewer-title")
+            if self.subtitle_text:
+                yield Static(Text(self.subtitle_text), id="viewer-subtitle")
+            with VerticalScroll(id="viewer-body"):
+                yield Static(self.renderable(), id="viewer-content")
+            yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#viewer-body").focus()
+
+    def action_close(self) -> None:
+        self.dismiss(None)

@@ -1,0 +1,273 @@
+"""The chat pane: the session's turns, user and assistant styled apart, tool traffic collapsed."""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+from rich.syntax import Syntax
+from rich.text import Text
+from textual.containers import Vertical, VerticalScroll
+from textual.widgets import Button, Collapsible, Markdown, Static
+
+from ctxbench.config import TruncationConfig
+from ctxbench.tui.present import Tier, one_line, tier_note, truncation_tiers
+
+
+class UserBubble(Static):
+    """A user message."""
+
+
+class AttachmentLine(Static):
+    """``+1,240 tok auto · Light · scaffold + 5 cards · ctrl+o details``"""
+
+
+class AssistantBubble(Vertical):
+    """An assistant reply, rendered as Markdown; streams while the reply arrives."""
+
+    def __init__(self, text: str = "", *, partial: bool = False, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._initial = text
+        self._stream = None
+        self.set_class(partial, "-partial")
+
+    def compose(self):
+        yield Markdown(self._initial, classes="reply")
+
+    @property
+    def markdown(self) -> Markdown:
+        return self.query_one(Markdown)
+
+    async def write(self, fragment: str) -> None:
+        if self._stream is None:
+            self._stream = Markdown.get_stream(self.markdown)
+        await self._stream.write(fragment)
+
+    async def finish(self, partial: bool = False) -> None:
+        if self._stream is not None:
+            await self._stream.stop()
+            self._stream = None
+        self.set_class(partial, "-partial")
+
+
+class SystemNote(Static):
+    """A system message of the transcript, or a line of command output."""
+
+
+class TurnBlock(Vertical):
+    """One turn (group): the user's message, its attachment line, tool traffic and replies."""
+
+    def __init__(self, group_id: int | None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.group_id = group_id
+
+    def attachment(self) -> AttachmentLine | None:
+        found = self.query(AttachmentLine)
+        return found.first() if found else None
+
+
+def _tool_call_title(name: str, arguments: str) -> str:
+    return f"⚙ {name}({one_line(arguments, 60)})"
+
+
+def _pretty_json(text: str) -> str:
+    try:
+        return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
+    except (ValueError, TypeError):
+        return text
+
+
+def message_widgets(message, tier: Tier | None) -> list:
+    """The widgets one stored message renders to."""
+    out: list = []
+    if message.role == "user":
+        out.append(UserBubble(Text(message.content), classes="msg"))
+    elif message.role == "system":
+        out.append(Collapsible(Static(Text(message.content)), title=f"system · {one_line(message.content, 60)}",
+                               collapsed=True, classes="system-msg"))
+    elif message.role == "assistant":
+        if message.content:
+            out.append(AssistantBubble(message.content, partial=getattr(message, "partial", False), classes="msg"))
+        for call in message.tool_calls:
+            body = Static(Syntax(_pretty_json(call.arguments), "json", word_wrap=True, background_color="default"))
+            out.append(Collapsible(body, title=_tool_call_title(call.name, call.arguments), collapsed=True,
+                                   classes="tool-call"))
+    elif message.role == "tool":
+        note = tier_note(len(message.content), tier)
+        title = f"↳ {message.tool_name or 'tool'} result · #{message.id} · {note}"
+        out.append(Collapsible(Static(Text(message.content)), title=title, collapsed=True, classes="tool-result"))
+    return out
+
+
+class ChatPane(VerticalScroll):
+    """Shows the newest ``max_groups`` turns; a button loads earlier ones."""
+
+    DEFAULT_CSS = "ChatPane { height: 1fr; }"
+
+    def __init__(self, max_groups: int = 40, truncation: TruncationConfig | None = None, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_groups = max_groups
+        self.truncation = truncation or TruncationConfig()
+        self._messages: tuple = ()
+        self._shown_from = 0  # index into the ordered group ids
+        self._blocks: dict[int, TurnBlock] = {}
+        self._pending: dict[int, TurnBlock] = {}  # local id -> block of a turn not yet stored
+        self._replies: dict[int, AssistantBubble] = {}
+        self._attachments: dict[int, str] = {}
+
+    # -- history -----------------------------------------------------------------------------------
+    def _groups(self) -> list[int]:
+        seen: dict[int, None] = {}
+        for m in self._messages:
+            seen.setdefault(m.group_id, None)
+        return list(seen)
+
+    def _tiers(self) -> dict[int, Tier]:
+        groups = self._groups()
+        active = groups[-1] if groups else -1
+        results = [(m.id, m.group_id) for m in self._messages if m.role == "tool"]
+        return truncation_tiers(results, active, self.truncation)
+
+    async def show_history(self, messages: Iterable, dropped: Iterable[int] = ()) -> None:
+        """Replace the pane's content with ``messages`` (chronological)."""
+        self._messages = tuple(messages)
+        self._dropped = set(dropped)
+        groups = self._groups()
+        self._shown_from = max(0, len(groups) - self.max_groups)
+        await self._render_groups(groups[self._shown_from:], replace=True)
+        self.scroll_end(animate=False)
+
+    async def _render_groups(self, group_ids: list[int], *, replace: bool) -> None:
+        tiers = self._tiers()
+        by_group: dict[int, list] = {}
+        for m in self._messages:
+            by_group.setdefault(m.group_id, []).append(m)
+        blocks = []
+        for gid in group_ids:
+            block = TurnBlock(gid, classes="turn")
+            block.set_class(gid in self._dropped, "-dropped")
+            widgets = []
+            for m in by_group.get(gid, []):
+                widgets.extend(message_widgets(m, tiers.get(m.id)))
+                if m.role == "user" and gid in self._attachments:
+                    widgets.append(AttachmentLine(self._attachments[gid], classes="attachment"))
+            blocks.append((block, widgets))
+        if replace:
+            self._blocks.clear()
+            self._pending.clear()
+            await self.remove_children()
+            if self._shown_from > 0:
+                await self.mount(Button(f"▲ show {min(self.max_groups, self._shown_from)} earlier turns "
+                                        f"({self._shown_from} hidden)", id="earlier", classes="earlier"))
+            await self.mount_all([b for b, _ in blocks])
+        else:
+            anchor = self.query("#earlier")
+            if self._shown_from > 0 and anchor:
+                anchor.first().label = (f"▲ show {min(self.max_groups, self._shown_from)} earlier turns "
+                                        f"({self._shown_from} hidden)")
+                await self.mount_all([b for b, _ in blocks], after=anchor.first())
+            else:
+                if anchor:
+                    await anchor.first().remove()
+                first = next(iter(self.query(TurnBlock)), None)
+                await self.mount_all([b for b, _ in blocks], before=first) if first else await self.mount_all(
+                    [b for b, _ in blocks])
+        for block, widgets in blocks:
+            if widgets:
+                await block.mount_all(widgets)
+            self._blocks[block.group_id] = block
+
+    async def show_earlier(self) -> None:
+        groups = self._groups()
+        start = max(0, self._shown_from - self.max_groups)
+        chunk = groups[start:self._shown_from]
+        self._shown_from = start
+        await self._render_groups(chunk, replace=False)
+
+    async def on_button_pressed(self, event: Button.Pressed) -> None:
+        if event.button.id == "earlier":
+            event.stop()
+            await self.show_earlier()
+
+    @property
+    def shown_groups(self) -> list[int]:
+        return [gid for gid in self._blocks]
+
+    def block(self, group_id: int) -> TurnBlock | None:
+        return self._blocks.get(group_id)
+
+    # -- attachment lines --------------------------------------------------------------------------
+    async def set_attachment(self, group_id: int, text: str) -> None:
+        self._attachments[group_id] = text
+        block = self._blocks.get(group_id)
+        if block is None:
+            return
+        line = block.attachment()
+        if line is not None:
+            line.update(text)
+            return
+        user = block.query(UserBubble)
+        line = AttachmentLine(text, classes="attachment")
+        if user:
+            await block.mount(line, after=user.first())
+        else:
+            await block.mount(line, before=0 if block.children else None)
+
+    # -- a live turn -------------------------------------------------------------------------------
+    async def add_pending_turn(self, local_id: int, text: str) -> TurnBlock:
+        block = TurnBlock(None, classes="turn -pending")
+        self._pending[local_id] = block
+        await self.mount(block)
+        await block.mount(UserBubble(Text(text), classes="msg"))
+        self.scroll_end(animate=False)
+        return block
+
+    def confirm_turn(self, local_id: int, group_id: int) -> None:
+        block = self._pending.get(local_id)
+        if block is None:
+            return
+        block.group_id = group_id
+        block.remove_class("-pending")
+        self._blocks[group_id] = block
+
+    def _block_for(self, local_id: int) -> TurnBlock | None:
+        return self._pending.get(local_id)
+
+    async def add_tool_message(self, local_id: int, message) -> None:
+        block = self._block_for(local_id)
+        if block is None:
+            return
+        tier = Tier(self.truncation.active_recent_chars, "active_recent") if message.role == "tool" else None
+        await block.mount_all(message_widgets(message, tier))
+        self.scroll_end(animate=False)
+
+    async def append_reply(self, local_id: int, fragment: str) -> None:
+        bubble = self._replies.get(local_id)
+        if bubble is None:
+            block = self._block_for(local_id)
+            if block is None:
+                return
+            bubble = AssistantBubble("", classes="msg -streaming")
+            self._replies[local_id] = bubble
+            await block.mount(bubble)
+        await bubble.write(fragment)
+        self.scroll_end(animate=False)
+
+    async def finish_reply(self, local_id: int, *, partial: bool = False, error: str = "") -> None:
+        bubble = self._replies.pop(local_id, None)
+        if bubble is not None:
+            await bubble.finish(partial=partial)
+            bubble.remove_class("-streaming")
+        block = self._pending.pop(local_id, None)
+        if error and block is not None:
+            await block.mount(SystemNote(Text(f"✗ {error}"), classes="error-note"))
+        self.scroll_end(animate=False)
+
+    async def add_note(self, text: str | Text, *, error: bool = False) -> None:
+        await self.mount(SystemNote(text if isinstance(text, Text) else Text(text),
+                                    classes="error-note" if error else "note"))
+        self.scroll_end(animate=False)
+
+    def set_dropped(self, dropped: Iterable[int]) -> None:
+        self._dropped = set(dropped)
+        for gid, block in self._blocks.items():
+            block.set_class(gid in self._dropped, "-dropped")
