@@ -59,6 +59,9 @@ TRANSCRIPT_FORMATS: dict[str, str] = {
 }
 
 
+STORED_MESSAGE_CACHE = 50_000  # entries in the Workbench's stored-plan-message cache before it is reset
+
+
 class SettingsError(ValueError):
     """A session setting or plan option with a value the planner cannot use."""
 
@@ -106,6 +109,9 @@ class Workbench:
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._tokenizer: Tokenizer | None = None
+        # messages already in plan_messages (this database), so the next plan of a long session
+        # does not serialise its whole history again
+        self._stored_messages: dict[Message, str] = {}
 
     # -- plumbing ---------------------------------------------------------------------------
 
@@ -683,8 +689,12 @@ class Workbench:
 
     @_locked
     def store_plan(self, inputs: PlanInputs, plan: ContextPlan) -> None:
+        """Store a plan with its inputs (a PlanId already stored is left as it is)."""
         with db.transaction(self.conn):
-            plan_store.save_plan(self.conn, inputs, plan)
+            written = plan_store.save_plan(self.conn, inputs, plan, self._stored_messages)
+        if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
+            self._stored_messages.clear()
+        self._stored_messages.update(written)
 
     @_locked
     def get_plan(self, plan_id: str) -> ContextPlan:

@@ -95,3 +95,45 @@ def test_dropped_group_is_excluded_with_its_reason(wb):
     reasons = {i.reason for i in plan.excluded if "2" in i.id.split(":")[1:2]}
     assert reasons == {"dropped_by_user"}
     assert all("ledger/totals.py, remember" not in str(m.get("content")) for m in plan.messages())
+
+
+def test_stored_plan_inputs_survive_history_edits_and_share_messages(wb):
+    sid = wb.session
+    first = wb.plan(sid, "what did we do to helper 29?", budget=1500)
+    inputs = wb.plan_inputs(sid, "what did we do to helper 29?", budget=1500)
+    stored_messages = wb.conn.execute("SELECT COUNT(*) FROM plan_messages").fetchone()[0]
+    assert stored_messages == len(inputs.history) + 1  # every history message once, plus the pending turn
+    wb.plan(sid, "and helper 28?", budget=1500)
+    # the second plan reuses the stored history: only its own pending turn is new
+    assert wb.conn.execute("SELECT COUNT(*) FROM plan_messages").fetchone()[0] == stored_messages + 1
+    wb.undo(sid)
+    wb.update_message(sid, wb.history(sid)[-1].id, "rewritten")
+    assert wb.get_plan_inputs(first.plan_id) == inputs
+    assert wb.get_plan(first.plan_id) == first
+
+
+def test_plans_stored_by_schema_v1_still_load(tmp_path):
+    import sqlite3 as _sqlite3
+
+    from ctxbench.store import codec, db, schema
+
+    path = tmp_path / "old.db"
+    conn = db.connect(path)
+    db.migrate(conn, schema.COMPONENT, schema.MIGRATIONS[:1])
+    conn.close()
+    with Workbench(tmp_path / "scratch.db", Config()) as scratch:
+        sid = scratch.create_session()
+        scratch.append_message(sid, "user", "hello")
+        inputs = scratch.plan_inputs(sid, "again")
+        plan = scratch.plan(sid, "again", store=False)
+    raw = _sqlite3.connect(path)
+    raw.execute("INSERT INTO sessions (id, created_at) VALUES (?, 'then')", (sid,))
+    raw.execute("INSERT INTO plans (plan_id, session_id, created_at, inputs, result) VALUES (?, ?, 'then', ?, ?)",
+                (plan.plan_id, sid, codec.canonical_json(inputs), codec.canonical_json(plan)))
+    raw.commit()
+    raw.close()
+    with Workbench(path, Config()) as wb:  # opening migrates to the current schema
+        assert db.schema_version(wb.conn, schema.COMPONENT) == len(schema.MIGRATIONS)
+        assert wb.get_plan(plan.plan_id) == plan
+        assert wb.get_plan_inputs(plan.plan_id) == inputs
+        assert wb.list_plans(sid)[0].plan_id == plan.plan_id

@@ -10,17 +10,27 @@ import json
 import types
 import typing
 from functools import lru_cache
-from typing import Any, Mapping, TypeVar, Union
+from typing import Any, Callable, Mapping, TypeVar, Union
 
 T = TypeVar("T")
 
 
+_SCALARS = (str, int, float, bool, type(None))
+
+
+@lru_cache(maxsize=None)
+def field_names(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
 def to_jsonable(obj: Any) -> Any:
     """Plain JSON data for a (nested) dataclass record."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        return {f.name: to_jsonable(getattr(obj, f.name)) for f in dataclasses.fields(obj)}
+    if isinstance(obj, _SCALARS):
+        return obj
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(x) for x in obj]
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return {name: to_jsonable(getattr(obj, name)) for name in field_names(type(obj))}
     if isinstance(obj, Mapping):
         return {str(k): to_jsonable(v) for k, v in obj.items()}
     return obj
@@ -36,53 +46,93 @@ def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
 
 
+def _identity(data: Any) -> Any:
+    return data
+
+
 def from_jsonable(tp: Any, data: Any) -> Any:
     """Rebuild a value of type ``tp`` from :func:`to_jsonable` output."""
+    return _decoder(tp)(data)
+
+
+@lru_cache(maxsize=None)
+def _decoder(tp: Any) -> Callable[[Any], Any]:
+    """A function turning JSON data into a value of type ``tp`` (built once per type)."""
     if tp is Any or tp is object:
-        return data
+        return _identity
     if isinstance(tp, type) and dataclasses.is_dataclass(tp):
-        if not isinstance(data, Mapping):
-            raise ValueError(f"expected an object for {tp.__name__}, got {type(data).__name__}")
-        hints = _hints(tp)
-        kwargs = {
-            f.name: from_jsonable(hints[f.name], data[f.name])
-            for f in dataclasses.fields(tp)
-            if f.init and f.name in data
-        }
-        return tp(**kwargs)
+        return _dataclass_decoder(tp)
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
     if origin in (Union, types.UnionType):
-        if data is None and type(None) in args:
-            return None
-        for arg in args:
-            if arg is type(None):
-                continue
-            try:
-                return from_jsonable(arg, data)
-            except (TypeError, ValueError):
-                continue
-        raise ValueError(f"value {data!r} fits none of {tp}")
+        return _union_decoder(args)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return tuple(from_jsonable(args[0], x) for x in data)
+            item = _decoder(args[0])
+            if item is _identity:
+                return tuple
+            return lambda data: tuple(item(x) for x in data)
         if not args:
-            return tuple(data)
-        return tuple(from_jsonable(a, x) for a, x in zip(args, data))
+            return tuple
+        parts = tuple(_decoder(a) for a in args)
+        return lambda data: tuple(d(x) for d, x in zip(parts, data))
     if origin in (list, typing.Sequence):
-        return [from_jsonable(args[0] if args else Any, x) for x in data]
+        item = _decoder(args[0]) if args else _identity
+        return lambda data: [item(x) for x in data]
     if origin in (dict, Mapping) or tp is dict:
-        value_type = args[1] if len(args) == 2 else Any
-        return {k: from_jsonable(value_type, v) for k, v in data.items()}
+        value = _decoder(args[1]) if len(args) == 2 else _identity
+        if value is _identity:
+            return dict
+        return lambda data: {k: value(v) for k, v in data.items()}
     if tp is float:
-        if isinstance(data, bool) or not isinstance(data, (int, float)):
-            raise ValueError(f"expected a number, got {data!r}")
-        return float(data)
+        return _float
     if tp in (int, str, bool):
+        return _exact(tp)
+    return _identity
+
+
+def _dataclass_decoder(cls: type) -> Callable[[Any], Any]:
+    hints = _hints(cls)
+    fields = tuple((f.name, _decoder(hints[f.name])) for f in dataclasses.fields(cls) if f.init)
+
+    def decode(data: Any) -> Any:
+        if not isinstance(data, Mapping):
+            raise ValueError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
+        return cls(**{name: dec(data[name]) for name, dec in fields if name in data})
+
+    return decode
+
+
+def _union_decoder(args: tuple[Any, ...]) -> Callable[[Any], Any]:
+    nullable = type(None) in args
+    options = tuple(_decoder(a) for a in args if a is not type(None))
+
+    def decode(data: Any) -> Any:
+        if data is None and nullable:
+            return None
+        for option in options:
+            try:
+                return option(data)
+            except (TypeError, ValueError):
+                continue
+        raise ValueError(f"value {data!r} fits none of {args}")
+
+    return decode
+
+
+def _float(data: Any) -> float:
+    if isinstance(data, bool) or not isinstance(data, (int, float)):
+        raise ValueError(f"expected a number, got {data!r}")
+    return float(data)
+
+
+def _exact(tp: type) -> Callable[[Any], Any]:
+    def decode(data: Any) -> Any:
         if not isinstance(data, tp) or (tp is int and isinstance(data, bool)):
             raise ValueError(f"expected {tp.__name__}, got {data!r}")
         return data
-    return data
+
+    return decode
 
 
 def loads(tp: type[T], text: str) -> T:

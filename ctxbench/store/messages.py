@@ -40,8 +40,17 @@ def _tool_calls_json(calls: Sequence[ToolCall]) -> str:
     return json.dumps([{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls], ensure_ascii=False)
 
 
+_EMPTY_LIST = "[]"
+
+
 def _row_to_message(row: sqlite3.Row) -> Message:
-    calls = tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(row["tool_calls"]))
+    raw_calls = row["tool_calls"]
+    calls = (
+        ()
+        if raw_calls == _EMPTY_LIST
+        else tuple(ToolCall(c["id"], c["name"], c["arguments"]) for c in json.loads(raw_calls))
+    )
+    raw_flags = row["flags"]
     return Message(
         id=int(row["id"]),
         session_id=row["session_id"],
@@ -56,7 +65,7 @@ def _row_to_message(row: sqlite3.Row) -> Message:
         status=row["status"],
         created_at=row["created_at"],
         tokens=int(row["tokens"]),
-        flags=tuple(json.loads(row["flags"])),
+        flags=() if raw_flags == _EMPTY_LIST else tuple(json.loads(raw_flags)),
         partial=bool(row["partial"]),
     )
 

@@ -1,16 +1,23 @@
 """Stored plans (inputs + result), retrieval sets and usage reports.
 
-A plan is stored with the canonical JSON of its inputs and the full JSON of its result
-(every item with its rendered messages), so :func:`get_plan` rebuilds a ContextPlan whose
+A plan is stored with the canonical JSON of its inputs (its messages by content key, each
+message stored once in ``plan_messages`` and shared by every plan that saw it, so editing or
+deleting history never changes a stored plan) and the full JSON of its result, every item
+with its rendered messages, compressed; :func:`get_plan` rebuilds a ContextPlan whose
 ``messages()`` payload is identical to the one that was sent.
 Callers wrap writes in :func:`ctxbench.store.db.transaction`.
 """
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import json
 import sqlite3
+import zlib
 from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
 
+from ctxbench.messages import Message
 from ctxbench.planner.records import ContextPlan, PlanInputs
 from ctxbench.retrieval.retrieval_set import RetrievalSet
 from ctxbench.store import codec
@@ -40,14 +47,62 @@ class UsageReport:
     created_at: str
 
 
-def save_plan(conn: sqlite3.Connection, inputs: PlanInputs, plan: ContextPlan) -> None:
-    """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record."""
+ENCODING_FULL = "json"  # schema v1: inputs and result as full JSON text
+ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as plan_messages keys, and result
+ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
+MESSAGE_FIELDS = ("history", "current_turn")
+_KEY_HEX = 24  # 96 bits
+_SQL_PARAMS = 500  # keys per IN (...) query
+
+
+def message_key(data: str) -> str:
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:_KEY_HEX]
+
+
+def plan_exists(conn: sqlite3.Connection, plan_id: str) -> bool:
+    return conn.execute("SELECT 1 FROM plans WHERE plan_id = ?", (plan_id,)).fetchone() is not None
+
+
+def save_plan(
+    conn: sqlite3.Connection,
+    inputs: PlanInputs,
+    plan: ContextPlan,
+    known: Mapping[Message, str] | None = None,
+) -> list[tuple[Message, str]]:
+    """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
+
+    Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps
+    messages already stored to their keys (a caller's cache). Returns the (message, key)
+    pairs written now, for the caller to remember once the transaction commits.
+    """
+    if plan_exists(conn, plan.plan_id):
+        return []
+    written: list[tuple[Message, str]] = []
+    body: dict[str, Any] = {}
+    for name in codec.field_names(PlanInputs):
+        if name not in MESSAGE_FIELDS:
+            body[name] = codec.to_jsonable(getattr(inputs, name))
+            continue
+        keys: list[str] = []
+        for message in getattr(inputs, name):
+            key = known.get(message) if known is not None else None
+            if key is None:
+                data = codec.canonical_json(message)
+                key = message_key(data)
+                conn.execute("INSERT OR IGNORE INTO plan_messages (key, data) VALUES (?, ?)", (key, data))
+                written.append((message, key))
+            keys.append(key)
+        body[name] = keys
+    inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
+    result = zlib.compress(codec.canonical_json(plan).encode("utf-8"), ZLIB_LEVEL)
     conn.execute(
-        "INSERT OR IGNORE INTO plans (plan_id, session_id, created_at, inputs, result) VALUES (?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), codec.canonical_json(inputs), codec.canonical_json(plan)),
+        "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding) VALUES (?, ?, ?, ?, ?, ?)",
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
         save_retrieval_set(conn, inputs.retrieval)
+    return written
 
 
 def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
@@ -57,24 +112,53 @@ def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
     return row
 
 
+def _result_text(row: sqlite3.Row) -> str:
+    if row["encoding"] == ENCODING_REFS:
+        return zlib.decompress(row["result"]).decode("utf-8")
+    return str(row["result"])
+
+
 def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
-    return codec.loads(ContextPlan, _row(conn, plan_id)["result"])
+    return codec.loads(ContextPlan, _result_text(_row(conn, plan_id)))
+
+
+def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
+    wanted = sorted(set(keys))
+    found: dict[str, Message] = {}
+    for start in range(0, len(wanted), _SQL_PARAMS):
+        chunk = wanted[start : start + _SQL_PARAMS]
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(f"SELECT key, data FROM plan_messages WHERE key IN ({marks})", chunk):
+            found[r["key"]] = codec.loads(Message, r["data"])
+    missing = set(wanted) - set(found)
+    if missing:
+        raise UnknownPlan(f"plan messages missing from the store: {', '.join(sorted(missing)[:3])}")
+    return found
 
 
 def get_plan_inputs(conn: sqlite3.Connection, plan_id: str) -> PlanInputs:
-    return codec.loads(PlanInputs, _row(conn, plan_id)["inputs"])
+    row = _row(conn, plan_id)
+    if row["encoding"] != ENCODING_REFS:
+        return codec.loads(PlanInputs, row["inputs"])
+    body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
+    messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
+    values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
+    inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
+    return dataclasses.replace(
+        inputs, **{name: tuple(messages[k] for k in body[name]) for name in MESSAGE_FIELDS}
+    )
 
 
 def list_plans(conn: sqlite3.Connection, session_id: str, limit: int) -> list[PlanSummary]:
     """The session's plans, newest first."""
     rows = conn.execute(
-        "SELECT plan_id, session_id, created_at, result FROM plans WHERE session_id = ? "
+        "SELECT plan_id, session_id, created_at, result, encoding FROM plans WHERE session_id = ? "
         "ORDER BY created_at DESC, plan_id LIMIT ?",
         (session_id, limit),
     )
     out: list[PlanSummary] = []
     for r in rows:
-        data = json.loads(r["result"])
+        data = json.loads(_result_text(r))
         out.append(
             PlanSummary(
                 plan_id=r["plan_id"],

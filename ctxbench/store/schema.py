@@ -139,7 +139,17 @@ CREATE TABLE activation (
 );
 """
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
+# v2: plans keep their messages by reference (content-addressed, shared across plans) and a
+# zlib-compressed result, so a plan per turn in a long session does not copy the whole history.
+_V2 = """
+CREATE TABLE plan_messages (
+    key  TEXT PRIMARY KEY,
+    data TEXT NOT NULL
+);
+ALTER TABLE plans ADD COLUMN encoding TEXT NOT NULL DEFAULT 'json';
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2)
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:
