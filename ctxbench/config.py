@@ -194,6 +194,12 @@ class EmbeddingConfig:
     max_seq_length: int = 128
     batch_size: int = 64
     flat_index_max: int = 20000  # above this many vectors an approximate index is used
+    precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
+    threads: int = 0  # torch threads for encoding; 0 = torch's default (all cores)
+    progress_every: int = 256  # cards encoded between two progress callbacks
+    hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
+    hnsw_ef_construction: int = 80
+    hnsw_ef_search: int = 64
 
 
 @dataclass(frozen=True)
@@ -206,6 +212,19 @@ class RetrievalConfig:
     activation_boost: float = 0.01
     candidate_pool: int = 50
     default_k: int = 20
+    fusion: str = "rrf"  # rrf | score (weighted sum of normalized component scores); see benchmarks/README.md
+    name_weight: float = 1.0  # weight of the exact-identifier component (a code identifier in the query)
+    graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
+    graph_neighbours: int = 12  # neighbours taken per seed
+    mention_boost: float = 0.02  # a symbol mentioned in the conversation
+    # BM25 column weights: name, identifier words, signature, doc, path
+    keyword_column_weights: tuple[float, ...] = (4.0, 2.0, 1.0, 1.0, 0.5)
+    keyword_stopwords: tuple[str, ...] = (
+        "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "done", "for", "from",
+        "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the",
+        "their", "then", "there", "this", "to", "too", "was", "what", "when", "where", "which", "who", "why",
+        "will", "with", "would", "you", "your",
+    )
 
 
 @dataclass(frozen=True)
