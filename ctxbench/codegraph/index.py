@@ -1,0 +1,410 @@
+"""Build and load the code index of a repository: files, symbols, cards, edges, in the store.
+
+``build_index`` is incremental: a file whose size and mtime (or, failing that, content hash)
+did not change is not read again; a changed file is parsed again and only its symbols and
+cards are rewritten; references are resolved again over all files (from the stored per-file
+parse results), so edges from unchanged files follow targets that moved. An unchanged
+repository writes nothing but the skipped-file list when that changed.
+
+``load_index`` returns a ``CodeIndex`` (symbols, cards, graph) and caches it per database and
+root until the index's generation changes, so retrieval can call it on every query.
+"""
+from __future__ import annotations
+
+import gc
+import hashlib
+import json
+import os
+import sqlite3
+import threading
+import time
+from collections import OrderedDict
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Callable, Iterator, Mapping, Sequence
+
+import networkx as nx
+
+from ctxbench.codegraph import graph as graphmod
+from ctxbench.codegraph.parsed import ParsedFile
+from ctxbench.codegraph.python_ast import module_name_for, parse_python
+from ctxbench.codegraph.resolve import Edge, resolve_edges
+from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
+from ctxbench.config import Config, IndexConfig
+from ctxbench.store import index_tables as tables
+from ctxbench.store.db import transaction
+
+PARSER_VERSION = 1  # bump when parsing, cards or secret masking change: every file is parsed again
+LOADED_INDEX_CACHE_SIZE = 4
+
+Progress = Callable[[str, int, int], None]  # (phase, done, total)
+
+PHASE_WALK = "walk"
+PHASE_PARSE = "parse"  # symbols, references and cards
+PHASE_RESOLVE = "resolve"  # references -> edges
+PHASE_STORE = "store"
+PHASE_EMBED = "embed"
+
+
+class IndexNotFound(LookupError):
+    """The repository has not been indexed in this database."""
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    """What an embedder reports back to ``build_index``."""
+
+    embedded: int = 0  # cards embedded in this run
+    reused: int = 0  # cards whose vector came from the cache (same card hash and model)
+    model: str = ""
+    note: str = ""
+
+
+# embed(cards, progress) -> EmbedStats; progress is (done, total). Receives every card of the index.
+EmbedFn = Callable[[Sequence[SymbolCard], Callable[[int, int], None]], Any]
+
+
+@dataclass(frozen=True)
+class ParseError:
+    path: str
+    error: str
+    partial: bool = False  # the definitions outside the error were kept
+
+
+@dataclass(frozen=True)
+class IndexResult:
+    root: str
+    files: int  # source files in the index (including the ones that failed to parse)
+    symbols: int
+    edges: int
+    cards: int
+    files_parsed: int  # parsed in this run
+    files_reused: int  # unchanged since the last run
+    files_removed: int
+    cards_reused: int  # cards whose hash was already in the index
+    cards_embedded: int
+    vectors_reused: int
+    embedded: bool  # an embedder ran
+    embed_note: str
+    skipped: tuple[SkippedFile, ...]
+    parse_errors: tuple[ParseError, ...]
+    phases: tuple[tuple[str, float], ...]  # (phase, seconds) in order
+    generation: int
+    changed: bool  # the index content changed in this run
+
+    @property
+    def seconds(self) -> float:
+        return sum(s for _, s in self.phases)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "root": self.root,
+            "files": self.files,
+            "symbols": self.symbols,
+            "edges": self.edges,
+            "cards": self.cards,
+            "cards_embedded": self.cards_embedded,
+            "cards_reused": self.cards_reused,
+            "vectors_reused": self.vectors_reused,
+            "embedded": self.embedded,
+            "embed_note": self.embed_note,
+            "files_parsed": self.files_parsed,
+            "files_reused": self.files_reused,
+            "files_removed": self.files_removed,
+            "changed": self.changed,
+            "generation": self.generation,
+            "skipped": [{"path": s.path, "reason": s.reason, **({"detail": s.detail} if s.detail else {})}
+                        for s in self.skipped],
+            "parse_errors": [{"path": e.path, "error": e.error, "partial": e.partial} for e in self.parse_errors],
+            "seconds": {name: round(sec, 4) for name, sec in self.phases},
+            "seconds_total": round(self.seconds, 4),
+        }
+
+
+def _index_config(config: Config | IndexConfig | None) -> IndexConfig:
+    if config is None:
+        return IndexConfig()
+    return config.index if isinstance(config, Config) else config
+
+
+def normalize_root(root: str | Path) -> str:
+    return os.path.realpath(str(root))
+
+
+def _fingerprint(config: IndexConfig, prefix: str) -> str:
+    payload = json.dumps([PARSER_VERSION, prefix, config.snippet_lines, config.excerpt_lines, config.doc_max_chars,
+                          config.signature_max_chars, config.card_line_max_chars])
+    return hashlib.sha1(payload.encode()).hexdigest()[:16]
+
+
+def python_prefix(root: str, files: Sequence[Any]) -> str:
+    """When the root itself is a package (has ``__init__.py``), module ids start with its name."""
+    if any(f.path == "__init__.py" for f in files):
+        return os.path.basename(root.rstrip(os.sep))
+    return ""
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Parsing allocates many small objects; the cyclic GC's passes over them cost a third of the time."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "") -> ParsedFile:
+    """Parse one file of any supported language."""
+    if language == "python":
+        module, is_package = module_name_for(path, prefix)
+        return parse_python(text, path, module, is_package, config)
+    from ctxbench.codegraph.treesitter import parse_treesitter
+
+    return parse_treesitter(text, path, language, config)
+
+
+def _noop(phase: str, done: int, total: int) -> None:
+    return None
+
+
+def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None, *,
+                progress: Progress | None = None, embed: EmbedFn | None = None) -> IndexResult:
+    """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened."""
+    icfg = _index_config(config)
+    report = progress or _noop
+    root_s = normalize_root(root)
+    phases: list[tuple[str, float]] = []
+    tables.ensure_schema(conn)
+
+    t0 = time.perf_counter()
+    report(PHASE_WALK, 0, 1)
+    walked: WalkResult = walk(root_s, icfg)
+    report(PHASE_WALK, 1, 1)
+    phases.append((PHASE_WALK, time.perf_counter() - t0))
+
+    t0 = time.perf_counter()
+    with transaction(conn):
+        repo = tables.create_repo(conn, root_s)
+    prefix = python_prefix(root_s, walked.files)
+    fingerprint = _fingerprint(icfg, prefix)
+    full = repo.fingerprint != fingerprint
+    states = tables.file_states(conn, repo.id)
+    walked_paths = {f.path for f in walked.files}
+    removed = sorted(p for p in states if p not in walked_paths)
+    to_parse: list[tuple[Any, bytes, str]] = []
+    touched: list[tuple[str, int, int]] = []
+    for f in walked.files:
+        st = states.get(f.path)
+        if not full and st is not None and st.language == f.language and st.size == f.size \
+                and st.mtime_ns == f.mtime_ns:
+            continue
+        try:
+            data = Path(root_s, f.path).read_bytes()
+        except OSError:
+            continue
+        sha = hashlib.blake2b(data, digest_size=16).hexdigest()
+        if not full and st is not None and st.sha == sha and st.language == f.language:
+            touched.append((f.path, f.size, f.mtime_ns))
+            continue
+        to_parse.append((f, data, sha))
+    skipped_rows = [(s.path, s.reason, s.detail) for s in walked.skipped]
+    changed = bool(to_parse or removed or full)
+    phases.append(("diff", time.perf_counter() - t0))
+
+    if not changed:
+        t0 = time.perf_counter()
+        with transaction(conn):
+            if touched:
+                tables.touch_files(conn, repo.id, touched)
+            if tables.skipped_rows(conn, repo.id) != skipped_rows:
+                tables.replace_skipped(conn, repo.id, skipped_rows)
+        phases.append((PHASE_STORE, time.perf_counter() - t0))
+        summary = repo.summary
+        generation = repo.generation
+        parsed_count = 0
+        cards_reused = int(summary.get("cards", 0))
+    else:
+        t0 = time.perf_counter()
+        parsed: list[tuple[ParsedFile, int, int, str]] = []
+        total = len(to_parse)
+        report(PHASE_PARSE, 0, total)
+        with _gc_paused():
+            for i, (f, data, sha) in enumerate(to_parse, 1):
+                text = data.decode("utf-8", errors="replace")
+                parsed.append((parse_file(text, f.path, f.language, icfg, prefix), f.size, f.mtime_ns, sha))
+                report(PHASE_PARSE, i, total)
+        phases.append((PHASE_PARSE, time.perf_counter() - t0))
+
+        t0 = time.perf_counter()
+        changed_paths = [p.path for p, *_ in parsed]
+        with transaction(conn):
+            old_hashes = set() if full else tables.card_hashes_for(conn, repo.id, changed_paths)
+            tables.delete_files(conn, repo.id, removed + changed_paths if not full else list(states))
+            tables.write_files(conn, repo.id, parsed)
+            if touched and not full:
+                tables.touch_files(conn, repo.id, touched)
+            t_store = time.perf_counter() - t0
+
+            t1 = time.perf_counter()
+            report(PHASE_RESOLVE, 0, 1)
+            with _gc_paused():
+                others = tables.load_parses(conn, repo.id, exclude=set(changed_paths))
+                all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
+                edges = resolve_edges(all_parsed)
+            report(PHASE_RESOLVE, 1, 1)
+            phases.append((PHASE_RESOLVE, time.perf_counter() - t1))
+
+            t2 = time.perf_counter()
+            tables.replace_edges(conn, repo.id, [(e.src, e.dst, e.kind) for e in edges])
+            tables.replace_skipped(conn, repo.id, skipped_rows)
+            n_symbols = conn.execute("SELECT COUNT(DISTINCT id) FROM code_symbols WHERE repo_id = ?",
+                                     (repo.id,)).fetchone()[0]
+            n_cards = conn.execute("SELECT COUNT(*) FROM code_cards WHERE repo_id = ?", (repo.id,)).fetchone()[0]
+            new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
+            summary = {"files": len(walked.files), "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
+            generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
+            t_store += time.perf_counter() - t2
+        phases.append((PHASE_STORE, t_store))
+        parsed_count = len(parsed)
+        cards_reused = n_cards - new_cards
+
+    embedded = 0
+    vectors_reused = 0
+    embed_note = "not embedded (--no-embed or no embedder available)"
+    if embed is not None:
+        t0 = time.perf_counter()
+        index = load_index(root_s, conn)
+        cards = list(index.cards.values())
+        report(PHASE_EMBED, 0, len(cards))
+        stats = embed(cards, lambda done, total: report(PHASE_EMBED, done, total))
+        embedded = int(getattr(stats, "embedded", 0) or 0)
+        vectors_reused = int(getattr(stats, "reused", 0) or 0)
+        embed_note = str(getattr(stats, "note", "") or f"embedded with {getattr(stats, 'model', '') or 'the embedder'}")
+        phases.append((PHASE_EMBED, time.perf_counter() - t0))
+
+    errors = tuple(ParseError(p, e, partial) for p, e, partial in tables.parse_errors(conn, repo.id))
+    return IndexResult(
+        root=root_s,
+        files=len(walked.files),
+        symbols=int(summary.get("symbols", 0)),
+        edges=int(summary.get("edges", 0)),
+        cards=int(summary.get("cards", 0)),
+        files_parsed=parsed_count,
+        files_reused=len(walked.files) - parsed_count,
+        files_removed=len(removed),
+        cards_reused=cards_reused,
+        cards_embedded=embedded,
+        vectors_reused=vectors_reused,
+        embedded=embed is not None,
+        embed_note=embed_note,
+        skipped=walked.skipped,
+        parse_errors=errors,
+        phases=tuple(phases),
+        generation=generation,
+        changed=changed,
+    )
+
+
+@dataclass(frozen=True, eq=False)
+class CodeIndex:
+    """A loaded code index. Shared between callers through the cache: treat it (and its graph) as read-only."""
+
+    root: str
+    version: str  # changes whenever the index content changes; use it in RetrievalSet ids
+    generation: int
+    symbols: Mapping[str, Symbol]
+    cards: Mapping[str, SymbolCard]
+    graph: nx.DiGraph
+    config: IndexConfig = field(default_factory=IndexConfig)
+
+    @cached_property
+    def centrality(self) -> dict[str, float]:
+        """Plain PageRank of every symbol (computed once)."""
+        return graphmod.pagerank(self.graph, None, self.config)
+
+    def personalized_rank(self, *, pins: Sequence[str] = (), mentioned: Sequence[str] = (),
+                          activation: Mapping[str, float] | None = None) -> dict[str, float]:
+        weights = graphmod.personalization(self.graph, pins=pins, mentioned=mentioned, activation=activation,
+                                           config=self.config)
+        return graphmod.pagerank(self.graph, weights or None, self.config)
+
+    def neighbours(self, symbol: str, **kwargs: Any) -> list[graphmod.Neighbour]:
+        return graphmod.neighbours(self.graph, symbol, **kwargs)
+
+    def card(self, symbol: str) -> SymbolCard | None:
+        return self.cards.get(symbol)
+
+    @cached_property
+    def by_path(self) -> dict[str, tuple[str, ...]]:
+        """File path -> the ids of the symbols defined in it, in line order."""
+        out: dict[str, list[str]] = {}
+        for sid, sym in self.symbols.items():
+            out.setdefault(sym.path, []).append(sid)
+        return {p: tuple(ids) for p, ids in out.items()}
+
+    def scaffold(self, budget_tokens: int, tokenizer: Any) -> str:
+        """The orientation scaffold for this index (cached per budget and tokenizer)."""
+        key = (budget_tokens, getattr(tokenizer, "name", type(tokenizer).__name__))
+        cache: dict = self.__dict__.setdefault("_scaffolds", {})
+        text = cache.get(key)
+        if text is None:
+            from ctxbench.codegraph.scaffold import build_scaffold
+
+            text = build_scaffold(self.graph, self.symbols, budget_tokens, tokenizer, config=self.config,
+                                  scores=self.centrality)
+            cache[key] = text
+        return text
+
+
+_LOADED: OrderedDict[tuple[str, str], CodeIndex] = OrderedDict()
+_LOADED_LOCK = threading.Lock()
+
+
+def _db_identity(conn: sqlite3.Connection) -> str:
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return row[2] or f"memory:{id(conn)}"
+    return f"memory:{id(conn)}"
+
+
+def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None) -> CodeIndex:
+    """The code index of ``root`` from the store (cached until the index changes). Raises IndexNotFound."""
+    icfg = _index_config(config)
+    root_s = normalize_root(root)
+    try:
+        state = tables.repo_generation(conn, root_s)
+    except sqlite3.OperationalError:  # no index tables yet
+        state = None
+    if state is None:
+        raise IndexNotFound(f"{root_s} is not indexed yet: run `ctxbench index {root_s}`")
+    repo_id, generation, fingerprint = state
+    version = f"{repo_id}.{generation}.{fingerprint}"
+    key = (_db_identity(conn), root_s)
+    with _LOADED_LOCK:
+        cached = _LOADED.get(key)
+        if cached is not None and cached.version == version and cached.config == icfg:
+            _LOADED.move_to_end(key)
+            return cached
+    symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
+    edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
+    index = CodeIndex(root_s, version, generation, symbols, cards, graphmod.build_graph(symbols.values(), edges), icfg)
+    with _LOADED_LOCK:
+        _LOADED[key] = index
+        _LOADED.move_to_end(key)
+        while len(_LOADED) > LOADED_INDEX_CACHE_SIZE:
+            _LOADED.popitem(last=False)
+    return index
+
+
+def indexed_roots(conn: sqlite3.Connection) -> list[str]:
+    """Roots indexed in this database."""
+    try:
+        return [r.root for r in tables.list_repos(conn)]
+    except sqlite3.OperationalError:
+        return []
