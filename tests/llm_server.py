@@ -29,7 +29,7 @@ class Reply:
     status: int = 200  # != 200: an HTTP error with ``error_message``
     error_message: str = "scripted error"
     retry_after: float | None = None
-    prompt_tokens: int | None = None  # None: counted from the received messages with cl100k
+    prompt_tokens: int | None = None  # None: counted from the received messages (and tools) with cl100k
     chunk_chars: int = 7  # text is streamed in pieces of this size
     delay_s: float = 0.0  # pause before each chunk (a slow answer)
     drop_after_chunks: int | None = None  # close the socket after this many content chunks
@@ -177,8 +177,10 @@ class LLMServer:
     @staticmethod
     def _usage(payload: dict[str, Any], reply: Reply) -> dict[str, int]:
         prompt = reply.prompt_tokens
-        if prompt is None:
+        if prompt is None:  # like a provider: the messages plus the tool schemas
             prompt = count_messages(get_tokenizer(), payload.get("messages", []))
+            if payload.get("tools"):
+                prompt += get_tokenizer().count(json.dumps(payload["tools"], sort_keys=True, ensure_ascii=False))
         completion = get_tokenizer().count(reply.content) + sum(
             get_tokenizer().count(json.dumps(c["arguments"])) for c in reply.tool_calls)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}

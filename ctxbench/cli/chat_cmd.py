@@ -1,0 +1,122 @@
+"""``ctxbench chat MESSAGE``: one turn with the tool loop, headless.
+
+The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
+stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
+prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
+once the turn is done. When the endpoint fails the command exits 1 with a one-line reason.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+
+EXIT_INTERRUPTED = 130
+
+
+@click.command("chat", help="Run one turn (with the tool loop) against the configured model and print the reply.")
+@click.argument("message")
+@click.option("--session", "session_id", default=None, help="Continue this session (default: a new one).")
+@click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Repository whose code index feeds retrieval and request_code_context.")
+@click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")
+@click.option("--model", default=None, help="Model name at that endpoint.")
+@click.option("--api-key-env", default=None, help="Name of the environment variable holding the API key.")
+@click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None, help="Context Mode for this turn.")
+@click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the streamed reply.")
+@db_option
+@config_option
+def command(message: str, session_id: str | None, repo: Path | None, base_url: str | None, model: str | None,
+            api_key_env: str | None, mode: str | None, budget: int | None, as_json: bool, db_path: Path | None,
+            config_path: Path | None) -> None:
+    from ctxbench.llm.client import CancelToken
+    from ctxbench.llm.events import (
+        ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
+    )
+    from ctxbench.llm.loop import TurnRunner
+    from ctxbench.llm.providers import ProviderError, make_client, resolve_llm_config
+    from ctxbench.llm.wiring import attach_repository
+    from ctxbench.session import UnknownSession, Workbench
+    from ctxbench.store.db import StoreError
+
+    config = get_config(config_path)
+    try:
+        llm = resolve_llm_config(config.llm, base_url=base_url, model=model, api_key_env=api_key_env)
+    except ProviderError as exc:
+        fail(str(exc), 2)
+    config = dataclasses.replace(config, llm=llm)
+    cancel = CancelToken()
+    finished: TurnFinished | None = None
+    try:
+        with Workbench(resolve_db(db_path), config, repo=repo) as wb:
+            if session_id is None:
+                session_id = wb.create_session(" ".join(message.split())[:60], repo)
+            else:
+                wb.session_info(session_id)
+            code = attach_repository(wb, repo) if repo is not None else None
+            runner = TurnRunner(wb, make_client(llm), config, code=code)
+            streamed = False
+            try:
+                for event in runner.run(session_id, message, cancel=cancel, mode=mode, budget=budget):
+                    if isinstance(event, TurnFinished):
+                        finished = event
+                    elif as_json:
+                        continue  # only the summary is printed
+                    elif isinstance(event, ReplyDelta):
+                        click.echo(event.text, nl=False)
+                        streamed = True
+                        sys.stdout.flush()
+                    elif isinstance(event, ToolStarted):
+                        _note(streamed, f"· {event.call.name} {_short(event.call.arguments)}")
+                        streamed = False
+                    elif isinstance(event, ToolFinished) and not event.ok:
+                        _note(streamed, f"  {event.call.name} failed: {_short(event.message.content)}")
+                    elif isinstance(event, Retrying):
+                        _note(streamed, f"· retrying in {event.wait_s:.1f}s after: {event.reason}")
+                    elif isinstance(event, UsageRecorded) and event.usage.mismatch:
+                        _note(streamed, f"· {event.usage.badge}")
+            except KeyboardInterrupt:
+                cancel.cancel()
+                click.echo("", err=True)
+                fail("interrupted; the partial reply is stored", EXIT_INTERRUPTED)
+            finally:
+                runner.traces.close()
+            if streamed and not as_json:
+                click.echo("")
+    except UnknownSession as exc:
+        fail(str(exc), 2)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    assert finished is not None
+    if finished.status != "ok":
+        fail(finished.error or finished.status, 1)
+    if as_json:
+        usage = finished.usage
+        emit_json({
+            "session_id": finished.session_id,
+            "plan_id": finished.plan_ids[-1] if finished.plan_ids else None,
+            "plan_ids": list(finished.plan_ids),
+            "reply": finished.reply,
+            "usage": {
+                "estimated_prompt_tokens": usage.estimated if usage else None,
+                "reported_prompt_tokens": usage.reported if usage else None,
+                "mismatch": usage.mismatch if usage else False,
+            },
+            "state_block": finished.state_block,
+        })
+
+
+def _note(after_stream: bool, text: str) -> None:
+    if after_stream:
+        click.echo("")
+    click.echo(text, err=True)
+
+
+def _short(text: str, limit: int = 100) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -1,0 +1,92 @@
+"""``ctxbench replay SESSION``: step through a session's turns and show the plan each would get."""
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+
+_QUERY_CHARS = 48
+
+
+@click.command("replay", help="Show, turn by turn, the plan each user turn of SESSION would get under the "
+               "given (or the session's) mode, budget and strategy.")
+@click.argument("session_id")
+@click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None)
+@click.option("--budget", type=click.IntRange(min=1), default=None)
+@click.option("--strategy", type=click.Choice(["window", "hybrid", "levels", "semantic"]), default=None)
+@click.option("--window", "window_groups", type=click.IntRange(min=0), default=None,
+              help="Groups in the rolling window (0 = all).")
+@click.option("--turn", "only_turn", type=click.IntRange(min=1), default=None,
+              help="Show only this turn (1-based), with its full plan table.")
+@click.option("--store", is_flag=True, help="Store the replayed plans (then `ctxbench show PLAN_ID` works).")
+@click.option("--json", "as_json", is_flag=True, help="One object per turn: plan summary and item ids.")
+@db_option
+@config_option
+def command(session_id: str, mode: str | None, budget: int | None, strategy: str | None, window_groups: int | None,
+            only_turn: int | None, store: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.llm.replay import replay
+    from ctxbench.session import SettingsError, UnknownSession, Workbench
+    from ctxbench.store.db import StoreError
+
+    rows: list[dict] = []
+    try:
+        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+            wb.session_info(session_id)
+            for step in replay(wb, session_id, mode=mode, budget=budget, strategy=strategy,
+                               window_groups=window_groups, store=store):
+                if only_turn is not None and step.turn != only_turn:
+                    continue
+                if only_turn is not None and not as_json:
+                    from ctxbench.cli.plan_cmd import render_plan
+
+                    click.echo(f"turn {step.turn} (group {step.group_id})")
+                    render_plan(step.plan)
+                    return
+                rows.append(_row(step))
+    except UnknownSession as exc:
+        fail(str(exc), 2)
+    except SettingsError as exc:
+        fail(str(exc), 2)
+    except StoreError as exc:
+        fail(str(exc), 1)
+    if only_turn is not None and not rows:
+        fail(f"session {session_id} has no turn {only_turn}", 2)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        click.echo("no user turns to replay")
+        return
+    click.echo(f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'budget':>7}  {'hist in/out':>11}  query")
+    for r in rows:
+        flag = " OVER" if r["over_budget"] else ""
+        hist = f"{r['history_included']}/{r['history_excluded']}"
+        query = " ".join(r["query"].split())
+        query = query if len(query) <= _QUERY_CHARS else query[: _QUERY_CHARS - 1] + "…"
+        click.echo(f"{r['turn']:>4} {r['group_id']:>5}  {r['plan_id']:<26} {r['used_tokens']:>7} {r['budget']:>7}"
+                   f"  {hist:>11}  {query}{flag}")
+
+
+def _row(step) -> dict:
+    plan = step.plan
+    history = [i for i in plan.items if i.kind == "history_atom"]
+    return {
+        "turn": step.turn,
+        "group_id": step.group_id,
+        "query": step.user_message.content,
+        "plan_id": plan.plan_id,
+        "mode": plan.mode,
+        "strategy": plan.strategy,
+        "budget": plan.budget,
+        "used_tokens": plan.used_tokens,
+        "over_budget": plan.over_budget,
+        "sections": dict(plan.sections),
+        "history_messages": step.history_messages,
+        "history_included": sum(1 for i in history if i.included),
+        "history_excluded": sum(1 for i in history if not i.included),
+        "excluded_reasons": dict(Counter(i.reason for i in plan.excluded)),
+        "included": [i.id for i in sorted(plan.included, key=lambda i: i.order)],
+    }

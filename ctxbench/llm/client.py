@@ -1,0 +1,377 @@
+"""A streaming chat-completions client for any OpenAI-compatible endpoint.
+
+``stream(request, cancel)`` yields :class:`TextDelta`, :class:`ToolCallStarted` and
+:class:`RetryScheduled` events and ends with one :class:`Completed`. Failures raise
+:class:`LLMError` (one-line ``reason``, the text received so far in ``partial``);
+cancellation raises :class:`LLMCancelled`. Requests are retried with exponential backoff
+(tenacity) on 429, 5xx, timeouts and connection errors, but only until the first token
+arrives: a stream that breaks after that is reported as dropped with its partial text, never
+replayed, so nothing the user saw is silently duplicated.
+"""
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Protocol, Union
+
+from ctxbench.config import LLMConfig
+from ctxbench.messages import ToolCall
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Token usage as the provider reported it (None when it reported nothing)."""
+
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    total_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Completion:
+    content: str
+    tool_calls: tuple[ToolCall, ...]
+    finish_reason: str
+    usage: Usage
+    model: str
+
+
+@dataclass(frozen=True)
+class ChatRequest:
+    """One model call: the exact ``messages`` payload, the tool schemas, and the plan it came from."""
+
+    messages: tuple[dict[str, Any], ...]
+    tools: tuple[dict[str, Any], ...] = ()
+    plan: Any = None  # the ContextPlan (the offline model describes it); never sent over the wire
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStarted:
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class RetryScheduled:
+    attempt: int  # the attempt that failed, 1-based
+    wait_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class Completed:
+    completion: Completion
+
+
+StreamEvent = Union[TextDelta, ToolCallStarted, RetryScheduled, Completed]
+
+
+class LLMError(RuntimeError):
+    """The endpoint failed. ``reason`` is one line; ``partial`` is the reply text received before it."""
+
+    def __init__(self, reason: str, *, kind: str, partial: str = "", status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind  # rate_limit | server | timeout | connection | auth | request | dropped | cancelled
+        self.partial = partial
+        self.status = status
+
+
+class LLMCancelled(LLMError):
+    def __init__(self, partial: str = "") -> None:
+        super().__init__("cancelled by the user", kind="cancelled", partial=partial)
+
+
+class CancelToken:
+    """Set by the UI (Esc) from any thread; the client stops reading and closes the stream."""
+
+    def __init__(self) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks: list[Callable[[], None]] = []
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._event.set()
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            try:
+                callback()
+            except Exception:  # closing an already closed stream is fine
+                pass
+
+    @property
+    def cancelled(self) -> bool:
+        return self._event.is_set()
+
+    def wait(self, seconds: float) -> bool:
+        """Sleep up to ``seconds``; True when cancelled meanwhile."""
+        return self._event.wait(max(0.0, seconds))
+
+    def on_cancel(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Register ``callback`` (called at once if already cancelled); returns an unregister function."""
+        with self._lock:
+            already = self._event.is_set()
+            if not already:
+                self._callbacks.append(callback)
+        if already:
+            callback()
+
+        def remove() -> None:
+            with self._lock:
+                if callback in self._callbacks:
+                    self._callbacks.remove(callback)
+
+        return remove
+
+
+class ChatClient(Protocol):
+    provider: str
+    model: str
+    parsing_strategy: str
+
+    def stream(self, request: ChatRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]: ...
+
+
+@dataclass
+class _Assembly:
+    """Accumulates streamed deltas into a completion."""
+
+    content: list[str] = field(default_factory=list)
+    calls: dict[int, dict[str, str]] = field(default_factory=dict)
+    finish_reason: str = ""
+    usage: Usage = field(default_factory=Usage)
+    model: str = ""
+
+    @property
+    def text(self) -> str:
+        return "".join(self.content)
+
+    @property
+    def started(self) -> bool:
+        return bool(self.content) or bool(self.calls)
+
+    def tool_calls(self) -> tuple[ToolCall, ...]:
+        out = []
+        for index in sorted(self.calls):
+            call = self.calls[index]
+            out.append(ToolCall(id=call["id"] or f"call_{index}", name=call["name"], arguments=call["arguments"] or "{}"))
+        return tuple(out)
+
+
+class OpenAIChatClient:
+    """Streams from an OpenAI-compatible ``/chat/completions`` endpoint with the ``openai`` SDK."""
+
+    provider = "openai"
+    parsing_strategy = "openai"
+
+    def __init__(self, config: LLMConfig, api_key: str | None) -> None:
+        import openai
+
+        self._openai = openai
+        self.config = config
+        self.model = config.model
+        self._secret = api_key or ""
+        # The SDK's own retries are off: ours know when a stream has started and must not be replayed.
+        self._sdk = openai.OpenAI(
+            base_url=config.base_url or None,
+            api_key=api_key or "unset",
+            timeout=config.timeout_s,
+            max_retries=0,
+        )
+
+    # -- errors -----------------------------------------------------------------------
+
+    def _redact(self, text: str) -> str:
+        return text.replace(self._secret, "***") if self._secret else text
+
+    def _classify(self, exc: BaseException, partial: str) -> LLMError:
+        o = self._openai
+        where = self.config.base_url or "the OpenAI API"
+        if isinstance(exc, LLMError):
+            return exc
+        if isinstance(exc, o.APITimeoutError):
+            return LLMError(f"timed out after {self.config.timeout_s:g}s waiting for {where}", kind="timeout",
+                            partial=partial)
+        if isinstance(exc, o.APIConnectionError):
+            cause = exc.__cause__ or exc
+            detail = self._redact(" ".join(str(cause).split()))[:200]
+            if partial:
+                return LLMError(f"the stream from {where} broke mid-reply: {detail}", kind="dropped", partial=partial)
+            return LLMError(f"cannot reach {where}: {detail}", kind="connection", partial=partial)
+        if isinstance(exc, o.APIStatusError):
+            status = exc.status_code
+            message = _error_message(exc)
+            kind = ("rate_limit" if status == 429 else "server" if status >= 500
+                    else "auth" if status in (401, 403) else "request")
+            hint = f" (is ${self.config.api_key_env} set?)" if kind == "auth" else ""
+            return LLMError(self._redact(f"HTTP {status} from {where}: {message}{hint}"), kind=kind,
+                            partial=partial, status=status)
+        detail = self._redact(" ".join(str(exc).split()))[:200]
+        return LLMError(f"{type(exc).__name__} from {where}: {detail}", kind="connection", partial=partial)
+
+    @staticmethod
+    def _retryable(error: LLMError) -> bool:
+        return error.kind in ("rate_limit", "server", "timeout", "connection")
+
+    # -- streaming --------------------------------------------------------------------
+
+    def _payload(self, request: ChatRequest) -> dict[str, Any]:
+        payload: dict[str, Any] = {
+            "model": self.model,
+            "messages": [dict(m) for m in request.messages],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if request.tools:
+            payload["tools"] = [dict(t) for t in request.tools]
+        return payload
+
+    def stream(self, request: ChatRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
+        from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+
+        cancel = cancel or CancelToken()
+        payload = self._payload(request)
+        pending: dict[str, float] = {}
+        retry_after: dict[str, float] = {}
+
+        def record_wait(seconds: float) -> None:  # tenacity's sleep: we sleep ourselves, cancellably
+            pending["wait"] = max(seconds, retry_after.pop("s", 0.0))
+
+        retrying = Retrying(
+            stop=stop_after_attempt(self.config.max_retries + 1),
+            wait=wait_exponential_jitter(multiplier=self.config.retry_backoff_s, max=self.config.retry_backoff_max_s,
+                                         jitter=self.config.retry_backoff_s / 2),
+            retry=retry_if_exception(lambda e: isinstance(e, LLMError) and self._retryable(e)),
+            sleep=record_wait,
+            reraise=True,
+        )
+        stream = None
+        assembly = _Assembly()
+        last_error = ""
+        try:
+            for attempt in retrying:
+                if "wait" in pending:
+                    wait = min(pending.pop("wait"), self.config.retry_backoff_max_s)
+                    yield RetryScheduled(attempt.retry_state.attempt_number - 1, wait, last_error)
+                    if cancel.wait(wait):
+                        raise LLMCancelled()
+                with attempt:
+                    if cancel.cancelled:
+                        raise LLMCancelled()
+                    try:
+                        stream = self._sdk.chat.completions.create(**payload)
+                    except Exception as exc:
+                        error = self._classify(exc, "")
+                        last_error = error.reason
+                        hint = _retry_after_s(exc)
+                        if hint is not None:
+                            retry_after["s"] = min(hint, self.config.retry_backoff_max_s)
+                        raise error from exc
+        except RetryError as exc:  # pragma: no cover - reraise=True makes tenacity raise the last error
+            raise LLMError(last_error or "retries exhausted", kind="server") from exc
+
+        unregister = cancel.on_cancel(stream.close)
+        try:
+            try:
+                for chunk in stream:
+                    if cancel.cancelled:
+                        raise LLMCancelled(assembly.text)
+                    yield from self._absorb(chunk, assembly)
+            except LLMError:
+                raise
+            except Exception as exc:
+                if cancel.cancelled:
+                    raise LLMCancelled(assembly.text) from exc
+                error = self._classify(exc, assembly.text)
+                if assembly.started and error.kind != "dropped":
+                    error = LLMError(f"the stream broke mid-reply: {error.reason}", kind="dropped",
+                                     partial=assembly.text, status=error.status)
+                raise error from exc
+            if cancel.cancelled:
+                raise LLMCancelled(assembly.text)
+            if not assembly.finish_reason:
+                raise LLMError("the stream ended before the model finished its reply", kind="dropped",
+                               partial=assembly.text)
+        finally:
+            unregister()
+            try:
+                stream.close()
+            except Exception:
+                pass
+        yield Completed(Completion(
+            content=assembly.text,
+            tool_calls=assembly.tool_calls(),
+            finish_reason=assembly.finish_reason,
+            usage=assembly.usage,
+            model=assembly.model or self.model,
+        ))
+
+    @staticmethod
+    def _absorb(chunk: Any, assembly: _Assembly) -> Iterator[StreamEvent]:
+        if getattr(chunk, "model", None):
+            assembly.model = chunk.model
+        usage = getattr(chunk, "usage", None)
+        if usage is not None:
+            assembly.usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+        for choice in chunk.choices or ():
+            delta = choice.delta
+            if delta is not None:
+                if delta.content:
+                    assembly.content.append(delta.content)
+                    yield TextDelta(delta.content)
+                for call in delta.tool_calls or ():
+                    slot = assembly.calls.get(call.index)
+                    if slot is None:
+                        slot = assembly.calls[call.index] = {"id": "", "name": "", "arguments": ""}
+                    if call.id:
+                        slot["id"] = call.id
+                    function = call.function
+                    if function is not None:
+                        if function.name and not slot["name"]:
+                            slot["name"] = function.name
+                            yield ToolCallStarted(call.index, function.name)
+                        if function.arguments:
+                            slot["arguments"] += function.arguments
+            if choice.finish_reason:
+                assembly.finish_reason = choice.finish_reason
+
+
+def _error_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    if isinstance(body, dict):
+        inner = body.get("error", body)
+        if isinstance(inner, dict) and inner.get("message"):
+            return " ".join(str(inner["message"]).split())[:200]
+        if isinstance(body.get("message"), str):
+            return " ".join(body["message"].split())[:200]
+    text = getattr(exc, "message", "") or str(exc)
+    return " ".join(str(text).split())[:200]
+
+
+def _retry_after_s(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    if response is None:
+        return None
+    value = response.headers.get("retry-after") if hasattr(response, "headers") else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+def tool_call_json(call: ToolCall) -> dict[str, Any]:
+    """The arguments of a tool call as a dict ({} when the model sent something that is not an object)."""
+    try:
+        data = json.loads(call.arguments or "{}")
+    except json.JSONDecodeError:
+        return {}
+    return data if isinstance(data, dict) else {}

@@ -1,0 +1,173 @@
+"""Events of one turn, in the order a consumer sees them.
+
+The turn runner (:mod:`ctxbench.llm.loop`) is a generator of these frozen records; the TUI
+renders them as they come (from a worker thread, through ``call_from_thread``) and the CLI prints
+or collects them. A turn always ends with exactly one :class:`TurnFinished`.
+
+Intent      TurnStarted                          the user's message is stored (before any call)
+Context     PlanReady                            the plan for this model call (one per round)
+Action      CallStarted, Retrying, ReplyDelta,   streaming; ToolCallRequested as the model names a tool
+            ToolCallRequested, AssistantStored
+Feedback    ToolStarted, ToolFinished,           tool rounds; usage vs estimate per call
+            UsageRecorded, StateUpdated
+Reflection  ReflectionDone                       activation, leases, promotions, suggestions
+end         TurnFailed | TurnCancelled (if so), then TurnFinished
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ctxbench.messages import Message, ToolCall
+
+
+@dataclass(frozen=True)
+class TurnStarted:
+    session_id: str
+    group_id: int
+    user_message: Message
+
+
+@dataclass(frozen=True)
+class PlanReady:
+    plan: Any  # ContextPlan
+    round: int  # 0 for the turn's first call, then one per tool round
+
+
+@dataclass(frozen=True)
+class CallStarted:
+    plan_id: str
+    round: int
+    model: str
+    tools_offered: bool
+
+
+@dataclass(frozen=True)
+class Retrying:
+    plan_id: str
+    attempt: int  # the attempt that failed, 1-based
+    wait_s: float
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReplyDelta:
+    plan_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallRequested:
+    plan_id: str
+    index: int
+    name: str
+
+
+@dataclass(frozen=True)
+class AssistantStored:
+    plan_id: str
+    message: Message  # partial=True for a reply cut off by a failure or a cancel
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    plan_id: str
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    plan_id: str
+    call: ToolCall
+    ok: bool
+    message: Message  # the stored tool result
+    duration_ms: float
+
+
+@dataclass(frozen=True)
+class UsageCheck:
+    """Estimated vs provider-reported prompt tokens for one call; ``mismatch`` drives the badge."""
+
+    plan_id: str
+    estimated: int
+    reported: int | None
+    model: str
+    ratio: float | None  # (reported - estimated) / reported; None when the provider reported nothing
+    mismatch: bool
+
+    @property
+    def badge(self) -> str:
+        """Short text for the badge ("" when estimate and report agree within the threshold)."""
+        if not self.mismatch or self.ratio is None:
+            return ""
+        return f"usage {self.reported:,} vs est. {self.estimated:,} ({self.ratio:+.1%})"
+
+
+@dataclass(frozen=True)
+class UsageRecorded:
+    usage: UsageCheck
+
+
+@dataclass(frozen=True)
+class StateUpdated:
+    session_id: str
+    state_block: str
+
+
+@dataclass(frozen=True)
+class PinSuggestionView:
+    target: str
+    reason: str
+    source: str  # model | activation
+    score: float = 0.0
+
+
+@dataclass(frozen=True)
+class Reflection:
+    """What the reflection step changed after a turn."""
+
+    session_id: str
+    turn: int  # the turn's group id
+    referenced_by_model: tuple[str, ...] = ()  # item ids (card:…, path:…, group:…)
+    referenced_by_user: tuple[str, ...] = ()
+    activation: tuple[tuple[str, float], ...] = ()  # item id -> score after this turn, highest first
+    expired: tuple[str, ...] = ()  # pin ids whose lease ended
+    promoted: tuple[str, ...] = ()  # pin ids promoted ephemeral -> leased
+    suggestions: tuple[PinSuggestionView, ...] = ()  # open suggestions (model's and activation's)
+    usage: tuple[UsageCheck, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class ReflectionDone:
+    reflection: Reflection
+
+
+@dataclass(frozen=True)
+class TurnFailed:
+    reason: str  # one line
+    kind: str  # rate_limit | server | timeout | connection | auth | request | dropped | context_limit
+    partial_message: Message | None
+
+
+@dataclass(frozen=True)
+class TurnCancelled:
+    partial_message: Message | None
+
+
+@dataclass(frozen=True)
+class TurnFinished:
+    session_id: str
+    group_id: int
+    status: str  # ok | failed | cancelled
+    reply: str  # the final assistant text (partial text when cut off)
+    plan_ids: tuple[str, ...]  # every plan sent this turn, in order
+    usage: UsageCheck | None  # the last call's
+    state_block: str | None  # the state stored this turn, if any
+    error: str = ""
+
+
+TurnEvent = Union[
+    TurnStarted, PlanReady, CallStarted, Retrying, ReplyDelta, ToolCallRequested, AssistantStored, ToolStarted,
+    ToolFinished, UsageRecorded, StateUpdated, ReflectionDone, TurnFailed, TurnCancelled, TurnFinished,
+]

@@ -1,0 +1,339 @@
+"""The turn runner: Intent → Context → Action → Feedback → Reflection, as a generator of events.
+
+One turn:
+
+1. **Intent** — the user's message is stored first (so a failure loses nothing) and starts a group.
+2. **Context** — a ContextPlan is built for the group and stored; the request's ``messages`` are
+   exactly ``plan.messages()``. Each round of the tool loop is its own plan (the current turn
+   then holds the tool calls and results so far), built with the turn's first RetrievalSet, so
+   ``ctxbench show PLAN_ID --messages`` is the exact payload of every call.
+3. **Action** — the model streams its reply (text deltas as events); tool calls are collected.
+4. **Feedback** — the assistant message (with its tool calls) and each tool result are stored in
+   the group with the client's parsing strategy; estimated vs reported prompt tokens are
+   recorded per plan; a ``### STATE`` block in a reply becomes the session's state. The loop
+   goes on while the model calls tools, up to ``llm.max_tool_rounds`` rounds; the call after
+   the last round offers no tools, so the model has to answer.
+5. **Reflection** — activation, leases, promotions and suggestions (see :mod:`.reflection`).
+
+A failure stores any partial reply (``partial=True``) and ends the turn with ``TurnFailed``; a
+cancel (the token, or the consumer closing the generator) stores it the same way.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Iterator
+
+from ctxbench.config import Config
+from ctxbench.llm import reflection
+from ctxbench.llm.client import (
+    CancelToken,
+    ChatClient,
+    ChatRequest,
+    Completed,
+    Completion,
+    LLMCancelled,
+    LLMError,
+    RetryScheduled,
+    TextDelta,
+    ToolCallStarted,
+)
+from ctxbench.llm.events import (
+    AssistantStored,
+    CallStarted,
+    PlanReady,
+    ReflectionDone,
+    ReplyDelta,
+    Retrying,
+    StateUpdated,
+    ToolCallRequested,
+    ToolFinished,
+    ToolStarted,
+    TurnCancelled,
+    TurnEvent,
+    TurnFailed,
+    TurnFinished,
+    TurnStarted,
+    UsageCheck,
+    UsageRecorded,
+)
+from ctxbench.llm.state import REBUILD_PROMPT, extract_state
+from ctxbench.llm.tools import CodeContext, PinSuggestion, ToolBox, tools_tokens
+from ctxbench.llm.traces import TraceStore
+from ctxbench.messages import Message, ToolCall
+
+CAP_REACHED_RESULT = "not run: the tool round limit of this turn was reached"
+CANCELLED_RESULT = "not run: the turn was cancelled by the user"
+
+
+@dataclass
+class _CallResult:
+    completion: Completion | None = None
+    text: str = ""
+    error: LLMError | None = None
+    cancelled: bool = False
+
+
+@dataclass
+class TurnRunner:
+    """Runs turns of one Workbench against one chat client.
+
+    ``run(session_id, text)`` and ``rebuild_state(session_id)`` are generators of
+    :mod:`ctxbench.llm.events`; iterate them in a worker thread and set ``cancel`` from the UI.
+    """
+
+    workbench: Any  # ctxbench.session.Workbench
+    client: ChatClient
+    config: Config | None = None
+    code: CodeContext | None = None
+    traces: TraceStore | None = None
+    offer_tools: bool = True
+    _last_suggestions: tuple[PinSuggestion, ...] = field(default=(), init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.config is None:
+            self.config = self.workbench.config
+        if self.traces is None:
+            self.traces = TraceStore(self.workbench.db_path)
+
+    # -- public -------------------------------------------------------------------------------
+
+    def run(
+        self,
+        session_id: str,
+        text: str,
+        *,
+        cancel: CancelToken | None = None,
+        mode: str | None = None,
+        budget: int | None = None,
+        strategy: str | None = None,
+    ) -> Iterator[TurnEvent]:
+        """One user turn with the tool loop; ends with one TurnFinished."""
+        cancel = cancel or CancelToken()
+        wb = self.workbench
+        llm = self.config.llm
+        strategy_tag = self.client.parsing_strategy
+
+        # Intent: stored before anything can fail
+        user = wb.append_message(session_id, "user", text, parsing_strategy=strategy_tag)
+        group_id = user.group_id
+        yield TurnStarted(session_id, group_id, user)
+
+        toolbox = ToolBox(wb, session_id, llm, code=self.code)
+        plan_ids: list[str] = []
+        plans: list[Any] = []
+        usage_checks: list[UsageCheck] = []
+        assistant_texts: list[str] = []
+        suggestions: list[PinSuggestion] = []
+        state_block: str | None = None
+        retrieval = None
+        reply = ""
+        status, error_line = "ok", ""
+
+        for round_no in range(llm.max_tool_rounds + 1):
+            # Context
+            plan = wb.plan(session_id, None, current_group=group_id, retrieval=retrieval,
+                           mode=mode, budget=budget, strategy=strategy)
+            if retrieval is None:
+                retrieval = wb.get_retrieval_set(plan.retrieval_set_id)
+            plans.append(plan)
+            plan_ids.append(plan.plan_id)
+            yield PlanReady(plan, round_no)
+
+            tools = toolbox.schemas if (self.offer_tools and round_no < llm.max_tool_rounds) else ()
+            estimated = plan.used_tokens + tools_tokens(tools, wb.tokenizer)
+            if estimated > llm.context_limit:
+                status = "failed"
+                error_line = (f"the plan needs about {estimated:,} prompt tokens, more than the model's context "
+                              f"limit of {llm.context_limit:,}; lower the budget or switch mode")
+                self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id,
+                                        round=round_no, provider=self.client.provider, model=self.client.model,
+                                        status="failed", error=error_line, tools_offered=len(tools))
+                yield TurnFailed(error_line, "context_limit", None)
+                break
+
+            # Action
+            yield CallStarted(plan.plan_id, round_no, self.client.model, bool(tools))
+            request = ChatRequest(messages=tuple(plan.messages()), tools=tuple(tools), plan=plan)
+            result = _CallResult()
+            yield from self._call(request, cancel, result, group_id)
+
+            if result.completion is None:  # failed or cancelled: keep what arrived
+                partial = None
+                if result.text:
+                    partial = wb.append_message(session_id, "assistant", result.text, group_id=group_id,
+                                                parsing_strategy=strategy_tag, partial=True)
+                    yield AssistantStored(plan.plan_id, partial)
+                    assistant_texts.append(result.text)
+                reply = result.text
+                if result.cancelled:
+                    status, error_line = "cancelled", "cancelled by the user"
+                else:
+                    status, error_line = "failed", result.error.reason if result.error else "the call failed"
+                self.traces.record_call(
+                    plan_id=plan.plan_id, session_id=session_id, group_id=group_id, round=round_no,
+                    provider=self.client.provider, model=self.client.model,
+                    status=("cancelled" if result.cancelled else "partial" if partial else "failed"),
+                    error=error_line, assistant_message_id=partial.id if partial else None, tools_offered=len(tools))
+                if result.cancelled:
+                    yield TurnCancelled(partial)
+                else:
+                    yield TurnFailed(error_line, result.error.kind if result.error else "connection", partial)
+                break
+
+            completion = result.completion
+            # Feedback
+            check = reflection.check_usage(plan.plan_id, estimated, completion.usage.prompt_tokens,
+                                           completion.model, llm.usage_mismatch_ratio)
+            wb.record_usage(plan.plan_id, estimated, completion.usage.prompt_tokens, completion.model)
+            usage_checks.append(check)
+            yield UsageRecorded(check)
+
+            message = wb.append_message(session_id, "assistant", completion.content, group_id=group_id,
+                                        tool_calls=completion.tool_calls, parsing_strategy=strategy_tag)
+            yield AssistantStored(plan.plan_id, message)
+            self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id, round=round_no,
+                                    provider=self.client.provider, model=completion.model, status="ok",
+                                    finish_reason=completion.finish_reason, assistant_message_id=message.id,
+                                    tools_offered=len(tools))
+            if completion.content:
+                assistant_texts.append(completion.content)
+                reply = completion.content
+                block = extract_state(completion.content)
+                if block:
+                    wb.set_state_block(session_id, block)
+                    state_block = block
+                    yield StateUpdated(session_id, block)
+
+            if not completion.tool_calls:
+                break
+            run_tools = bool(tools) and not cancel.cancelled
+            for call in completion.tool_calls:
+                if not run_tools or cancel.cancelled:
+                    note = CANCELLED_RESULT if cancel.cancelled else CAP_REACHED_RESULT
+                    stored = wb.append_message(session_id, "tool", note, group_id=group_id, tool_call_id=call.id,
+                                               tool_name=call.name, parsing_strategy=strategy_tag)
+                    self._trace_tool(plan.plan_id, session_id, group_id, call, False, message, stored, 0.0)
+                    yield ToolFinished(plan.plan_id, call, False, stored, 0.0)
+                    continue
+                yield ToolStarted(plan.plan_id, call)
+                started = time.perf_counter()
+                outcome = toolbox.run(call)
+                elapsed = (time.perf_counter() - started) * 1000.0
+                stored = wb.append_message(session_id, "tool", outcome.content, group_id=group_id,
+                                           tool_call_id=call.id, tool_name=call.name, parsing_strategy=strategy_tag)
+                self._trace_tool(plan.plan_id, session_id, group_id, call, outcome.ok, message, stored, elapsed)
+                for suggestion in outcome.suggestions:
+                    suggestions.append(suggestion)
+                    self.traces.add_suggestion(session_id, suggestion.target, suggestion.reason, suggestion.source,
+                                               plan.plan_id)
+                yield ToolFinished(plan.plan_id, call, outcome.ok, stored, elapsed)
+            if cancel.cancelled:
+                status, error_line = "cancelled", "cancelled by the user"
+                yield TurnCancelled(None)
+                break
+            if not run_tools:
+                break
+
+        # Reflection
+        result_reflection = reflection.reflect(
+            wb, session_id, group_id,
+            plans=tuple(plans),
+            user_text=text,
+            assistant_texts=tuple(assistant_texts),
+            usage=tuple(usage_checks),
+            traces=self.traces,
+            config=self.config,
+            code=self.code,
+        )
+        yield ReflectionDone(result_reflection)
+        yield TurnFinished(session_id, group_id, status, reply, tuple(plan_ids),
+                           usage_checks[-1] if usage_checks else None, state_block, error_line)
+
+    def rebuild_state(self, session_id: str, *, cancel: CancelToken | None = None) -> Iterator[TurnEvent]:
+        """``/context rebuild``: ask the model for a fresh ``### STATE`` from the current window.
+
+        The request is a plan for the rebuild prompt as a pending user turn (not stored in the
+        history); the plan and its usage are stored, and the reply's state block replaces the
+        session's. No tools are offered.
+        """
+        cancel = cancel or CancelToken()
+        wb = self.workbench
+        llm = self.config.llm
+        plan = wb.plan(session_id, REBUILD_PROMPT)
+        yield PlanReady(plan, 0)
+        yield CallStarted(plan.plan_id, 0, self.client.model, False)
+        result = _CallResult()
+        yield from self._call(ChatRequest(messages=tuple(plan.messages()), plan=plan), cancel, result)
+        check = None
+        block = None
+        status, error_line = "ok", ""
+        if result.completion is None:
+            status = "cancelled" if result.cancelled else "failed"
+            error_line = "cancelled by the user" if result.cancelled else (result.error.reason if result.error else "")
+            if result.cancelled:
+                yield TurnCancelled(None)
+            else:
+                yield TurnFailed(error_line, result.error.kind if result.error else "connection", None)
+        else:
+            completion = result.completion
+            check = reflection.check_usage(plan.plan_id, plan.used_tokens, completion.usage.prompt_tokens,
+                                           completion.model, llm.usage_mismatch_ratio)
+            wb.record_usage(plan.plan_id, plan.used_tokens, completion.usage.prompt_tokens, completion.model)
+            yield UsageRecorded(check)
+            block = extract_state(completion.content)
+            if block:
+                wb.set_state_block(session_id, block)
+                yield StateUpdated(session_id, block)
+            else:
+                status, error_line = "failed", "the model's reply had no ### STATE block; the state is unchanged"
+                yield TurnFailed(error_line, "request", None)
+        self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=0, round=0,
+                                provider=self.client.provider, model=self.client.model,
+                                status="ok" if status == "ok" else ("cancelled" if status == "cancelled" else "failed"),
+                                error=error_line)
+        yield TurnFinished(session_id, 0, status, result.completion.content if result.completion else result.text,
+                           (plan.plan_id,), check, block, error_line)
+
+    # -- internals ----------------------------------------------------------------------------
+
+    def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
+              group_id: int | None = None) -> Iterator[TurnEvent]:
+        """Stream one call into events; the outcome lands in ``result``.
+
+        If the consumer abandons the generator (closes it, or Ctrl-C) mid-reply, the text so far
+        is stored as a partial reply in ``group_id`` before the exit propagates.
+        """
+        plan_id = request.plan.plan_id if request.plan is not None else ""
+        pieces: list[str] = []
+        try:
+            for event in self.client.stream(request, cancel):
+                if isinstance(event, TextDelta):
+                    pieces.append(event.text)
+                    yield ReplyDelta(plan_id, event.text)
+                elif isinstance(event, ToolCallStarted):
+                    yield ToolCallRequested(plan_id, event.index, event.name)
+                elif isinstance(event, RetryScheduled):
+                    yield Retrying(plan_id, event.attempt, event.wait_s, event.reason)
+                elif isinstance(event, Completed):
+                    result.completion = event.completion
+        except LLMCancelled as exc:
+            result.cancelled = True
+            result.text = exc.partial or "".join(pieces)
+        except LLMError as exc:
+            result.error = exc
+            result.text = exc.partial or "".join(pieces)
+        except (GeneratorExit, KeyboardInterrupt):
+            result.cancelled = True
+            result.text = "".join(pieces)
+            if group_id is not None and result.text and request.plan is not None:
+                self.workbench.append_message(request.plan.session_id, "assistant", result.text, group_id=group_id,
+                                              parsing_strategy=self.client.parsing_strategy, partial=True)
+            raise
+
+    def _trace_tool(self, plan_id: str, session_id: str, group_id: int, call: ToolCall, ok: bool,
+                    call_message: Message, result_message: Message, elapsed_ms: float) -> None:
+        self.traces.record_tool(plan_id=plan_id, session_id=session_id, group_id=group_id, tool_call_id=call.id,
+                                name=call.name, arguments=call.arguments, ok=ok, call_message_id=call_message.id,
+                                result_message_id=result_message.id, result_chars=len(result_message.content),
+                                duration_ms=elapsed_ms)

@@ -1,0 +1,134 @@
+"""``query_db``: read-only SQL over one session's messages, enforced by SQLite itself.
+
+The model's SQL runs on its own connection to the database file, opened read-only
+(``mode=ro`` URI) with ``PRAGMA query_only`` on. A TEMP view ``messages`` shows only this
+session's rows, and an authorizer allows nothing but SELECT, reads *through that view*,
+functions (except ``load_extension``) and recursive CTEs: every write, ATTACH, PRAGMA,
+transaction, DDL, or direct read of any table (other sessions, plans, memos) is refused by
+SQLite while it compiles the statement, however the text is dressed up. A progress handler
+stops runaway queries; results are capped in rows and characters.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+VIEW = "messages"
+VIEW_COLUMNS = (
+    "id", "branch_id", "group_id", "role", "content", "tool_calls", "tool_call_id", "tool_name",
+    "parsing_strategy", "status", "created_at", "tokens", "partial",
+)
+_DENIED_FUNCTIONS = frozenset({"load_extension", "readfile", "writefile", "edit", "fts3_tokenizer"})
+
+
+class QueryRefused(Exception):
+    """SQLite refused the statement (a write, an ATTACH, a PRAGMA, another table ...)."""
+
+
+@dataclass(frozen=True)
+class QueryResult:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[object, ...], ...]
+    truncated: bool
+
+    def render(self, max_chars: int) -> str:
+        """JSON lines, one object per row, with a trailing note when rows or characters were cut."""
+        lines = [json.dumps(dict(zip(self.columns, row)), ensure_ascii=False, default=str) for row in self.rows]
+        text = "\n".join(lines) if lines else "(no rows)"
+        note = ""
+        if len(text) > max_chars:
+            text = text[:max_chars]
+            note = f"\n[result cut at {max_chars} characters; select fewer columns or add LIMIT]"
+        elif self.truncated:
+            note = f"\n[only the first {len(self.rows)} rows are shown; add LIMIT/OFFSET for more]"
+        return text + note
+
+
+def _quote(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+class _Authorizer:
+    def __init__(self) -> None:
+        self.denied: list[str] = []
+
+    def __call__(self, action: int, arg1: str | None, arg2: str | None, dbname: str | None, source: str | None) -> int:
+        if action == sqlite3.SQLITE_SELECT or action == sqlite3.SQLITE_RECURSIVE:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_READ:
+            # Reads are allowed only when they happen inside our view (source names it) on main.messages.
+            if source == VIEW and dbname == "main" and arg1 == "messages":
+                return sqlite3.SQLITE_OK
+            if (dbname == "temp" and arg1 == VIEW) or dbname is None:  # the view itself; CTEs and subqueries
+                return sqlite3.SQLITE_OK
+            self.denied.append(f"reading {dbname}.{arg1} directly (use the `{VIEW}` view)")
+            return sqlite3.SQLITE_DENY
+        if action == sqlite3.SQLITE_FUNCTION:
+            if (arg2 or "").lower() in _DENIED_FUNCTIONS:
+                self.denied.append(f"function {arg2}")
+                return sqlite3.SQLITE_DENY
+            return sqlite3.SQLITE_OK
+        self.denied.append(_ACTION_NAMES.get(action, f"action {action}"))
+        return sqlite3.SQLITE_DENY
+
+
+_ACTIONS = (
+    "CREATE_INDEX", "CREATE_TABLE", "CREATE_TEMP_INDEX", "CREATE_TEMP_TABLE", "CREATE_TEMP_TRIGGER",
+    "CREATE_TEMP_VIEW", "CREATE_TRIGGER", "CREATE_VIEW", "DELETE", "DROP_INDEX", "DROP_TABLE", "DROP_TEMP_INDEX",
+    "DROP_TEMP_TABLE", "DROP_TEMP_TRIGGER", "DROP_TEMP_VIEW", "DROP_TRIGGER", "DROP_VIEW", "INSERT", "PRAGMA",
+    "TRANSACTION", "UPDATE", "ATTACH", "DETACH", "ALTER_TABLE", "REINDEX", "ANALYZE", "CREATE_VTABLE",
+    "DROP_VTABLE", "SAVEPOINT",
+)
+_ACTION_NAMES = {getattr(sqlite3, "SQLITE_" + name): name.lower().replace("_", " ") for name in _ACTIONS}
+
+
+def run_query(
+    db_path: Path | str,
+    session_id: str,
+    sql: str,
+    *,
+    max_rows: int,
+    max_steps: int,
+) -> QueryResult:
+    """Run one read-only statement against ``session_id``'s messages; raises QueryRefused or sqlite3.Error."""
+    path = Path(db_path)
+    if str(db_path) == ":memory:" or not path.exists():
+        raise QueryRefused("query_db needs the session's database file")
+    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        conn.execute(
+            f"CREATE TEMP VIEW {VIEW} AS SELECT {', '.join(VIEW_COLUMNS)} FROM main.messages "
+            f"WHERE session_id = {_quote(session_id)}"
+        )
+        conn.execute("PRAGMA query_only = ON")
+        authorizer = _Authorizer()
+        conn.set_authorizer(authorizer)
+        budget = {"steps": 0}
+        granularity = 1000
+
+        def progress() -> int:
+            budget["steps"] += granularity
+            return 1 if budget["steps"] > max_steps else 0
+
+        conn.set_progress_handler(progress, granularity)
+        try:
+            cursor = conn.execute(sql)
+            rows = cursor.fetchmany(max_rows + 1)
+        except (sqlite3.ProgrammingError, sqlite3.Warning) as exc:  # e.g. several statements at once
+            raise QueryRefused(f"query_db runs exactly one SELECT statement ({exc})") from exc
+        except sqlite3.DatabaseError as exc:
+            if authorizer.denied:
+                raise QueryRefused(
+                    "query_db is read-only over the `messages` view of this session; refused: "
+                    + ", ".join(dict.fromkeys(authorizer.denied))
+                ) from exc
+            if budget["steps"] > max_steps:
+                raise QueryRefused(f"query stopped after {max_steps} steps; narrow it down or add LIMIT") from exc
+            raise
+        columns = tuple(d[0] for d in cursor.description or ())
+        truncated = len(rows) > max_rows
+        return QueryResult(columns, tuple(tuple(r) for r in rows[:max_rows]), truncated)
+    finally:
+        conn.close()

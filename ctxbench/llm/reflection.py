@@ -1,0 +1,210 @@
+"""Reflection after each turn: usage vs estimate, activation, leases, promotion, suggestions.
+
+- **UsageReport**: per call, the estimated prompt tokens (the plan's count plus the tool
+  schemas) against what the provider reported; a mismatch beyond ``llm.usage_mismatch_ratio``
+  raises the badge.
+- **Activation**: the items of the turn's plans, and the symbols, paths and groups the model or
+  the user referenced (a dotted symbol id, a file path, or a name quoted in backticks or
+  called like ``name(``), gain activation; all scores decay each turn
+  (:mod:`ctxbench.planner.activation`).
+- **Pins**: leases count down and expire, ephemeral pins referenced often are promoted to
+  leased (:mod:`ctxbench.planner.pins`); nothing here ever makes a pin sticky.
+- **Suggestions**: high activation that is not pinned, and the model's own ``suggest_pins``,
+  shown under the overlay's ``suggested pins`` delimiter until the user decides.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ctxbench.config import Config
+from ctxbench.llm.events import PinSuggestionView, Reflection, UsageCheck
+
+_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|md|toml|json|yaml|yml|cfg|ini|txt))\b")
+_DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+_QUOTED = re.compile(r"`([^`\n]{1,200})`")
+_CALLED = re.compile(r"(?<![\w.])([A-Za-z_]\w{2,})\(")
+_GROUP = re.compile(r"\bgroup[: ]#?(\d+)\b", re.IGNORECASE)
+_SHORT_NAME_MIN = 3  # a bare name shorter than this is never matched on its own
+
+
+def check_usage(plan_id: str, estimated: int, reported: int | None, model: str, threshold: float) -> UsageCheck:
+    """Compare the estimate with the provider's report; ``mismatch`` when they differ by more than ``threshold``."""
+    if reported is None or reported <= 0:
+        return UsageCheck(plan_id, estimated, reported, model, None, False)
+    ratio = (reported - estimated) / reported
+    return UsageCheck(plan_id, estimated, reported, model, ratio, abs(ratio) > threshold)
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    """What a turn's text can refer to: symbol ids (with their short names) and file paths."""
+
+    symbols: tuple[tuple[str, str], ...]  # (symbol id, short name)
+    paths: tuple[str, ...]
+
+    @staticmethod
+    def build(symbols: Iterable[str], paths: Iterable[str]) -> "Vocabulary":
+        ids = sorted(set(s for s in symbols if s))
+        return Vocabulary(tuple((s, s.rsplit(".", 1)[-1]) for s in ids), tuple(sorted(set(p for p in paths if p))))
+
+
+def find_references(text: str, vocab: Vocabulary) -> tuple[str, ...]:
+    """Item ids (``card:<symbol>``, ``path:<file>``, ``group:<id>``) that ``text`` refers to.
+
+    A symbol is referenced by its full id anywhere, by a dotted tail of it (``Ledger.total``),
+    or by its short name when quoted in backticks or written as a call (``total(``). A short
+    name shared by several symbols counts for each of them.
+    """
+    found: dict[str, None] = {}
+    quoted = {q.strip().rstrip("()") for q in _QUOTED.findall(text)}
+    called = set(_CALLED.findall(text))
+    dotted = set(_DOTTED.findall(text)) | {q for q in quoted if "." in q}
+    for symbol_id, name in vocab.symbols:
+        hit = symbol_id in text or any(symbol_id.endswith("." + d) or d == symbol_id for d in dotted)
+        if not hit and len(name) >= _SHORT_NAME_MIN:
+            hit = name in quoted or name in called
+        if hit:
+            found[f"card:{symbol_id}"] = None
+    mentioned_paths = set(_PATH.findall(text)) | {q for q in quoted if "/" in q or "." in q}
+    for path in vocab.paths:
+        if path in text or any(path.endswith("/" + m) or m == path for m in mentioned_paths):
+            found[f"path:{path}"] = None
+    for number in _GROUP.findall(text):
+        found[f"group:{int(number)}"] = None
+    return tuple(found)
+
+
+def plan_vocabulary(plans: Iterable[Any], code: Any = None) -> Vocabulary:
+    """Symbols and paths the turn could refer to: the plans' cards, and the code index when there is one."""
+    symbols: list[str] = []
+    paths: list[str] = []
+    for plan in plans:
+        for item in plan.items:
+            if item.id.startswith("card:"):
+                symbols.append(item.id[len("card:"):])
+            for m in item.messages:
+                paths.extend(_PATH.findall(str(m.get("content") or "")[:400]))
+    known = getattr(code, "known_names", None)
+    if callable(known):
+        more_symbols, more_paths = known()
+        symbols.extend(more_symbols)
+        paths.extend(more_paths)
+    return Vocabulary.build(symbols, paths)
+
+
+PINNABLE_PREFIXES = ("card:", "group:")  # what the planner can render as a pin from its target alone
+
+
+def plan_item_ids(plans: Iterable[Any], pins: Iterable[Any] = ()) -> tuple[str, ...]:
+    """The turn's plan items as activation ids (``card:…``, ``group:…``, a pin's target).
+
+    Layers that are always there (system prompt, state, scratchpad, scaffold, memos) and the
+    current turn itself are not items one would pin, so they gain nothing.
+    """
+    targets = {f"pin:{p.id}": p.target for p in pins}
+    ids: dict[str, None] = {}
+    for plan in plans:
+        for item in plan.included:
+            if item.id.startswith("pin:"):
+                target = targets.get(item.id)
+                if target:
+                    ids[target] = None
+            elif item.id.startswith("atom:"):
+                ids["group:" + item.id.split(":")[1]] = None
+            elif item.id.startswith(PINNABLE_PREFIXES) and item.kind != "current_turn":
+                ids[item.id] = None
+    return tuple(ids)
+
+
+def _card_snapshots(plans: Iterable[Any]) -> dict[str, tuple[str, str]]:
+    """card:<symbol> -> (label, card text) as the turn's plans showed it (for promoted pins)."""
+    out: dict[str, tuple[str, str]] = {}
+    for plan in plans:
+        for item in plan.items:
+            if item.id.startswith("card:") and item.messages:
+                out[item.id] = (item.label, str(item.messages[0].get("content") or ""))
+    return out
+
+
+def reflect(
+    workbench: Any,
+    session_id: str,
+    group_id: int,
+    *,
+    plans: tuple[Any, ...],
+    user_text: str,
+    assistant_texts: tuple[str, ...],
+    usage: tuple[UsageCheck, ...],
+    traces: Any,
+    config: Config,
+    code: Any = None,
+) -> Reflection:
+    """Update activation, pins and suggestions after turn ``group_id`` and say what changed."""
+    from ctxbench.planner import activation as activation_rules
+    from ctxbench.planner import pins as pin_rules
+
+    cfg = config.planner
+    vocab = plan_vocabulary(plans, code)
+    by_user = find_references(user_text, vocab)
+    by_model = find_references("\n".join(assistant_texts), vocab)
+    pins = workbench.pins(session_id)
+    in_plan = plan_item_ids(plans, pins)
+
+    # activation: decay, then gains for the plan's items and the references
+    scores = activation_rules.update_activation(
+        workbench.activation(session_id), in_plan, by_model, by_user, cfg.activation)
+    workbench.set_activation(session_id, scores)
+
+    # promotion: items referenced in enough turns become leased (never sticky)
+    counts = traces.count_references(session_id, group_id, set(by_model) | set(by_user))
+    promoted: list[str] = []
+    promoted_ids: set[str] = set()
+    for before, after in zip(pins, pin_rules.promote(pins, counts, cfg.pins)):
+        if after != before:
+            workbench.update_pin(session_id, before.id, kind=after.kind, ttl=after.ttl, source=after.source)
+            promoted.append(before.id)
+            promoted_ids.add(before.id)
+    pinned = {p.target for p in pins}
+    snapshots = _card_snapshots(plans)
+    for target, (label, content) in sorted(snapshots.items()):
+        if target not in pinned and counts.get(target, 0) >= cfg.pins.promote_after_turns:
+            pin = workbench.add_pin(session_id, target, "leased", label=label, content=content, source="promotion")
+            promoted.append(pin.id)
+            promoted_ids.add(pin.id)
+
+    # leases count down into the next turn; expired leases and spent ephemeral pins go
+    expired: list[str] = []
+    ageing = [p for p in pins if p.id not in promoted_ids]
+    survivors = {p.id: p for p in pin_rules.advance_turn(ageing, group_id + 1)}
+    for pin in ageing:
+        after = survivors.get(pin.id)
+        if after is None:
+            workbench.remove_pin(session_id, pin.id)
+            expired.append(pin.id)
+        elif after.ttl != pin.ttl:
+            workbench.update_pin(session_id, pin.id, ttl=after.ttl)
+
+    # suggestions: the model's own (until decided) and high activation that no pin covers
+    current_pins = workbench.pins(session_id)
+    pinned = {p.target for p in current_pins}
+    suggestions: dict[str, PinSuggestionView] = {}
+    for s in traces.suggestions(session_id):
+        if s.target not in pinned:
+            suggestions[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
+    for target in activation_rules.suggest_pins(scores, current_pins, cfg.activation):
+        if target.startswith(PINNABLE_PREFIXES) and target not in suggestions:
+            suggestions[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation",
+                                                    scores[target])
+    return Reflection(
+        session_id=session_id,
+        turn=group_id,
+        referenced_by_model=by_model,
+        referenced_by_user=by_user,
+        activation=tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))),
+        expired=tuple(expired),
+        promoted=tuple(promoted),
+        suggestions=tuple(suggestions.values()),
+        usage=usage,
+    )

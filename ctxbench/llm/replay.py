@@ -1,0 +1,66 @@
+"""Replay: the plan each user turn of a session would get under a given mode, budget and strategy.
+
+For turn *k* the planner sees what existed when the user sent that message: the history before
+the turn's group, and the user's message as the current turn (not the replies that followed).
+Pins, the state block, the scratchpad and memos are the session's current ones (the store keeps
+state versions but not which turn saw which). Plans are built, not stored, unless asked.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any, Iterator
+
+from ctxbench.messages import Message
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    turn: int  # 1-based position among the session's user turns
+    group_id: int
+    user_message: Message
+    plan: Any  # ContextPlan
+    history_messages: int  # messages the planner could choose from
+
+
+def user_turns(history: tuple[Message, ...]) -> list[Message]:
+    """The first user message of each group, in order."""
+    seen: set[int] = set()
+    out: list[Message] = []
+    for m in history:
+        if m.role == "user" and m.group_id not in seen:
+            seen.add(m.group_id)
+            out.append(m)
+    return out
+
+
+def replay(
+    workbench: Any,
+    session_id: str,
+    *,
+    mode: str | None = None,
+    budget: int | None = None,
+    strategy: str | None = None,
+    window_groups: int | None = None,
+    store: bool = False,
+) -> Iterator[ReplayStep]:
+    """Yield one :class:`ReplayStep` per user turn, oldest first."""
+    from ctxbench.planner import build_plan
+
+    for turn, user in enumerate(user_turns(workbench.history(session_id)), start=1):
+        inputs = workbench.plan_inputs(session_id, None, current_group=user.group_id, mode=mode, budget=budget,
+                                       strategy=strategy, window_groups=window_groups)
+        before = tuple(m for m in inputs.history if m.id < user.id)
+        earlier_groups = {m.group_id for m in before}
+        inputs = dataclasses.replace(
+            inputs,
+            query=user.content,
+            history=before,
+            current_turn=(user,),
+            keyword_ranking=tuple(g for g in inputs.keyword_ranking if g in earlier_groups),
+            dropped_groups=tuple(g for g in inputs.dropped_groups if g in earlier_groups),
+        )
+        plan = build_plan(inputs, workbench.config.planner, workbench.tokenizer)
+        if store:
+            workbench.store_plan(inputs, plan)
+        yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in before if m.status == "active"))

@@ -1,0 +1,71 @@
+"""The ``### STATE`` block of seed 001: the model's Global Anchor, parsed from its replies.
+
+A reply ends with::
+
+    ### STATE
+    Goal: ...
+    Context: ...
+    Resolved: ...
+    Technical Anchors: ...
+
+The block runs from its heading to the next Markdown heading of level 1-3, a closing code
+fence, or the end of the reply. The last block in a reply wins.
+"""
+from __future__ import annotations
+
+import re
+
+STATE_HEADING = "### STATE"
+STATE_FIELDS = ("Goal", "Context", "Resolved", "Technical Anchors")
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s*STATE\s*:?\s*$")
+_END = re.compile(r"^\s{0,3}(#{1,3}\s+\S|```|~~~)")
+
+STATE_INSTRUCTIONS = (
+    "End every reply with a `### STATE` block that keeps the technical truth of this session: "
+    "Goal: (the current task), Context: (active files and symbols), Resolved: (what is finished), "
+    "Technical Anchors: (ports, constants, names that must not be lost). It replaces the previous one."
+)
+
+REBUILD_PROMPT = (
+    "Rewrite the session state from the conversation in your context window only. Reply with nothing but a "
+    "`### STATE` block with the lines Goal:, Context:, Resolved: and Technical Anchors:, accurate to the "
+    "messages you can see now (earlier state may be out of date)."
+)
+
+
+def extract_state(text: str) -> str | None:
+    """The last ``### STATE`` block in ``text`` (heading included, normalised), or None."""
+    lines = text.splitlines()
+    start = None
+    for i, line in enumerate(lines):
+        if _HEADING.match(line):
+            start = i
+    if start is None:
+        return None
+    body: list[str] = []
+    for line in lines[start + 1:]:
+        if _END.match(line):
+            break
+        body.append(line.rstrip())
+    while body and not body[0].strip():
+        body.pop(0)
+    while body and not body[-1].strip():
+        body.pop()
+    if not body:
+        return None
+    return STATE_HEADING + "\n" + "\n".join(body)
+
+
+def state_fields(block: str) -> dict[str, str]:
+    """``Goal: x`` lines of a state block as a dict (continuation lines join the field above)."""
+    fields: dict[str, str] = {}
+    current = ""
+    for line in block.splitlines()[1:]:
+        match = re.match(r"^\s*[-*]?\s*([A-Za-z][A-Za-z ]{0,40}):\s*(.*)$", line)
+        if match:
+            current = match.group(1).strip()
+            fields[current] = match.group(2).strip()
+        elif current and line.strip():
+            fields[current] = (fields[current] + "\n" + line.strip()).strip()
+    return fields

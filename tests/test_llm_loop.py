@@ -1,0 +1,265 @@
+"""The turn runner against a real HTTP chat-completions server on loopback."""
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.cli import main
+from ctxbench.config import Config, LLMConfig
+from ctxbench.llm import events as ev
+from ctxbench.llm.client import CancelToken, OpenAIChatClient
+from ctxbench.llm.loop import TurnRunner
+from ctxbench.llm.state import REBUILD_PROMPT
+from ctxbench.session import Workbench
+from llm_server import LLMServer, Reply, error, text, tool_call
+
+FAST = dict(retry_backoff_s=0.01, retry_backoff_max_s=0.05, timeout_s=5.0)
+STATE_REPLY = "Done: the ledger uses Decimal now.\n\n### STATE\nGoal: fix rounding\nContext: ledger.py\nResolved: total()\nTechnical Anchors: port 8080"
+
+
+def _config(server: LLMServer, **llm) -> Config:
+    return Config(llm=LLMConfig(provider="openai", base_url=server.base_url, model="loopback-model",
+                                api_key_env="CTXBENCH_TEST_KEY", **{**FAST, **llm}))
+
+
+@pytest.fixture
+def wb(tmp_path):
+    with Workbench(tmp_path / "ctx.db", Config()) as workbench:
+        yield workbench
+
+
+def _run(workbench: Workbench, server: LLMServer, text_in: str, session_id: str | None = None,
+         cancel: CancelToken | None = None, **llm) -> tuple[str, list]:
+    config = _config(server, **llm)
+    workbench.config = config
+    sid = session_id or workbench.create_session("t")
+    runner = TurnRunner(workbench, OpenAIChatClient(config.llm, "sk-test"), config)
+    events = list(runner.run(sid, text_in, cancel=cancel))
+    runner.traces.close()
+    return sid, events
+
+
+def _of(events: list, kind: type) -> list:
+    return [e for e in events if isinstance(e, kind)]
+
+
+def _show_messages(db: Path, plan_id: str) -> list:
+    result = CliRunner().invoke(main, ["show", plan_id, "--messages", "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return json.loads(result.stdout)
+
+
+def test_payload_sent_is_exactly_show_messages_for_every_plan(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_TEST_KEY", "sk-test")
+    db = tmp_path / "ctx.db"
+    script = [tool_call("query_db", {"sql": "SELECT id, role FROM messages ORDER BY id"}), text(STATE_REPLY)]
+    with LLMServer(script) as server:
+        result = CliRunner().invoke(main, [
+            "chat", "Why does total() round wrong?", "--db", str(db), "--base-url", server.base_url,
+            "--model", "loopback-model", "--api-key-env", "CTXBENCH_TEST_KEY", "--json",
+        ])
+        payloads = server.payloads()
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    assert out["reply"] == STATE_REPLY
+    assert len(payloads) == 2 and len(out["plan_ids"]) == 2
+    assert out["plan_id"] == out["plan_ids"][-1]
+    for payload, plan_id in zip(payloads, out["plan_ids"]):
+        assert payload["messages"] == _show_messages(db, plan_id)
+        assert payload["model"] == "loopback-model"
+        assert payload["stream"] is True and payload["stream_options"] == {"include_usage": True}
+        assert {t["function"]["name"] for t in payload["tools"]} >= {"request_code_context", "query_db",
+                                                                     "manage_scratchpad", "save_memo",
+                                                                     "retrieve_memos", "suggest_pins"}
+    # the second call carries the tool call and its result as one atom
+    second = payloads[1]["messages"]
+    call_msg = next(m for m in second if m.get("tool_calls"))
+    result_msg = next(m for m in second if m["role"] == "tool")
+    assert result_msg["tool_call_id"] == call_msg["tool_calls"][0]["id"]
+    assert '"role": "user"' in result_msg["content"]
+    # usage: the server counts like a provider, so the estimate agrees
+    assert out["usage"]["reported_prompt_tokens"] == out["usage"]["estimated_prompt_tokens"]
+    with Workbench(db, Config()) as wb:
+        history = wb.history(out["session_id"])
+        assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
+        assert {m.parsing_strategy for m in history if m.is_tool_message} == {"openai"}
+        assert len({m.group_id for m in history}) == 1
+        assert wb.state_block(out["session_id"]).startswith("### STATE\nGoal: fix rounding")
+        for plan_id in out["plan_ids"]:
+            (report,) = wb.usage_reports(plan_id)
+            assert report.model == "loopback-model"
+
+
+def test_the_api_key_is_sent_but_never_stored(tmp_path, monkeypatch):
+    secret = "sk-live-7d1f0c9a2b"
+    monkeypatch.setenv("CTXBENCH_TEST_KEY", secret)
+    db = tmp_path / "ctx.db"
+    with LLMServer([error(401, f"bad key {secret}"), text("ok")]) as server:
+        failed = CliRunner().invoke(main, [
+            "chat", "hello", "--db", str(db), "--base-url", server.base_url, "--model", "m",
+            "--api-key-env", "CTXBENCH_TEST_KEY"])
+        ok = CliRunner().invoke(main, [
+            "chat", "hello again", "--db", str(db), "--base-url", server.base_url, "--model", "m",
+            "--api-key-env", "CTXBENCH_TEST_KEY"])
+        auth = [r.headers.get("authorization") for r in server.received]
+    assert failed.exit_code == 1
+    assert secret not in failed.stderr and "***" in failed.stderr and "CTXBENCH_TEST_KEY" in failed.stderr
+    assert ok.exit_code == 0, ok.output
+    assert auth == [f"Bearer {secret}"] * 2
+    for path in tmp_path.iterdir():
+        assert secret.encode() not in path.read_bytes(), path.name
+
+
+def test_a_429_then_success_is_retried(wb):
+    with LLMServer([error(429, "slow down", retry_after=0), text("fine")]) as server:
+        _, events = _run(wb, server, "hi")
+        payloads = server.payloads()
+    assert len(payloads) == 2 and payloads[0] == payloads[1]
+    (retry,) = _of(events, ev.Retrying)
+    assert retry.attempt == 1 and "429" in retry.reason
+    finished = events[-1]
+    assert isinstance(finished, ev.TurnFinished) and finished.status == "ok" and finished.reply == "fine"
+
+
+def test_server_errors_exhaust_the_retries_and_fail_with_one_line(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_TEST_KEY", "k")
+    db = tmp_path / "ctx.db"
+    config = tmp_path / "c.toml"
+    config.write_text("[llm]\nmax_retries = 2\nretry_backoff_s = 0.01\nretry_backoff_max_s = 0.02\n")
+    with LLMServer([error(503, "overloaded\nplease wait")]) as server:
+        result = CliRunner().invoke(main, [
+            "chat", "hello", "--db", str(db), "--config", str(config), "--base-url", server.base_url,
+            "--model", "m", "--api-key-env", "CTXBENCH_TEST_KEY", "--json"])
+        count = len(server.received)
+    assert count == 3  # the first try and two retries
+    assert result.exit_code == 1
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "HTTP 503" in lines[0] and "overloaded please wait" in lines[0]
+    with Workbench(db, Config()) as wb:
+        (session,) = wb.list_sessions()
+        assert [(m.role, m.content) for m in wb.history(session.id)] == [("user", "hello")]  # nothing lost
+
+
+def test_a_client_error_is_not_retried(wb):
+    with LLMServer([error(400, "bad request")]) as server:
+        _, events = _run(wb, server, "hi")
+        assert len(server.received) == 1
+    (failed,) = _of(events, ev.TurnFailed)
+    assert failed.kind == "request" and "HTTP 400" in failed.reason
+
+
+def test_a_dropped_stream_stores_a_partial_reply(wb):
+    content = "The answer is long and it will be cut off somewhere in the middle of this sentence."
+    with LLMServer([Reply(content=content, chunk_chars=10, drop_after_chunks=4)]) as server:
+        sid, events = _run(wb, server, "tell me")
+    (failed,) = _of(events, ev.TurnFailed)
+    assert failed.kind == "dropped"
+    partial = failed.partial_message
+    assert partial is not None and partial.partial
+    assert partial.content == content[:30]  # the role chunk, then three 10-char pieces arrived
+    stored = wb.history(sid)
+    assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
+    assert stored[1].content == content[:30]
+    assert events[-1].status == "failed" and events[-1].reply == content[:30]
+
+
+def test_cancel_mid_stream_keeps_the_partial_reply(wb):
+    cancel = CancelToken()
+    content = "x" * 400
+    with LLMServer([Reply(content=content, chunk_chars=5, delay_s=0.02)]) as server:
+        config = _config(server)
+        wb.config = config
+        sid = wb.create_session("t")
+        runner = TurnRunner(wb, OpenAIChatClient(config.llm, "k"), config)
+        seen = []
+        for event in runner.run(sid, "go", cancel=cancel):
+            seen.append(event)
+            if isinstance(event, ev.ReplyDelta) and len(_of(seen, ev.ReplyDelta)) == 3:
+                cancel.cancel()
+        runner.traces.close()
+    (cancelled,) = _of(seen, ev.TurnCancelled)
+    assert cancelled.partial_message is not None and cancelled.partial_message.partial
+    assert cancelled.partial_message.content.startswith("x" * 15)
+    assert len(cancelled.partial_message.content) < len(content)
+    assert seen[-1].status == "cancelled"
+    assert [m.role for m in wb.history(sid)] == ["user", "assistant"]
+
+
+def test_usage_mismatch_raises_the_badge(wb):
+    with LLMServer([Reply(content="a", prompt_tokens=10_000), Reply(content="b")]) as server:
+        sid, first = _run(wb, server, "one")
+        _, second = _run(wb, server, "two", session_id=sid)
+    (far,) = _of(first, ev.UsageRecorded)
+    (near,) = _of(second, ev.UsageRecorded)
+    assert far.usage.reported == 10_000 and far.usage.mismatch and far.usage.badge.startswith("usage 10,000 vs est.")
+    assert not near.usage.mismatch and near.usage.badge == "" and near.usage.reported == near.usage.estimated
+
+
+def test_query_db_refuses_a_disguised_write_from_the_model(wb):
+    sneaky = "/* read */ WITH x AS (SELECT 1) DELETE FROM main.messages"
+    with LLMServer([tool_call("query_db", {"sql": sneaky}), text("ok")]) as server:
+        sid, events = _run(wb, server, "clean up")
+    (finished_tool,) = _of(events, ev.ToolFinished)
+    assert not finished_tool.ok and finished_tool.message.content.startswith("error:")
+    assert "delete" in finished_tool.message.content
+    assert [m.role for m in wb.history(sid)] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_the_tool_loop_stops_at_the_cap_and_the_last_call_offers_no_tools(wb):
+    with LLMServer([tool_call("manage_scratchpad", {"action": "read"})]) as server:
+        sid, events = _run(wb, server, "loop forever", max_tool_rounds=2)
+        payloads = server.payloads()
+    assert len(payloads) == 3
+    assert "tools" in payloads[0] and "tools" in payloads[1] and "tools" not in payloads[2]
+    history = wb.history(sid)
+    calls = [c.id for m in history for c in m.tool_calls]
+    answered = [m.tool_call_id for m in history if m.role == "tool"]
+    assert sorted(calls) == sorted(answered)  # every call has its result: atoms stay whole
+    assert history[-1].content == "not run: the tool round limit of this turn was reached"
+    assert events[-1].status == "ok" and len(events[-1].plan_ids) == 3
+
+
+def test_state_block_is_injected_next_turn_and_rebuilt_on_request(wb):
+    rebuilt = "### STATE\nGoal: rebuilt goal\nContext: none\nResolved: all\nTechnical Anchors: none"
+    with LLMServer([text(STATE_REPLY), text("second"), text("sure:\n" + rebuilt)]) as server:
+        sid, _ = _run(wb, server, "first")
+        _, _ = _run(wb, server, "second", session_id=sid)
+        runner = TurnRunner(wb, OpenAIChatClient(wb.config.llm, "k"), wb.config)
+        rebuild_events = list(runner.rebuild_state(sid))
+        runner.traces.close()
+        payloads = server.payloads()
+    state_msgs = [m for m in payloads[1]["messages"] if m["role"] == "system" and m["content"].startswith("### STATE")]
+    assert state_msgs and "Goal: fix rounding" in state_msgs[0]["content"]
+    assert payloads[2]["messages"][-1] == {"role": "user", "content": REBUILD_PROMPT}
+    assert "tools" not in payloads[2]
+    assert wb.state_block(sid) == rebuilt
+    finished = rebuild_events[-1]
+    assert finished.status == "ok" and finished.state_block == rebuilt
+    assert payloads[2]["messages"] == wb.get_plan(finished.plan_ids[0]).messages()
+    assert [m.content for m in wb.history(sid) if m.role == "user"] == ["first", "second"]  # not in history
+
+
+def test_unreachable_endpoint_fails_fast_and_keeps_the_message(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_TEST_KEY", "k")
+    server = LLMServer()
+    url = server.base_url
+    server._httpd.server_close()  # nothing listens on that port any more
+    config = tmp_path / "c.toml"
+    config.write_text("[llm]\nmax_retries = 1\nretry_backoff_s = 0.01\n")
+    db = tmp_path / "ctx.db"
+    result = CliRunner().invoke(main, [
+        "chat", "anyone there?", "--db", str(db), "--config", str(config), "--base-url", url, "--model", "m",
+        "--api-key-env", "CTXBENCH_TEST_KEY"])
+    assert result.exit_code == 1
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: cannot reach")
+    assert result.stderr.strip().splitlines()[-1] == errors[0]
+    with Workbench(db, Config()) as wb:
+        (session,) = wb.list_sessions()
+        assert [m.content for m in wb.history(session.id)] == ["anyone there?"]
