@@ -168,8 +168,10 @@ def reflect(
             promoted_ids.add(before.id)
     pinned = {p.target for p in pins}
     snapshots = _card_snapshots(plans)
+    referenced_now = set(by_model) | set(by_user)
     for target, (label, content) in sorted(snapshots.items()):
-        if target not in pinned and counts.get(target, 0) >= cfg.pins.promote_after_turns:
+        if (target not in pinned and target in referenced_now
+                and counts.get(target, 0) >= cfg.pins.promote_after_turns):
             pin = workbench.add_pin(session_id, target, "leased", label=label, content=content, source="promotion")
             promoted.append(pin.id)
             promoted_ids.add(pin.id)
