@@ -7,7 +7,7 @@ for the planner, the tokenizer or the embedding library.
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -35,7 +35,8 @@ class LaunchOptions:
     title: str = ""
     import_file: Path | None = None  # the demo imports its recorded session into its own database
     import_format: str = "openai"
-    index_repo: bool = True  # index the repository and plug retrieval in (off: keyword-free plans)
+    index_repo: bool = True  # index the repository and plug retrieval in (off: plans carry no cards)
+    retriever: Any = None  # a ready retriever to plug in instead of indexing (tests, benchmarks)
 
 
 @dataclass(frozen=True)
@@ -97,13 +98,6 @@ class TurnOutcome:
     cancelled: bool = False
 
 
-@dataclass
-class DesiredSettings:
-    """Settings as the UI shows them; workers bring the store in line (the last one wins)."""
-
-    values: dict[str, Any] = field(default_factory=dict)
-
-
 class Bridge:
     """One open session of the workbench."""
 
@@ -135,6 +129,10 @@ class Bridge:
         else:
             sid = wb.latest_session(repo=opts.repo) or wb.create_session(opts.title, repo=opts.repo)
         self.session_id = sid
+        if opts.retriever is not None:
+            wb.retriever = opts.retriever
+            self.retrieval_ready = True
+            self.semantic_ready = bool(getattr(opts.retriever, "semantic_ready", False))
         changes = {k: v for k, v in (("mode", opts.mode), ("budget", opts.budget), ("strategy", opts.strategy))
                    if v is not None}
         if changes:
@@ -198,13 +196,11 @@ class Bridge:
         except ImportError:
             suggest_pins = None
         if suggest_pins is not None:
-            try:
-                for s in suggest_pins(self.wb.activation(self.session_id), pins, cfg):
-                    target = getattr(s, "target", None) or str(s)
-                    found.append(Suggestion(target, getattr(s, "label", target), float(getattr(s, "score", 0.0)),
-                                            getattr(s, "why", "") or getattr(s, "reason", "") or "high activation"))
-            except TypeError:
-                found = []
+            scores = self.wb.activation(self.session_id)
+            labels = {i.id: i.label for i in plan.items}
+            for target in suggest_pins(scores, pins, cfg):
+                found.append(Suggestion(target, labels.get(target, target), float(scores.get(target, 0.0)),
+                                        f"activation {scores.get(target, 0.0):.2f}"))
         if not found:
             cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
@@ -215,8 +211,12 @@ class Bridge:
     # -- pins and drops -----------------------------------------------------------------------
     def item_content(self, item: "PlanItem", plan: "ContextPlan") -> tuple[str, str]:
         """The full text of a plan item and a language for highlighting."""
+        if item.id.startswith("card:"):
+            card = self.card_text(item.id[5:], plan)
+            if card:
+                return card, "python"
         if item.messages:
-            return render_messages(item.messages), "markdown"
+            return render_messages(item.messages), "text"
         wb, sid = self.wb, self.session_id
         if item.id.startswith("group:") or item.id.startswith("atom:"):
             parts = item.id.split(":")
@@ -227,11 +227,7 @@ class Bridge:
             if item.id.startswith("atom:") and len(parts) > 2:
                 wanted = {int(x) for x in parts[2:] if x.isdigit()} | set(item.message_ids)
                 messages = tuple(m for m in messages if m.id in wanted) or messages
-            return render_messages([m.to_openai() for m in messages]), "markdown"
-        if item.id.startswith("card:"):
-            card = self.card_text(item.id[5:], plan)
-            if card:
-                return card, "python"
+            return render_messages([m.to_openai() for m in messages]), "text"
         pin = next((p for p in wb.pins(sid) if p.target == item.id or f"pin:{p.id}" == item.id), None)
         if pin is not None and pin.content:
             return pin.content, "python" if pin.target.startswith("card:") else "text"
@@ -324,6 +320,3 @@ def render_messages(messages) -> str:
         out.append("")
     return "\n".join(out)
 
-
-def with_settings(view: PlanView, **changes: Any) -> PlanView:
-    return replace(view, **changes)

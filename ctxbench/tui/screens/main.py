@@ -107,7 +107,7 @@ class MainScreen(Screen[None]):
         with bridge.lock:
             view = bridge.plan()
         self.post_message(msg.PlanReady(view, gen))
-        if bridge.wb.repo is not None and self.options.index_repo:
+        if bridge.wb.repo is not None and self.options.index_repo and self.options.retriever is None:
             self._warm_up(bridge)
 
     def _warm_up(self, bridge: Bridge) -> None:
