@@ -91,7 +91,7 @@ class OfflineClient:
         parts = [self._describe(messages, request.plan, question)]
         if results:
             parts.append(self._summarise_results(after))
-        parts.append(self._state(messages, question))
+        parts.append(self._state(messages, question, plan=request.plan))
         return "\n\n".join(parts), []
 
     @staticmethod
@@ -155,14 +155,17 @@ class OfflineClient:
         return "\n".join(lines)
 
     @staticmethod
-    def _state(messages: list[dict[str, Any]], question: str, rebuilt: bool = False) -> str:
+    def _state(messages: list[dict[str, Any]], question: str, rebuilt: bool = False, plan: Any = None) -> str:
         users = [str(m.get("content") or "") for m in messages if m.get("role") == "user"]
         if rebuilt:
             users = [u for u in users if u.strip() != REBUILD_PROMPT]
         goal_source = (users[-1] if users else question).strip()
         goal = goal_source.splitlines()[0][:120] if goal_source else "(none yet)"
-        context = sorted({p for m in messages for p in re.findall(r"`([\w./-]+\.\w+|[\w]+(?:\.[\w]+)+)`",
-                                                                  str(m.get("content") or ""))})[:_CARD_LIST_MAX]
+        named = {p for m in messages for p in re.findall(r"`([\w./-]+\.\w+|[\w]+(?:\.[\w]+)+)`",
+                                                         str(m.get("content") or ""))}
+        if plan is not None:
+            named |= {item.id.removeprefix("card:") for item in plan.included if item.kind == "symbol_card"}
+        context = sorted(named)[:_CARD_LIST_MAX]
         return "\n".join([
             STATE_HEADING,
             f"Goal: {goal}",

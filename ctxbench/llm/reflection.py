@@ -39,15 +39,28 @@ def check_usage(plan_id: str, estimated: int, reported: int | None, model: str, 
 
 @dataclass(frozen=True)
 class Vocabulary:
-    """What a turn's text can refer to: symbol ids (with their short names) and file paths."""
+    """What a turn's text can refer to: symbol ids (with their short names) and file paths.
+
+    ``loose`` holds the short names that may match on their own (quoted or called): those of
+    symbols shown in the turn's plans, and names that are unique in the rest of the index.
+    """
 
     symbols: tuple[tuple[str, str], ...]  # (symbol id, short name)
     paths: tuple[str, ...]
+    loose: frozenset[str] = frozenset()
 
     @staticmethod
-    def build(symbols: Iterable[str], paths: Iterable[str]) -> "Vocabulary":
+    def build(symbols: Iterable[str], paths: Iterable[str], shown: Iterable[str] | None = None) -> "Vocabulary":
         ids = sorted(set(s for s in symbols if s))
-        return Vocabulary(tuple((s, s.rsplit(".", 1)[-1]) for s in ids), tuple(sorted(set(p for p in paths if p))))
+        names = [s.rsplit(".", 1)[-1] for s in ids]
+        if shown is None:
+            loose = set(names)
+        else:
+            seen: dict[str, int] = {}
+            for name in names:
+                seen[name] = seen.get(name, 0) + 1
+            loose = {n for n, c in seen.items() if c == 1} | {s.rsplit(".", 1)[-1] for s in shown}
+        return Vocabulary(tuple(zip(ids, names)), tuple(sorted(set(p for p in paths if p))), frozenset(loose))
 
 
 def find_references(text: str, vocab: Vocabulary) -> tuple[str, ...]:
@@ -63,7 +76,7 @@ def find_references(text: str, vocab: Vocabulary) -> tuple[str, ...]:
     dotted = set(_DOTTED.findall(text)) | {q for q in quoted if "." in q}
     for symbol_id, name in vocab.symbols:
         hit = symbol_id in text or any(symbol_id.endswith("." + d) or d == symbol_id for d in dotted)
-        if not hit and len(name) >= _SHORT_NAME_MIN:
+        if not hit and len(name) >= _SHORT_NAME_MIN and name in vocab.loose:
             hit = name in quoted or name in called
         if hit:
             found[f"card:{symbol_id}"] = None
@@ -78,19 +91,21 @@ def find_references(text: str, vocab: Vocabulary) -> tuple[str, ...]:
 
 def plan_vocabulary(plans: Iterable[Any], code: Any = None) -> Vocabulary:
     """Symbols and paths the turn could refer to: the plans' cards, and the code index when there is one."""
-    symbols: list[str] = []
+    shown: list[str] = []
     paths: list[str] = []
     for plan in plans:
         for item in plan.items:
             if item.id.startswith("card:"):
-                symbols.append(item.id[len("card:"):])
+                shown.append(item.id[len("card:"):])
             for m in item.messages:
                 paths.extend(_PATH.findall(str(m.get("content") or "")[:400]))
+    symbols = list(shown)
     known = getattr(code, "known_names", None)
     if callable(known):
         more_symbols, more_paths = known()
         symbols.extend(more_symbols)
         paths.extend(more_paths)
+        return Vocabulary.build(symbols, paths, shown)
     return Vocabulary.build(symbols, paths)
 
 

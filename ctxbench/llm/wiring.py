@@ -1,55 +1,150 @@
 """Connecting a Workbench to a repository's code index for the turn runner.
 
-``attach_repository(workbench, repo)`` plugs code retrieval into the Workbench (its
-``retriever`` seam) and returns the :class:`CodeContext` that ``request_code_context`` expands
-symbols with. Both come from the code index (``ctxbench.codegraph`` / ``ctxbench.retrieval``);
-when the index cannot be loaded, the turn still runs without them and the tool says why.
+``attach_repository(workbench, repo)`` loads (building it when missing) the repository's code
+index, plugs code retrieval into the Workbench's ``retriever`` seam, and returns the
+:class:`IndexCodeContext` that ``request_code_context`` expands symbols with and the reflection
+step draws its vocabulary of symbol ids and paths from.
+
+A symbol's body is read from the file at the line span the index recorded, with secrets masked
+the way cards are; files that hold secrets are never read, and nothing outside the repository is.
 """
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from ctxbench.llm.tools import CodeContext
+from ctxbench.config import Config
+
+
+class ModeRetriever:
+    """The Workbench's ``retrieve(query, *, mode)`` seam over the code retriever.
+
+    Graph expansion only where the mode's profile asks for neighbours; the planner decides how
+    many cards of the set each mode uses.
+    """
+
+    def __init__(self, retriever: Any, config: Config) -> None:
+        self.retriever = retriever
+        self.config = config
+
+    @property
+    def semantic_ready(self) -> bool:
+        embedder = getattr(self.retriever, "embedder", None)
+        return bool(embedder is not None and getattr(embedder, "ready", False))
+
+    def retrieve(self, query: str, *, mode: str):
+        from ctxbench.retrieval.retriever import SOURCES
+
+        profile = self.config.planner.mode(mode)
+        sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
+        return self.retriever.retrieve(query, sources=sources)
 
 
 class IndexCodeContext:
-    """Symbol bodies from a loaded code index."""
+    """Symbol bodies and the known names of one indexed repository."""
 
-    def __init__(self, index: Any, repo: Path, max_chars: int) -> None:
+    def __init__(self, index: Any, config: Config) -> None:
         self.index = index
-        self.repo = Path(repo)
-        self.max_chars = max_chars
+        self.root = Path(index.root).resolve()
+        self.config = config
+
+    # -- lookup -----------------------------------------------------------------------------
+
+    def resolve(self, name: str) -> tuple[str | None, list[str]]:
+        """The symbol id ``name`` means (exact id, a dotted tail, or a unique bare name) and the candidates."""
+        name = name.strip().strip("`").removeprefix("card:").rstrip("()")
+        symbols = self.index.symbols
+        if name in symbols:
+            return name, [name]
+        tail = [sid for sid in symbols if sid.endswith("." + name)]
+        if len(tail) == 1:
+            return tail[0], tail
+        return None, sorted(tail)
 
     def expand(self, symbol: str) -> str | None:
-        body = self.index.body(symbol) if hasattr(self.index, "body") else None
+        limit = self.config.llm.query_db_max_chars
+        text = symbol.strip().removeprefix("path:")
+        if text in self.index.by_path:
+            return self._file(text, limit)
+        sid, candidates = self.resolve(symbol)
+        if sid is None:
+            if candidates:
+                return "ambiguous symbol; one of: " + ", ".join(candidates[: self.config.llm.query_db_max_rows])
+            return None
+        sym = self.index.symbols[sid]
+        body = self._lines(sym.path, sym.line, sym.end_line)
         if body is None:
             return None
-        if len(body) > self.max_chars:
-            body = body[: self.max_chars] + f"\n[cut at {self.max_chars} characters]"
-        return body
+        header = f"# {sid} ({sym.kind}) — {sym.path}:{sym.line}-{sym.end_line}"
+        return _cap(header + "\n" + body, limit)
 
     def known_names(self) -> tuple[list[str], list[str]]:
-        symbols = list(getattr(self.index, "symbol_ids", lambda: [])())
-        paths = list(getattr(self.index, "paths", lambda: [])())
-        return symbols, paths
+        return list(self.index.symbols), list(self.index.by_path)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def _read(self, rel: str) -> str | None:
+        from ctxbench.codegraph.secrets import redact
+        from ctxbench.codegraph.walk import is_secret_file
+
+        path = (self.root / rel).resolve()
+        if not path.is_relative_to(self.root) or is_secret_file(path.name, self.config.index.secret_file_globs):
+            return None
+        try:
+            raw = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return None
+        return redact(raw)[0]
+
+    def _lines(self, rel: str, start: int, end: int) -> str | None:
+        text = self._read(rel)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        return "\n".join(lines[max(0, start - 1): max(start, end)])
+
+    def _file(self, rel: str, limit: int) -> str | None:
+        text = self._read(rel)
+        if text is None:
+            return None
+        symbols = ", ".join(self.index.by_path.get(rel, ())[: self.config.llm.query_db_max_rows])
+        return _cap(f"# {rel} (defines: {symbols or 'nothing indexed'})\n{text}", limit)
 
 
-def attach_repository(workbench: Any, repo: Path | None) -> CodeContext | None:
-    """Plug retrieval for ``repo`` into ``workbench`` and return its code context (None without an index)."""
+def _cap(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit] + f"\n[cut at {limit} characters]"
+
+
+def attach_repository(workbench: Any, repo: Path | None,
+                      progress: Callable[[str, int, int], None] | None = None) -> IndexCodeContext | None:
+    """Index ``repo`` if needed, plug keyword/graph retrieval into ``workbench``, return its code context.
+
+    Semantic search is not loaded here (it takes seconds to warm); the RetrievalSet says so.
+    Returns None when code indexing is not available.
+    """
     if repo is None:
         return None
     try:
-        from ctxbench.codegraph.index import load_index
-    except ImportError:
-        return None
-    index = load_index(Path(repo), workbench.config)
-    if index is None:
-        return None
-    try:
+        from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
         from ctxbench.retrieval.retriever import Retriever
-
-        workbench.retriever = Retriever(index, workbench.config)
     except ImportError:
-        pass
-    return IndexCodeContext(index, Path(repo), workbench.config.llm.query_db_max_chars)
+        return None
+    config = workbench.config
+    try:
+        index = load_index(repo, workbench.conn, config)
+    except IndexNotFound:
+        build_index(repo, workbench.conn, config, progress=progress)
+        index = load_index(repo, workbench.conn, config)
+    workbench.retriever = ModeRetriever(Retriever(workbench.conn, repo, config, index=_view(index, workbench)), config)
+    return IndexCodeContext(index, config)
+
+
+def _view(index: Any, workbench: Any) -> Any:
+    """Retrieval's view of the code index, its scaffold sized for the largest scaffold share of any mode."""
+    from ctxbench.retrieval.retriever import IndexView
+
+    planner = workbench.config.planner
+    share = max((m.scaffold_share for m in planner.modes), default=0.0)
+    scaffold = index.scaffold(max(1, int(planner.default_budget * share)), workbench.tokenizer)
+    return IndexView(repo_key=str(index.root), cards=index.cards, graph=index.graph, scaffold=scaffold,
+                     version=str(index.version))
