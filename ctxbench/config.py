@@ -133,7 +133,9 @@ class PlannerConfig:
     system_prompt: str = (
         "You are a careful coding assistant working in the user's repository. "
         "Context below was selected by ctxbench; use request_code_context to expand a symbol "
-        "card to its body and query_db to read older messages."
+        "card to its body and query_db to read older messages. "
+        "End every reply with a `### STATE` block (Goal:, Context:, Resolved:, Technical Anchors:) that keeps "
+        "the technical truth of this session; it replaces the previous one."
     )
 
     def mode(self, name: str) -> ModeProfile:
