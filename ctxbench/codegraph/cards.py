@@ -34,19 +34,26 @@ def clip(text: str, max_chars: int) -> str:
 
 
 def dedent_lines(lines: Sequence[str], max_line_chars: int) -> str:
-    """Join lines with their common indentation removed, trailing blank lines dropped, long lines clipped."""
-    lines = list(lines)
-    while lines and not lines[-1].strip():
-        lines.pop()
-    while lines and not lines[0].strip():
-        lines.pop(0)
-    if not lines:
+    """Join lines with their common indentation removed, blank ends dropped, long lines clipped."""
+    start, end = 0, len(lines)
+    while start < end and not lines[start].strip():
+        start += 1
+    while end > start and not lines[end - 1].strip():
+        end -= 1
+    if start >= end:
         return ""
-    indent = min((len(ln) - len(ln.lstrip()) for ln in lines if ln.strip()), default=0)
-    out = []
-    for ln in lines:
-        ln = ln[indent:].rstrip() if ln.strip() else ""
-        out.append(clip(ln, max_line_chars))
+    kept = lines[start:end]
+    indent = 1 << 30
+    for ln in kept:
+        stripped = ln.lstrip()
+        if stripped:
+            width = len(ln) - len(stripped)
+            if width < indent:
+                indent = width
+    out = [ln[indent:].rstrip() for ln in kept]
+    for i, ln in enumerate(out):
+        if len(ln) > max_line_chars:
+            out[i] = clip(ln, max_line_chars)
     return "\n".join(out)
 
 

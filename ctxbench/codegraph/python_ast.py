@@ -21,6 +21,10 @@ from ctxbench.config import IndexConfig
 
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "super"}
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+# fields that never hold names worth recording (contexts, operators, comments, identifiers as str)
+_LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "name", "names", "id", "attr", "arg",
+                          "asname", "module", "level", "conversion", "is_async", "lineno", "tag"})
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
 _WS = re.compile(r"\s+")
 _DOTTED_IN_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ANNOTATION_WRAPPERS = frozenset({"Optional", "typing.Optional", "ClassVar", "typing.ClassVar", "Final", "typing.Final",
@@ -325,14 +329,41 @@ class _Extractor:
                 self.visit(node.value, frame)  # type: ignore[attr-defined]
             self.visit(node.target, frame)  # type: ignore[attr-defined]
             return
-        for child in ast.iter_child_nodes(node):
-            self.visit(child, frame)
+        fields = _CHILD_FIELDS.get(t)
+        if fields is None:
+            fields = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        for name in fields:
+            value = getattr(node, name, None)
+            if value is None:
+                continue
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, ast.AST):
+                        self.visit(item, frame)
+            elif isinstance(value, ast.AST):
+                self.visit(value, frame)
+
+    def value_type(self, value: ast.expr, frame: _Frame) -> str:
+        """The type a value visibly has: ``T(...)``, ``x or T(...)``, ``a if c else T(...)``, a typed local."""
+        t = type(value)
+        if t is ast.Call:
+            return _dotted(value.func) or ""  # type: ignore[attr-defined]
+        if t is ast.Name:
+            return frame.types.get(value.id, "")  # type: ignore[attr-defined]
+        if t is ast.BoolOp:
+            for v in reversed(value.values):  # type: ignore[attr-defined]
+                found = self.value_type(v, frame)
+                if found:
+                    return found
+        if t is ast.IfExp:
+            return self.value_type(value.body, frame) or self.value_type(value.orelse, frame)  # type: ignore[attr-defined]
+        return ""
 
     def note_assign(self, targets: list[ast.expr], value: ast.expr | None, annotation: ast.expr | None,
                     frame: _Frame) -> None:
         type_name = _type_name(annotation) if annotation is not None else ""
-        if not type_name and value is not None and type(value) is ast.Call:
-            type_name = _dotted(value.func) or ""
+        if not type_name and value is not None:
+            type_name = self.value_type(value, frame)
         if not type_name:
             return
         for target in targets:

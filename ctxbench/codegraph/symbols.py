@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import cached_property
 
 
 @dataclass(frozen=True)
@@ -41,8 +42,8 @@ class SymbolCard:
     redacted: bool = False  # a secret pattern matched and was masked
     language: str = "python"
 
-    @property
-    def card_hash(self) -> str:
+    @cached_property
+    def card_hash(self) -> str:  # computed once per card (frozen dataclass: cached in the instance dict)
         h = hashlib.sha256()
         for part in (self.symbol_id, self.kind, self.path, str(self.line), str(self.end_line), self.signature,
                      self.doc, self.snippet, "|".join(self.decorators), self.excerpt):

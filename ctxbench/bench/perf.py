@@ -1,0 +1,262 @@
+"""Speed benchmark of the code side: indexing (parse + graph + cards), incremental runs, loading, ranking.
+
+The benchmark is a list of phase groups (``PHASE_GROUPS``); each group is a function that takes
+the shared ``PerfContext`` and returns ``PhaseTiming`` records. Later groups may use what earlier
+ones left in ``context.shared`` (the database path, the loaded index). Other parts of ctxbench
+add their own groups (embedding, retrieval) with ``register_group``.
+
+The repository is copied into a scratch folder first, so a "one file changed" run can edit a file
+without touching the original, and every cold run starts from a fresh database.
+"""
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import statistics
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from ctxbench.config import Config
+
+COLD_TARGET_S = 2.0  # parse + graph + cards, no embedding, textual's source (issue 3)
+UNCHANGED_TARGET_S = 0.3
+DEFAULT_REPEAT = 3
+CHANGED_FILE_MARKER = "\n\ndef _ctxbench_perf_probe():\n    return {n}\n"
+
+
+@dataclass(frozen=True)
+class PhaseTiming:
+    name: str
+    runs: tuple[float, ...]  # seconds of each run
+    target_s: float | None = None
+    detail: tuple[tuple[str, Any], ...] = ()
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.runs) if self.runs else 0.0
+
+    @property
+    def best_s(self) -> float:
+        return min(self.runs) if self.runs else 0.0
+
+    @property
+    def meets(self) -> bool | None:
+        return None if self.target_s is None else self.median_s <= self.target_s
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "median_s": round(self.median_s, 4),
+            "best_s": round(self.best_s, 4),
+            "runs_s": [round(r, 4) for r in self.runs],
+            "target_s": self.target_s,
+            "meets": self.meets,
+            **({"detail": dict(self.detail)} if self.detail else {}),
+        }
+
+
+@dataclass
+class PerfContext:
+    source: Path  # the repository measured (never written to)
+    repo: Path  # its scratch copy
+    workdir: Path
+    config: Config
+    repeat: int
+    progress: Callable[[str], None]
+    shared: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class PerfReport:
+    repo: str
+    repeat: int
+    counts: tuple[tuple[str, int], ...]
+    phases: tuple[PhaseTiming, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repo": self.repo, "repeat": self.repeat, **dict(self.counts),
+                "phases": [p.to_json() for p in self.phases]}
+
+
+PhaseGroup = Callable[[PerfContext], list[PhaseTiming]]
+
+
+def default_repo() -> Path | None:
+    """Textual's installed source, the reference codebase of the speed targets."""
+    spec = importlib.util.find_spec("textual")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _median_phases(results: list[Any]) -> tuple[tuple[str, Any], ...]:
+    names: dict[str, list[float]] = {}
+    for r in results:
+        for name, sec in r.phases:
+            names.setdefault(name, []).append(sec)
+    return tuple((f"{name}_s", round(statistics.median(v), 4)) for name, v in names.items())
+
+
+def index_group(ctx: PerfContext) -> list[PhaseTiming]:
+    """Cold index, unchanged re-index and a one-file change, without embedding."""
+    from ctxbench.codegraph.index import build_index
+    from ctxbench.store.db import connect
+
+    cold_runs: list[float] = []
+    cold_results = []
+    db_path = ctx.workdir / "perf.db"
+    for i in range(ctx.repeat):
+        ctx.progress(f"cold index {i + 1}/{ctx.repeat}")
+        path = ctx.workdir / f"cold{i}.db"
+        conn = connect(path)
+        t0 = time.perf_counter()
+        result = build_index(ctx.repo, conn, ctx.config)
+        cold_runs.append(time.perf_counter() - t0)
+        cold_results.append(result)
+        conn.close()
+        if i == ctx.repeat - 1:
+            for suffix in ("", "-wal", "-shm"):
+                src = Path(str(path) + suffix)
+                if src.exists():
+                    src.replace(Path(str(db_path) + suffix))
+    last = cold_results[-1]
+    ctx.shared["db_path"] = db_path
+    ctx.shared["counts"] = (("files", last.files), ("symbols", last.symbols), ("edges", last.edges),
+                            ("cards", last.cards), ("parse_errors", len(last.parse_errors)))
+
+    conn = connect(db_path)
+    ctx.progress("unchanged re-index")
+    warm_runs: list[float] = []
+    warm_results = []
+    for _ in range(max(ctx.repeat, 3)):
+        t0 = time.perf_counter()
+        warm_results.append(build_index(ctx.repo, conn, ctx.config))
+        warm_runs.append(time.perf_counter() - t0)
+
+    ctx.progress("one file changed")
+    target = _file_to_change(ctx.repo)
+    changed_runs: list[float] = []
+    changed_results = []
+    if target is not None:
+        original = target.read_text(encoding="utf-8")
+        try:
+            for i in range(ctx.repeat):
+                target.write_text(original + CHANGED_FILE_MARKER.format(n=i), encoding="utf-8")
+                t0 = time.perf_counter()
+                changed_results.append(build_index(ctx.repo, conn, ctx.config))
+                changed_runs.append(time.perf_counter() - t0)
+        finally:
+            target.write_text(original, encoding="utf-8")
+            build_index(ctx.repo, conn, ctx.config)
+    conn.close()
+    out = [
+        PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
+                    (("files_parsed", last.files_parsed), *_median_phases(cold_results))),
+        PhaseTiming("index unchanged", tuple(warm_runs), UNCHANGED_TARGET_S,
+                    (("files_parsed", warm_results[-1].files_parsed), *_median_phases(warm_results))),
+    ]
+    if changed_runs:
+        out.append(PhaseTiming("index one file changed", tuple(changed_runs), None,
+                               (("file", target.relative_to(ctx.repo).as_posix()),
+                                ("files_parsed", changed_results[-1].files_parsed),
+                                *_median_phases(changed_results))))
+    return out
+
+
+def _file_to_change(repo: Path) -> Path | None:
+    """A mid-sized Python file (the median by size) to edit in the one-file-changed run."""
+    files = sorted((p for p in repo.rglob("*.py") if "__pycache__" not in p.parts), key=lambda p: p.stat().st_size)
+    return files[len(files) // 2] if files else None
+
+
+def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
+    """Loading the index for retrieval, PageRank (plain and personalized) and the scaffold."""
+    from ctxbench.codegraph import index as index_mod
+    from ctxbench.codegraph.graph import pagerank, personalization
+    from ctxbench.store.db import connect
+    from ctxbench.tokens import get_tokenizer
+
+    conn = connect(ctx.shared["db_path"])
+    load_runs: list[float] = []
+    for _ in range(ctx.repeat):
+        index_mod._LOADED.clear()
+        t0 = time.perf_counter()
+        index = index_mod.load_index(ctx.repo, conn, ctx.config)
+        load_runs.append(time.perf_counter() - t0)
+    cached_runs = []
+    for _ in range(max(ctx.repeat, 3)):
+        t0 = time.perf_counter()
+        index_mod.load_index(ctx.repo, conn, ctx.config)
+        cached_runs.append(time.perf_counter() - t0)
+    ctx.shared["index"] = index
+
+    rank_runs = []
+    for _ in range(ctx.repeat):
+        index.graph.graph.clear()  # drop the cached transition matrix
+        t0 = time.perf_counter()
+        scores = pagerank(index.graph, None, ctx.config.index)
+        rank_runs.append(time.perf_counter() - t0)
+    top = sorted(scores, key=lambda s: -scores[s])[:5]
+    personal_runs = []
+    for _ in range(max(ctx.repeat, 3)):
+        t0 = time.perf_counter()
+        weights = personalization(index.graph, pins=top[:2], mentioned=top[2:4], activation={top[4]: 1.0},
+                                  config=ctx.config.index)
+        pagerank(index.graph, weights, ctx.config.index)
+        personal_runs.append(time.perf_counter() - t0)
+
+    tokenizer = get_tokenizer(ctx.config.tokenizer.name, ctx.config.tokenizer.cache_size)
+    budget = int(ctx.config.planner.default_budget * ctx.config.planner.mode("light").scaffold_share)
+    from ctxbench.codegraph.scaffold import build_scaffold
+
+    scaffold_runs = []
+    text = ""
+    for _ in range(ctx.repeat):
+        t0 = time.perf_counter()
+        text = build_scaffold(index.graph, index.symbols, budget, tokenizer, config=ctx.config.index, scores=scores)
+        scaffold_runs.append(time.perf_counter() - t0)
+    conn.close()
+    return [
+        PhaseTiming("load_index (from the store)", tuple(load_runs), None,
+                    (("symbols", len(index.symbols)), ("graph_edges", index.graph.number_of_edges()))),
+        PhaseTiming("load_index (cached)", tuple(cached_runs)),
+        PhaseTiming("pagerank (plain, builds matrix)", tuple(rank_runs)),
+        PhaseTiming("pagerank (personalized, cached matrix)", tuple(personal_runs)),
+        PhaseTiming("scaffold", tuple(scaffold_runs), None,
+                    (("budget_tokens", budget), ("tokens", tokenizer.count(text)))),
+    ]
+
+
+PHASE_GROUPS: list[tuple[str, PhaseGroup]] = [("index", index_group), ("graph", graph_group)]
+
+
+def register_group(name: str, group: PhaseGroup) -> None:
+    """Add (or replace) a phase group; it runs after the existing ones and may use ``context.shared``."""
+    for i, (existing, _) in enumerate(PHASE_GROUPS):
+        if existing == name:
+            PHASE_GROUPS[i] = (name, group)
+            return
+    PHASE_GROUPS.append((name, group))
+
+
+def run(source: Path, config: Config, *, repeat: int = DEFAULT_REPEAT, groups: list[str] | None = None,
+        progress: Callable[[str], None] | None = None) -> PerfReport:
+    """Run the phase groups (all, or the named ones; ``index`` always runs first since others need its database)."""
+    report = progress or (lambda what: None)
+    source = Path(source).resolve()
+    with tempfile.TemporaryDirectory(prefix="ctxbench-perf-") as tmp:
+        workdir = Path(tmp)
+        repo = workdir / source.name
+        report(f"copying {source}")
+        shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        ctx = PerfContext(source, repo, workdir, config, repeat, report)
+        phases: list[PhaseTiming] = []
+        for name, group in PHASE_GROUPS:
+            if groups and name not in groups and name != "index":
+                continue
+            phases.extend(group(ctx))
+        counts = ctx.shared.get("counts", ())
+    return PerfReport(str(source), repeat, tuple(counts), tuple(phases))

@@ -1,0 +1,118 @@
+"""``ctxbench index [PATH]``: build or refresh the code index of a repository (incremental)."""
+from __future__ import annotations
+
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+
+
+def make_embedder(conn: Any, root: str, config: Any) -> tuple[Callable | None, str]:
+    """An embed callable over the retrieval package's embedder and vector cache, or (None, why not)."""
+    try:
+        from ctxbench.retrieval.embedder import Embedder
+        from ctxbench.retrieval.vectors import load_or_build_index
+    except ImportError as exc:
+        return None, f"embedder not available ({exc.name or exc}); indexed without embeddings"
+
+    embedder = Embedder(config.embedding)
+    embedder.start_loading()
+
+    def embed(cards, progress):
+        _, stats = load_or_build_index(conn, root, cards, embedder, config.embedding, progress)
+        return stats
+
+    return embed, ""
+
+
+def _embedder_errors() -> tuple[type[BaseException], ...]:
+    try:
+        from ctxbench.retrieval.embedder import EmbedderError
+    except ImportError:
+        return ()
+    return (EmbedderError,)
+
+
+class _TerminalProgress:
+    """Phase progress bars on stderr (only when stderr is a terminal)."""
+
+    def __init__(self) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description:<8}"), BarColumn(), MofNCompleteColumn(),
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.tasks: dict[str, Any] = {}
+
+    def __enter__(self) -> "_TerminalProgress":
+        self.progress.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.stop()
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        task = self.tasks.get(phase)
+        if task is None:
+            task = self.tasks[phase] = self.progress.add_task(phase, total=max(total, 1))
+        self.progress.update(task, completed=done, total=max(total, 1))
+
+
+@click.command(help="Index a repository (default: the current directory) for code retrieval.")
+@click.argument("path", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print a JSON summary.")
+@click.option("--no-embed", is_flag=True, help="Skip embedding the cards (keyword and graph retrieval still work).")
+@db_option
+@config_option
+def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.codegraph.index import build_index, normalize_root
+    from ctxbench.store.db import StoreError, connect
+
+    config = get_config(config_path)
+    root = normalize_root(path or Path.cwd())
+    try:
+        conn = connect(resolve_db(db_path))
+    except StoreError as exc:
+        fail(str(exc))
+        return
+    embed = None
+    note = "--no-embed: cards not embedded"
+    if not no_embed:
+        embed, note = make_embedder(conn, root, config)
+    show_bar = not as_json and sys.stderr.isatty()
+    try:
+        if show_bar:
+            with _TerminalProgress() as bar:
+                result = build_index(root, conn, config, progress=bar, embed=embed)
+        else:
+            result = build_index(root, conn, config, embed=embed)
+    except _embedder_errors() as exc:  # a bad model checksum or load failure is a clear error, not a traceback
+        fail(str(exc))
+        return
+    finally:
+        conn.close()
+    data = result.to_json()
+    if embed is None:
+        data["embed_note"] = note
+    if as_json:
+        emit_json(data)
+        return
+    click.echo(f"indexed {result.root}")
+    click.echo(f"  {result.files} files ({result.files_parsed} parsed, {result.files_reused} unchanged"
+               f"{f', {result.files_removed} removed' if result.files_removed else ''}), {result.symbols} symbols, "
+               f"{result.edges} edges, {result.cards} cards ({result.cards_reused} reused)")
+    if result.embedded:
+        click.echo(f"  embeddings: {result.cards_embedded} cards embedded, {result.vectors_reused} reused from cache")
+    else:
+        click.echo(f"  embeddings: {data['embed_note']}")
+    if result.skipped:
+        reasons = Counter(s.reason for s in result.skipped)
+        click.echo(f"  skipped {len(result.skipped)}: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+    for err in result.parse_errors:
+        click.echo(f"  parse error{' (partial)' if err.partial else ''}: {err.path}: {err.error}")
+    click.echo("  seconds: " + " · ".join(f"{name} {sec:.3f}" for name, sec in result.phases)
+               + f" · total {result.seconds:.3f}")

@@ -1,0 +1,9 @@
+package com.example;
+
+public class Greeter {
+    public String greet(String who) {
+        return "hello " + who;
+    }
+}
+
+class Base {}

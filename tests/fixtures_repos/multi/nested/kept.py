@@ -1,0 +1,5 @@
+"""Kept: the nested .gitignore names another file."""
+
+
+def kept():
+    return 1

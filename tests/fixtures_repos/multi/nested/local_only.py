@@ -1,0 +1,2 @@
+def local_only():
+    return "ignored by the nested .gitignore"

@@ -1,0 +1,2 @@
+def leaf_value() -> int:
+    return 7

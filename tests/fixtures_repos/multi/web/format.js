@@ -1,0 +1,4 @@
+/** Format a name for display. */
+export function formatName(name) {
+  return name.trim();
+}

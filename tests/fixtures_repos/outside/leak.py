@@ -1,0 +1,3 @@
+def leak():
+    """Outside the repository: must never be indexed."""
+    return "outside"
