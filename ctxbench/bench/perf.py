@@ -25,14 +25,21 @@ COLD_TARGET_S = 2.0  # parse + graph + cards, no embedding, textual's source (is
 UNCHANGED_TARGET_S = 0.3
 DEFAULT_REPEAT = 3
 CHANGED_FILE_MARKER = "\n\ndef _ctxbench_perf_probe():\n    return {n}\n"
+CHANGED_FILE_COMMENT = "\n// ctxbench perf probe {n}\n"
+
+
+def _change_marker(path: Path, n: int) -> str:
+    """Text appended to change a file: a new function in Python, a comment elsewhere."""
+    return (CHANGED_FILE_MARKER if path.suffix == ".py" else CHANGED_FILE_COMMENT).format(n=n)
 
 
 @dataclass(frozen=True)
 class PhaseTiming:
     name: str
-    runs: tuple[float, ...]  # seconds of each run
+    runs: tuple[float, ...]  # wall-clock seconds of each run
     target_s: float | None = None
     detail: tuple[tuple[str, Any], ...] = ()
+    cpu_runs: tuple[float, ...] = ()  # process CPU seconds of each run (steadier on a shared machine)
 
     @property
     def median_s(self) -> float:
@@ -41,6 +48,10 @@ class PhaseTiming:
     @property
     def best_s(self) -> float:
         return min(self.runs) if self.runs else 0.0
+
+    @property
+    def cpu_median_s(self) -> float | None:
+        return statistics.median(self.cpu_runs) if self.cpu_runs else None
 
     @property
     def meets(self) -> bool | None:
@@ -52,6 +63,7 @@ class PhaseTiming:
             "median_s": round(self.median_s, 4),
             "best_s": round(self.best_s, 4),
             "runs_s": [round(r, 4) for r in self.runs],
+            **({"cpu_median_s": round(self.cpu_median_s, 4)} if self.cpu_runs else {}),
             "target_s": self.target_s,
             "meets": self.meets,
             **({"detail": dict(self.detail)} if self.detail else {}),
@@ -92,6 +104,18 @@ def default_repo() -> Path | None:
     return Path(list(spec.submodule_search_locations)[0])
 
 
+class _Clock:
+    """Wall and CPU time of one run."""
+
+    def __enter__(self) -> "_Clock":
+        self.wall0, self.cpu0 = time.perf_counter(), time.process_time()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.wall = time.perf_counter() - self.wall0
+        self.cpu = time.process_time() - self.cpu0
+
+
 def _median_phases(results: list[Any]) -> tuple[tuple[str, Any], ...]:
     names: dict[str, list[float]] = {}
     for r in results:
@@ -106,15 +130,17 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     from ctxbench.store.db import connect
 
     cold_runs: list[float] = []
+    cold_cpu: list[float] = []
     cold_results = []
     db_path = ctx.workdir / "perf.db"
     for i in range(ctx.repeat):
         ctx.progress(f"cold index {i + 1}/{ctx.repeat}")
         path = ctx.workdir / f"cold{i}.db"
         conn = connect(path)
-        t0 = time.perf_counter()
-        result = build_index(ctx.repo, conn, ctx.config)
-        cold_runs.append(time.perf_counter() - t0)
+        with _Clock() as clock:
+            result = build_index(ctx.repo, conn, ctx.config)
+        cold_runs.append(clock.wall)
+        cold_cpu.append(clock.cpu)
         cold_results.append(result)
         conn.close()
         if i == ctx.repeat - 1:
@@ -130,46 +156,54 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     conn = connect(db_path)
     ctx.progress("unchanged re-index")
     warm_runs: list[float] = []
+    warm_cpu: list[float] = []
     warm_results = []
     for _ in range(max(ctx.repeat, 3)):
-        t0 = time.perf_counter()
-        warm_results.append(build_index(ctx.repo, conn, ctx.config))
-        warm_runs.append(time.perf_counter() - t0)
+        with _Clock() as clock:
+            warm_results.append(build_index(ctx.repo, conn, ctx.config))
+        warm_runs.append(clock.wall)
+        warm_cpu.append(clock.cpu)
 
     ctx.progress("one file changed")
-    target = _file_to_change(ctx.repo)
+    target = _file_to_change(ctx.repo, ctx.config)
     changed_runs: list[float] = []
+    changed_cpu: list[float] = []
     changed_results = []
     if target is not None:
         original = target.read_text(encoding="utf-8")
         try:
             for i in range(ctx.repeat):
-                target.write_text(original + CHANGED_FILE_MARKER.format(n=i), encoding="utf-8")
-                t0 = time.perf_counter()
-                changed_results.append(build_index(ctx.repo, conn, ctx.config))
-                changed_runs.append(time.perf_counter() - t0)
+                target.write_text(original + _change_marker(target, i), encoding="utf-8")
+                with _Clock() as clock:
+                    changed_results.append(build_index(ctx.repo, conn, ctx.config))
+                changed_runs.append(clock.wall)
+                changed_cpu.append(clock.cpu)
         finally:
             target.write_text(original, encoding="utf-8")
             build_index(ctx.repo, conn, ctx.config)
     conn.close()
     out = [
         PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
-                    (("files_parsed", last.files_parsed), *_median_phases(cold_results))),
+                    (("files_parsed", last.files_parsed), *_median_phases(cold_results)), tuple(cold_cpu)),
         PhaseTiming("index unchanged", tuple(warm_runs), UNCHANGED_TARGET_S,
-                    (("files_parsed", warm_results[-1].files_parsed), *_median_phases(warm_results))),
+                    (("files_parsed", warm_results[-1].files_parsed), *_median_phases(warm_results)), tuple(warm_cpu)),
     ]
     if changed_runs:
         out.append(PhaseTiming("index one file changed", tuple(changed_runs), None,
                                (("file", target.relative_to(ctx.repo).as_posix()),
                                 ("files_parsed", changed_results[-1].files_parsed),
-                                *_median_phases(changed_results))))
+                                *_median_phases(changed_results)), tuple(changed_cpu)))
     return out
 
 
-def _file_to_change(repo: Path) -> Path | None:
-    """A mid-sized Python file (the median by size) to edit in the one-file-changed run."""
-    files = sorted((p for p in repo.rglob("*.py") if "__pycache__" not in p.parts), key=lambda p: p.stat().st_size)
-    return files[len(files) // 2] if files else None
+def _file_to_change(repo: Path, config: Config) -> Path | None:
+    """An indexed file of median size (Python preferred) to edit in the one-file-changed run."""
+    from ctxbench.codegraph.walk import walk
+
+    files = [f for f in walk(repo, config.index).files if not (repo / f.path).is_symlink()]
+    python = [f for f in files if f.language == "python"]
+    pool = sorted(python or files, key=lambda f: (f.size, f.path))
+    return repo / pool[len(pool) // 2].path if pool else None
 
 
 def graph_group(ctx: PerfContext) -> list[PhaseTiming]:

@@ -31,10 +31,11 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], as_json: bo
     counts = dict(report.counts)
     click.echo(f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
                + f" (median of {report.repeat} runs)")
-    click.echo(f"{'phase':<42} {'median s':>9} {'best s':>9} {'target s':>9}  verdict")
+    click.echo(f"{'phase':<42} {'median s':>9} {'best s':>9} {'cpu s':>9} {'target s':>9}  verdict")
     for p in report.phases:
         target = f"{p.target_s:.2f}" if p.target_s is not None else "-"
+        cpu = f"{p.cpu_median_s:.4f}" if p.cpu_median_s is not None else "-"
         verdict = "" if p.meets is None else ("meets" if p.meets else "MISSES")
-        click.echo(f"{p.name:<42} {p.median_s:>9.4f} {p.best_s:>9.4f} {target:>9}  {verdict}")
+        click.echo(f"{p.name:<42} {p.median_s:>9.4f} {p.best_s:>9.4f} {cpu:>9} {target:>9}  {verdict}")
         if p.detail:
             click.echo("    " + " · ".join(f"{k} {v}" for k, v in p.detail))

@@ -19,8 +19,7 @@ def make_embedder(conn: Any, root: str, config: Any) -> tuple[Callable | None, s
     except ImportError as exc:
         return None, f"embedder not available ({exc.name or exc}); indexed without embeddings"
 
-    embedder = Embedder(config.embedding)
-    embedder.start_loading()
+    embedder = Embedder(config.embedding)  # loads on first encode: an unchanged index never waits for it
 
     def embed(cards, progress):
         _, stats = load_or_build_index(conn, root, cards, embedder, config.embedding, progress)

@@ -285,7 +285,8 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
         stats = embed(cards, lambda done, total: report(PHASE_EMBED, done, total))
         embedded = int(getattr(stats, "embedded", 0) or 0)
         vectors_reused = int(getattr(stats, "reused", 0) or 0)
-        embed_note = str(getattr(stats, "note", "") or f"embedded with {getattr(stats, 'model', '') or 'the embedder'}")
+        model = getattr(stats, "model", "")
+        embed_note = str(getattr(stats, "note", "") or (f"embedded with {model}" if model else "embedded"))
         phases.append((PHASE_EMBED, time.perf_counter() - t0))
 
     errors = tuple(ParseError(p, e, partial) for p, e, partial in tables.parse_errors(conn, repo.id))
@@ -348,8 +349,18 @@ class CodeIndex:
             out.setdefault(sym.path, []).append(sid)
         return {p: tuple(ids) for p, ids in out.items()}
 
-    def scaffold(self, budget_tokens: int, tokenizer: Any) -> str:
-        """The orientation scaffold for this index (cached per budget and tokenizer)."""
+    def scaffold(self, budget_tokens: int | None = None, tokenizer: Any = None) -> str:
+        """The orientation scaffold for this index (cached per budget and tokenizer).
+
+        Defaults: the Light mode's scaffold share of the default plan budget, and the default tokenizer.
+        """
+        if budget_tokens is None:
+            planner = Config().planner
+            budget_tokens = int(planner.default_budget * planner.mode(planner.default_mode).scaffold_share)
+        if tokenizer is None:
+            from ctxbench.tokens import get_tokenizer
+
+            tokenizer = get_tokenizer()
         key = (budget_tokens, getattr(tokenizer, "name", type(tokenizer).__name__))
         cache: dict = self.__dict__.setdefault("_scaffolds", {})
         text = cache.get(key)

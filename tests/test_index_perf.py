@@ -1,0 +1,53 @@
+"""``ctxbench bench perf`` runs its phase groups on a repository and reports every phase (no timing asserts)."""
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from codegraph_helpers import copy_multi
+from ctxbench.bench import perf
+from ctxbench.config import Config
+
+
+def test_perf_phases_on_the_fixture(tmp_path):
+    repo = copy_multi(tmp_path)
+    report = perf.run(repo, Config(), repeat=1)
+    names = [p.name for p in report.phases]
+    assert names[:3] == ["index cold (parse+graph+cards)", "index unchanged", "index one file changed"]
+    assert "scaffold" in names and "pagerank (personalized, cached matrix)" in names
+    by_name = {p.name: p for p in report.phases}
+    assert dict(by_name["index unchanged"].detail)["files_parsed"] == 0
+    assert dict(by_name["index one file changed"].detail)["files_parsed"] == 1
+    assert dict(report.counts)["files"] == 19
+    scaffold = dict(by_name["scaffold"].detail)
+    assert scaffold["tokens"] <= scaffold["budget_tokens"]
+    assert (repo / "pkg" / "util.py").read_text() == (tmp_path / "multi" / "pkg" / "util.py").read_text()
+
+
+def test_extra_groups_can_be_registered(tmp_path, monkeypatch):
+    repo = copy_multi(tmp_path)
+    monkeypatch.setattr(perf, "PHASE_GROUPS", list(perf.PHASE_GROUPS))
+    seen = {}
+
+    def extra(ctx):
+        seen["db"] = ctx.shared["db_path"]
+        return [perf.PhaseTiming("extra", (0.5,), 1.0)]
+
+    perf.register_group("extra", extra)
+    report = perf.run(repo, Config(), repeat=1, groups=["extra"])
+    assert [p.name for p in report.phases][-1] == "extra"
+    assert "load_index (cached)" not in [p.name for p in report.phases]  # the graph group was not asked for
+    assert seen["db"].name == "perf.db"
+    assert report.phases[-1].meets is True
+
+
+def test_cli_json(tmp_path):
+    from ctxbench.cli import main
+
+    repo = copy_multi(tmp_path)
+    result = CliRunner().invoke(main, ["bench", "perf", "--repo", str(repo), "--repeat", "1", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    cold = data["phases"][0]
+    assert cold["target_s"] == perf.COLD_TARGET_S and "cpu_median_s" in cold and "meets" in cold
