@@ -200,11 +200,11 @@ class Bridge:
             labels = {i.id: i.label for i in plan.items}
             for target in suggest_pins(scores, pins, cfg):
                 found.append(Suggestion(target, labels.get(target, target), float(scores.get(target, 0.0)),
-                                        f"activation {scores.get(target, 0.0):.2f}"))
+                                        "activation"))
         if not found:
             cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
-            found = [Suggestion(i.id, i.label, i.score, f"retrieval score {i.score:.3f}") for i in cards]
+            found = [Suggestion(i.id, i.label, i.score, "retrieval score") for i in cards]
         found = [s for s in found if s.target not in pinned and s.target not in self.rejected]
         return tuple(found[: cfg.max_suggestions])
 

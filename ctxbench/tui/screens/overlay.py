@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # pragma: no cover
 SECTION_SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf"}
 PIN_BADGE = {"sticky": "★ sticky", "leased": "◐ leased", "ephemeral": "○ ephem"}
 PIN_BADGE_SHORT = {"sticky": "★", "leased": "◐", "ephemeral": "○"}
+SUGGESTED_BADGE = ("+ sugg", "+")
+KIND_SHORT = {"system_prompt": "prompt", "system_message": "sys msg", "history_atom": "atom",
+              "current_turn": "current", "symbol_card": "card", "scratchpad": "scratch"}
 MANDATORY_IDS = ("system", "current")
 ROW_KINDS = ("included", "excluded", "suggestion", "divider")
 
@@ -93,7 +96,7 @@ def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
 def column_widths(width: int) -> dict[str, int]:
     """Column widths for a table ``width`` cells wide (each column also takes 2 cells of padding)."""
     wide = width >= 110
-    widths = {"pin": 8 if wide else 1, "section": 9 if wide else 4, "kind": 13 if wide else 10,
+    widths = {"pin": 8 if wide else 1, "section": 9 if wide else 4, "kind": 14 if wide else 9,
               "tokens": 7, "reason": 15, "score": 6}
     fixed = sum(widths.values()) + 2 * 7
     widths["label"] = max(10, width - fixed - 2)
@@ -194,14 +197,15 @@ class ContextOverlay(ModalScreen[None]):
             badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(row.pin, "")
             section = i.section if w["section"] >= 9 else SECTION_SHORT.get(i.section, i.section[:4])
             reason = i.reason
-            return [Text(badge, style=dim or "bold"), Text(section, style=dim), Text(i.kind, style=dim),
+            kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
+            return [Text(badge, style=dim or "bold"), Text(section, style=dim), Text(kind, style=dim),
                     Text(i.label, style=dim, no_wrap=True, overflow="ellipsis"),
                     Text(tok(i.tokens), style=dim, justify="right"),
                     Text(reason, style=dim if i.included else "dim italic"),
                     Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
         s = row.suggestion
         assert s is not None
-        return [Text("☆" if w["pin"] < 3 else "☆ sugg", style="dim"), Text("", style="dim"),
+        return [Text(SUGGESTED_BADGE[1] if w["pin"] < 3 else SUGGESTED_BADGE[0], style="dim"), Text("", style="dim"),
                 Text("suggested", style="dim"), Text(s.label, style="dim", no_wrap=True, overflow="ellipsis"),
                 Text("", style="dim"), Text(s.why, style="dim italic", no_wrap=True, overflow="ellipsis"),
                 Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]

@@ -34,15 +34,15 @@ class StatusLine(Widget):
 
     def render(self) -> Text:
         line = Text(no_wrap=True, overflow="ellipsis")
-        line.append(f" {self.title} ", style=self.get_component_rich_style("status-line--title", partial=True))
+        line.append(f" {self.title} ", style=self.get_component_rich_style("status-line--title"))
         if self.detail:
-            line.append(f" {self.detail}", style=self.get_component_rich_style("status-line--dim", partial=True))
+            line.append(f" {self.detail}", style=self.get_component_rich_style("status-line--dim"))
         for update in self._slots.values():
             mark = {"busy": "◌", "ready": "●", "error": "✗"}.get(update.state, "·")
             text = update.text
             if update.progress is not None and update.state == "busy":
                 text += f" {int(update.progress * 100)}%"
-            style = self.get_component_rich_style(f"status-line--{update.state}", partial=True)
+            style = self.get_component_rich_style(f"status-line--{update.state}")
             line.append("  ")
             line.append(f"{mark} {text}", style=style)
         return line
