@@ -139,7 +139,10 @@ class LLMServer:
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._httpd.daemon_threads = True
-        self._thread = threading.Thread(target=self._httpd.serve_forever, name="llm-server", daemon=True)
+        # a client that gave up (timeout, cancel) leaves a broken pipe behind: expected, not news
+        self._httpd.handle_error = lambda request, client_address: None
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        name="llm-server", daemon=True)
 
     # -- protocol pieces ------------------------------------------------------------------
 

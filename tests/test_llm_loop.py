@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import sqlite3
+import threading
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ def wb(tmp_path):
 
 def _run(workbench: Workbench, server: LLMServer, text_in: str, session_id: str | None = None,
          cancel: CancelToken | None = None, **llm) -> tuple[str, list]:
-    config = _config(server, **llm)
+    config = _config(server, **llm)  # llm overrides FAST
     workbench.config = config
     sid = session_id or workbench.create_session("t")
     runner = TurnRunner(workbench, OpenAIChatClient(config.llm, "sk-test"), config)
@@ -126,6 +126,23 @@ def test_a_429_then_success_is_retried(wb):
     assert isinstance(finished, ev.TurnFinished) and finished.status == "ok" and finished.reply == "fine"
 
 
+def test_retry_after_is_honoured(wb):
+    with LLMServer([error(429, "wait a bit", retry_after=0.04), text("fine")]) as server:
+        _, events = _run(wb, server, "hi", retry_backoff_s=0.001)
+    (retry,) = _of(events, ev.Retrying)
+    assert retry.wait_s >= 0.04
+    assert events[-1].status == "ok"
+
+
+def test_a_timeout_before_the_first_token_is_retried(wb):
+    with LLMServer([Reply(content="too late", delay_s=1.0), text("on time")]) as server:
+        _, events = _run(wb, server, "hi", timeout_s=0.3)
+        assert len(server.received) == 2
+    (retry,) = _of(events, ev.Retrying)
+    assert "timed out" in retry.reason
+    assert events[-1].status == "ok" and events[-1].reply == "on time"
+
+
 def test_server_errors_exhaust_the_retries_and_fail_with_one_line(tmp_path, monkeypatch):
     monkeypatch.setenv("CTXBENCH_TEST_KEY", "k")
     db = tmp_path / "ctx.db"
@@ -189,6 +206,31 @@ def test_cancel_mid_stream_keeps_the_partial_reply(wb):
     assert len(cancelled.partial_message.content) < len(content)
     assert seen[-1].status == "cancelled"
     assert [m.role for m in wb.history(sid)] == ["user", "assistant"]
+
+
+def test_cancel_while_waiting_for_the_first_token_is_not_retried(wb):
+    cancel = CancelToken()
+    with LLMServer([Reply(content="slow", delay_s=0.5)]) as server:
+        config = _config(server, timeout_s=5.0)
+        wb.config = config
+        sid = wb.create_session("t")
+        runner = TurnRunner(wb, OpenAIChatClient(config.llm, "k"), config)
+
+        def cancel_once_received() -> None:  # cancel while the request waits for its first token
+            while not server.received:
+                threading.Event().wait(0.01)
+            cancel.cancel()
+
+        canceller = threading.Thread(target=cancel_once_received)
+        canceller.start()
+        events = list(runner.run(sid, "hi", cancel=cancel))
+        canceller.join()
+        runner.traces.close()
+        assert len(server.received) == 1
+    (cancelled,) = _of(events, ev.TurnCancelled)
+    assert cancelled.partial_message is None
+    assert events[-1].status == "cancelled"
+    assert [m.role for m in wb.history(sid)] == ["user"]
 
 
 def test_usage_mismatch_raises_the_badge(wb):

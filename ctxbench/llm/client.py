@@ -6,17 +6,22 @@
 cancellation raises :class:`LLMCancelled`. Requests are retried with exponential backoff
 (tenacity) on 429, 5xx, timeouts and connection errors, but only until the first token
 arrives: a stream that breaks after that is reported as dropped with its partial text, never
-replayed, so nothing the user saw is silently duplicated.
+replayed, so nothing the user saw is silently duplicated. The HTTP read runs on a daemon thread
+(:class:`_Pump`), so a cancel takes effect within ``CANCEL_POLL_S`` even while the endpoint is
+silent.
 """
 from __future__ import annotations
 
 import json
+import queue
 import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Union
 
 from ctxbench.config import LLMConfig
 from ctxbench.messages import ToolCall
+
+CANCEL_POLL_S = 0.05  # how often a blocked read checks the cancel token
 
 
 @dataclass(frozen=True)
@@ -81,6 +86,7 @@ class LLMError(RuntimeError):
         self.kind = kind  # rate_limit | server | timeout | connection | auth | request | dropped | cancelled
         self.partial = partial
         self.status = status
+        self.retry_after: float | None = None  # seconds the server asked us to wait (Retry-After)
 
 
 class LLMCancelled(LLMError):
@@ -165,6 +171,57 @@ class _Assembly:
         return tuple(out)
 
 
+class _Pump:
+    """Reads a blocking stream on a daemon thread, so the caller can stop waiting the moment it is cancelled.
+
+    ``start()`` opens the stream (the HTTP request); its chunks, its end or its error arrive through a
+    queue. Cancelling closes the stream; a read that is still blocked ends with the request's timeout.
+    """
+
+    def __init__(self, start: Callable[[], Any]) -> None:
+        self._start = start
+        self._queue: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._stream: Any = None
+        self._closed = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="llm-stream", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._stream = self._start()
+            if self._closed.is_set():
+                _close(self._stream)
+                return
+            for chunk in self._stream:
+                self._queue.put(("chunk", chunk))
+                if self._closed.is_set():
+                    return
+            self._queue.put(("end", None))
+        except BaseException as exc:  # delivered to the reader
+            self._queue.put(("error", exc))
+
+    def next(self, cancel: CancelToken) -> Any:
+        """The next chunk; StopIteration at the end; the stream's error; LLMCancelled once cancelled."""
+        while True:
+            if cancel.cancelled:
+                self.close()
+                raise LLMCancelled()
+            try:
+                kind, value = self._queue.get(timeout=CANCEL_POLL_S)
+            except queue.Empty:
+                continue
+            if kind == "chunk":
+                return value
+            if kind == "end":
+                raise StopIteration
+            raise value
+
+    def close(self) -> None:
+        self._closed.set()
+        if self._stream is not None:
+            _close(self._stream)
+
+
 class OpenAIChatClient:
     """Streams from an OpenAI-compatible ``/chat/completions`` endpoint with the ``openai`` SDK."""
 
@@ -234,7 +291,7 @@ class OpenAIChatClient:
         return payload
 
     def stream(self, request: ChatRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
-        from tenacity import RetryError, Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
+        from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
         cancel = cancel or CancelToken()
         payload = self._payload(request)
@@ -252,59 +309,45 @@ class OpenAIChatClient:
             sleep=record_wait,
             reraise=True,
         )
-        stream = None
-        assembly = _Assembly()
         last_error = ""
+        opened: tuple[_Pump, _Assembly, list[StreamEvent]] | None = None
+        for attempt in retrying:
+            if "wait" in pending:
+                wait = min(pending.pop("wait"), self.config.retry_backoff_max_s)
+                yield RetryScheduled(attempt.retry_state.attempt_number - 1, wait, last_error)
+                if cancel.wait(wait):
+                    raise LLMCancelled()
+            with attempt:
+                try:
+                    opened = self._open(payload, cancel)
+                except LLMError as error:
+                    last_error = error.reason
+                    if error.retry_after is not None:
+                        retry_after["s"] = error.retry_after
+                    raise
+        assert opened is not None
+        pump, assembly, first_events = opened
         try:
-            for attempt in retrying:
-                if "wait" in pending:
-                    wait = min(pending.pop("wait"), self.config.retry_backoff_max_s)
-                    yield RetryScheduled(attempt.retry_state.attempt_number - 1, wait, last_error)
-                    if cancel.wait(wait):
-                        raise LLMCancelled()
-                with attempt:
-                    if cancel.cancelled:
-                        raise LLMCancelled()
-                    try:
-                        stream = self._sdk.chat.completions.create(**payload)
-                    except Exception as exc:
-                        error = self._classify(exc, "")
-                        last_error = error.reason
-                        hint = _retry_after_s(exc)
-                        if hint is not None:
-                            retry_after["s"] = min(hint, self.config.retry_backoff_max_s)
-                        raise error from exc
-        except RetryError as exc:  # pragma: no cover - reraise=True makes tenacity raise the last error
-            raise LLMError(last_error or "retries exhausted", kind="server") from exc
-
-        unregister = cancel.on_cancel(stream.close)
-        try:
-            try:
-                for chunk in stream:
-                    if cancel.cancelled:
-                        raise LLMCancelled(assembly.text)
-                    yield from self._absorb(chunk, assembly)
-            except LLMError:
-                raise
-            except Exception as exc:
-                if cancel.cancelled:
-                    raise LLMCancelled(assembly.text) from exc
-                error = self._classify(exc, assembly.text)
-                if assembly.started and error.kind != "dropped":
-                    error = LLMError(f"the stream broke mid-reply: {error.reason}", kind="dropped",
-                                     partial=assembly.text, status=error.status)
-                raise error from exc
-            if cancel.cancelled:
-                raise LLMCancelled(assembly.text)
+            yield from first_events
+            while True:
+                try:
+                    chunk = pump.next(cancel)
+                except StopIteration:
+                    break
+                except LLMCancelled:
+                    raise LLMCancelled(assembly.text) from None
+                except Exception as exc:
+                    error = self._classify(exc, assembly.text)
+                    if error.kind != "dropped":
+                        error = LLMError(f"the stream broke mid-reply: {error.reason}", kind="dropped",
+                                         partial=assembly.text, status=error.status)
+                    raise error from exc
+                yield from self._absorb(chunk, assembly)
             if not assembly.finish_reason:
                 raise LLMError("the stream ended before the model finished its reply", kind="dropped",
                                partial=assembly.text)
         finally:
-            unregister()
-            try:
-                stream.close()
-            except Exception:
-                pass
+            pump.close()
         yield Completed(Completion(
             content=assembly.text,
             tool_calls=assembly.tool_calls(),
@@ -312,6 +355,28 @@ class OpenAIChatClient:
             usage=assembly.usage,
             model=assembly.model or self.model,
         ))
+
+    def _open(self, payload: dict[str, Any], cancel: CancelToken) -> "tuple[_Pump, _Assembly, list[StreamEvent]]":
+        """Send the request and read up to the first token (or the end): everything a retry may redo."""
+        if cancel.cancelled:
+            raise LLMCancelled()
+        pump = _Pump(lambda: self._sdk.chat.completions.create(**payload))
+        assembly = _Assembly()
+        events: list[StreamEvent] = []
+        try:
+            while not assembly.started and not assembly.finish_reason:
+                events.extend(self._absorb(pump.next(cancel), assembly))
+        except StopIteration:
+            pass  # ended before a token: the checks after the stream report it
+        except LLMCancelled:
+            pump.close()
+            raise
+        except Exception as exc:
+            pump.close()
+            error = self._classify(exc, "")
+            error.retry_after = _retry_after_s(exc)
+            raise error from exc
+        return pump, assembly, events
 
     @staticmethod
     def _absorb(chunk: Any, assembly: _Assembly) -> Iterator[StreamEvent]:
@@ -341,6 +406,13 @@ class OpenAIChatClient:
                             slot["arguments"] += function.arguments
             if choice.finish_reason:
                 assembly.finish_reason = choice.finish_reason
+
+
+def _close(stream: Any) -> None:
+    try:
+        stream.close()
+    except Exception:  # closing an already broken stream
+        pass
 
 
 def _error_message(exc: Any) -> str:

@@ -21,12 +21,6 @@ STATE_FIELDS = ("Goal", "Context", "Resolved", "Technical Anchors")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*STATE\s*:?\s*$")
 _END = re.compile(r"^\s{0,3}(#{1,3}\s+\S|```|~~~)")
 
-STATE_INSTRUCTIONS = (
-    "End every reply with a `### STATE` block that keeps the technical truth of this session: "
-    "Goal: (the current task), Context: (active files and symbols), Resolved: (what is finished), "
-    "Technical Anchors: (ports, constants, names that must not be lost). It replaces the previous one."
-)
-
 REBUILD_PROMPT = (
     "Rewrite the session state from the conversation in your context window only. Reply with nothing but a "
     "`### STATE` block with the lines Goal:, Context:, Resolved: and Technical Anchors:, accurate to the "
