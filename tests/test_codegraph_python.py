@@ -142,3 +142,28 @@ def test_unicode_columns_do_not_shift_signatures():
     src = 'NAME = "héllo wörld"\n\ndef f(x="ü", y=1):  # ça: va\n    return x\n'
     parsed = parse_python(src, "m.py", "m", False, small_config())
     assert parsed.symbols[1].signature == 'def f(x="ü", y=1)'
+
+
+def test_typed_properties_and_attributes_chain_calls():
+    files = {
+        "ui/app.py": "class App:\n    def exit(self):\n        pass\n",
+        "ui/pump.py": (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from ui.app import App\n\n"
+            "def make():\n    return None\n\n"
+            "class Pump:\n"
+            "    if TYPE_CHECKING:\n"
+            "        @property\n"
+            "        def app(self) -> 'App[object]':\n            ...\n"
+            "    else:\n"
+            "        app = make()\n"  # inferred from a call: must not override the annotated property type
+        ),
+        "ui/widget.py": (
+            "from ui.pump import Pump\n\n"
+            "class Widget(Pump):\n"
+            "    def close(self):\n        self.app.exit()\n"
+        ),
+    }
+    parsed = [parse_file(src, path, "python", small_config()) for path, src in files.items()]
+    calls = {(e.src, e.dst) for e in resolve_edges(parsed) if e.kind == "calls"}
+    assert ("ui.widget.Widget.close", "ui.app.App.exit") in calls

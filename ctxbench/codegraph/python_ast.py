@@ -25,6 +25,7 @@ _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "name", "names", "id", "attr", "arg",
                           "asname", "module", "level", "conversion", "is_async", "lineno", "tag"})
 _CHILD_FIELDS: dict[type, tuple[str, ...]] = {}
+_PROPERTY_DECORATORS = ("property", "cached_property")
 _WS = re.compile(r"\s+")
 _DOTTED_IN_STRING = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*")
 _ANNOTATION_WRAPPERS = frozenset({"Optional", "typing.Optional", "ClassVar", "typing.ClassVar", "Final", "typing.Final",
@@ -73,6 +74,7 @@ class _Extractor:
         self.bindings: dict[str, str] = {}
         self.stars: dict[str, None] = {}
         self.attr_types: dict[tuple[str, str], str] = {}
+        self.explicit_types: set[tuple[str, str]] = set()  # attribute types from annotations win over inferred ones
 
     # -- text helpers ---------------------------------------------------------------
     def _char_col(self, lineno: int, col: int) -> int:
@@ -192,6 +194,10 @@ class _Extractor:
             signature=self.header(node, anchors), doc=doc, decorators=decorators, parent=frame.sid,
         )
         self.add_symbol(sym, body_line, head_line)
+        if in_class and node.returns is not None and any(d.endswith(_PROPERTY_DECORATORS) for d in decorators):
+            returned = _type_name(node.returns)
+            if returned:  # a property's type types the attribute: self.app.exit() -> App.exit
+                self.note_attr_type((frame.sid, node.name), returned, True)
         if in_class:
             static = any(d in ("@staticmethod",) for d in decorators)
             positional = args.posonlyargs + args.args
@@ -359,9 +365,16 @@ class _Extractor:
             return self.value_type(value.body, frame) or self.value_type(value.orelse, frame)  # type: ignore[attr-defined]
         return ""
 
+    def note_attr_type(self, key: tuple[str, str], type_name: str, explicit: bool) -> None:
+        if key not in self.attr_types or (explicit and key not in self.explicit_types):
+            self.attr_types[key] = type_name
+            if explicit:
+                self.explicit_types.add(key)
+
     def note_assign(self, targets: list[ast.expr], value: ast.expr | None, annotation: ast.expr | None,
                     frame: _Frame) -> None:
         type_name = _type_name(annotation) if annotation is not None else ""
+        explicit = bool(type_name)
         if not type_name and value is not None:
             type_name = self.value_type(value, frame)
         if not type_name:
@@ -370,12 +383,12 @@ class _Extractor:
             tt = type(target)
             if tt is ast.Name:
                 if frame.is_class:
-                    self.attr_types[(frame.sid, target.id)] = type_name
+                    self.note_attr_type((frame.sid, target.id), type_name, explicit)
                 else:
                     frame.types[target.id] = type_name
             elif (tt is ast.Attribute and type(target.value) is ast.Name and frame.self_name
                   and target.value.id == frame.self_name and frame.cls_id):
-                self.attr_types.setdefault((frame.cls_id, target.attr), type_name)
+                self.note_attr_type((frame.cls_id, target.attr), type_name, explicit)
 
 
 def _dotted(node: ast.AST) -> str | None:
@@ -405,7 +418,15 @@ def _type_name(ann: ast.AST | None) -> str:
             return _dotted(ann) or ""
         if t is ast.Constant and isinstance(ann.value, str):  # type: ignore[attr-defined]
             text = ann.value.strip()  # type: ignore[attr-defined]
-            return text if _DOTTED_IN_STRING.fullmatch(text) else ""
+            if _DOTTED_IN_STRING.fullmatch(text):
+                return text
+            try:  # a forward reference like "App[object]" or "Widget | None"
+                ann = ast.parse(text, mode="eval").body
+            except (SyntaxError, ValueError, RecursionError):
+                return ""
+            continue
+        if t is ast.Subscript and _dotted(ann.value) not in _ANNOTATION_WRAPPERS:  # type: ignore[attr-defined]
+            return _dotted(ann.value) or ""  # Generic[T] -> Generic: the class being parameterized  # type: ignore[attr-defined]
         if t is ast.Subscript and _dotted(ann.value) in _ANNOTATION_WRAPPERS:  # type: ignore[attr-defined]
             ann = ann.slice  # type: ignore[attr-defined]
             if type(ann) is ast.Tuple:

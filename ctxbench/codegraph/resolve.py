@@ -72,9 +72,16 @@ class _Resolver:
             if child in self.symbols:
                 cur = child
                 continue
-            kind = self.symbols[cur].kind
+            sym = self.symbols[cur]
+            kind = sym.kind
             nxt: str | None = None
-            if kind == "module" and depth < MAX_ALIAS_DEPTH:
+            if kind == "method" and depth < MAX_ALIAS_DEPTH:  # a typed property: continue from its type
+                type_name = self.attr_types.get((sym.parent, sym.name))
+                if type_name and sym.parent in self.symbols:
+                    typed = self.scoped(self.symbols[sym.parent], type_name.split("."), depth + 1)
+                    if typed is not None and self.symbols[typed].kind in _TYPES:
+                        nxt = self.member(typed, [part], depth + 1)
+            elif kind == "module" and depth < MAX_ALIAS_DEPTH:
                 target = self.bindings.get(cur, {}).get(part)
                 if target:
                     nxt = self.absolute(target, depth + 1)
@@ -267,10 +274,13 @@ def resolve_edges(files: Sequence[ParsedFile]) -> list[Edge]:
             sym = symbols.get(ref.source)
             if sym is None or sym.path != f.path:
                 continue
-            if python:
-                target = r.python_ref(sym, ref.kind, ref.name)
-            else:
-                target = _named_ref(sym, ref.name, ref.kind, by_name, by_type_member, symbols)
+            try:
+                if python:
+                    target = r.python_ref(sym, ref.kind, ref.name)
+                else:
+                    target = _named_ref(sym, ref.name, ref.kind, by_name, by_type_member, symbols)
+            except RecursionError:  # a pathological alias chain: leave this one reference unresolved
+                continue
             if target and target != ref.source:
                 edges.add((ref.source, target, ref.kind))
 

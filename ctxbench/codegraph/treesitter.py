@@ -13,6 +13,7 @@ definitions outside them kept.
 from __future__ import annotations
 
 import re
+import threading
 from typing import Any, Callable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
@@ -25,7 +26,7 @@ UNUSABLE_ERROR_SHARE = 0.5
 _WS = re.compile(r"\s+")
 _COMMENT_TYPES = frozenset({"comment", "line_comment", "block_comment"})
 
-_PARSERS: dict[str, Any] = {}
+_PARSERS = threading.local()  # tree-sitter parsers are not thread-safe: one set per thread
 
 
 def _grammar(grammar: str) -> Any:
@@ -52,12 +53,15 @@ def _grammar(grammar: str) -> Any:
 
 
 def get_parser(grammar: str) -> Any:
-    parser = _PARSERS.get(grammar)
+    parsers = getattr(_PARSERS, "by_grammar", None)
+    if parsers is None:
+        parsers = _PARSERS.by_grammar = {}
+    parser = parsers.get(grammar)
     if parser is None:
         import tree_sitter
 
         parser = tree_sitter.Parser(tree_sitter.Language(_grammar(grammar)))
-        _PARSERS[grammar] = parser
+        parsers[grammar] = parser
     return parser
 
 
