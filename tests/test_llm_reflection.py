@@ -121,3 +121,22 @@ def test_everything_is_attributable_to_the_plan_id(setup):
     assert [r.plan_id for p in (first, second) for r in wb.usage_reports(p)] == [first, second]
     result_msg = next(m for m in wb.history(sid) if m.id == trace.result_message_id)
     assert result_msg.role == "tool" and result_msg.content == '{"n": 2}'
+
+
+def test_the_user_accepts_or_rejects_suggestions_and_rejections_stick(setup):
+    from ctxbench.llm.suggestions import decide, open_suggestions
+
+    wb, sid, runner = setup
+    _turn(runner, sid, '!tool suggest_pins {"items": ["ledgerlite.io.load"], "reason": "core loader"}')
+    _turn(runner, sid, "look at `Ledger.total`")
+    shown = {s.target: s.source for s in open_suggestions(wb, sid, runner.traces)}
+    assert shown[f"card:{LOAD}"] == "model" and shown[f"card:{TOTAL}"] == "activation"
+
+    pin = decide(wb, sid, f"card:{LOAD}", accept=True, kind="sticky", content="card text", traces=runner.traces)
+    assert (pin.target, pin.kind, pin.source, pin.content) == (f"card:{LOAD}", "sticky", "user", "card text")
+    assert decide(wb, sid, f"card:{TOTAL}", accept=False, traces=runner.traces) is None
+    assert open_suggestions(wb, sid, runner.traces) == ()
+    later = _turn(runner, sid, "`Ledger.total` once more")  # activation rises again, the answer stands
+    assert f"card:{TOTAL}" not in {s.target for s in later.suggestions}
+    with pytest.raises(ValueError):
+        decide(wb, sid, f"card:{TOTAL}", accept=True, kind="ephemeral", traces=runner.traces)

@@ -9,10 +9,12 @@ from ctxbench.cli.common import config_option, db_option, fail, get_config, reso
 from ctxbench.store.db import StoreError
 
 
-@click.command("import", help="Import a transcript (OpenAI messages as JSONL) as a new session. "
-               "The last line of output is the new session id.")
+@click.command("import", help="Import a transcript as a new session: OpenAI messages as JSONL (--format openai), "
+               "a Claude Code session file (--format claude-code) or aider's .aider.chat.history.md "
+               "(--format aider). The last line of output is the new session id.")
 @click.argument("file", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--format", "fmt", default="openai", show_default=True, help="Transcript format.")
+@click.option("--format", "fmt", default="openai", show_default=True,
+              help="Transcript format: openai, claude-code or aider.")
 @click.option("--title", default=None, help="Session title (default: the file name).")
 @db_option
 @config_option

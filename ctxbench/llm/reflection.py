@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from typing import Any, Iterable
 
 from ctxbench.config import Config
-from ctxbench.llm.events import PinSuggestionView, Reflection, UsageCheck
+from ctxbench.llm.events import Reflection, UsageCheck
+from ctxbench.llm.suggestions import PINNABLE_PREFIXES, open_suggestions
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|md|toml|json|yaml|yml|cfg|ini|txt))\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
@@ -107,9 +108,6 @@ def plan_vocabulary(plans: Iterable[Any], code: Any = None) -> Vocabulary:
         paths.extend(more_paths)
         return Vocabulary.build(symbols, paths, shown)
     return Vocabulary.build(symbols, paths)
-
-
-PINNABLE_PREFIXES = ("card:", "group:")  # what the planner can render as a pin from its target alone
 
 
 def plan_item_ids(plans: Iterable[Any], pins: Iterable[Any] = ()) -> tuple[str, ...]:
@@ -204,16 +202,7 @@ def reflect(
             workbench.update_pin(session_id, pin.id, ttl=after.ttl)
 
     # suggestions: the model's own (until decided) and high activation that no pin covers
-    current_pins = workbench.pins(session_id)
-    pinned = {p.target for p in current_pins}
-    suggestions: dict[str, PinSuggestionView] = {}
-    for s in traces.suggestions(session_id):
-        if s.target not in pinned:
-            suggestions[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
-    for target in activation_rules.suggest_pins(scores, current_pins, cfg.activation):
-        if target.startswith(PINNABLE_PREFIXES) and target not in suggestions:
-            suggestions[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation",
-                                                    scores[target])
+    suggestions = open_suggestions(workbench, session_id, traces)
     return Reflection(
         session_id=session_id,
         turn=group_id,
@@ -222,6 +211,6 @@ def reflect(
         activation=tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))),
         expired=tuple(expired),
         promoted=tuple(promoted),
-        suggestions=tuple(suggestions.values()),
+        suggestions=suggestions,
         usage=usage,
     )

@@ -1,0 +1,68 @@
+"""Suggested pins: what the overlay lists under its ``suggested pins`` delimiter, and the user's answer.
+
+Suggestions come from the model (``suggest_pins``, stored until decided) and from activation
+(items scoring above ``activation.suggest_threshold`` that no pin covers). Only the user turns a
+suggestion into a pin — leased by default, sticky when the user says so; a rejected suggestion
+stays rejected for the session, whichever source raises it again.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from ctxbench.llm.events import PinSuggestionView
+from ctxbench.llm.traces import TraceStore
+
+PINNABLE_PREFIXES = ("card:", "group:")
+
+
+def open_suggestions(workbench: Any, session_id: str, traces: TraceStore | None = None) -> tuple[PinSuggestionView, ...]:
+    """The suggestions to show now: the model's open ones, then activation's, none already pinned or rejected."""
+    from ctxbench.planner import activation as activation_rules
+
+    own = traces is None
+    traces = traces or TraceStore(workbench.db_path)
+    try:
+        scores = workbench.activation(session_id)
+        pins = workbench.pins(session_id)
+        pinned = {p.target for p in pins}
+        decided = {s.target for status in ("accepted", "rejected") for s in traces.suggestions(session_id, status)}
+        out: dict[str, PinSuggestionView] = {}
+        for s in traces.suggestions(session_id):
+            if s.target not in pinned:
+                out[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
+        for target in activation_rules.suggest_pins(scores, pins, workbench.config.planner.activation):
+            if target.startswith(PINNABLE_PREFIXES) and target not in out and target not in decided:
+                out[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation",
+                                                scores[target])
+        return tuple(out.values())
+    finally:
+        if own:
+            traces.close()
+
+
+def decide(workbench: Any, session_id: str, target: str, *, accept: bool, kind: str = "leased",
+           scope: str = "turn", content: str = "", label: str = "", code: Any = None,
+           traces: TraceStore | None = None) -> Any:
+    """The user accepts (returns the new Pin) or rejects (returns None) a suggestion.
+
+    An accepted card gets its card text as the pin's content (from ``code`` when given) so it
+    renders even when retrieval no longer finds it.
+    """
+    if kind not in ("sticky", "leased"):
+        raise ValueError("an accepted suggestion becomes a sticky or a leased pin")
+    own = traces is None
+    traces = traces or TraceStore(workbench.db_path)
+    try:
+        source = next((s.source for s in traces.suggestions(session_id) if s.target == target), "activation")
+        traces.add_suggestion(session_id, target, "", source, "")
+        traces.decide_suggestion(session_id, target, accepted=accept)
+        if not accept:
+            return None
+        if not content and target.startswith("card:") and code is not None:
+            card = getattr(getattr(code, "index", None), "cards", {}).get(target[len("card:"):])
+            if card is not None:
+                content = card.render()
+        return workbench.add_pin(session_id, target, kind, scope=scope, label=label, content=content, source="user")
+    finally:
+        if own:
+            traces.close()
