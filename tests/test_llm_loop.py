@@ -305,3 +305,31 @@ def test_unreachable_endpoint_fails_fast_and_keeps_the_message(tmp_path, monkeyp
     with Workbench(db, Config()) as wb:
         (session,) = wb.list_sessions()
         assert [m.content for m in wb.history(session.id)] == ["anyone there?"]
+
+
+def test_a_plan_beyond_the_context_limit_is_not_sent(wb):
+    with LLMServer([text("never")]) as server:
+        sid, events = _run(wb, server, "hi", context_limit=50)
+        assert server.received == []
+    (failed,) = _of(events, ev.TurnFailed)
+    assert failed.kind == "context_limit" and "context limit of 50" in failed.reason
+    assert [m.role for m in wb.history(sid)] == ["user"]
+
+
+def test_closing_the_turn_mid_reply_stores_the_partial_reply(wb):
+    from ctxbench.llm.offline import OfflineClient
+
+    sid = wb.create_session("t")
+    runner = TurnRunner(wb, OfflineClient(LLMConfig(offline_chunk_chars=4)), Config())
+    turn = runner.run(sid, "tell me everything")
+    seen = ""
+    for event in turn:
+        if isinstance(event, ev.ReplyDelta):
+            seen += event.text
+            if len(seen) >= 12:
+                break
+    turn.close()  # the consumer went away (the app quit, the worker was cancelled)
+    runner.traces.close()
+    stored = wb.history(sid)
+    assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
+    assert stored[1].content == seen
