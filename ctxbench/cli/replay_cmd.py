@@ -36,16 +36,19 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
         with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
             wb.session_info(session_id)
             for step in replay(wb, session_id, mode=mode, budget=budget, strategy=strategy,
-                               window_groups=window_groups, store=store):
-                if only_turn is not None and step.turn != only_turn:
-                    continue
+                               window_groups=window_groups, store=store, only_turn=only_turn):
                 if only_turn is not None and not as_json:
                     from ctxbench.cli.plan_cmd import render_plan
 
                     click.echo(f"turn {step.turn} (group {step.group_id})")
                     render_plan(step.plan)
                     return
-                rows.append(_row(step))
+                row = _row(step)
+                rows.append(row)
+                if not as_json and only_turn is None:
+                    if len(rows) == 1:
+                        click.echo(_HEADER)
+                    click.echo(_line(row))  # a long session prints as it goes
     except UnknownSession as exc:
         fail(str(exc), 2)
     except SettingsError as exc:
@@ -59,15 +62,18 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
         return
     if not rows:
         click.echo("no user turns to replay")
-        return
-    click.echo(f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'budget':>7}  {'hist in/out':>11}  query")
-    for r in rows:
-        flag = " OVER" if r["over_budget"] else ""
-        hist = f"{r['history_included']}/{r['history_excluded']}"
-        query = " ".join(r["query"].split())
-        query = query if len(query) <= _QUERY_CHARS else query[: _QUERY_CHARS - 1] + "…"
-        click.echo(f"{r['turn']:>4} {r['group_id']:>5}  {r['plan_id']:<26} {r['used_tokens']:>7} {r['budget']:>7}"
-                   f"  {hist:>11}  {query}{flag}")
+
+
+_HEADER = f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'budget':>7}  {'hist in/out':>11}  query"
+
+
+def _line(r: dict) -> str:
+    flag = " OVER" if r["over_budget"] else ""
+    hist = f"{r['history_included']}/{r['history_excluded']}"
+    query = " ".join(r["query"].split())
+    query = query if len(query) <= _QUERY_CHARS else query[: _QUERY_CHARS - 1] + "…"
+    return (f"{r['turn']:>4} {r['group_id']:>5}  {r['plan_id']:<26} {r['used_tokens']:>7} {r['budget']:>7}"
+            f"  {hist:>11}  {query}{flag}")
 
 
 def _row(step) -> dict:

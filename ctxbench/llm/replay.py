@@ -43,11 +43,14 @@ def replay(
     strategy: str | None = None,
     window_groups: int | None = None,
     store: bool = False,
+    only_turn: int | None = None,
 ) -> Iterator[ReplayStep]:
-    """Yield one :class:`ReplayStep` per user turn, oldest first."""
+    """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given)."""
     from ctxbench.planner import build_plan
 
     for turn, user in enumerate(user_turns(workbench.history(session_id)), start=1):
+        if only_turn is not None and turn != only_turn:
+            continue
         inputs = workbench.plan_inputs(session_id, None, current_group=user.group_id, mode=mode, budget=budget,
                                        strategy=strategy, window_groups=window_groups)
         before = tuple(m for m in inputs.history if m.id < user.id)
