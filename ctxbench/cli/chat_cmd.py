@@ -60,7 +60,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 wb.session_info(session_id)
             code = attach_repository(wb, repo) if repo is not None else None
             runner = TurnRunner(wb, make_client(llm), config, code=code)
-            streamed = False
+            out = _Out()
             try:
                 for event in runner.run(session_id, message, cancel=cancel, mode=mode, budget=budget):
                     if isinstance(event, TurnFinished):
@@ -68,33 +68,30 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                     elif as_json:
                         continue  # only the summary is printed
                     elif isinstance(event, ReplyDelta):
-                        click.echo(event.text, nl=False)
-                        streamed = True
-                        sys.stdout.flush()
+                        out.text(event.text)
                     elif isinstance(event, ToolStarted):
-                        _note(streamed, f"· {event.call.name} {_short(event.call.arguments)}")
-                        streamed = False
+                        out.note(f"· {event.call.name} {_short(event.call.arguments)}")
                     elif isinstance(event, ToolFinished) and not event.ok:
-                        _note(streamed, f"  {event.call.name} failed: {_short(event.message.content)}")
+                        out.note(f"  {event.call.name} failed: {_short(event.message.content)}")
                     elif isinstance(event, Retrying):
-                        _note(streamed, f"· retrying in {event.wait_s:.1f}s after: {event.reason}")
+                        out.note(f"· retrying in {event.wait_s:.1f}s after: {event.reason}")
                     elif isinstance(event, UsageRecorded) and event.usage.mismatch:
-                        _note(streamed, f"· {event.usage.badge}")
+                        out.note(f"· {event.usage.badge}")
             except KeyboardInterrupt:
                 cancel.cancel()
-                click.echo("", err=True)
+                out.end_line()
                 fail("interrupted; the partial reply is stored", EXIT_INTERRUPTED)
             finally:
                 runner.traces.close()
-            if streamed and not as_json:
-                click.echo("")
+            out.end_line()
     except UnknownSession as exc:
         fail(str(exc), 2)
     except StoreError as exc:
         fail(str(exc), 1)
     assert finished is not None
     if finished.status != "ok":
-        fail(finished.error or finished.status, 1)
+        kept = "; the partial reply is stored" if finished.reply else ""
+        fail((finished.error or finished.status) + kept, 1)
     if as_json:
         usage = finished.usage
         emit_json({
@@ -111,10 +108,26 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         })
 
 
-def _note(after_stream: bool, text: str) -> None:
-    if after_stream:
-        click.echo("")
-    click.echo(text, err=True)
+class _Out:
+    """The reply on stdout as it streams, notes on stderr, each note on a line of its own."""
+
+    def __init__(self) -> None:
+        self.mid_line = False
+
+    def text(self, piece: str) -> None:
+        click.echo(piece, nl=False)
+        sys.stdout.flush()
+        if piece:
+            self.mid_line = not piece.endswith("\n")
+
+    def end_line(self) -> None:
+        if self.mid_line:
+            click.echo("")
+            self.mid_line = False
+
+    def note(self, line: str) -> None:
+        self.end_line()
+        click.echo(line, err=True)
 
 
 def _short(text: str, limit: int = 100) -> str:
