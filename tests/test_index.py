@@ -4,14 +4,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import time
 
 import pytest
 from click.testing import CliRunner
 
 from codegraph_helpers import copy_multi, small_config
 from ctxbench.codegraph.index import EmbedStats, IndexNotFound, build_index, indexed_roots, load_index
-from ctxbench.config import Config
 from ctxbench.store.db import connect
 
 
