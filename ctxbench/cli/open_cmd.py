@@ -45,9 +45,9 @@ def find_repo_root(start: Path) -> Path:
 
 
 def run_workbench(options, config) -> None:
-    from ctxbench.tui.app import CtxbenchApp
+    from ctxbench.tui.app import CtxbenchApp, first_paint_hook_from_env
 
-    app = CtxbenchApp(options, config)
+    app = CtxbenchApp(options, config, first_paint_hook=first_paint_hook_from_env())
     app.run()
     if app.return_code not in (None, 0):
         raise SystemExit(app.return_code)

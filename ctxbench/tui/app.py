@@ -54,19 +54,24 @@ class CtxbenchApp(App[None]):
         raise LookupError("no main screen")
 
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.options, self.config_))
+        self.push_screen(MainScreen(self.options, self.config_, first_paint_hook=self._first_paint_hook))
         for problem in (*self.theme_errors, *self.keymap_errors):
             self.notify(problem, severity="warning", timeout=8)
-        if self._first_paint_hook is not None:
-            self.call_after_refresh(self._first_paint_hook, self)
 
 
-def first_paint_reporter(path: Path):
-    """A hook for ``ctxbench bench ui``: write the time of the first paint and quit."""
+FIRST_PAINT_ENV = "CTXBENCH_BENCH_FIRST_PAINT"  # file to write the first-paint time to (ctxbench bench ui)
+START_ENV = "CTXBENCH_BENCH_T0"  # wall-clock time the benchmark started the process
+
+
+def first_paint_hook_from_env():
+    """When ``ctxbench bench ui`` runs the app: a hook that records the first paint and quits."""
+    target = os.environ.get(FIRST_PAINT_ENV)
+    if not target:
+        return None
 
     def hook(app: CtxbenchApp) -> None:
-        start = float(os.environ.get("CTXBENCH_BENCH_T0", "0") or 0)
-        path.write_text(f"{time.time() - start:.6f}\n" if start else f"{time.perf_counter():.6f}\n")
+        start = float(os.environ.get(START_ENV, "0") or 0)
+        Path(target).write_text(f"{time.time() - start:.6f}\n")
         app.exit()
 
     return hook

@@ -37,6 +37,7 @@ class LaunchOptions:
     import_format: str = "openai"
     index_repo: bool = True  # index the repository and plug retrieval in (off: plans carry no cards)
     retriever: Any = None  # a ready retriever to plug in instead of indexing (tests, benchmarks)
+    warm_embedder: bool = True  # load the embedding model in the background for semantic retrieval
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,8 @@ class Bridge:
         self.rejected: set[str] = set()  # suggestions the user rejected in this session
         self.semantic_ready = False
         self.retrieval_ready = False
+        self.code_context: Any = None  # request_code_context's view of the index (set by the warm-up)
+        self.reflection: Any = None  # the last turn's Reflection (its suggestions show in the overlay)
         self._applied: dict[str, Any] = {}
 
     # -- opening ------------------------------------------------------------------------------
@@ -181,8 +184,12 @@ class Bridge:
             group = group_id if group_id is not None else self.last_user_group()
             plan = wb.plan(sid, None if group is not None else "", current_group=group, store=store)
             is_draft = False
+        return self.view_of(plan, group, draft=is_draft)
+
+    def view_of(self, plan: "ContextPlan", group_id: int | None, *, draft: bool = False) -> PlanView:
+        wb, sid = self.wb, self.session_id
         pins = wb.pins(sid)
-        return PlanView(plan, wb.settings(sid), pins, self.suggestions(plan, pins), group, is_draft,
+        return PlanView(plan, wb.settings(sid), pins, self.suggestions(plan, pins), group_id, draft,
                         self.semantic_ready)
 
     def suggestions(self, plan: "ContextPlan", pins: tuple["Pin", ...]) -> tuple[Suggestion, ...]:
@@ -201,6 +208,13 @@ class Bridge:
             for target in suggest_pins(scores, pins, cfg):
                 found.append(Suggestion(target, labels.get(target, target), float(scores.get(target, 0.0)),
                                         "activation"))
+        if self.reflection is not None:
+            seen = {s.target for s in found}
+            for s in getattr(self.reflection, "suggestions", ()):
+                if s.target not in seen:
+                    found.append(Suggestion(s.target, labels_of(plan).get(s.target, s.target), float(s.score),
+                                            f"{s.source}: {s.reason}" if s.reason else s.source))
+                    seen.add(s.target)
         if not found:
             cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
@@ -296,10 +310,14 @@ class Bridge:
         return run_turn(self, text, sink, cancel)
 
     # -- retrieval ------------------------------------------------------------------------------
-    def prepare_retrieval(self, status: Callable[[str, str, float | None], None]) -> bool:
+    def prepare_retrieval(self, status: Callable[..., None], **kwargs: Any) -> bool:
         from ctxbench.tui.warmup import prepare_retrieval
 
-        return prepare_retrieval(self, status)
+        return prepare_retrieval(self, status, **kwargs)
+
+
+def labels_of(plan: "ContextPlan") -> dict[str, str]:
+    return {i.id: i.label for i in plan.items}
 
 
 def render_messages(messages) -> str:

@@ -1,7 +1,7 @@
 """One turn, as the workbench runs it: store the user's message, plan, ask the model, store the reply.
 
 ``run_turn`` is the single seam between the workbench and the model loop. When the LLM
-layer's tool loop exists (``ctxbench.llm.loop.run_turn``) it runs the turn; otherwise the
+layer's tool loop exists (``ctxbench.llm.loop.TurnRunner``) it runs the turn; otherwise the
 client from ``ctxbench.llm.providers`` (the offline model by default) streams one reply; and
 if neither is installed, a small deterministic reply that describes the plan stands in.
 """
@@ -25,6 +25,9 @@ def _optional(module: str, attr: str) -> Any:
 
 
 def run_turn(bridge: "Bridge", text: str, sink: TurnSink, cancel: Any) -> TurnOutcome:
+    runner_cls = _optional("ctxbench.llm.loop", "TurnRunner")
+    if runner_cls is not None:
+        return run_with_loop(bridge, runner_cls, text, sink, cancel)
     wb, sid = bridge.wb, bridge.session_id
     with bridge.lock:
         family = wb.settings(sid).provider_family
@@ -36,13 +39,55 @@ def run_turn(bridge: "Bridge", text: str, sink: TurnSink, cancel: Any) -> TurnOu
     return stream_reply(bridge, view.plan, user.group_id, sink, cancel)
 
 
+def run_with_loop(bridge: "Bridge", runner_cls: Any, text: str, sink: TurnSink, cancel: Any) -> TurnOutcome:
+    """The LLM layer's tool loop (Intent → Context → Action → Feedback → Reflection), event by event."""
+    from ctxbench.llm import events as ev
+    from ctxbench.llm.providers import make_client, resolve_llm_config
+
+    wb = bridge.wb
+    client = make_client(resolve_llm_config(bridge.config.llm))
+    runner = runner_cls(wb, client, bridge.config, code=getattr(bridge, "code_context", None))
+    reply = None
+    error = ""
+    cancelled = False
+    group_id = None
+    for event in runner.run(bridge.session_id, text, cancel=cancel):
+        if isinstance(event, ev.TurnStarted):
+            group_id = event.group_id
+            sink.user_stored(event.user_message)
+        elif isinstance(event, ev.PlanReady):
+            with bridge.lock:
+                sink.planned(bridge.view_of(event.plan, group_id))
+        elif isinstance(event, ev.ReplyDelta):
+            sink.text(event.text)
+        elif isinstance(event, ev.AssistantStored):
+            reply = event.message
+            if event.message.tool_calls:
+                sink.tool(event.message)
+        elif isinstance(event, ev.ToolStarted):
+            sink.status(f"running {event.call.name}…")
+        elif isinstance(event, ev.ToolFinished):
+            sink.tool(event.message)
+        elif isinstance(event, ev.Retrying):
+            sink.status(f"retrying in {event.wait_s:.0f}s: {event.reason}")
+        elif isinstance(event, ev.ReflectionDone):
+            bridge.reflection = event.reflection
+        elif isinstance(event, ev.TurnFailed):
+            error = event.reason
+        elif isinstance(event, ev.TurnCancelled):
+            cancelled = True
+        elif isinstance(event, ev.TurnFinished):
+            error = error or (event.error if event.status == "failed" else "")
+            cancelled = cancelled or event.status == "cancelled"
+    return TurnOutcome(reply, error, cancelled)
+
+
 def stream_reply(bridge: "Bridge", plan: "ContextPlan", group_id: int, sink: TurnSink, cancel: Any) -> TurnOutcome:
     """Ask the configured model for a reply to ``plan`` and store it in ``group_id``."""
     wb, sid = bridge.wb, bridge.session_id
     chunks: list[str] = []
     error = ""
     cancelled = False
-    model = "offline"
     try:
         for fragment in _reply_stream(bridge, plan, cancel):
             chunks.append(fragment)
@@ -62,7 +107,6 @@ def stream_reply(bridge: "Bridge", plan: "ContextPlan", group_id: int, sink: Tur
         with bridge.lock:
             reply = wb.append_message(sid, "assistant", content, group_id=group_id,
                                       partial=bool(cancelled or error))
-    del model
     return TurnOutcome(reply, error, cancelled)
 
 

@@ -1,33 +1,122 @@
 """Index the repository and plug code retrieval into the session, off the UI thread.
 
-Reports progress through ``status(slot, text, progress)``; slots are ``index`` and
-``embedder``. Plans are keyword-only until the embedder is warm.
+Runs in a worker: (1) the incremental code index (``build_index``), (2) keyword, name and graph
+retrieval plugged into the Workbench's ``retriever`` seam — plans get cards from here on —
+(3) the embedding model warming in its own thread, then the vector index, after which plans
+use semantic search too. Progress goes through ``status(slot, text, progress, state)``; slots
+are ``index`` and ``embedder``. Indexing and retrieval use a connection of their own, so the
+session's plans never queue behind a long write.
 """
 from __future__ import annotations
 
-import importlib.util
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxbench.tui.bridge import Bridge
 
-Status = Callable[[str, str, "float | None"], None]
+Status = Callable[..., None]  # (slot, text, progress, state="busy")
+
+RETRIEVAL_CACHE_SIZE = 32  # retrieval sets kept per session: mode cycling on one query reuses them
 
 
-def _available(module: str) -> bool:
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:
-        return False
+class CachingRetriever:
+    """Remembers the last retrieval sets by (query, mode, semantic on?): cycling the Context Mode on the
+    same turn replans without searching again. A new index means a new CachingRetriever."""
+
+    def __init__(self, inner: Any, size: int = RETRIEVAL_CACHE_SIZE) -> None:
+        from collections import OrderedDict
+
+        self.inner = inner
+        self.size = size
+        self._cache: "OrderedDict[tuple[str, str, bool], Any]" = OrderedDict()
+
+    @property
+    def semantic_ready(self) -> bool:
+        return bool(getattr(self.inner, "semantic_ready", False))
+
+    @property
+    def retriever(self) -> Any:
+        return getattr(self.inner, "retriever", self.inner)
+
+    def retrieve(self, query: str, *, mode: str) -> Any:
+        key = (query, mode, self.semantic_ready)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self._cache.move_to_end(key)
+            return hit
+        result = self.inner.retrieve(query, mode=mode)
+        self._cache[key] = result
+        while len(self._cache) > self.size:
+            self._cache.popitem(last=False)
+        return result
 
 
-def prepare_retrieval(bridge: "Bridge", status: Status) -> bool:
+def prepare_retrieval(bridge: "Bridge", status: Status, *, on_keyword_ready: Callable[[], None] | None = None,
+                      warm_embedder: bool = True) -> bool:
     """Build or refresh the index of the session's repository and set ``workbench.retriever``."""
-    repo = bridge.wb.repo
+    wb = bridge.wb
+    repo = wb.repo
     if repo is None or not bridge.options.index_repo:
         return False
-    if not (_available("ctxbench.codegraph.index") and _available("ctxbench.retrieval.retriever")):
-        status("index", "code retrieval not installed", None)
+    try:
+        from ctxbench.codegraph.index import build_index, load_index
+        from ctxbench.llm.wiring import IndexCodeContext, ModeRetriever
+        from ctxbench.retrieval.retriever import IndexView, Retriever
+        from ctxbench.store.db import connect
+    except ImportError as exc:
+        status("index", f"code retrieval unavailable: {exc}", None, "error")
         return False
-    status("index", "code retrieval pending integration", None)
-    return False
+
+    config = bridge.config
+    conn = connect(wb.db_path)
+
+    def progress(phase: str, done: int, total: int) -> None:
+        status("index", f"indexing: {phase}", (done / total) if total else None)
+
+    status("index", "indexing…", None)
+    result = build_index(repo, conn, config, progress=progress)
+    index = load_index(repo, conn, config)
+    planner = config.planner
+    share = max((m.scaffold_share for m in planner.modes), default=0.0)
+    scaffold = index.scaffold(max(1, int(planner.default_budget * share)), wb.tokenizer)
+    view = IndexView(repo_key=str(index.root), cards=index.cards, graph=index.graph, scaffold=scaffold,
+                     version=str(index.version))
+    retriever = Retriever(conn, repo, config, index=view)
+    retriever.prepare()  # keyword index
+    with bridge.lock:
+        wb.retriever = CachingRetriever(ModeRetriever(retriever, config))
+        bridge.code_context = IndexCodeContext(index, config)
+        bridge.retrieval_ready = True
+    files = getattr(result, "files", 0)
+    status("index", f"{files} files · {len(index.cards)} symbols", None, "ready")
+    if on_keyword_ready is not None:
+        on_keyword_ready()
+    if not warm_embedder:
+        return True
+    return warm_semantic(bridge, retriever, status)
+
+
+def warm_semantic(bridge: "Bridge", retriever: Any, status: Status) -> bool:
+    """Load the embedding model (in its own thread) and build the vector index; True when semantic is on."""
+    try:
+        from ctxbench.retrieval.embedder import Embedder
+    except ImportError as exc:
+        status("embedder", f"no embedder: {exc}", None, "error")
+        return True
+    embedder = Embedder(bridge.config.embedding)
+    status("embedder", "embedder warming…", None)
+    embedder.start_loading()
+    embedder.wait()
+    if not embedder.ready:
+        error = getattr(embedder, "error", None)
+        status("embedder", f"semantic search off: {error}", None, "error")
+        return True
+    retriever.embedder = embedder
+
+    def progress(done: int, total: int) -> None:
+        status("embedder", "embedding", (done / total) if total else None)
+
+    retriever.prepare(progress)
+    bridge.semantic_ready = True
+    status("embedder", "semantic ready", None, "ready")
+    return True

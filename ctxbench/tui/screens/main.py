@@ -38,8 +38,9 @@ class MainScreen(Screen[None]):
 
     mode: reactive[str] = reactive("light", init=False)
 
-    def __init__(self, options: LaunchOptions, config) -> None:
+    def __init__(self, options: LaunchOptions, config, *, first_paint_hook=None) -> None:
         super().__init__(id="main")
+        self._first_paint_hook = first_paint_hook
         self.options = options
         self.config = config
         self.bridge: Bridge | None = None
@@ -57,7 +58,10 @@ class MainScreen(Screen[None]):
         self._last_history_len = 0
         # figures for `ctxbench bench ui`
         self.mode_pressed_at = 0.0
+        self.indicator_updated_at = 0.0
         self.meter_updated_at = 0.0
+        self.meter_painted_at = 0.0
+        self.meter_painted_generation = 0
         self.plan_latencies: list[float] = []
         self.ready = False
 
@@ -93,6 +97,8 @@ class MainScreen(Screen[None]):
         self.status.detail = "opening session…"
         self.set_reactive(MainScreen.mode, self.query_one(ModeIndicator).mode)
         self.prompt.focus()
+        if self._first_paint_hook is not None:
+            self.call_after_refresh(self._first_paint_hook, self.app)
         self.run_worker(self._open_session, thread=True, group="engine", name="open session",
                         exit_on_error=False)
 
@@ -114,13 +120,17 @@ class MainScreen(Screen[None]):
         def status(slot: str, text: str, progress: float | None, state: str = "busy") -> None:
             self.post_message(msg.Status(msg.StatusUpdate(slot, text, state, progress)))
 
+        from ctxbench.tui.warmup import prepare_retrieval
+
         try:
-            ready = bridge.prepare_retrieval(status)
+            ready = prepare_retrieval(bridge, status,
+                                      on_keyword_ready=lambda: self.post_message(msg.RetrievalReady(False)),
+                                      warm_embedder=self.options.warm_embedder)
         except Exception as exc:  # noqa: BLE001 - shown in the status line; plans go on without cards
-            status("index", f"indexing failed: {exc}", None, "error")
+            status("index", f"indexing failed: {type(exc).__name__}: {exc}", None, "error")
             return
-        if ready:
-            self.post_message(msg.RetrievalReady(bridge.semantic_ready))
+        if ready and bridge.semantic_ready:
+            self.post_message(msg.RetrievalReady(True))
 
     @on(msg.SessionLoaded)
     async def _session_loaded(self, message: msg.SessionLoaded) -> None:
@@ -131,6 +141,13 @@ class MainScreen(Screen[None]):
         self.mode = s.mode
         self._status_detail()
         await self.chat.show_history(snap.history, snap.dropped)
+        if not snap.history:
+            keymap = dict(self.config.ui.keymap)
+            await self.chat.add_note(
+                f"A new session. Type a message and press Enter. "
+                f"{describe_key('ctxbench.mode_cycle', keymap)} cycles the Context Mode (Off → Light → Heavy), "
+                f"{describe_key('ctxbench.overlay', keymap)} shows every candidate and why, "
+                f"/help lists the commands.")
         self._last_history_len = len(snap.history)
         self.ready = True
 
@@ -138,10 +155,12 @@ class MainScreen(Screen[None]):
         d = self.desired
         parts = []
         if self.bridge is not None and self.bridge.wb.repo is not None:
-            parts.append(f"repo {self.bridge.wb.repo.name}")
+            name = self.bridge.wb.repo.name
+            if name not in self.session_title:
+                parts.append(name)
         parts.append(str(d.get("strategy", "")))
         parts.append("all turns" if not d.get("window_groups") else f"last {d['window_groups']} turns")
-        self.status.title = f"ctxbench · {self.session_title}"
+        self.status.title = self.session_title
         self.status.detail = " · ".join(parts)
 
     @on(msg.HistoryChanged)
@@ -198,6 +217,7 @@ class MainScreen(Screen[None]):
             self.meter.pending = False
         self.meter.state = meter_state(view.plan)
         self.meter_updated_at = time.perf_counter()
+        self.meter.call_after_refresh(self._meter_painted, message.generation)
         if message.requested_at:
             self.plan_latencies.append(self.meter_updated_at - message.requested_at)
         if view.group_id is not None:
@@ -205,6 +225,10 @@ class MainScreen(Screen[None]):
         overlay = self._overlay()
         if overlay is not None:
             overlay.show_view(view)
+
+    def _meter_painted(self, generation: int) -> None:
+        self.meter_painted_at = time.perf_counter()
+        self.meter_painted_generation = generation
 
     @on(msg.PlanFailed)
     def _plan_failed(self, message: msg.PlanFailed) -> None:
@@ -242,6 +266,7 @@ class MainScreen(Screen[None]):
     def action_cycle_mode(self) -> None:
         self.mode_pressed_at = time.perf_counter()
         self.set_mode(next_mode(self.mode))
+        self.indicator_updated_at = time.perf_counter()
 
     def set_mode(self, mode: str) -> None:
         self.config.planner.mode(mode)  # raises ConfigError for an unknown mode
@@ -430,6 +455,7 @@ class MainScreen(Screen[None]):
         await self.chat.finish_reply(message.local_id, partial=partial_reply, error=message.error)
         if message.cancelled:
             self.notify("reply cancelled; the partial reply is stored", severity="warning")
+        self.request_plan(reason="after turn")  # reflection changed activation, leases and suggestions
 
     def action_cancel_turn(self) -> None:
         if self._turn_cancel is not None:

@@ -236,6 +236,10 @@ class ChatPane(VerticalScroll):
         block = self._block_for(local_id)
         if block is None:
             return
+        bubble = self._replies.pop(local_id, None)
+        if bubble is not None:  # text after the tool round goes into a new bubble, below the tools
+            await bubble.finish()
+            bubble.remove_class("-streaming")
         tier = Tier(self.truncation.active_recent_chars, "active_recent") if message.role == "tool" else None
         await block.mount_all(message_widgets(message, tier))
         self.scroll_end(animate=False)
