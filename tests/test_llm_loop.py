@@ -1,7 +1,6 @@
 """The turn runner against a real HTTP chat-completions server on loopback."""
 from __future__ import annotations
 
-import dataclasses
 import json
 import threading
 from pathlib import Path

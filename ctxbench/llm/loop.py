@@ -58,7 +58,7 @@ from ctxbench.llm.events import (
     UsageRecorded,
 )
 from ctxbench.llm.state import REBUILD_PROMPT, extract_state
-from ctxbench.llm.tools import CodeContext, PinSuggestion, ToolBox, tools_tokens
+from ctxbench.llm.tools import CodeContext, ToolBox, tools_tokens
 from ctxbench.llm.traces import TraceStore
 from ctxbench.messages import Message, ToolCall
 
@@ -88,13 +88,25 @@ class TurnRunner:
     code: CodeContext | None = None
     traces: TraceStore | None = None
     offer_tools: bool = True
-    _last_suggestions: tuple[PinSuggestion, ...] = field(default=(), init=False, repr=False)
+    _owns_traces: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.config is None:
             self.config = self.workbench.config
+        self._owns_traces = self.traces is None
         if self.traces is None:
             self.traces = TraceStore(self.workbench.db_path)
+
+    def close(self) -> None:
+        """Close the trace store's connection if this runner opened it."""
+        if self._owns_traces and self.traces is not None:
+            self.traces.close()
+
+    def __enter__(self) -> "TurnRunner":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- public -------------------------------------------------------------------------------
 
@@ -124,7 +136,6 @@ class TurnRunner:
         plans: list[Any] = []
         usage_checks: list[UsageCheck] = []
         assistant_texts: list[str] = []
-        suggestions: list[PinSuggestion] = []
         state_block: str | None = None
         retrieval = None
         reply = ""
@@ -224,7 +235,6 @@ class TurnRunner:
                                            tool_call_id=call.id, tool_name=call.name, parsing_strategy=strategy_tag)
                 self._trace_tool(plan.plan_id, session_id, group_id, call, outcome.ok, message, stored, elapsed)
                 for suggestion in outcome.suggestions:
-                    suggestions.append(suggestion)
                     self.traces.add_suggestion(session_id, suggestion.target, suggestion.reason, suggestion.source,
                                                plan.plan_id)
                 yield ToolFinished(plan.plan_id, call, outcome.ok, stored, elapsed)
