@@ -103,6 +103,8 @@ def column_widths(width: int) -> dict[str, int]:
     return widths
 
 
+FILTER_DEBOUNCE_ROWS = 200  # long plans: refilter once typing pauses, not on every key
+FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
 
 
@@ -132,6 +134,7 @@ class ContextOverlay(ModalScreen[None]):
         self.rows: list[OverlayRow] = []
         self.shown_rows: list[OverlayRow] = []
         self._widths: dict[str, int] = {}
+        self._filter_timer = None
 
     def compose(self) -> ComposeResult:
         with Vertical(id="overlay-box"):
@@ -264,7 +267,12 @@ class ContextOverlay(ModalScreen[None]):
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
-        self._fill()
+        if len(self.rows) < FILTER_DEBOUNCE_ROWS:
+            self._fill()
+            return
+        if self._filter_timer is not None:
+            self._filter_timer.stop()
+        self._filter_timer = self.set_timer(FILTER_DEBOUNCE_S, self._fill)
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()
