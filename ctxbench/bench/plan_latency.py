@@ -75,7 +75,7 @@ def synthetic_session(turns: int = DEFAULT_TURNS, seed: int = SEED, session_id: 
                 flags=("instruction",))
         else:
             add(group, "user", f"Please {rng.choice(_VERBS)} the {rng.choice(_TOPICS)} code: {_text(rng, rng.randint(6, 30))}")
-        strategy = "gemini" if (group // 50) % 5 == 4 else "openai"
+        strategy = "gemini" if (group // 10) % 5 == 4 else "openai"  # provider switches: 1 block in 5
         for _ in range(rng.choice((0, 1, 1, 2, 3))):
             call_id = f"call_{mid + 1}"
             tool = rng.choice(_TOOLS)

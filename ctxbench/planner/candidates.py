@@ -261,8 +261,6 @@ def build_candidates(
             tokens = view.eligible_tokens if view is not None else None
             cand = Cand(cid, "pin", "pins", label, [] if view is not None else [render.pin_message(pin, content)],
                         tokenizer, CAT_PIN, pin=pin.kind, tokens=tokens)
-            if view is not None:
-                cand.message_ids = tuple(mid for a in view.atoms for mid in a.message_ids)
         else:
             cand = Cand(cid, "pin", "pins", label, [render.pin_message(pin, content)], tokenizer, CAT_PIN, pin=pin.kind)
         entry = PinCand(pin, cand, group_index)
