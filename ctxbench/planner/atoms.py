@@ -89,14 +89,17 @@ class GroupView:
 
 
 class _TupleCache:
-    """Maps (extra key, tuple of messages) to a value: by object identity first, by value second.
+    """Maps (extra key, tuple of messages) to a value.
 
-    An identity entry holds the message objects, so their ids cannot be reused while it exists.
+    First by the identity of the message objects (cheap; an entry holds the objects, so their ids
+    cannot be reused while it exists), then by message ids with an equality check of every message
+    (messages freshly loaded from the store hit as long as nothing in them changed; equality
+    compares the strings without hashing them).
     """
 
     def __init__(self, max_entries: int = CACHE_MAX_ENTRIES) -> None:
         self._by_id: dict[Hashable, tuple[tuple[Message, ...], Any]] = {}
-        self._by_value: dict[Hashable, Any] = {}
+        self._by_mid: dict[Hashable, tuple[tuple[Message, ...], Any]] = {}
         self._max = max_entries
         self._lock = threading.Lock()
 
@@ -105,24 +108,29 @@ class _TupleCache:
         hit = self._by_id.get(id_key)
         if hit is not None:
             return hit[1]
-        value_key = (extra, msgs)
-        value = self._by_value.get(value_key)
-        if value is None:
+        mid_key = (extra, tuple(map(_MESSAGE_ID, msgs)))
+        entry = self._by_mid.get(mid_key)
+        if entry is not None and all(a is b or a == b for a, b in zip(entry[0], msgs)):
+            value = entry[1]
+        else:
             value = build()
         with self._lock:
-            if len(self._by_value) >= self._max or len(self._by_id) >= self._max:
-                self._by_value.clear()
+            if entry is not None:  # forget the objects this entry held: only the newest copy stays
+                self._by_id.pop((extra, tuple(map(id, entry[0]))), None)
+            if len(self._by_mid) >= self._max or len(self._by_id) >= self._max:
+                self._by_mid.clear()
                 self._by_id.clear()
-            self._by_value[value_key] = value
+            self._by_mid[mid_key] = (msgs, value)
             self._by_id[id_key] = (msgs, value)
         return value
 
     def clear(self) -> None:
         with self._lock:
             self._by_id.clear()
-            self._by_value.clear()
+            self._by_mid.clear()
 
 
+_MESSAGE_ID = attrgetter("id")
 _VIEWS: dict[int, tuple[Tokenizer, _TupleCache]] = {}
 _DIGESTS = _TupleCache()
 _VIEWS_LOCK = threading.Lock()

@@ -279,6 +279,10 @@ def build_candidates(
                 cand.exclude("dropped_by_user", f"turn {target_name} dropped by the user")
             elif group_index < 0 and not pin.content:
                 cand.exclude("outside_window", f"turn {target_name} is not in the active branch's history")
+            elif group_index >= 0 and not any(not a.exclusion for a in views[group_index].atoms):
+                blocked = next((a for a in views[group_index].atoms if a.exclusion), None)
+                if blocked is not None:
+                    cand.exclude(blocked.exclusion, f"nothing of turn {target_name} can be sent: {blocked.exclusion_detail}")
         if target_kind == "card" and not cand.decided:
             pinned_symbols.setdefault(target_name, f"pin:{pin.id}")
 

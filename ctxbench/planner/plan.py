@@ -224,7 +224,7 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
     )
 
 
-EXCLUDED_MEMO_MAX = 8  # excluded-item memos kept per group (scores change with the query)
+EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
 
 
 def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
@@ -236,19 +236,21 @@ def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanIte
 
 
 def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tuple[PlanItem, ...]:
-    """Excluded items of a group nobody picked from (memoised on the cached group view)."""
-    key = (reason, detail, score)
+    """Excluded items of a group nobody picked from (memoised on the cached group view when unscored;
+    scores change with every query, so scored items are not kept)."""
+    key = (reason, detail)
     memo = group.excluded_items
-    hit = memo.get(key)
+    hit = memo.get(key) if score == 0.0 else None
     if hit is None:
         hit = tuple(
             _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and reason != "dropped_by_user"
             else _excluded_atom(a, reason, detail, score)
             for a in group.atoms
         )
-        if len(memo) >= EXCLUDED_MEMO_MAX:
-            memo.clear()
-        memo[key] = hit
+        if score == 0.0:
+            if len(memo) >= EXCLUDED_MEMO_MAX:
+                memo.clear()
+            memo[key] = hit
     return hit
 
 

@@ -13,7 +13,8 @@ Each of the first three levels has a token budget (``levels.*_tokens`` at ``refe
 scaled by plan budget / reference budget, and never more than what is left); volatile gets the
 remainder. Each level is filled newest first, atom by atom (an atom that does not fit is skipped
 and the next one tried); an atom always comes with its turn's user message, charged to the
-level that pulled it in. Reason ``memory_level``; the detail names the level.
+level that pulled it in. Reason ``memory_level``; the detail names the level. ``window_groups``
+does not apply (the working level is the recent window here).
 """
 from __future__ import annotations
 
