@@ -107,3 +107,22 @@ def test_replay_table_and_single_turn(tmp_path):
     assert one.exit_code == 0 and one.stdout.startswith("turn 2")
     missing = CliRunner().invoke(main, ["replay", sid, "--turn", "9", "--db", str(db)])
     assert missing.exit_code == 2
+
+
+def test_chat_with_a_repository_retrieves_cards_and_expands_bodies(tmp_path):
+    from pathlib import Path
+
+    repo = Path(__file__).resolve().parents[1] / "fixtures" / "demo_repo"
+    db = tmp_path / "ctx.db"
+    message = 'how does the Ledger record a transfer?\n!tool request_code_context {"symbol": "Ledger.transfer"}'
+    result = _chat(db, message, "--repo", str(repo), "--json")
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    with Workbench(db, Config()) as wb:
+        first = wb.get_plan(out["plan_ids"][0])
+        cards = [i.id for i in first.included if i.kind == "symbol_card"]
+        assert "card:ledgerlite.ledger.Ledger.transfer" in cards
+        assert wb.get_retrieval_set(first.retrieval_set_id).hits  # stored with the plan
+        tool = next(m for m in wb.history(out["session_id"]) if m.role == "tool")
+        assert tool.content.startswith("# ledgerlite.ledger.Ledger.transfer (method)")
+        assert "def transfer(" in tool.content
