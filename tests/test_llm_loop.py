@@ -332,3 +332,17 @@ def test_closing_the_turn_mid_reply_stores_the_partial_reply(wb):
     stored = wb.history(sid)
     assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
     assert stored[1].content == seen
+
+
+def test_an_internal_error_still_ends_the_turn(wb, monkeypatch):
+    from ctxbench.llm.offline import OfflineClient
+
+    sid = wb.create_session("t")
+    monkeypatch.setattr(wb, "plan", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("planner exploded")))
+    runner = TurnRunner(wb, OfflineClient(), Config())
+    events = list(runner.run(sid, "hi"))
+    runner.close()
+    assert isinstance(events[0], ev.TurnStarted)
+    (failed,) = _of(events, ev.TurnFailed)
+    assert failed.kind == "internal" and "planner exploded" in failed.reason
+    assert events[-1].status == "failed" and [m.role for m in wb.history(sid)] == ["user"]

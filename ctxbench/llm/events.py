@@ -146,7 +146,7 @@ class ReflectionDone:
 @dataclass(frozen=True)
 class TurnFailed:
     reason: str  # one line
-    kind: str  # rate_limit | server | timeout | connection | auth | request | dropped | context_limit
+    kind: str  # rate_limit | server | timeout | connection | auth | request | dropped | context_limit | internal
     partial_message: Message | None
 
 

@@ -130,7 +130,18 @@ class TurnRunner:
         user = wb.append_message(session_id, "user", text, parsing_strategy=strategy_tag)
         group_id = user.group_id
         yield TurnStarted(session_id, group_id, user)
+        try:
+            yield from self._turn(session_id, text, group_id, cancel, mode, budget, strategy)
+        except Exception as exc:  # a bug must not leave the UI waiting: say so, end the turn
+            reason = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+            yield TurnFailed(reason, "internal", None)
+            yield TurnFinished(session_id, group_id, "failed", "", (), None, None, reason)
 
+    def _turn(self, session_id: str, text: str, group_id: int, cancel: CancelToken, mode: str | None,
+              budget: int | None, strategy: str | None) -> Iterator[TurnEvent]:
+        wb = self.workbench
+        llm = self.config.llm
+        strategy_tag = self.client.parsing_strategy
         toolbox = ToolBox(wb, session_id, llm, code=self.code)
         plan_ids: list[str] = []
         plans: list[Any] = []
