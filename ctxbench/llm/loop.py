@@ -122,12 +122,8 @@ class TurnRunner:
     ) -> Iterator[TurnEvent]:
         """One user turn with the tool loop; ends with one TurnFinished."""
         cancel = cancel or CancelToken()
-        wb = self.workbench
-        llm = self.config.llm
-        strategy_tag = self.client.parsing_strategy
-
         # Intent: stored before anything can fail
-        user = wb.append_message(session_id, "user", text, parsing_strategy=strategy_tag)
+        user = self.workbench.append_message(session_id, "user", text, parsing_strategy=self.client.parsing_strategy)
         group_id = user.group_id
         yield TurnStarted(session_id, group_id, user)
         try:
