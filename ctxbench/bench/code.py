@@ -113,6 +113,27 @@ def select_split(queries: Iterable[CodeQuery], split: str) -> list[CodeQuery]:
     return [q for q in queries if split == "all" or q.split == split]
 
 
+def align_gold(queries: Sequence[CodeQuery], symbol_ids: Iterable[str], prefix: str = "") -> tuple[list[CodeQuery], list[str]]:
+    """Gold ids as the index names them, and the gold ids the index does not know.
+
+    Gold is written relative to the package (``widget.Widget.focus``); when the indexed root is itself
+    a package its ids carry the package name (``textual.widget.Widget.focus``), which ``prefix`` adds.
+    """
+    known = set(symbol_ids)
+    unknown: list[str] = []
+    aligned: list[CodeQuery] = []
+    for q in queries:
+        gold = []
+        for g in q.gold:
+            if g not in known and prefix and f"{prefix}.{g}" in known:
+                g = f"{prefix}.{g}"
+            if g not in known:
+                unknown.append(g)
+            gold.append(g)
+        aligned.append(CodeQuery(q.id, q.query, tuple(gold), q.split))
+    return aligned, unknown
+
+
 def recall_at(gold: Sequence[str], hits: Sequence[str], k: int) -> float:
     if not gold:
         return 0.0

@@ -100,6 +100,7 @@ def _offline_environment() -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class Embedder:
@@ -172,9 +173,16 @@ class Embedder:
         path, bundled = resolve_model_dir(self.config)
         if bundled:
             verify_model_dir(path, self.expected_sha256)
+        return self._construct(path)
+
+    def _construct(self, path: Path) -> Any:
+        """Import sentence-transformers (offline) and build the model from a verified local directory."""
         _offline_environment()
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        transformers_logging.disable_progress_bar()  # the "Loading weights" bar would land on the user's terminal
 
         if self.config.threads > 0:
             torch.set_num_threads(self.config.threads)

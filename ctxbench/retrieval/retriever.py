@@ -75,7 +75,7 @@ class Retriever:
     @property
     def index(self) -> IndexView | None:
         if self._index is None and self.root is not None:
-            self._index = load_index_view(self.root, self.conn)
+            self._index = load_index_view(self.root, self.conn, self.config)
         return self._index
 
     def invalidate(self) -> None:
@@ -311,24 +311,35 @@ def _pin_symbol(pin: Any) -> str:
     return "" if sep else target
 
 
-def load_index_view(root: Path, conn: sqlite3.Connection) -> IndexView | None:
+def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None = None) -> IndexView | None:
     """The index of ``root`` from the store as an ``IndexView``, or None when it was never indexed."""
-    from ctxbench.codegraph.index import load_index
+    from ctxbench.codegraph.index import IndexNotFound, load_index
 
-    code_index = load_index(root, conn)
-    if code_index is None:
+    try:
+        code_index = load_index(root, conn, config)
+    except IndexNotFound:
         return None
-    return view_of(code_index)
+    return view_of(code_index, config)
 
 
-def view_of(code_index: Any) -> IndexView:
-    """Adapt the code graph's ``CodeIndex`` to what retrieval needs."""
+def view_of(code_index: Any, config: Config | None = None) -> IndexView:
+    """Adapt the code graph's ``CodeIndex`` to what retrieval needs.
+
+    The scaffold is sized for the largest scaffold share of any mode at the default budget; the
+    planner folds it further if its share is smaller.
+    """
+    config = config or Config()
     cards = code_index.cards
     if not isinstance(cards, Mapping):
         cards = {c.symbol_id: c for c in cards}
     scaffold = getattr(code_index, "scaffold", "")
     if callable(scaffold):
-        scaffold = scaffold()
+        from ctxbench.tokens import get_tokenizer
+
+        planner = config.planner
+        share = max((m.scaffold_share for m in planner.modes), default=0.0)
+        scaffold = scaffold(max(1, int(planner.default_budget * share)),
+                            get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size))
     return IndexView(
         repo_key=str(getattr(code_index, "repo_key", None) or getattr(code_index, "root", "")),
         cards=cards,

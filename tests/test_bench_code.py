@@ -1,0 +1,125 @@
+"""``ctxbench bench code``: query files, recall, plan check, baselines side by side."""
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.bench.code import (
+    CodeQuery,
+    QueryFileError,
+    align_gold,
+    load_queries,
+    recall_at,
+    run_code_bench,
+    select_split,
+)
+from ctxbench.cli import main
+from ctxbench.config import Config
+from ctxbench.retrieval.embedder import HashingEmbedder
+from ctxbench.retrieval.retriever import Retriever
+from ctxbench.store.db import connect
+
+from retrieval_fixture import index_repo, view, write_repo
+
+QUERIES = [
+    {"id": "q1", "query": "download a web page over http", "gold": ["net.http.fetch_url"], "split": "tune"},
+    {"id": "q2", "query": "evict the oldest cache entry when full", "gold": ["store.cache.LRUCache.set"],
+     "split": "holdout"},
+    {"id": "q3", "query": "format a table row as a padded line",
+     "gold": ["render.table.TableRenderer._render_line", "render.text.pad"]},
+]
+
+
+def write_queries(path, rows=QUERIES):
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_load_queries_and_splits(tmp_path):
+    qs = load_queries(write_queries(tmp_path / "q.jsonl"))
+    assert [q.id for q in qs] == ["q1", "q2", "q3"]
+    assert qs[2].split == "tune" and qs[2].gold == ("render.table.TableRenderer._render_line", "render.text.pad")
+    assert [q.id for q in select_split(qs, "tune")] == ["q1", "q3"]
+    assert [q.id for q in select_split(qs, "holdout")] == ["q2"]
+    assert len(select_split(qs, "all")) == 3
+    with pytest.raises(ValueError):
+        select_split(qs, "dev")
+
+
+@pytest.mark.parametrize("line, message", [
+    ("not json", "not JSON"),
+    (json.dumps({"id": "x", "query": "q"}), "expected"),
+    (json.dumps({"id": "x", "query": "q", "gold": "a.b"}), "list of symbol ids"),
+    (json.dumps({"id": "x", "query": "q", "gold": ["a"], "split": "dev"}), "split"),
+])
+def test_bad_query_files_are_reported_with_the_line(tmp_path, line, message):
+    path = tmp_path / "bad.jsonl"
+    path.write_text(json.dumps(QUERIES[0]) + "\n" + line + "\n")
+    with pytest.raises(QueryFileError, match=message) as info:
+        load_queries(path)
+    assert ":2:" in str(info.value)
+
+
+def test_duplicate_ids_are_refused(tmp_path):
+    with pytest.raises(QueryFileError, match="duplicate"):
+        load_queries(write_queries(tmp_path / "d.jsonl", [QUERIES[0], QUERIES[0]]))
+
+
+def test_recall_at_k():
+    assert recall_at(["a", "b"], ["x", "a", "y", "b"], 2) == 0.5
+    assert recall_at(["a", "b"], ["x", "a", "y", "b"], 4) == 1.0
+    assert recall_at(["a"], [], 10) == 0.0
+
+
+def test_align_gold_adds_the_package_prefix_and_reports_unknown_ids():
+    qs = [CodeQuery("1", "q", ("widget.Widget.focus", "nope.missing"))]
+    aligned, unknown = align_gold(qs, {"textual.widget.Widget.focus"}, "textual")
+    assert aligned[0].gold == ("textual.widget.Widget.focus", "nope.missing")
+    assert unknown == ["nope.missing"]
+
+
+def test_run_code_bench_figures_and_plan_check(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "b.db")
+    index = index_repo(repo, conn)
+    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    queries = load_queries(write_queries(tmp_path / "q.jsonl"))
+    report = run_code_bench(retriever, queries, split="all")
+    assert set(report.variants) == {"fused", "keyword", "semantic"}
+    fused = report.variants["fused"]
+    assert fused.queries == 3 and set(fused.recall) == {"5", "10", "20"}
+    assert fused.recall["20"] == 1.0  # tiny repo: every gold is among 20 hits
+    assert fused.plan_all_gold["heavy"] >= fused.plan_all_gold["light"] > 0
+    outcome = {o.id: o for o in report.outcomes["fused"]}
+    assert outcome["q1"].hits[0] == "net.http.fetch_url"
+    assert dict(outcome["q1"].plan_all_gold) == {"light": True, "heavy": True}
+    assert all(not o.semantic_available for o in report.outcomes["keyword"])
+    data = report.to_json()
+    assert set(data) >= {"queries", "recall", "plan_all_gold", "baselines"}
+    assert set(data["baselines"]) == {"keyword", "semantic"}
+    tune_only = run_code_bench(retriever, queries, split="tune", plans=False)
+    assert tune_only.variants["fused"].queries == 2 and tune_only.variants["fused"].plan_all_gold == {}
+    conn.close()
+
+
+@pytest.mark.model
+def test_bench_code_cli_json(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    queries = write_queries(tmp_path / "q.jsonl", QUERIES + [
+        {"id": "q4", "query": "x", "gold": ["no.such.symbol"]}])
+    result = CliRunner().invoke(main, ["bench", "code", "--queries", str(queries), "--repo", str(repo), "--db",
+                                       str(tmp_path / "bench.db"), "--json", "--split", "all"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["queries"] == 4
+    assert set(data["recall"]) == {"5", "10", "20"}
+    assert set(data["plan_all_gold"]) == {"light", "heavy"}
+    assert set(data["baselines"]) == {"keyword", "semantic"}
+    for baseline in data["baselines"].values():
+        assert set(baseline["recall"]) == {"5", "10", "20"} and set(baseline["plan_all_gold"]) == {"light", "heavy"}
+    assert data["semantic_available"] is True and data["baselines"]["semantic"]["semantic_available"] is True
+    assert data["unknown_gold"] == ["no.such.symbol"]
+    assert "not in the index" in result.stderr

@@ -1,0 +1,61 @@
+"""``ctxbench retrieve``: indexes on first use, prints the RetrievalSet (JSON shape checked)."""
+from __future__ import annotations
+
+import io
+import json
+
+from click.testing import CliRunner
+
+from ctxbench.cli import main
+from ctxbench.cli.retrieve_cmd import StderrProgress
+
+from retrieval_fixture import write_repo
+
+
+def run(args):
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    return result
+
+
+def test_retrieve_json_indexes_first_and_has_the_contract_shape(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    db = tmp_path / "cli.db"
+    result = run(["retrieve", "download a web page over http", "--repo", str(repo), "--db", str(db), "-k", "3",
+                  "--json", "--no-semantic"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert set(data) >= {"retrieval_set_id", "semantic_available", "hits"}
+    assert data["retrieval_set_id"].startswith("rs_")
+    assert data["semantic_available"] is False
+    assert data["notes"] == ["semantic search not available: no embedding model"]
+    assert 1 <= len(data["hits"]) <= 3
+    for hit in data["hits"]:
+        assert set(hit) == {"symbol", "path", "line", "score", "why"}
+        assert isinstance(hit["line"], int) and isinstance(hit["score"], float)
+    assert data["hits"][0]["symbol"] == "net.http.fetch_url"
+    assert data["hits"][0]["path"] == "net/http.py"
+    assert "keyword rank 1" in data["hits"][0]["why"]
+    assert "parse" in result.stderr  # indexing progress went to stderr
+    again = run(["retrieve", "download a web page over http", "--repo", str(repo), "--db", str(db), "-k", "3",
+                 "--json", "--no-semantic"])
+    assert json.loads(again.stdout)["retrieval_set_id"] == data["retrieval_set_id"]
+
+
+def test_retrieve_plain_output_lists_ranked_hits(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    result = run(["retrieve", "LRUCache", "--repo", str(repo), "--db", str(tmp_path / "c.db"), "--no-semantic"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert lines[0] == "note: semantic search not available: no embedding model"
+    assert lines[1].startswith("  1. store.cache.LRUCache  store/cache.py:")
+    assert lines[-1].startswith("retrieval set rs_")
+
+
+def test_stderr_progress_plain_stream():
+    out = io.StringIO()
+    progress = StderrProgress(out)
+    progress("parse", 0, 3)
+    progress("parse", 3, 3)
+    progress("embed", 1, 2)
+    progress.close()
+    assert out.getvalue() == "parse: 3 to do\nembed: 2 to do\n"

@@ -1,0 +1,54 @@
+"""The real all-MiniLM-L6-v2 (bundled, offline) and a real FAISS index: loaded once per test session."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ctxbench.config import Config, EmbeddingConfig
+from ctxbench.retrieval.embedder import Embedder
+from ctxbench.retrieval.retriever import Retriever
+from ctxbench.store.db import connect
+
+from retrieval_fixture import index_repo, view, write_repo
+
+
+@pytest.fixture(scope="session")
+def real_embedder():
+    emb = Embedder(EmbeddingConfig())
+    assert emb.wait(timeout=600), emb.error
+    return emb
+
+
+@pytest.mark.model
+def test_real_model_gives_unit_vectors_that_rank_meaning(real_embedder):
+    vecs = real_embedder.encode([
+        "evict the least recently used entry from the cache",
+        "LRU cache: drop the oldest item when full",
+        "download a web page over HTTP",
+    ])
+    assert vecs.dtype == np.float32 and vecs.shape == (3, 384)
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert float(vecs[0] @ vecs[1]) > float(vecs[0] @ vecs[2]) + 0.2
+    assert real_embedder.ready and real_embedder.dimension == 384
+
+
+@pytest.mark.model
+def test_semantic_retrieval_with_the_real_model_and_faiss(real_embedder, tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "store.db")
+    index = index_repo(repo, conn)
+    r = Retriever(conn, None, Config(), real_embedder, index=view(index))
+    r.prepare()
+    assert list(tmp_path.glob("store.*.faiss"))
+    assert r.last_embed_stats.embedded == len(index.cards)
+    rs = r.retrieve("throw away the oldest item once the store has no room left", k=3, sources=("semantic",))
+    assert rs.semantic_available and rs.notes == ()
+    assert "store.cache.LRUCache.set" in [h.symbol for h in rs.hits]
+    assert rs.hits[0].why.startswith("semantic 0.")
+    fused = r.retrieve("how do I get a web page's body?", k=3)
+    assert fused.hits[0].symbol == "net.http.fetch_url"
+    # a second retriever on the same store reads the FAISS file back and embeds nothing
+    again = Retriever(conn, None, Config(), real_embedder, index=view(index))
+    again.prepare()
+    assert again.last_embed_stats.embedded == 0
+    conn.close()
