@@ -202,3 +202,28 @@ def test_codec_round_trips_plan_records():
     again = codec.loads(ContextPlan, codec.canonical_json(plan))
     assert again == plan
     assert again.messages() == plan.messages()
+
+
+def test_v3_rebuilds_keyword_search_on_exact_words(tmp_path):
+    from ctxbench.store import memory as memory_store
+    from ctxbench.store import messages as message_store
+    from ctxbench.store import sessions as session_store
+    from ctxbench.store.messages import NewMessage
+    from ctxbench.store.search import search_groups
+
+    path = tmp_path / "v2.db"
+    conn = db.connect(path)
+    db.migrate(conn, schema.COMPONENT, schema.MIGRATIONS[:2])  # Porter-stemmed search tables
+    with db.transaction(conn):
+        sid = session_store.create_session(conn, "old")
+        branch = session_store.active_branch(conn, sid)
+        message_store.insert_messages(conn, sid, branch, [
+            NewMessage(1, "user", "keep all amounts in cents"), NewMessage(2, "user", "the amount is wrong")])
+        memory_store.add_memo(conn, "release notes live in CHANGELOG", ("docs",))
+    assert set(search_groups(conn, sid, branch, "amounts", 10)) == {1, 2}  # stemmed: amounts ~ amount
+    conn.close()
+    conn = schema.open_core(path)
+    assert search_groups(conn, sid, branch, "amounts", 10) == (1,)
+    assert search_groups(conn, sid, branch, "amount", 10) == (2,)
+    assert [m.content for m in memory_store.search_memos(conn, "docs", 5)] == ["release notes live in CHANGELOG"]
+    conn.close()

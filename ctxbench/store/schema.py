@@ -149,7 +149,25 @@ CREATE TABLE plan_messages (
 ALTER TABLE plans ADD COLUMN encoding TEXT NOT NULL DEFAULT 'json';
 """
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2)
+def _v3_exact_word_search(conn: sqlite3.Connection) -> None:
+    """v3: keyword search on exact words (unicode61, no Porter stemming), as seed 000's BM25 over
+    raw message text. Stemming made "amounts" match every "amount" in tool output and buried the
+    one turn that used the word."""
+    from ctxbench.store import messages as message_store  # rebuilds each group's text as it is written
+
+    conn.execute("DROP TABLE group_search")
+    conn.execute("CREATE VIRTUAL TABLE group_search USING fts5 (content, tokenize = 'unicode61')")
+    for row in conn.execute("SELECT session_id, group_id FROM message_groups ORDER BY n").fetchall():
+        message_store.reindex_group(conn, row[0], int(row[1]))
+    conn.execute("DROP TABLE memo_search")
+    conn.execute("CREATE VIRTUAL TABLE memo_search USING fts5 (content, tags, tokenize = 'unicode61')")
+    conn.execute(
+        "INSERT INTO memo_search (rowid, content, tags) "
+        "SELECT id, content, (SELECT group_concat(value, ' ') FROM json_each(memos.tags)) FROM memos"
+    )
+
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search)
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:
