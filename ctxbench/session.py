@@ -8,12 +8,13 @@ returns. Records going in and out are frozen dataclasses.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import importlib
 import sqlite3
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, ParamSpec, Protocol, Sequence, TypeVar
 
 from ctxbench.config import Config, ConfigError, default_db_path, load_config
 from ctxbench.messages import ROLES, Message, ToolCall
@@ -84,14 +85,18 @@ class Retriever(Protocol):
     def retrieve(self, query: str, *, mode: str) -> RetrievalSet: ...
 
 
-def _locked(method: Callable[..., Any]) -> Callable[..., Any]:
-    def wrapper(self: "Workbench", *args: Any, **kwargs: Any) -> Any:
-        with self._lock:
-            return method(self, *args, **kwargs)
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
 
-    wrapper.__name__ = method.__name__
-    wrapper.__qualname__ = method.__qualname__
-    wrapper.__doc__ = method.__doc__
+
+def _locked(method: Callable[_P, _R]) -> Callable[_P, _R]:
+    """Run the method holding the Workbench's lock (one connection, many threads)."""
+
+    @functools.wraps(method)
+    def wrapper(*args: _P.args, **kwargs: _P.kwargs) -> _R:
+        with args[0]._lock:  # type: ignore[attr-defined]
+            return method(*args, **kwargs)
+
     return wrapper
 
 
