@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Protocol
 
@@ -35,6 +36,7 @@ class _CachedCounter:
     def __init__(self, cache_size: int = 65536) -> None:
         self._cache: OrderedDict[bytes, int] = OrderedDict()
         self._cache_size = cache_size
+        self._lock = threading.Lock()  # plans and message appends count from different threads
 
     def _raw_count(self, text: str) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -43,14 +45,16 @@ class _CachedCounter:
         if not text:
             return 0
         key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
-        hit = self._cache.get(key)
-        if hit is not None:
-            self._cache.move_to_end(key)
-            return hit
+        with self._lock:
+            hit = self._cache.get(key)
+            if hit is not None:
+                self._cache.move_to_end(key)
+                return hit
         value = self._raw_count(text)
-        self._cache[key] = value
-        if len(self._cache) > self._cache_size:
-            self._cache.popitem(last=False)
+        with self._lock:
+            self._cache[key] = value
+            if len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
         return value
 
 

@@ -52,3 +52,26 @@ def test_tool_calls_are_counted():
     plain = {"role": "assistant", "content": None}
     with_call = dict(plain, tool_calls=[{"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}])
     assert count_message(tok, with_call) > count_message(tok, plain)
+
+
+def test_cache_is_safe_across_threads():
+    import threading
+
+    tok = TiktokenTokenizer(cache_size=64)  # tiny cache: constant eviction under contention
+    texts = [f"line {i} of some text" for i in range(500)]
+    expected = [tok._raw_count(t) for t in texts]
+    errors = []
+
+    def work():
+        try:
+            for t, n in zip(texts, expected):
+                assert tok.count(t) == n
+        except Exception as exc:  # pragma: no cover - the failure we guard against
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
