@@ -13,6 +13,7 @@ figure for a hybrid plan can be read as planner time + keyword query time.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import json
 import random
 import sqlite3
@@ -31,7 +32,7 @@ from ctxbench.tokens import Tokenizer
 DEFAULT_TURNS = 1000
 DEFAULT_BUDGETS = (8000, 32000)
 DEFAULT_STRATEGIES = ("window", "hybrid", "levels", "semantic")
-DEFAULT_REPEAT = 30
+DEFAULT_REPEAT = 50
 QUERY_COUNT = 8
 KEYWORD_LIMIT = 200
 SEED = 20260121
@@ -137,6 +138,29 @@ def semantic_ranking(history: Sequence[Message], query: str) -> tuple[tuple[int,
     return tuple((gid, round(sim, 6)) for gid, sim in ranked if sim > 0)
 
 
+class GCPauses:
+    """Counts full (generation 2) garbage collections and their pauses while active."""
+
+    def __init__(self) -> None:
+        self.pauses_ms: list[float] = []
+        self._start = 0.0
+
+    def _callback(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._start = time.perf_counter()
+        else:
+            self.pauses_ms.append((time.perf_counter() - self._start) * 1000)
+
+    def __enter__(self) -> "GCPauses":
+        gc.callbacks.append(self._callback)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
 @dataclass(frozen=True)
 class Timing:
     name: str
@@ -146,13 +170,19 @@ class Timing:
     p95_ms: float
     max_ms: float
     mean_used_tokens: float = 0.0
+    frozen_p50_ms: float | None = None  # the same plans with the long-lived heap frozen (gc.freeze)
+    frozen_p95_ms: float | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {
+        out: dict[str, object] = {
             "name": self.name, "budget": self.budget, "runs": self.runs, "p50_ms": round(self.p50_ms, 3),
             "p95_ms": round(self.p95_ms, 3), "max_ms": round(self.max_ms, 3),
             "mean_used_tokens": round(self.mean_used_tokens, 1),
         }
+        if self.frozen_p95_ms is not None:
+            out["gc_frozen_p50_ms"] = round(self.frozen_p50_ms or 0.0, 3)
+            out["gc_frozen_p95_ms"] = round(self.frozen_p95_ms, 3)
+        return out
 
 
 @dataclass(frozen=True)
@@ -165,19 +195,28 @@ class PlanLatencyReport:
     cold_first_plan_ms: float  # first plan after the caches are cleared (renders and counts every turn)
     target_p95_ms: float
     reloaded: Timing | None = None  # window plans over equal but new Message objects (as loaded from a store)
+    gc_full_collections: int = 0  # full GCs during the timed plans (they make the tail)
+    gc_max_pause_ms: float = 0.0
 
     @property
     def worst_p95_ms(self) -> float:
         return max(t.p95_ms for t in self.plans)
+
+    @property
+    def worst_frozen_p95_ms(self) -> float:
+        return max((t.frozen_p95_ms for t in self.plans if t.frozen_p95_ms is not None), default=0.0)
 
     def to_json(self) -> dict[str, object]:
         return {
             "turns": self.turns, "messages": self.messages, "repeat": self.repeat,
             "target_p95_ms": self.target_p95_ms, "worst_p95_ms": round(self.worst_p95_ms, 3),
             "meets_target": self.worst_p95_ms <= self.target_p95_ms,
+            "worst_gc_frozen_p95_ms": round(self.worst_frozen_p95_ms, 3),
             "cold_first_plan_ms": round(self.cold_first_plan_ms, 3),
             "keyword_query": self.keyword_query.to_json(),
             "reloaded_history": self.reloaded.to_json() if self.reloaded else None,
+            "gc_full_collections": self.gc_full_collections,
+            "gc_max_pause_ms": round(self.gc_max_pause_ms, 3),
             "plans": [t.to_json() for t in self.plans],
         }
 
@@ -240,20 +279,19 @@ def run(
     cold = (time.perf_counter() - t0) * 1000
 
     timings: list[Timing] = []
-    for strategy in strategies:
-        for budget in budgets:
-            if progress:
-                progress(f"{strategy} @ {budget}")
-            samples: list[float] = []
-            used: list[int] = []
-            build_plan(inputs(qs[0], strategy, budget), config, tokenizer)  # warm the strategy's own caches
-            for i in range(repeat):
-                plan_inputs = inputs(qs[i % len(qs)], strategy, budget)
-                t0 = time.perf_counter()
-                plan = build_plan(plan_inputs, config, tokenizer)
-                samples.append((time.perf_counter() - t0) * 1000)
-                used.append(plan.used_tokens)
-            timings.append(_timing(strategy, budget, samples, used))
+    pauses = GCPauses()
+    with pauses:
+        timings = _time_strategies(strategies, budgets, repeat, qs, inputs, config, tokenizer, progress)
+    # Again with everything alive now frozen out of the collector (what a long-running app does with
+    # gc.freeze() after loading): full collections then skip the session and the planner's caches.
+    gc.collect()
+    gc.freeze()
+    try:
+        frozen = _time_strategies(strategies, budgets, repeat, qs, inputs, config, tokenizer,
+                                  (lambda what: progress(what + " (gc frozen)")) if progress else None)
+    finally:
+        gc.unfreeze()
+    timings = [dataclasses.replace(t, frozen_p50_ms=f.p50_ms, frozen_p95_ms=f.p95_ms) for t, f in zip(timings, frozen)]
     # The session facade loads the history from SQLite for every plan: equal messages, new objects.
     if progress:
         progress(f"window @ {budgets[0]} over reloaded history")
@@ -268,7 +306,36 @@ def run(
         turns=turns, messages=len(messages), repeat=repeat, plans=tuple(timings),
         keyword_query=_timing("fts5_bm25_query", None, keyword_samples), cold_first_plan_ms=cold,
         target_p95_ms=target_p95_ms, reloaded=_timing("window_reloaded_history", budgets[0], samples),
+        gc_full_collections=len(pauses.pauses_ms), gc_max_pause_ms=max(pauses.pauses_ms, default=0.0),
     )
+
+
+def _time_strategies(
+    strategies: Sequence[str],
+    budgets: Sequence[int],
+    repeat: int,
+    qs: list[str],
+    inputs: Callable[[str, str, int], PlanInputs],
+    config: PlannerConfig,
+    tokenizer: Tokenizer,
+    progress: Callable[[str], None] | None,
+) -> list[Timing]:
+    timings: list[Timing] = []
+    for strategy in strategies:
+        for budget in budgets:
+            if progress:
+                progress(f"{strategy} @ {budget}")
+            samples: list[float] = []
+            used: list[int] = []
+            build_plan(inputs(qs[0], strategy, budget), config, tokenizer)  # warm the strategy's own caches
+            for i in range(repeat):
+                plan_inputs = inputs(qs[i % len(qs)], strategy, budget)
+                t0 = time.perf_counter()
+                plan = build_plan(plan_inputs, config, tokenizer)
+                samples.append((time.perf_counter() - t0) * 1000)
+                used.append(plan.used_tokens)
+            timings.append(_timing(strategy, budget, samples, used))
+    return timings
 
 
 def _copy_str(text: str) -> str:

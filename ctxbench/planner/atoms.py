@@ -40,6 +40,7 @@ EXCLUDE_DROPPED = "dropped_by_user"
 EXCLUDE_ISOLATED = "isolated_strategy"
 
 CACHE_MAX_ENTRIES = 50_000
+NO_FLAGS: frozenset[str] = frozenset()  # shared: most atoms have no flags (fewer objects for the GC)
 
 
 @dataclass(frozen=True, eq=False)
@@ -58,6 +59,8 @@ class Atom:
     detail: str  # truncation detail
     user_text: str  # the user message text for user atoms, else ""
     first_id: int
+    # the fields of its excluded PlanItem that never change (filled by the plan assembly on first use)
+    item_template: dict[str, Any] = field(default_factory=dict, repr=False)
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,6 +89,8 @@ class GroupView:
     digest: str  # sha256 of the canonical rows of its messages (PlanId)
     # per-view memo of excluded PlanItems, keyed by (reason, detail, score): plan assembly reuses them
     excluded_items: dict[Any, Any] = field(default_factory=dict, repr=False)
+    # per-view memo for strategies (e.g. the levels classification), keyed by what it depends on
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
 
 
 class _TupleCache:
@@ -270,7 +275,7 @@ def _build_view(
         exclusion, why = exclusion_of(run, provider_family)
         if not exclusion and user_exclusion[0]:
             exclusion, why = user_exclusion[0], f"its turn's user message is excluded: {user_exclusion[1]}"
-        flags = frozenset(f for m in run for f in m.flags)
+        flags = frozenset(f for m in run for f in m.flags) if any(m.flags for m in run) else NO_FLAGS
         group_flags |= flags
         if not exclusion:
             eligible += tokens
@@ -313,7 +318,7 @@ def _build_view(
         system_messages=tuple(system_views),
         user_index=user_index,
         eligible_tokens=eligible,
-        flags=frozenset(group_flags),
+        flags=frozenset(group_flags) if group_flags else NO_FLAGS,
         first_id=msgs[0].id,
         digest=group_digest(msgs),
     )

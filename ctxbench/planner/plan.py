@@ -228,11 +228,20 @@ EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
 
 
 def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
-    return _item(
-        id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
-        included=False, reason=reason, score=score, pin="", order=-1, message_ids=atom.message_ids,
-        messages=(), detail=detail,
-    )
+    template = atom.item_template
+    if not template:
+        template.update(
+            id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
+            included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
+            messages=(), detail="",
+        )
+    item = _NEW(PlanItem)
+    fields = item.__dict__
+    fields.update(template)
+    fields["reason"] = reason
+    fields["detail"] = detail
+    fields["score"] = score
+    return item
 
 
 def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tuple[PlanItem, ...]:
@@ -242,11 +251,12 @@ def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tupl
     memo = group.excluded_items
     hit = memo.get(key) if score == 0.0 else None
     if hit is None:
-        hit = tuple(
-            _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and reason != "dropped_by_user"
+        dropped = reason == "dropped_by_user"
+        hit = tuple([
+            _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and not dropped
             else _excluded_atom(a, reason, detail, score)
             for a in group.atoms
-        )
+        ])
         if score == 0.0:
             if len(memo) >= EXCLUDED_MEMO_MAX:
                 memo.clear()

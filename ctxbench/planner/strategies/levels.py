@@ -22,7 +22,7 @@ import re
 from functools import lru_cache
 
 from ctxbench.config import LevelsConfig
-from ctxbench.planner.atoms import ATOM_USER, Atom
+from ctxbench.planner.atoms import ATOM_USER, Atom, GroupView
 from ctxbench.planner.budget import Budget, HistorySelection
 from ctxbench.planner.strategies import StrategyContext
 
@@ -71,44 +71,85 @@ def level_budgets(plan_budget: int, config: LevelsConfig) -> dict[str, int]:
     }
 
 
-def classify(selection: HistorySelection, config: LevelsConfig) -> dict[str, list[tuple[int, int]]]:
-    """(group index, atom index) per level, chronological."""
-    available = selection.available()
-    working = set(available[-config.working_groups :]) if config.working_groups > 0 else set()
-    session_flags = frozenset(config.session_flags)
-    out: dict[str, list[tuple[int, int]]] = {level: [] for level in LEVELS}
-    for gi in available:
-        group = selection.groups[gi]
-        in_working = gi in working
+def _static_levels(group: GroupView, config: LevelsConfig) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(permanent, session, other) eligible atom indices of a group; memoised on the cached view."""
+    key = ("levels", config.instruction_flag, config.instruction_phrases, config.session_flags)
+    hit = group.memo.get(key)
+    if hit is None:
+        session_flags = frozenset(config.session_flags)
+        permanent: list[int] = []
+        session: list[int] = []
+        other: list[int] = []
         for ai, atom in enumerate(group.atoms):
             if atom.exclusion:
                 continue
             if atom.kind == ATOM_USER and is_instruction(atom, config):
-                level = PERMANENT
+                permanent.append(ai)
             elif atom.flags and not session_flags.isdisjoint(atom.flags):
-                level = SESSION
-            elif in_working:
-                level = WORKING
+                session.append(ai)
             else:
-                level = VOLATILE
-            out[level].append((gi, ai))
+                other.append(ai)
+        hit = (tuple(permanent), tuple(session), tuple(other))
+        group.memo[key] = hit
+    return hit
+
+
+ATOM_BITS = 20  # (group index, atom index) packed into one int: no tuple per atom per plan
+
+
+def classify(selection: HistorySelection, config: LevelsConfig) -> dict[str, list[int]]:
+    """Packed (group index << ATOM_BITS | atom index) per level, chronological."""
+    available = selection.available()
+    working = set(available[-config.working_groups :]) if config.working_groups > 0 else set()
+    out: dict[str, list[int]] = {level: [] for level in LEVELS}
+    perm, sess, work, vol = out[PERMANENT], out[SESSION], out[WORKING], out[VOLATILE]
+    for gi in available:
+        permanent, session, other = _static_levels(selection.groups[gi], config)
+        base = gi << ATOM_BITS
+        if permanent:
+            perm.extend([base | ai for ai in permanent])
+        if session:
+            sess.extend([base | ai for ai in session])
+        if other:
+            (work if gi in working else vol).extend([base | ai for ai in other])
     return out
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     config = context.config.levels
     caps = level_budgets(context.plan_budget, config)
-    missed: dict[int, dict[int, str]] = {}
-    for level, atoms in classify(selection, config).items():
+    mask = (1 << ATOM_BITS) - 1
+    groups = selection.groups
+    levels = classify(selection, config)
+    for level, packed in levels.items():
         share = budget.child(caps[level]) if level in caps else budget
         detail = f"level: {level}"
-        full = f"{detail} (level budget full)"
-        smallest = min((selection.groups[gi].atoms[ai].tokens for gi, ai in atoms), default=0)
-        for gi, ai in reversed(atoms):
-            if share.remaining < smallest or not selection.include_atom(gi, ai, share, REASON, detail):
-                missed.setdefault(gi, {})[ai] = full
-    for gi, details in missed.items():
-        if gi not in selection.picks and len(set(details.values())) == 1:
-            selection.set_default(gi, "over_budget", next(iter(details.values())))  # one level: no per-atom detail
-        else:
+        smallest = min((groups[code >> ATOM_BITS].atoms[code & mask].tokens for code in packed), default=0)
+        for code in reversed(packed):
+            if share.remaining < smallest:
+                break
+            selection.include_atom(code >> ATOM_BITS, code & mask, share, REASON, detail)
+    _explain_exclusions(selection, levels)
+
+
+def _explain_exclusions(selection: HistorySelection, levels: dict[str, list[int]]) -> None:
+    """Atoms left out say which level was full: one shared reason per group when the group is all one level."""
+    mask = (1 << ATOM_BITS) - 1
+    level_of: dict[int, str] = {}
+    for level, packed in levels.items():
+        for code in packed:
+            level_of[code] = level
+    shared = {level: ("over_budget", f"level: {level} (level budget full)") for level in LEVELS}
+    for gi in selection.available():
+        group_levels = {level_of[(gi << ATOM_BITS) | ai] for ai, a in enumerate(selection.groups[gi].atoms) if not a.exclusion}
+        if not group_levels:
+            continue
+        if gi not in selection.picks and len(group_levels) == 1:
+            selection.defaults[gi] = shared[group_levels.pop()]
+            continue
+        details = {}
+        for ai, atom in enumerate(selection.groups[gi].atoms):
+            if not atom.exclusion and not selection.is_included(gi, ai):
+                details[ai] = shared[level_of[(gi << ATOM_BITS) | ai]][1]
+        if details:
             selection.atom_details[gi] = details

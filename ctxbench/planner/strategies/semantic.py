@@ -30,16 +30,25 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     for gid, sim in ranking:
         similarity.setdefault(gid, float(sim))
     available = selection.available()
+    half_life = config.recency_half_life_groups
+    decay = 0.5 ** (1.0 / half_life) if half_life > 0 else 0.0
+    memo_key = ("semantic_importance", config.importance_weights)
     scores: dict[int, float] = {}
-    for age, gi in enumerate(reversed(available)):
+    recency = 1.0 if half_life > 0 else 0.0
+    for gi in reversed(available):
         group = selection.groups[gi]
-        recency = 0.5 ** (age / config.recency_half_life_groups) if config.recency_half_life_groups > 0 else 0.0
-        importance = sum(weights.get(flag, 0.0) for flag in sorted(group.flags))
+        importance = 0.0
+        if group.flags:
+            importance = group.memo.get(memo_key)
+            if importance is None:
+                importance = sum(weights.get(flag, 0.0) for flag in sorted(group.flags))
+                group.memo[memo_key] = importance
         scores[gi] = (
             config.similarity_weight * similarity.get(group.group_id, 0.0)
             + config.recency_weight * recency
             + importance
         )
+        recency *= decay
     ranked = sorted(scores, key=lambda gi: (-scores[gi], -gi))
     n = context.inputs.window_groups
     if n > 0:
