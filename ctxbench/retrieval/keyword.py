@@ -26,8 +26,17 @@ MIGRATIONS = (
     );
     CREATE TABLE code_fts_state (repo TEXT PRIMARY KEY, card_set TEXT NOT NULL);
     """,
+    # v2: a low-weight body column (identifiers and words of the card's excerpt)
+    """
+    DROP TABLE code_fts;
+    DELETE FROM code_fts_state;
+    CREATE VIRTUAL TABLE code_fts USING fts5(
+        repo UNINDEXED, symbol_id UNINDEXED, name, ident, signature, doc, path, body,
+        tokenize = 'porter unicode61'
+    );
+    """,
 )
-_TEXT_VERSION = "k1"  # bump when the indexed text changes
+_TEXT_VERSION = "k2"  # bump when the indexed text changes
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
@@ -58,6 +67,7 @@ def _row(repo: str, card: SymbolCard) -> tuple[str, ...]:
         identifier_tokens(card.signature),
         identifier_tokens(card.doc),
         identifier_tokens(card.path),
+        identifier_tokens(card.excerpt or card.snippet),
     )
 
 
@@ -71,7 +81,7 @@ def sync_keyword_index(conn: sqlite3.Connection, repo: str, cards: Sequence[Symb
     with transaction(conn):
         conn.execute("DELETE FROM code_fts WHERE repo = ?", (repo,))
         conn.executemany(
-            "INSERT INTO code_fts(repo, symbol_id, name, ident, signature, doc, path) VALUES (?,?,?,?,?,?,?)",
+            "INSERT INTO code_fts(repo, symbol_id, name, ident, signature, doc, path, body) VALUES (?,?,?,?,?,?,?,?)",
             [_row(repo, c) for c in cards],
         )
         conn.execute("INSERT OR REPLACE INTO code_fts_state(repo, card_set) VALUES (?, ?)", (repo, digest))
@@ -104,8 +114,8 @@ def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
     match = fts_query(query, config.keyword_stopwords)
     if not match or limit <= 0:
         return []
-    w = config.keyword_column_weights
-    weights = ", ".join(str(float(x)) for x in (0.0, 0.0, *w))
+    w = tuple(config.keyword_column_weights) + (0.0,) * (6 - len(config.keyword_column_weights))
+    weights = ", ".join(str(float(x)) for x in (0.0, 0.0, *w[:6]))
     try:
         rows = conn.execute(
             f"SELECT symbol_id, bm25(code_fts, {weights}) AS rank FROM code_fts "

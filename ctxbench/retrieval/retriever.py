@@ -35,7 +35,7 @@ NOTE_NOT_INDEXED = "repository not indexed"
 
 # a code identifier written in a question: snake_case, dotted, CamelCase, or in backticks
 _CODE_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
-_GRAPH_RELATION_WEIGHT = {"calls": 1.0, "inherits": 0.8, "contains": 0.7, "references": 0.5, "imports": 0.2}
+NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
 
 
 @dataclass(frozen=True)
@@ -50,8 +50,10 @@ class IndexView:
 
 
 def _looks_like_code(token: str) -> bool:
-    return "_" in token or "." in token or (token[:1].isupper() and any(c.islower() for c in token[1:])
-                                            and any(c.isupper() for c in token[1:])) or token[:1].isupper()
+    """snake_case, dotted.path, CamelCase or Capitalized (a class name); not ALLCAPS words like CSS or HTTP."""
+    if "_" in token or "." in token:
+        return True
+    return token[:1].isupper() and any(c.islower() for c in token[1:])
 
 
 class Retriever:
@@ -114,10 +116,12 @@ class Retriever:
             return self._vectors
 
     def _name_table(self, view: IndexView) -> dict[str, list[str]]:
+        """Symbol name -> ids, for every symbol but modules (a module named in passing is too broad a hit)."""
         if self._names is None:
             names: dict[str, list[str]] = {}
-            for sid in view.cards:
-                names.setdefault(sid.rsplit(".", 1)[-1].lower(), []).append(sid)
+            for sid, card in view.cards.items():
+                if card.kind != "module":
+                    names.setdefault(sid.rsplit(".", 1)[-1], []).append(sid)
             self._names = names
         return self._names
 
@@ -136,7 +140,7 @@ class Retriever:
             self.embedder.start_loading()
             return [], NOTE_LOADING
         vectors = self._vector_index(view)
-        query_vector = self.embedder.encode([query])[0]
+        query_vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
         return vectors.search(query_vector, pool), ""
 
     def keyword_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
@@ -154,16 +158,32 @@ class Retriever:
         names = self._name_table(view)
         found: dict[str, float] = {}
         for m in _CODE_IDENT.finditer(query):
-            token = (m.group(1) or m.group(2) or "").strip().strip("()")
+            token = (m.group(1) or m.group(2) or "").strip().strip("()").rstrip(".")
             if not token or not (m.group(1) or _looks_like_code(token)):
                 continue
             parts = token.split(".")
-            for sid in names.get(parts[-1].lower(), ()):
+            for sid in names.get(parts[-1], ()):
                 # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
-                if len(parts) > 1 and not sid.lower().endswith(token.lower()):
+                if len(parts) > 1 and not sid.endswith("." + token) and sid != token:
                     continue
                 found[sid] = max(found.get(sid, 0.0), float(len(parts)))
         return sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+
+    def scope_ranking(self, named: Sequence[tuple[str, float]], *rankings: Sequence[tuple[str, float]]
+                      ) -> list[tuple[str, float]]:
+        """Members of the classes named in the query, in the order the other components ranked them."""
+        view = self.index
+        if view is None or not named:
+            return []
+        scopes = {sid for sid, _ in named if view.cards[sid].kind == "class"}
+        if not scopes:
+            return []
+        best: dict[str, float] = {}
+        for ranking in rankings:
+            for rank, (sid, _) in enumerate(ranking, 1):
+                if sid.rsplit(".", 1)[0] in scopes:
+                    best[sid] = max(best.get(sid, 0.0), 1.0 / rank)
+        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
@@ -189,9 +209,13 @@ class Retriever:
             rankings["keyword"] = self.keyword_ranking(query, rc.candidate_pool)
         if "name" in sources:
             rankings["name"] = self.name_ranking(query)
-        weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight}
+            rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
+                                                   rankings.get("keyword", ()))
+        weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
+                   "scope": rc.scope_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
+        self._apply_kind_weights(view, fused)
 
         graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
         if "graph" in sources and fused and rc.graph_weight > 0:
@@ -225,25 +249,49 @@ class Retriever:
             scaffold=view.scaffold,
         )
 
+    def _kind_of(self, view: IndexView, sid: str) -> str:
+        card = view.cards.get(sid)
+        if card is None:
+            return ""
+        if card.kind in ("function", "method"):
+            parent = view.cards.get(sid.rsplit(".", 1)[0])
+            if parent is not None and parent.kind in ("function", "method"):
+                return NESTED
+        return card.kind
+
+    def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused]) -> None:
+        weights = dict(self.config.retrieval.kind_weights)
+        if not weights:
+            return
+        for sid, entry in fused.items():
+            if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind
+                entry.score *= weights.get(self._kind_of(view, sid), 1.0)
+
     def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
                       unit: float) -> None:
         from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
 
         rc = self.config.retrieval
+        relation_weight = dict(rc.graph_relation_weights)
         seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_seeds]
         top = seeds[0].score if seeds else 0.0
         gains: dict[str, tuple[float, str, str]] = {}
         for seed in seeds:
-            for nb in neighbours(view.graph, seed.symbol, limit=rc.graph_neighbours * 4):
-                if nb.symbol == seed.symbol or nb.symbol not in view.cards:
+            # the seed's neighbours by relation weight (calls before contains), at most graph_neighbours of them
+            near = sorted(((relation_weight.get(nb.kind, 0.0), nb) for nb in neighbours(view.graph, seed.symbol)
+                           if nb.symbol != seed.symbol and nb.symbol in view.cards),
+                          key=lambda wn: (-wn[0], wn[1].symbol))
+            for weight, nb in near[: rc.graph_neighbours]:
+                if weight <= 0:
                     continue
-                weight = _GRAPH_RELATION_WEIGHT.get(nb.kind, 0.3)
                 gain = rc.graph_weight * unit * weight * (seed.score / top if top > 0 else 0.0)
                 if gain > gains.get(nb.symbol, (0.0, "", ""))[0]:
                     # how the neighbour relates to the seed: the seed calls it -> it is "called by" the seed
                     words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
                     gains[nb.symbol] = (gain, words, seed.symbol)
+        kind_weights = dict(rc.kind_weights)
         for sid, (gain, words, seed) in gains.items():
+            gain *= kind_weights.get(self._kind_of(view, sid), 1.0)
             entry = fused.get(sid)
             if entry is None:
                 entry = fused[sid] = Fused(sid)
@@ -265,6 +313,9 @@ class Retriever:
         if "name" in f.scores:
             components.append(("name", 1.0))
             why.append("named in the query")
+        if "scope" in f.scores:
+            components.append(("scope", round(f.scores["scope"], 4)))
+            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
         if "graph" in f.scores:
             components.append(("graph", round(f.scores["graph"], 6)))
             why.append(graph_note[0])
