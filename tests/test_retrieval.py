@@ -247,3 +247,38 @@ def test_vector_schema_is_versioned(conn):
     with pytest.raises(sqlite3.IntegrityError):
         conn.execute("INSERT INTO card_vectors(card_hash, model, dim, vector) VALUES ('a', 'm', 1, x'00')")
         conn.execute("INSERT INTO card_vectors(card_hash, model, dim, vector) VALUES ('a', 'm', 1, x'00')")
+
+
+def test_kind_weights_demote_modules_unless_named(index, conn):
+    query = "rendering of tables and text"
+    plain = Retriever(conn, None, Config(), None, index=view(index)).retrieve(query, k=20)
+    no_weights = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, kind_weights=()))
+    flat = Retriever(conn, None, no_weights, None, index=view(index)).retrieve(query, k=20)
+    score = {h.symbol: h.score for h in plain.hits}
+    flat_score = {h.symbol: h.score for h in flat.hits}
+    assert "render" in score and score["render"] == pytest.approx(flat_score["render"] * 0.5, rel=1e-6)
+    # modules are never name hits (too broad); a named class is not demoted
+    r = Retriever(conn, None, Config(), None, index=view(index))
+    assert r.name_ranking("what is in `render.table`?") == []
+    sources = ("keyword", "name")
+    weighted = {h.symbol: h.score for h in r.retrieve("TableRenderer", k=5, sources=sources).hits}
+    unweighted = {h.symbol: h.score for h in Retriever(conn, None, no_weights, None, index=view(index))
+                  .retrieve("TableRenderer", k=5, sources=sources).hits}
+    assert weighted["render.table.TableRenderer"] == pytest.approx(unweighted["render.table.TableRenderer"])
+
+
+def test_members_of_a_class_named_in_the_query_are_lifted(index, conn):
+    r = Retriever(conn, None, Config(), None, index=view(index))
+    rs = r.retrieve("how does TableRenderer turn rows into lines?", k=10)
+    by_symbol = {h.symbol: h for h in rs.hits}
+    member = by_symbol["render.table.TableRenderer._render_line"]
+    assert "member of table.TableRenderer" in member.why and dict(member.components)["scope"] > 0
+    assert "named in the query" in by_symbol["render.table.TableRenderer"].why
+    assert r.scope_ranking([("net.http.fetch_url", 1.0)], [("net.http.parse_headers", 0.5)]) == []
+
+
+def test_capitalised_words_count_as_code_but_acronyms_do_not(index, conn):
+    r = Retriever(conn, None, Config(), None, index=view(index))
+    assert [s for s, _ in r.name_ranking("the LRUCache keeps keys")] == ["store.cache.LRUCache"]
+    assert r.name_ranking("HTTP and CSS and LRU") == []
+    assert [s for s, _ in r.name_ranking("see LRUCache.get please")] == ["store.cache.LRUCache.get"]

@@ -52,3 +52,12 @@ def test_semantic_retrieval_with_the_real_model_and_faiss(real_embedder, tmp_pat
     again.prepare()
     assert again.last_embed_stats.embedded == 0
     conn.close()
+
+
+@pytest.mark.model
+def test_longer_truncation_for_one_call_then_back_to_the_card_length(real_embedder):
+    long_text = "the query starts with words about caches " + " ".join(f"word{i}" for i in range(200)) + " http"
+    short_cut = real_embedder.encode([long_text])[0]
+    long_cut = real_embedder.encode([long_text], max_seq_length=256)[0]
+    assert float(short_cut @ long_cut) < 0.999  # more of the text was read
+    assert np.allclose(real_embedder.encode([long_text])[0], short_cut, atol=1e-5)  # default restored

@@ -291,8 +291,9 @@ class Retriever:
                     gains[nb.symbol] = (gain, words, seed.symbol)
         kind_weights = dict(rc.kind_weights)
         for sid, (gain, words, seed) in gains.items():
-            gain *= kind_weights.get(self._kind_of(view, sid), 1.0)
             entry = fused.get(sid)
+            if entry is None or "name" not in entry.scores:
+                gain *= kind_weights.get(self._kind_of(view, sid), 1.0)
             if entry is None:
                 entry = fused[sid] = Fused(sid)
             entry.score += gain
