@@ -56,6 +56,21 @@ def test_stderr_progress_plain_stream():
     progress = StderrProgress(out)
     progress("parse", 0, 3)
     progress("parse", 3, 3)
-    progress("embed", 1, 2)
+    progress("embed", 0, 2)  # nothing to embed: the phase never finishes, nothing is printed
+    progress("store", 1, 1)
     progress.close()
-    assert out.getvalue() == "parse: 3 to do\nembed: 2 to do\n"
+    assert out.getvalue() == "parse: 3/3\nstore: 1/1\n"
+
+
+def test_stderr_progress_on_a_terminal_updates_in_place():
+    class Tty(io.StringIO):
+        def isatty(self):
+            return True
+
+    out = Tty()
+    progress = StderrProgress(out, min_interval=0.0)
+    progress("parse", 1, 2)
+    progress("parse", 2, 2)
+    progress("embed", 5, 10)
+    progress.close()
+    assert out.getvalue() == "\rparse: 1/2\rparse: 2/2\n\rembed: 5/10\n"

@@ -12,7 +12,7 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 
 
 class StderrProgress:
-    """Indexing / embedding progress on stderr: one line per phase, updated in place on a terminal."""
+    """Indexing / embedding progress on stderr: updated in place on a terminal, one line per finished phase otherwise."""
 
     def __init__(self, stream: Any = None, min_interval: float = 0.1):
         self.stream = stream or sys.stderr
@@ -20,26 +20,34 @@ class StderrProgress:
         self.min_interval = min_interval
         self.phase = ""
         self.last = 0.0
+        self.shown = False  # something of the current phase is on the terminal line
 
     def __call__(self, phase: str, done: int, total: int) -> None:
         now = time.monotonic()
         finished = total > 0 and done >= total
         if phase != self.phase:
-            if self.phase and self.tty:
-                self.stream.write("\n")
+            self._end_line()
             self.phase = phase
             self.last = 0.0
-            if not self.tty:
-                self.stream.write(f"{phase}: {total} to do\n")
-        if self.tty and (finished or now - self.last >= self.min_interval):
+        if not self.tty:
+            if finished:
+                self.stream.write(f"{phase}: {done}/{total}\n")
+                self.stream.flush()
+            return
+        if finished or now - self.last >= self.min_interval:
             self.stream.write(f"\r{phase}: {done}/{total}")
+            self.stream.flush()
             self.last = now
-        self.stream.flush()
+            self.shown = True
 
-    def close(self) -> None:
-        if self.phase and self.tty:
+    def _end_line(self) -> None:
+        if self.tty and self.shown:
             self.stream.write("\n")
             self.stream.flush()
+        self.shown = False
+
+    def close(self) -> None:
+        self._end_line()
 
 
 def open_retriever(repo: Path, conn: Any, config: Any, *, semantic: bool, progress: Any = None):
