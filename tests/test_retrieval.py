@@ -282,3 +282,14 @@ def test_capitalised_words_count_as_code_but_acronyms_do_not(index, conn):
     assert [s for s, _ in r.name_ranking("the LRUCache keeps keys")] == ["store.cache.LRUCache"]
     assert r.name_ranking("HTTP and CSS and LRU") == []
     assert [s for s, _ in r.name_ranking("see LRUCache.get please")] == ["store.cache.LRUCache.get"]
+
+
+def test_retrieval_does_not_wait_while_another_thread_embeds_the_cards(index, conn):
+    from ctxbench.retrieval.retriever import NOTE_EMBEDDING
+
+    r = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    with r._vector_lock:  # as held by prepare() in the embedder's thread
+        busy = r.retrieve("least recently used cache", k=5)
+    assert busy.semantic_available is False and busy.notes == (NOTE_EMBEDDING,) and busy.hits
+    done = r.retrieve("least recently used cache", k=5)
+    assert done.semantic_available is True and done.notes == ()

@@ -29,6 +29,7 @@ from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
 
 SOURCES = ("semantic", "keyword", "name", "graph")
 NOTE_LOADING = "semantic search not available: model loading"
+NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
@@ -67,6 +68,7 @@ class Retriever:
         self.embedder = embedder
         self._index = index
         self._lock = threading.RLock()
+        self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
         self._keyword_version: str | None = None
         self._vectors: Any = None
         self._vectors_version: str | None = None
@@ -104,16 +106,25 @@ class Retriever:
                 sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()))
                 self._keyword_version = view.version
 
-    def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None):
+    def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
+                      block: bool = True):
+        """The FAISS index of the view's cards (embedding what is missing); None when ``block`` is False and
+        another thread is building it right now."""
         from ctxbench.retrieval.vectors import load_or_build_index
 
-        with self._lock:
+        if self._vectors is not None and self._vectors_version == view.version:
+            return self._vectors
+        if not self._vector_lock.acquire(blocking=block):
+            return None
+        try:
             if self._vectors is None or self._vectors_version != view.version:
-                self._vectors, self.last_embed_stats = load_or_build_index(
+                vectors, self.last_embed_stats = load_or_build_index(
                     self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.config.embedding,
                     progress)
-                self._vectors_version = view.version
+                self._vectors, self._vectors_version = vectors, view.version
             return self._vectors
+        finally:
+            self._vector_lock.release()
 
     def _name_table(self, view: IndexView) -> dict[str, list[str]]:
         """Symbol name -> ids, for every symbol but modules (a module named in passing is too broad a hit)."""
@@ -139,7 +150,9 @@ class Retriever:
         if not self.embedder.ready:
             self.embedder.start_loading()
             return [], NOTE_LOADING
-        vectors = self._vector_index(view)
+        vectors = self._vector_index(view, block=False)
+        if vectors is None:  # another thread is embedding the cards: answer without waiting for it
+            return [], NOTE_EMBEDDING
         query_vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
         return vectors.search(query_vector, pool), ""
 
