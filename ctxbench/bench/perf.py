@@ -264,7 +264,21 @@ def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
     ]
 
 
-PHASE_GROUPS: list[tuple[str, PhaseGroup]] = [("index", index_group), ("graph", graph_group)]
+def _embed_group(ctx: PerfContext) -> list[PhaseTiming]:
+    from ctxbench.bench.perf_retrieval import embed_group
+
+    return embed_group(ctx)
+
+
+def _retrieve_group(ctx: PerfContext) -> list[PhaseTiming]:
+    from ctxbench.bench.perf_retrieval import retrieve_group
+
+    return retrieve_group(ctx)
+
+
+PHASE_GROUPS: list[tuple[str, PhaseGroup]] = [
+    ("index", index_group), ("graph", graph_group), ("embed", _embed_group), ("retrieve", _retrieve_group),
+]
 
 
 def register_group(name: str, group: PhaseGroup) -> None:
