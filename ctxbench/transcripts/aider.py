@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ctxbench.messages import ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage
+from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, decode_line, read_lines
 
 FORMAT = "aider"
 STRATEGY = "aider"
@@ -64,14 +64,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
         buf, mode, start = [], next_mode, line
 
     for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise TranscriptError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        line = raw.rstrip("\r\n")
-        if number == 1:
-            line = line.lstrip("\ufeff")
+        line = decode_line(number, raw).rstrip("\r\n")
         if _RUN_START.match(line):
             flush("banner", number)  # a new run: its start-up output belongs to no turn
             continue
@@ -113,9 +106,5 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
 
 
 def parse_file(path: Path | str) -> Transcript:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(0, f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_lines(data.splitlines(), source=path.name)
+    lines, name = read_lines(path)
+    return parse_lines(lines, source=name)

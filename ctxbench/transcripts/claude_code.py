@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ctxbench.messages import ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage
+from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
 
 FORMAT = "claude-code"
 STRATEGY = "claude-code"
@@ -91,22 +91,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
                                          tool_calls=tuple(pending.calls), parsing_strategy=STRATEGY))
         pending = None
 
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise TranscriptError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        if number == 1:
-            raw = raw.lstrip("\ufeff")
-        if not raw.strip():
-            continue
-        try:
-            record = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(number, f"bad JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(record, dict):
-            raise TranscriptError(number, f"expected a JSON object (one record), got {type(record).__name__}")
+    for number, record in json_objects(lines, "record"):
         kind = record.get("type")
         if not isinstance(kind, str):
             raise TranscriptError(number, "record has no type")
@@ -179,9 +164,5 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
 
 
 def parse_file(path: Path | str) -> Transcript:
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(0, f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_lines(data.splitlines(), source=path.name)
+    lines, name = read_lines(path)
+    return parse_lines(lines, source=name)

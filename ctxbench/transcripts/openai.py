@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from ctxbench.messages import ROLES, ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage
+from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
 
 FORMAT = "openai"
 DEFAULT_STRATEGY = "openai"
@@ -85,22 +85,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
     tool_names: dict[str, str] = {}  # tool call id -> function name, from earlier assistant messages
     group = -1
     group_is_system = False
-    for number, raw in enumerate(lines, start=1):
-        if isinstance(raw, bytes):
-            try:
-                raw = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise TranscriptError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
-        if number == 1:
-            raw = raw.lstrip("\ufeff")
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise TranscriptError(number, f"bad JSON: {exc.msg} (column {exc.colno})") from None
-        if not isinstance(obj, dict):
-            raise TranscriptError(number, f"expected a JSON object (one message), got {type(obj).__name__}")
+    for number, obj in json_objects(lines, "message"):
         role = obj.get("role")
         if not isinstance(role, str):
             raise TranscriptError(number, "missing role" if role is None else f"role must be a string, got {type(role).__name__}")
@@ -151,10 +136,5 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
 
 
 def parse_file(path: Path | str) -> Transcript:
-    """Parse a JSONL file (read as bytes so a bad byte is reported with its line)."""
-    path = Path(path)
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TranscriptError(0, f"cannot read {path}: {exc.strerror or exc}") from None
-    return parse_lines(data.splitlines(), source=path.name)
+    lines, name = read_lines(path)
+    return parse_lines(lines, source=name)

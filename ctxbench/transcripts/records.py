@@ -2,7 +2,10 @@
 or a :class:`TranscriptError` naming the line and what is wrong. Parsers never touch the store."""
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Iterator
 
 from ctxbench.messages import ToolCall
 
@@ -38,3 +41,38 @@ class Transcript:
     @property
     def group_count(self) -> int:
         return len({m.group for m in self.messages})
+
+
+def read_lines(path: Path | str) -> tuple[list[bytes], str]:
+    """A transcript file's lines as bytes (so a bad byte is reported with its line) and its name."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TranscriptError(0, f"cannot read {path}: {exc.strerror or exc}") from None
+    return data.splitlines(), path.name
+
+
+def decode_line(number: int, raw: str | bytes) -> str:
+    """One input line as text: UTF-8 checked, a leading byte-order mark dropped."""
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise TranscriptError(number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})") from None
+    return raw.lstrip("\ufeff") if number == 1 else raw
+
+
+def json_objects(lines: Iterable[str | bytes], what: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank JSONL line; bad JSON or a non-object names its line."""
+    for number, raw in enumerate(lines, start=1):
+        text = decode_line(number, raw)
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise TranscriptError(number, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(obj, dict):
+            raise TranscriptError(number, f"expected a JSON object (one {what}), got {type(obj).__name__}")
+        yield number, obj
