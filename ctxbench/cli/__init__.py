@@ -58,15 +58,30 @@ def _importable(target: str) -> bool:
 @click.group(cls=LazyGroup, invoke_without_command=True, help=HELP)
 @click.version_option(package_name="ctxbench")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, **workbench_options: object) -> None:
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    given = {k: v for k, v in workbench_options.items() if v not in (None, False)}
     if ctx.invoked_subcommand is None:
-        open_cmd = main.get_command(ctx, "open")
-        if open_cmd is None:
-            click.echo(ctx.get_help())
-            return
-        ctx.invoke(open_cmd)
+        from ctxbench.cli.open_cmd import command as open_command
+
+        ctx.invoke(open_command, **workbench_options)
+    elif given:
+        opts = {p.name: p.opts[0] for p in main.params}
+        flags = ", ".join(opts.get(k, k) for k in given)
+        raise click.UsageError(f"{flags} before a command only apply to the workbench; "
+                               f"put them after '{ctx.invoked_subcommand}'")
+
+
+def _attach_workbench_options() -> None:
+    """``ctxbench --db X --mode heavy`` opens the workbench: the group takes ``open``'s flags."""
+    from ctxbench.cli.open_cmd import command as open_command
+
+    known = {p.name for p in main.params}
+    main.params.extend(p for p in open_command.params if p.name not in known)
+
+
+_attach_workbench_options()
 
 
 if __name__ == "__main__":  # pragma: no cover
