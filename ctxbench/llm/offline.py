@@ -136,7 +136,8 @@ class OfflineClient:
         if question:
             first = question.strip().splitlines()[0] if question.strip() else ""
             lines.append(f"You asked: {first[:200]}")
-        return "\n".join(lines)
+        # a Markdown list, so a chat pane keeps one fact per line
+        return lines[0] + "\n\n" + "\n".join(f"- {line}" for line in lines[1:])
 
     @staticmethod
     def _summarise_results(after: list[dict[str, Any]]) -> str:
@@ -144,7 +145,7 @@ class OfflineClient:
         for m in after:
             for call in m.get("tool_calls") or ():
                 names[call.get("id", "")] = call.get("function", {}).get("name", "")
-        lines = ["Tool results:"]
+        lines = ["Tool results:", ""]
         for m in after:
             if m.get("role") != "tool":
                 continue

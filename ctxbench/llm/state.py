@@ -28,6 +28,11 @@ REBUILD_PROMPT = (
 )
 
 
+def is_state_heading(line: str) -> bool:
+    """True for a ``### STATE`` heading line (any level 1-6, optional colon)."""
+    return bool(_HEADING.match(line.rstrip("\r\n")))
+
+
 def extract_state(text: str) -> str | None:
     """The last ``### STATE`` block in ``text`` (heading included, normalised), or None."""
     lines = text.splitlines()
@@ -49,6 +54,34 @@ def extract_state(text: str) -> str | None:
     if not body:
         return None
     return STATE_HEADING + "\n" + "\n".join(body)
+
+
+def state_span(text: str) -> tuple[int, int] | None:
+    """Character offsets ``(start, end)`` of the last ``### STATE`` block in ``text`` (heading line to the
+    end of its last line), or None; the same block :func:`extract_state` returns, located in place."""
+    lines = text.splitlines(keepends=True)
+    offsets: list[int] = []
+    pos = 0
+    for line in lines:
+        offsets.append(pos)
+        pos += len(line)
+    start = None
+    for i, line in enumerate(lines):
+        if _HEADING.match(line.rstrip("\r\n")):
+            start = i
+    if start is None:
+        return None
+    end_line = len(lines)
+    for j in range(start + 1, len(lines)):
+        if _END.match(lines[j]):
+            end_line = j
+            break
+    last = end_line - 1
+    while last > start and not lines[last].strip():
+        last -= 1
+    if last == start:
+        return None
+    return offsets[start], offsets[last] + len(lines[last].rstrip("\r\n"))
 
 
 def state_fields(block: str) -> dict[str, str]:
