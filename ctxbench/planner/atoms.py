@@ -241,9 +241,12 @@ def render_atom_messages(
     trunc: TruncationConfig,
     tokenizer: Tokenizer,
 ) -> tuple[tuple[dict[str, Any], ...], int, str]:
-    """Rendered messages, their tokens and the truncation detail. ``tiers`` None means inactive group."""
+    """Rendered messages, their tokens and the truncation detail. ``tiers`` None means inactive group.
+
+    Every tool call is answered right after its message (``render.answer_tool_calls``): a call stored
+    without a result gets a synthetic tool message, counted like any other.
+    """
     rendered: list[dict[str, Any]] = []
-    tokens = 0
     entries: list[tuple[int, str, int, int, bool]] = []
     for m in msgs:
         content: str | None = None
@@ -252,9 +255,9 @@ def render_atom_messages(
             limit = truncation.tier_limit(tier, trunc)
             content, cut = truncation.truncate(m.content, limit, m.id)
             entries.append((m.id, tier, limit, len(m.content), cut))
-        msg = render.history_message(m, content)
-        rendered.append(msg)
-        tokens += count_message(tokenizer, msg)
+        rendered.append(render.history_message(m, content))
+    rendered = render.answer_tool_calls(rendered)
+    tokens = sum(count_message(tokenizer, msg) for msg in rendered)
     return tuple(rendered), tokens, truncation.describe(entries)
 
 

@@ -20,6 +20,9 @@ SCAFFOLD_HEADER = "### ORIENTATION"
 PIN_HEADER = "### PINNED"
 CARD_HEADER = "### SYMBOL CARD"
 LABEL_CHARS = 72
+# the reply a tool call gets in the payload when none was stored (an import or a turn cut off mid-tool):
+# providers reject an assistant tool call that no tool message answers
+MISSING_TOOL_RESULT = "[no result recorded for this tool call]"
 
 
 def system(text: str) -> dict[str, Any]:
@@ -66,6 +69,53 @@ def card_message(hit: RetrievalHit, with_excerpt: bool) -> dict[str, Any]:
 
 def history_message(message: Message, content: str | None = None) -> dict[str, Any]:
     return message.to_openai(content)
+
+
+def missing_tool_result(call_id: str) -> dict[str, Any]:
+    """A synthetic tool message answering a call that has no stored result."""
+    return {"role": "tool", "content": MISSING_TOOL_RESULT, "tool_call_id": call_id}
+
+
+def answer_tool_calls(rendered: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``rendered`` with every tool call answered right after the message that makes it.
+
+    Providers accept an assistant message with ``tool_calls`` only when tool messages answering each
+    call id follow it directly. A result stored further down the same run is moved up to its call;
+    a call with no result at all gets a :func:`missing_tool_result`. Well-formed input is returned
+    unchanged (same list).
+    """
+    if not any(m.get("tool_calls") for m in rendered):
+        return rendered
+    out: list[dict[str, Any]] = []
+    moved: set[int] = set()
+    n = len(rendered)
+    for i, msg in enumerate(rendered):
+        if i in moved:
+            continue
+        out.append(msg)
+        calls = msg.get("tool_calls") if msg.get("role") == "assistant" else None
+        if not calls:
+            continue
+        call_ids = [c["id"] for c in calls]
+        answered: set[str] = set()
+        j = i + 1
+        while j < n and rendered[j].get("role") == "tool" and j not in moved:
+            answered.add(rendered[j].get("tool_call_id") or "")
+            out.append(rendered[j])
+            moved.add(j)
+            j += 1
+        for k in range(j, n):
+            late = rendered[k]
+            cid = late.get("tool_call_id")
+            if k not in moved and late.get("role") == "tool" and cid in call_ids and cid not in answered:
+                answered.add(cid)
+                out.append(late)
+                moved.add(k)
+        for cid in call_ids:
+            if cid not in answered:
+                answered.add(cid)
+                out.append(missing_tool_result(cid))
+    return out
 
 
 def short(text: str, limit: int = LABEL_CHARS) -> str:

@@ -7,6 +7,11 @@ Each line holds ``role`` and ``content`` and, as the role needs, ``tool_calls`` 
 
 Turns (groups): a user message starts a new group; a system message is a group of its own;
 assistant and tool messages join the open group. Blank lines are skipped.
+
+Tool calls are answered as providers demand it: the tool messages answering every call of an
+assistant message come directly after it, before any other user, assistant or system message and
+before the end of the file. A call left unanswered, or a tool message that answers no call of the
+assistant message just before it, is an error naming its line.
 """
 from __future__ import annotations
 
@@ -79,10 +84,20 @@ def _optional_str(obj: dict[str, Any], key: str, line: int) -> str | None:
     return value
 
 
+def _check_answered(pending: dict[str, int], where: str) -> None:
+    """Raise naming the assistant message's line when one of its tool calls has no tool message yet."""
+    if pending:
+        call_id, line = next(iter(pending.items()))
+        others = f" (and {len(pending) - 1} more)" if len(pending) > 1 else ""
+        raise TranscriptError(line, f"tool call {call_id!r}{others} is not answered by a tool message {where}")
+
+
 def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transcript:
     """Parse and validate every line; raises :class:`TranscriptError` at the first problem."""
     out: list[TranscriptMessage] = []
     tool_names: dict[str, str] = {}  # tool call id -> function name, from earlier assistant messages
+    answered_on: dict[str, int] = {}  # tool call id -> line of the tool message that answered it
+    pending: dict[str, int] = {}  # calls of the last assistant message not answered yet -> its line
     group = -1
     group_is_system = False
     for number, obj in json_objects(lines, "message"):
@@ -108,11 +123,24 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
                 raise TranscriptError(
                     number, f"tool message answers tool_call_id {tool_call_id!r}, which no earlier assistant message called"
                 )
+            if tool_call_id not in pending:
+                where = (f"it was already answered on line {answered_on[tool_call_id]}" if tool_call_id in answered_on
+                         else "a tool message must follow the assistant message that made the call")
+                raise TranscriptError(
+                    number, f"tool message answers tool_call_id {tool_call_id!r}, which is not a call of the "
+                            f"assistant message before it ({where})"
+                )
+            del pending[tool_call_id]
+            answered_on[tool_call_id] = number
             tool_name = name or tool_names[tool_call_id]
-        elif obj.get("tool_call_id") is not None:
-            raise TranscriptError(number, f"only tool messages carry a tool_call_id, not {role}")
-        for call in calls:
+        else:
+            if obj.get("tool_call_id") is not None:
+                raise TranscriptError(number, f"only tool messages carry a tool_call_id, not {role}")
+            _check_answered(pending, f"before this {role} message (line {number})")
+        for call in calls:  # some servers reuse ids (call_0, ...) turn after turn: the latest call owns it
             tool_names[call.id] = call.name
+            answered_on.pop(call.id, None)
+            pending[call.id] = number
 
         if role in ("user", "system") or group < 0 or group_is_system:
             group += 1
@@ -132,6 +160,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
         )
     if not out:
         raise TranscriptError(0, f"{source}: no messages (empty transcript)")
+    _check_answered(pending, "before the end of the file")
     return Transcript(source=source, format=FORMAT, messages=tuple(out))
 
 
