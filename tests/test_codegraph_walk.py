@@ -60,6 +60,14 @@ def test_symlinks_out_of_the_root_are_not_followed(walked):
     assert os.path.exists(root / "link_out" / "leak.py")  # the link works; the walk just does not follow it
 
 
+def test_a_symlink_to_a_secret_file_is_skipped_whatever_its_own_name(walked):
+    root, result = walked
+    assert os.path.islink(root / "pkg" / "local_settings.py")  # fixture: pkg/local_settings.py -> ../.env
+    got = reasons(result)
+    assert got["pkg/local_settings.py"] == W.SKIP_SECRET
+    assert "pkg/local_settings.py" not in {f.path for f in result.files}
+
+
 def test_symlinked_folder_inside_the_root_is_walked_once(tmp_path):
     root = tmp_path / "repo"
     (root / "a").mkdir(parents=True)

@@ -2,7 +2,8 @@
 
 Respects ``.gitignore`` (nested ones too, with git's precedence: the deepest file that has an
 opinion wins) and ``.ctxbenchignore`` (same syntax, same nesting), skips the configured
-vendored / virtual-env folders, secret files (never opened), unsupported extensions, files over
+vendored / virtual-env folders, secret files (never opened; a symlink is a secret file when either its
+own name or its target's name is), unsupported extensions, files over
 the size limit, binary files (a NUL byte early in the file) and symlinks that resolve outside the
 root. Symlinked folders inside the root are followed once (cycles are cut).
 """
@@ -188,6 +189,9 @@ def walk(root: str | Path, config: IndexConfig | None = None) -> WalkResult:
                 continue
             if is_secret_file(name, secret_globs):
                 skipped.append(SkippedFile(rel, SKIP_SECRET))
+                continue
+            if is_link and is_secret_file(os.path.basename(target), secret_globs):
+                skipped.append(SkippedFile(rel, SKIP_SECRET, f"link to {os.path.relpath(target, real_root)}"))
                 continue
             language = LANGUAGE_BY_EXT.get(os.path.splitext(name)[1].lower(), "")
             if not language:
