@@ -23,6 +23,8 @@ COMMANDS: dict[str, str] = {
     "open": "ctxbench.cli.open_cmd:command",
 }
 
+STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used
+
 HELP = """ctxbench: see and steer what goes into an LLM coding assistant's context window.
 
 Run without a command to open the workbench on the repository in the current directory."""
@@ -48,6 +50,17 @@ class LazyGroup(click.Group):
                 return None
             raise
         return getattr(module, attr)
+
+
+    def invoke(self, ctx: click.Context) -> object:
+        """Run the command; a store that cannot be opened or used is a one-line error (exit 2) for every command."""
+        from ctxbench.store.db import StoreError
+
+        try:
+            return super().invoke(ctx)
+        except StoreError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(STORE_ERROR_EXIT)
 
 
 def _importable(target: str) -> bool:

@@ -25,7 +25,7 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
     from ctxbench.bench.code import QueryFileError, align_gold, load_queries, run_code_bench, select_split
     from ctxbench.cli.retrieve_cmd import StderrProgress, open_retriever
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.store.db import StoreError, connect
+    from ctxbench.store.db import connect
 
     config = get_config(config_path)
     try:
@@ -36,11 +36,7 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
     if not queries:
         fail(f"no queries in split {split!r} of {queries_path}")
         return
-    try:
-        conn = connect(resolve_db(db_path))
-    except StoreError as exc:
-        fail(str(exc))
-        return
+    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
     progress = StderrProgress()
     try:
         retriever, index = open_retriever(repo, conn, config, semantic=True, progress=progress)
@@ -54,7 +50,7 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
         tick = None if as_json else (lambda variant, done, total: click.echo(
             f"\r{variant}: {done}/{total}", nl=done == total, err=True))
         report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
-    except (EmbedderError, StoreError) as exc:
+    except EmbedderError as exc:
         progress.close()
         fail(str(exc))
         return

@@ -42,7 +42,6 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     from ctxbench.llm.providers import ProviderError, make_client, resolve_llm_config
     from ctxbench.llm.wiring import attach_repository
     from ctxbench.session import UnknownSession, Workbench
-    from ctxbench.store.db import StoreError
 
     config = get_config(config_path)
     try:
@@ -86,8 +85,6 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             out.end_line()
     except UnknownSession as exc:
         fail(str(exc), 2)
-    except StoreError as exc:
-        fail(str(exc), 1)
     assert finished is not None
     if finished.status != "ok":
         kept = "; the partial reply is stored" if finished.reply else ""

@@ -6,7 +6,6 @@ from pathlib import Path
 import click
 
 from ctxbench.cli.common import config_option, db_option, fail, get_config, resolve_db
-from ctxbench.store.db import StoreError
 
 
 @click.command("import", help="Import a transcript as a new session: OpenAI messages as JSONL (--format openai), "
@@ -30,7 +29,5 @@ def command(file: Path, fmt: str, title: str | None, db_path: Path | None, confi
             info = wb.session_info(session_id)
     except TranscriptError as exc:
         fail(f"{file}: {exc}; nothing imported" if exc.line else f"{exc}; nothing imported", 2)
-    except StoreError as exc:
-        fail(str(exc), 1)
     click.echo(f"imported {info.message_count} messages in {info.group_count} groups from {file.name}")
     click.echo(session_id)

@@ -69,15 +69,11 @@ class _TerminalProgress:
 @config_option
 def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.codegraph.index import build_index, normalize_root
-    from ctxbench.store.db import StoreError, connect
+    from ctxbench.store.db import connect
 
     config = get_config(config_path)
     root = normalize_root(path or Path.cwd())
-    try:
-        conn = connect(resolve_db(db_path))
-    except StoreError as exc:
-        fail(str(exc))
-        return
+    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
     embed = None
     note = "--no-embed: cards not embedded"
     if not no_embed:

@@ -29,7 +29,6 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
             only_turn: int | None, store: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.llm.replay import replay
     from ctxbench.session import SettingsError, UnknownSession, Workbench
-    from ctxbench.store.db import StoreError
 
     rows: list[dict] = []
     try:
@@ -53,8 +52,6 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
         fail(str(exc), 2)
     except SettingsError as exc:
         fail(str(exc), 2)
-    except StoreError as exc:
-        fail(str(exc), 1)
     if only_turn is not None and not rows:
         fail(f"session {session_id} has no turn {only_turn}", 2)
     if as_json:

@@ -99,14 +99,10 @@ def hits_json(retrieval_set: Any) -> dict[str, Any]:
 def command(query: str, repo: Path | None, k: int | None, as_json: bool, semantic: bool, db_path: Path | None,
             config_path: Path | None) -> None:
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.store.db import StoreError, connect
+    from ctxbench.store.db import connect
 
     config = get_config(config_path)
-    try:
-        conn = connect(resolve_db(db_path))
-    except StoreError as exc:
-        fail(str(exc))
-        return
+    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
     progress = StderrProgress()
     try:
         retriever, _ = open_retriever(repo or Path.cwd(), conn, config, semantic=semantic, progress=progress)
@@ -114,11 +110,12 @@ def command(query: str, repo: Path | None, k: int | None, as_json: bool, semanti
         if retriever.embedder is not None:
             retriever.embedder.wait()
         result = retriever.retrieve(query, k)
-    except (EmbedderError, StoreError) as exc:
+    except EmbedderError as exc:
         progress.close()
         fail(str(exc))
         return
     finally:
+        progress.close()
         conn.close()
     if as_json:
         emit_json(hits_json(result))

@@ -6,8 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
-from ctxbench.store.db import StoreError
+from ctxbench.cli.common import config_option, db_option, emit_json, get_config, resolve_db
 
 
 @click.command("sessions", help="List sessions, most recently active first.")
@@ -17,11 +16,8 @@ from ctxbench.store.db import StoreError
 def command(as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.session import Workbench
 
-    try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
-            found = wb.list_sessions()
-    except StoreError as exc:
-        fail(str(exc), 1)
+    with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        found = wb.list_sessions()
     if as_json:
         emit_json([dataclasses.asdict(s) for s in found])
         return

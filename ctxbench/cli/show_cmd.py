@@ -6,7 +6,6 @@ from pathlib import Path
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
-from ctxbench.store.db import StoreError
 
 
 @click.command("show", help="Show a stored plan: a table, its JSON, or the exact messages payload it sent.")
@@ -26,8 +25,6 @@ def command(plan_id: str, as_json: bool, as_messages: bool, db_path: Path | None
             plan = wb.get_plan(plan_id)
     except UnknownPlan as exc:
         fail(f"{exc} (list a session's plans in the workbench, or run `ctxbench plan`)", 2)
-    except StoreError as exc:
-        fail(str(exc), 1)
     if as_messages:
         emit_json(plan.messages())
     elif as_json:

@@ -20,26 +20,41 @@ class StoreError(RuntimeError):
 
 
 def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool = False) -> sqlite3.Connection:
-    """Open the database (creating its folder), WAL mode, foreign keys on."""
-    if str(path) != ":memory:" and not readonly:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
+    """Open the database (creating its folder), WAL mode, foreign keys on.
+
+    Anything that keeps the file from being used as a ctxbench store (a folder that cannot be made,
+    a file that is not a database, a locked or read-only file) is a :class:`StoreError` naming the path.
+    """
+    conn: sqlite3.Connection | None = None
     try:
+        if str(path) != ":memory:" and not readonly:
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
         if readonly:
             conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, check_same_thread=check_same_thread)
         else:
             conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=30.0)
-    except sqlite3.Error as exc:
-        raise StoreError(f"cannot open database {path}: {exc}") from exc
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA foreign_keys = ON")
-    if not readonly and str(path) != ":memory:":
-        conn.execute("PRAGMA journal_mode = WAL")
-        conn.execute("PRAGMA synchronous = NORMAL")
-    conn.execute("PRAGMA busy_timeout = 30000")
-    conn.execute(
-        "CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)"
-    ) if not readonly else None
+        conn.row_factory = sqlite3.Row
+        conn.execute("PRAGMA foreign_keys = ON")
+        if not readonly and str(path) != ":memory:":
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute("PRAGMA busy_timeout = 30000")
+        if not readonly:
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
+        else:
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # a file that is not a database fails here
+    except (sqlite3.Error, OSError) as exc:
+        if conn is not None:
+            conn.close()
+        raise StoreError(f"cannot open database {path}: {_reason(exc)}") from exc
     return conn
+
+
+def _reason(exc: BaseException) -> str:
+    """One line saying why: the OS message for OS errors, SQLite's for the others."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
 
 
 def schema_version(conn: sqlite3.Connection, component: str) -> int:
