@@ -2,7 +2,9 @@
 
 Works with no network and no configuration: the recorded session is imported into a
 database of the demo's own (a temporary one unless ``--db`` is given), the repository is
-``fixtures/demo_repo`` and the model is the offline one. ``--no-tui`` prints the plan of the
+``fixtures/demo_repo`` and the model is the offline one, whatever the config file and the
+``CTXBENCH_LLM_*`` variables say. Only ``--base-url`` / ``--model`` given on the demo's own
+command line point it at an endpoint. ``--no-tui`` prints the plan of the
 session's last turn instead of opening the app (for terminals without a TUI, and CI).
 """
 from __future__ import annotations
@@ -17,7 +19,7 @@ from pathlib import Path
 import click
 
 from ctxbench.cli.common import get_config
-from ctxbench.cli.open_cmd import run_workbench, workbench_options
+from ctxbench.cli.open_cmd import check_model, run_workbench, workbench_options
 
 SESSION_FILES = ("long_session.jsonl", "short_session.jsonl")
 
@@ -62,6 +64,7 @@ def offline(config):
 @click.option("--keep-db", is_flag=True, help="Keep the temporary demo database and print its path.")
 def command(db_path: Path | None, config_path: Path | None, session_id: str | None, new_session: bool,
             mode: str | None, budget: int | None, strategy: str | None, theme: str | None, no_index: bool,
+            base_url: str | None, model: str | None, api_key_env: str | None,
             session_name: str | None, no_tui: bool, keep_db: bool) -> None:
     from ctxbench.tui.bridge import LaunchOptions
 
@@ -78,7 +81,9 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         db_path=db_path, repo=files.repo, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
         theme=theme, new_session=new_session and session_id is None, title=f"demo · {files.repo.name}",
         import_file=import_file, index_repo=not no_index,
+        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_from_env=False,
     )
+    check_model(config, options)
     try:
         if no_tui:
             print_demo_plan(options, config)

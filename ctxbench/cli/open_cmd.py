@@ -29,6 +29,11 @@ def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="History strategy."),
         click.option("--theme", default=None, help="Theme name (ctxbench-dark, ctxbench-light, or any Textual theme)."),
         click.option("--no-index", is_flag=True, help="Do not index the repository (plans carry no symbol cards)."),
+        click.option("--base-url", default=None,
+                     help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1 (Ollama) or a vLLM server."),
+        click.option("--model", default=None, help="Model name at that endpoint (shown in the status line)."),
+        click.option("--api-key-env", default=None,
+                     help="Name of the environment variable holding the API key (the key is never stored)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -42,6 +47,18 @@ def find_repo_root(start: Path) -> Path:
         if any((folder / marker).exists() for marker in (".git", ".hg", ".svn")):
             return folder
     return start
+
+
+def check_model(config, options) -> None:
+    """Fail with a one-line reason before the app starts when the model flags cannot make a client."""
+    from ctxbench.cli.common import fail
+    from ctxbench.llm.providers import ProviderError, resolve_llm_config
+
+    try:
+        resolve_llm_config(config.llm, base_url=options.llm_base_url, model=options.llm_model,
+                           api_key_env=options.llm_api_key_env, environ=None if options.llm_from_env else {})
+    except ProviderError as exc:
+        fail(str(exc), 2)
 
 
 def run_workbench(options, config) -> None:
@@ -59,7 +76,7 @@ def run_workbench(options, config) -> None:
 @workbench_options
 def command(repo: Path | None, db_path: Path | None, config_path: Path | None, session_id: str | None,
             new_session: bool, mode: str | None, budget: int | None, strategy: str | None, theme: str | None,
-            no_index: bool) -> None:
+            no_index: bool, base_url: str | None, model: str | None, api_key_env: str | None) -> None:
     from ctxbench.tui.bridge import LaunchOptions
 
     config = get_config(config_path)
@@ -67,6 +84,8 @@ def command(repo: Path | None, db_path: Path | None, config_path: Path | None, s
     options = LaunchOptions(
         db_path=db_path, repo=root, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
         theme=theme, new_session=new_session, title=root.name, index_repo=not no_index,
+        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env,
     )
+    check_model(config, options)
     run_workbench(options, config)
 

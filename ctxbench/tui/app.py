@@ -27,7 +27,8 @@ class CtxbenchApp(App[None]):
                  first_paint_hook=None) -> None:
         super().__init__()
         self.options = options or LaunchOptions()
-        self.config_ = config or Config()
+        self.llm_errors: list[str] = []
+        self.config_ = with_model(config or Config(), self.options, self.llm_errors)
         self._first_paint_hook = first_paint_hook
         self.theme_errors: list[str] = []
         self.keymap_errors: list[str] = []
@@ -55,8 +56,26 @@ class CtxbenchApp(App[None]):
 
     def on_mount(self) -> None:
         self.push_screen(MainScreen(self.options, self.config_, first_paint_hook=self._first_paint_hook))
-        for problem in (*self.theme_errors, *self.keymap_errors):
+        for problem in (*self.theme_errors, *self.keymap_errors, *self.llm_errors):
             self.notify(problem, severity="warning", timeout=8)
+
+
+def with_model(config: Config, options: LaunchOptions, errors: list[str]) -> Config:
+    """``config`` with its ``llm`` section resolved once: the config file, then CTXBENCH_LLM_* (unless
+    ``options.llm_from_env`` is off), then the flags. A bad combination keeps the config's model
+    and says why in ``errors``."""
+    import dataclasses
+
+    from ctxbench.llm.providers import ProviderError, resolve_llm_config
+
+    try:
+        llm = resolve_llm_config(config.llm, base_url=options.llm_base_url, model=options.llm_model,
+                                 api_key_env=options.llm_api_key_env,
+                                 environ=None if options.llm_from_env else {})
+    except ProviderError as exc:
+        errors.append(f"model: {exc}")
+        return config
+    return dataclasses.replace(config, llm=llm)
 
 
 FIRST_PAINT_ENV = "CTXBENCH_BENCH_FIRST_PAINT"  # file to write the first-paint time to (ctxbench bench ui)

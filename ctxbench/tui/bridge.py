@@ -17,7 +17,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from ctxbench.planner.records import ContextPlan, Pin, PlanItem
     from ctxbench.session import SessionSettings, Workbench
 
-PINNABLE_PREFIXES = ("group:", "atom:", "card:", "memo:", "text:")
+PINNABLE_PREFIXES = ("group:", "atom:", "card:", "memo:", "text:", "path:")
 
 
 @dataclass(frozen=True)
@@ -38,6 +38,11 @@ class LaunchOptions:
     index_repo: bool = True  # index the repository and plug retrieval in (off: plans carry no cards)
     retriever: Any = None  # a ready retriever to plug in instead of indexing (tests, benchmarks)
     warm_embedder: bool = True  # load the embedding model in the background for semantic retrieval
+    # the model (flags override the config file and CTXBENCH_LLM_* variables, as in `ctxbench chat`)
+    llm_base_url: str | None = None
+    llm_model: str | None = None
+    llm_api_key_env: str | None = None
+    llm_from_env: bool = True  # False: ignore CTXBENCH_LLM_* (the demo stays offline unless a flag says otherwise)
 
 
 @dataclass(frozen=True)
@@ -90,6 +95,8 @@ class TurnSink:
     text: Callable[[str], None] = lambda s: None
     tool: Callable[["Message"], None] = lambda m: None
     status: Callable[[str], None] = lambda s: None
+    usage: Callable[[Any], None] = lambda check: None  # an llm.events.UsageCheck per model call
+    state: Callable[[str], None] = lambda block: None  # a new ### STATE block was stored
 
 
 @dataclass(frozen=True)
@@ -112,8 +119,11 @@ class Bridge:
         self.semantic_ready = False
         self.retrieval_ready = False
         self.code_context: Any = None  # request_code_context's view of the index (set by the warm-up)
-        self.reflection: Any = None  # the last turn's Reflection (its suggestions show in the overlay)
+        self.reflection: Any = None  # the last turn's Reflection
         self._applied: dict[str, Any] = {}
+        self._runner: Any = None  # one TurnRunner (and its trace store) for the session, closed by close()
+        self._traces: Any = None
+        self._closed = False
 
     # -- opening ------------------------------------------------------------------------------
     def open(self) -> SessionSnapshot:
@@ -150,6 +160,46 @@ class Bridge:
         if self.workbench is None:
             raise RuntimeError("the session is not open yet")
         return self.workbench
+
+    @property
+    def traces(self) -> Any:
+        """The session's ``llm`` tables (model calls, tool traces, pin suggestions): one connection."""
+        with self.lock:
+            if self._traces is None:
+                from ctxbench.llm.traces import TraceStore
+
+                self._traces = TraceStore(self.wb.db_path)
+            return self._traces
+
+    @property
+    def runner(self) -> Any:
+        """The session's TurnRunner, made on first use and kept for every turn and rebuild."""
+        with self.lock:
+            if self._closed:
+                raise RuntimeError("the session is closed")
+            if self._runner is None:
+                from ctxbench.llm.loop import TurnRunner
+                from ctxbench.llm.providers import make_client
+
+                self._runner = TurnRunner(self.wb, make_client(self.config.llm), self.config,
+                                          code=self.code_context, traces=self.traces)
+            self._runner.code = self.code_context  # the index may have come up since the last turn
+            return self._runner
+
+    def close(self) -> None:
+        """Close the runner's trace store and the session's store (the app is leaving)."""
+        with self.lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._runner is not None:
+                self._runner.close()
+                self._runner = None
+            if self._traces is not None:
+                self._traces.close()
+                self._traces = None
+            if self.workbench is not None:
+                self.workbench.close()
 
     def snapshot(self) -> SessionSnapshot:
         wb, sid = self.wb, self.session_id
@@ -193,28 +243,17 @@ class Bridge:
                         self.semantic_ready)
 
     def suggestions(self, plan: "ContextPlan", pins: tuple["Pin", ...]) -> tuple[Suggestion, ...]:
-        """Items worth pinning: high activation (the planner's suggest_pins) or, until that exists,
-        the best-scored symbol cards that are not pinned."""
+        """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
+        then high activation; with neither, the best-scored symbol cards that are not pinned."""
+        from ctxbench.llm.suggestions import open_suggestions
+
         pinned = {p.target for p in pins}
         cfg = self.config.planner.activation
+        labels = labels_of(plan)
         found: list[Suggestion] = []
-        try:
-            from ctxbench.planner.activation import suggest_pins  # the planner's own (helper H2)
-        except ImportError:
-            suggest_pins = None
-        if suggest_pins is not None:
-            scores = self.wb.activation(self.session_id)
-            labels = {i.id: i.label for i in plan.items}
-            for target in suggest_pins(scores, pins, cfg):
-                found.append(Suggestion(target, labels.get(target, target), float(scores.get(target, 0.0)),
-                                        "activation"))
-        if self.reflection is not None:
-            seen = {s.target for s in found}
-            for s in getattr(self.reflection, "suggestions", ()):
-                if s.target not in seen:
-                    found.append(Suggestion(s.target, labels_of(plan).get(s.target, s.target), float(s.score),
-                                            f"{s.source}: {s.reason}" if s.reason else s.source))
-                    seen.add(s.target)
+        for s in open_suggestions(self.wb, self.session_id, self.traces):
+            why = f"{s.source}: {s.reason}" if s.reason and s.source == "model" else (s.reason or s.source)
+            found.append(Suggestion(s.target, labels.get(s.target, s.target), float(s.score), why))
         if not found:
             cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
@@ -262,6 +301,11 @@ class Bridge:
         content = ""
         if item_id.startswith("card:") and plan is not None:
             content = self.card_text(item_id[5:], plan)
+        if item_id.startswith("path:"):  # a file the model suggested: pinned with its text
+            body = self.code_context.expand(item_id) if self.code_context is not None else None
+            if not body:
+                raise ValueError(f"cannot read {item_id[5:]} (no code index, or not a file of the repository)")
+            content = body
         target = item_id
         if item_id.startswith("pin:"):
             existing = next((p for p in self.wb.pins(self.session_id) if p.id == item_id[4:]), None)
@@ -298,16 +342,46 @@ class Bridge:
         raise ValueError(f"{item_id} is mandatory or not a turn; it cannot be dropped")
 
     def accept(self, suggestion: Suggestion, plan: "ContextPlan | None") -> "Pin":
-        return self.pin_item(suggestion.target, "sticky", label=suggestion.label, plan=plan)
+        pin = self.pin_item(suggestion.target, "sticky", label=suggestion.label, plan=plan)
+        self._decide(suggestion.target, accepted=True)
+        return pin
 
     def reject(self, suggestion: Suggestion) -> None:
         self.rejected.add(suggestion.target)
+        self._decide(suggestion.target, accepted=False)
+
+    def _decide(self, target: str, *, accepted: bool) -> None:
+        """Record the user's answer, so a model's suggestion is not raised again in a later run."""
+        source = next((s.source for s in self.traces.suggestions(self.session_id) if s.target == target),
+                      "activation")
+        self.traces.add_suggestion(self.session_id, target, "", source, "")
+        self.traces.decide_suggestion(self.session_id, target, accepted=accepted)
 
     # -- turns ----------------------------------------------------------------------------------
     def run_turn(self, text: str, sink: TurnSink, cancel: Any) -> TurnOutcome:
         from ctxbench.tui.turns import run_turn
 
         return run_turn(self, text, sink, cancel)
+
+    def rebuild_state(self, sink: TurnSink, cancel: Any) -> TurnOutcome:
+        from ctxbench.tui.turns import rebuild_state
+
+        return rebuild_state(self, sink, cancel)
+
+    # -- replay ---------------------------------------------------------------------------------
+    def replay_turns(self) -> list["Message"]:
+        """The first user message of each turn of the session, oldest first."""
+        from ctxbench.llm.replay import user_turns
+
+        return user_turns(self.wb.history(self.session_id))
+
+    def replay_step(self, turn: int, settings: dict[str, Any]) -> Any:
+        """The plan turn ``turn`` (1-based) would get under ``settings`` (mode, budget, strategy,
+        window_groups): an ``llm.replay.ReplayStep``, or None when there is no such turn."""
+        from ctxbench.llm.replay import replay
+
+        wanted = {k: settings.get(k) for k in ("mode", "budget", "strategy", "window_groups")}
+        return next(replay(self.wb, self.session_id, only_turn=turn, **wanted), None)
 
     # -- retrieval ------------------------------------------------------------------------------
     def prepare_retrieval(self, status: Callable[..., None], **kwargs: Any) -> bool:
@@ -322,8 +396,6 @@ def labels_of(plan: "ContextPlan") -> dict[str, str]:
 
 def render_messages(messages) -> str:
     """OpenAI-style messages as readable text: a header per message, then its content."""
-    import json
-
     out: list[str] = []
     for n, m in enumerate(messages, 1):
         head = f"── {n} · {m.get('role', '?')}"

@@ -7,7 +7,8 @@ Rebinding: in the config file
     "overlay.pin_sticky" = "ctrl+s,f2"
 
 Ids are grouped by where they act: ``ctxbench.*`` anywhere on the main screen, ``overlay.*``
-in the context overlay, ``viewer.*`` in the payload / preview / listing views.
+in the context overlay, ``viewer.*`` in the payload / preview / listing views, ``replay.*`` in
+the replay screen.
 """
 from __future__ import annotations
 
@@ -69,7 +70,18 @@ def bindings(specs: tuple[KeySpec, ...]) -> list[Binding]:
     ]
 
 
-ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS
+REPLAY_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("replay.close", "escape,q", "close", "Close", priority=True, key_display="esc"),
+    KeySpec("replay.prev", "left,p", "step(-1)", "Prev turn", priority=True, key_display="←"),
+    KeySpec("replay.next", "right,n", "step(1)", "Next turn", priority=True, key_display="→"),
+    KeySpec("replay.first", "home", "jump('first')", "First", priority=True),
+    KeySpec("replay.last", "end", "jump('last')", "Last", priority=True),
+    KeySpec("replay.mode", "m", "cycle_mode", "Mode", priority=True),
+    KeySpec("replay.strategy", "s", "cycle_strategy", "Strategy", priority=True),
+    KeySpec("replay.payload", "enter", "payload", "Payload", priority=True),
+)
+
+ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS + REPLAY_KEYS
 BINDING_IDS: frozenset[str] = frozenset(s.id for s in ALL_KEYS)
 
 

@@ -105,3 +105,31 @@ class RetrievalReady(Message):
     def __init__(self, semantic: bool) -> None:
         super().__init__()
         self.semantic = semantic
+
+
+class UsageReported(Message):
+    """A model call of a running turn came back: estimated vs reported prompt tokens (llm.events.UsageCheck)."""
+
+    def __init__(self, local_id: int, check: Any) -> None:
+        super().__init__()
+        self.local_id = local_id
+        self.check = check
+
+
+class StateStored(Message):
+    """A new ``### STATE`` block is the session's state (from a reply or ``/context rebuild``)."""
+
+    def __init__(self, block: str) -> None:
+        super().__init__()
+        self.block = block
+
+
+class ReplayReady(Message):
+    """A replayed turn's plan is built (``llm.replay.ReplayStep``, or an error line)."""
+
+    def __init__(self, key: tuple, total: int, step: Any = None, error: str = "") -> None:
+        super().__init__()
+        self.key = key  # (turn, mode, budget, strategy, window_groups)
+        self.total = total  # user turns in the session
+        self.step = step
+        self.error = error

@@ -160,3 +160,65 @@ def tier_note(length: int, tier: Tier | None) -> str:
 def one_line(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
+
+
+# -- ### STATE blocks ------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReplyParts:
+    """An assistant reply split around its ``### STATE`` block (shown as a panel with its lines kept)."""
+
+    before: str
+    state: str  # the block without its heading line; "" when the reply has none
+    after: str = ""
+
+
+def split_state(text: str) -> ReplyParts:
+    from ctxbench.llm.state import state_span
+
+    span = state_span(text)
+    if span is None:
+        return ReplyParts(text, "")
+    start, end = span
+    block = text[start:end]
+    body = block.split("\n", 1)[1] if "\n" in block else ""
+    return ReplyParts(text[:start].rstrip(), body.strip("\n"), text[end:].strip("\n"))
+
+
+def state_line_parts(line: str) -> tuple[str, str]:
+    """``Goal: x`` → (``Goal:``, `` x``); a line without a field name → ("", line)."""
+    head, sep, rest = line.partition(":")
+    name = head.strip().lstrip("-* ")
+    if sep and name and len(name) <= 40 and all(c.isalpha() or c == " " for c in name):
+        return head + sep, rest
+    return "", line
+
+
+# -- usage reports ---------------------------------------------------------------------------------
+
+def usage_text(checks) -> tuple[str, bool]:
+    """The line under a reply: estimated vs reported prompt tokens of the turn's calls, and whether
+    any call differed by more than the threshold (the badge)."""
+    checks = tuple(checks)
+    if not checks:
+        return "", False
+    last = checks[-1]
+    bad = next((c for c in reversed(checks) if c.mismatch), None)
+    calls = f" · {len(checks)} calls" if len(checks) > 1 else ""
+    model = f" · {last.model}" if last.model else ""
+    if bad is not None:
+        return f"⚠ {bad.badge} — estimate off by more than the threshold{calls}{model}", True
+    if last.reported is None:
+        return f"est {tok(last.estimated)} prompt tok · no usage reported{calls}{model}", False
+    return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{calls}{model}", False
+
+
+def model_label(llm) -> str:
+    """Short name of the model for the status line: ``offline model`` or ``NAME @ host:port``."""
+    if llm is None or llm.provider == "offline":
+        return "offline model"
+    where = llm.base_url or "api.openai.com"
+    for prefix in ("http://", "https://"):
+        where = where.removeprefix(prefix)
+    where = where.split("/", 1)[0]
+    return f"{llm.model} @ {where}"

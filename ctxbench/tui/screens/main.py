@@ -23,9 +23,9 @@ from ctxbench.tui import messages as msg
 from ctxbench.tui.bridge import Bridge, LaunchOptions, PlanView, TurnSink
 from ctxbench.tui.commands import CommandError, help_text, parse
 from ctxbench.tui.keymap import MAIN_KEYS, bindings, describe_key
-from ctxbench.tui.present import attachment_for, meter_state, mode_label, next_mode, tok
+from ctxbench.tui.present import attachment_for, meter_state, mode_label, model_label, next_mode, tok
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
-from ctxbench.tui.widgets.chat import ChatPane
+from ctxbench.tui.widgets.chat import CANCELLED_EARLY, ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
 from ctxbench.tui.widgets.status_line import StatusLine
@@ -53,6 +53,9 @@ class MainScreen(Screen[None]):
         self._local = itertools.count(1)
         self._turn_cancel: Any = None
         self._turn_running = False
+        self._rebuilds: set[int] = set()  # local ids of running /context rebuild requests
+        self.usage_checks: list[Any] = []  # every model call's estimated vs reported prompt tokens
+        self.state_block = ""  # the last ### STATE stored while the app ran
         self._preview_timer: Timer | None = None
         self._draft = ""
         self._last_history_len = 0
@@ -94,13 +97,20 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
-        self.status.detail = "opening session…"
+        self.status.detail = f"opening session… · {model_label(self.config.llm)}"
         self.set_reactive(MainScreen.mode, self.query_one(ModeIndicator).mode)
         self.prompt.focus()
         if self._first_paint_hook is not None:
             self.call_after_refresh(self._first_paint_hook, self.app)
         self.run_worker(self._open_session, thread=True, group="engine", name="open session",
                         exit_on_error=False)
+
+    def on_unmount(self) -> None:
+        """Leaving: stop a running reply, then close the session's runner and store."""
+        if self._turn_cancel is not None:
+            self._turn_cancel.cancel()
+        if self.bridge is not None:
+            self.bridge.close()
 
     # -- opening ------------------------------------------------------------------------------------
     def _open_session(self) -> None:
@@ -160,6 +170,7 @@ class MainScreen(Screen[None]):
                 parts.append(name)
         parts.append(str(d.get("strategy", "")))
         parts.append("all turns" if not d.get("window_groups") else f"last {d['window_groups']} turns")
+        parts.append(model_label(self.config.llm))
         self.status.title = self.session_title
         self.status.detail = " · ".join(parts)
 
@@ -394,12 +405,17 @@ class MainScreen(Screen[None]):
         self._preview_timer = self.set_timer(self.config.ui.preview_delay_s,
                                              lambda: self.request_plan(reason="draft"))
 
-    async def send(self, text: str) -> None:
+    def _busy(self) -> bool:
         if self.bridge is None:
             self.notify("the session is still opening", severity="warning")
-            return
+            return True
         if self._turn_running:
             self.notify("a reply is still arriving; esc cancels it", severity="warning")
+            return True
+        return False
+
+    async def send(self, text: str) -> None:
+        if self._busy():
             return
         from ctxbench.llm.client import CancelToken
 
@@ -411,7 +427,26 @@ class MainScreen(Screen[None]):
         self.run_worker(partial(self._turn_worker, local, text, cancel), thread=True, group="turn",
                         name="turn", exit_on_error=False)
 
-    def _turn_worker(self, local: int, text: str, cancel: Any) -> None:
+    async def rebuild_state(self) -> None:
+        """``/context rebuild``: the model rewrites the ``### STATE`` from the current window, streamed
+        into the chat like a reply; the plan and the meter pick the new state up."""
+        if self._busy():
+            return
+        from ctxbench.llm.client import CancelToken
+
+        local = next(self._local)
+        cancel = CancelToken()
+        self._turn_cancel = cancel
+        self._turn_running = True
+        self._rebuilds.add(local)
+        await self.chat.add_pending_rebuild(
+            local, f"↻ /context rebuild: asking the {model_label(self.config.llm)} for a fresh ### STATE "
+                   f"from the current window (esc cancels)")
+        self.status.set_slot(msg.StatusUpdate("turn", "rebuilding the state…"))
+        self.run_worker(partial(self._turn_worker, local, "", cancel, rebuild=True), thread=True, group="turn",
+                        name="rebuild state", exit_on_error=False)
+
+    def _turn_worker(self, local: int, text: str, cancel: Any, rebuild: bool = False) -> None:
         bridge = self.bridge
         assert bridge is not None
 
@@ -424,9 +459,11 @@ class MainScreen(Screen[None]):
             text=lambda s: self.post_message(msg.ReplyChunk(local, s)),
             tool=lambda m: self.post_message(msg.ToolEvent(local, m)),
             status=lambda s: self.post_message(msg.Status(msg.StatusUpdate("turn", s))),
+            usage=lambda check: self.post_message(msg.UsageReported(local, check)),
+            state=lambda block: self.post_message(msg.StateStored(block)),
         )
         try:
-            outcome = bridge.run_turn(text, sink, cancel)
+            outcome = bridge.rebuild_state(sink, cancel) if rebuild else bridge.run_turn(text, sink, cancel)
         except Exception as exc:  # noqa: BLE001 - the turn's failure is shown in the chat
             self.post_message(msg.TurnFinished(local, None, f"{type(exc).__name__}: {exc}"))
             return
@@ -446,16 +483,33 @@ class MainScreen(Screen[None]):
     async def _tool_event(self, message: msg.ToolEvent) -> None:
         await self.chat.add_tool_message(message.local_id, message.message)
 
+    @on(msg.UsageReported)
+    def _usage_reported(self, message: msg.UsageReported) -> None:
+        self.chat.add_usage(message.local_id, message.check)
+        self.usage_checks.append(message.check)
+
+    @on(msg.StateStored)
+    def _state_stored(self, message: msg.StateStored) -> None:
+        self.state_block = message.block
+
     @on(msg.TurnFinished)
     async def _turn_finished(self, message: msg.TurnFinished) -> None:
         self._turn_running = False
         self._turn_cancel = None
+        rebuild = message.local_id in self._rebuilds
+        self._rebuilds.discard(message.local_id)
         self.status.set_slot(msg.StatusUpdate("turn", "", "idle"))
         partial_reply = message.cancelled or bool(message.error)
-        await self.chat.finish_reply(message.local_id, partial=partial_reply, error=message.error)
+        await self.chat.finish_reply(
+            message.local_id, partial=partial_reply, error=message.error, cancelled=message.cancelled,
+            cancel_note="⊘ rebuild cancelled; the state is unchanged" if rebuild else CANCELLED_EARLY)
         if message.cancelled:
-            self.notify("reply cancelled; the partial reply is stored", severity="warning")
-        self.request_plan(reason="after turn")  # reflection changed activation, leases and suggestions
+            stored = message.reply is not None and getattr(message.reply, "partial", False)
+            self.notify("reply cancelled; the partial reply is stored" if stored else
+                        ("rebuild cancelled" if rebuild else "reply cancelled"), severity="warning")
+        elif rebuild and not message.error:
+            self.notify("state rebuilt from the current window", timeout=2)
+        self.request_plan(reason="after rebuild" if rebuild else "after turn")  # new state, activation, leases
 
     def action_cancel_turn(self) -> None:
         if self._turn_cancel is not None:
@@ -517,6 +571,18 @@ class MainScreen(Screen[None]):
         else:
             self._show_viewer(f"Payload of {plan.plan_id}", render_messages(payload), "text", subtitle)
 
+    def cmd_context_rebuild(self, args: tuple[str, ...]) -> None:
+        self._need_bridge()
+        self.call_later(self.rebuild_state)
+
+    def cmd_replay(self, args: tuple[str, ...]) -> None:
+        from ctxbench.tui.screens.replay import ReplayScreen
+
+        bridge = self._need_bridge()
+        start = self._int(args, "turn number") if args else 1
+        settings = {k: self.desired.get(k) for k in SETTING_KEYS}
+        self.app.push_screen(ReplayScreen(bridge, settings, start=start))
+
     def cmd_context_overlay(self, args: tuple[str, ...]) -> None:
         self.action_open_overlay()
 
@@ -525,12 +591,29 @@ class MainScreen(Screen[None]):
         self._need_bridge()
         self.request_plan(then=self._with_history_refresh(lambda b: b.drop(f"group:{gid}")), reason="drop")
 
+    def cmd_context_restore(self, args: tuple[str, ...]) -> None:
+        gid = self._int(args, "turn id (GID)")
+        self._need_bridge()
+
+        def restore(bridge: Bridge) -> str:
+            bridge.wb.group(bridge.session_id, gid)  # raises for an unknown group
+            bridge.wb.restore_group(bridge.session_id, gid)
+            return f"restored turn {gid}"
+
+        self.request_plan(then=self._with_history_refresh(restore), reason="restore")
+
     def cmd_undo(self, args: tuple[str, ...]) -> None:
         self._need_bridge()
 
         def undo(bridge: Bridge) -> str:
             gid = bridge.wb.undo(bridge.session_id)
-            return f"removed the last turn ({gid})" if gid is not None else "nothing to undo"
+            if gid is None:
+                return "nothing to undo"
+            if bridge.wb.state_block(bridge.session_id).strip():
+                # seed 001: the state came from replies that may be gone; the model rewrites it
+                self.app.call_from_thread(self.call_later, self.rebuild_state)
+                return f"removed the last turn ({gid}); rebuilding the state"
+            return f"removed the last turn ({gid})"
 
         self.request_plan(then=self._with_history_refresh(undo), reason="undo")
 

@@ -10,7 +10,16 @@ from textual.containers import Vertical, VerticalScroll
 from textual.widgets import Button, Collapsible, Markdown, Static
 
 from ctxbench.config import TruncationConfig
-from ctxbench.tui.present import Tier, one_line, tier_note, truncation_tiers
+from ctxbench.llm.state import is_state_heading
+from ctxbench.tui.present import (
+    Tier,
+    one_line,
+    split_state,
+    state_line_parts,
+    tier_note,
+    truncation_tiers,
+    usage_text,
+)
 
 
 class UserBubble(Static):
@@ -21,32 +30,159 @@ class AttachmentLine(Static):
     """``+1,240 tok auto · Light · scaffold + 5 cards · ctrl+o details``"""
 
 
+class StatePanel(Static):
+    """A ``### STATE`` block: a bordered panel that keeps its ``Goal:`` / ``Context:`` … lines apart."""
+
+    BORDER_TITLE = "### STATE"
+
+    def __init__(self, body: str = "", **kwargs) -> None:
+        super().__init__(state_text(body), **kwargs)
+        self.body = body
+
+    def set_body(self, body: str) -> None:
+        if body != self.body:
+            self.body = body
+            self.update(state_text(body))
+
+
+def state_text(body: str) -> Text:
+    out = Text()
+    for n, line in enumerate(body.splitlines()):
+        if n:
+            out.append("\n")
+        name, rest = state_line_parts(line)
+        if name:
+            out.append(name, style="bold")
+        out.append(rest)
+    return out
+
+
+PARTIAL_NOTES = {"cancelled": "⋯ partial reply: cancelled", "failed": "⋯ partial reply: the call failed",
+                 "": "⋯ partial reply (cut off)"}
+
+
 class AssistantBubble(Vertical):
-    """An assistant reply, rendered as Markdown; streams while the reply arrives."""
+    """An assistant reply, rendered as Markdown; streams while the reply arrives.
+
+    A ``### STATE`` block in the reply is shown in a :class:`StatePanel` (Markdown would join its
+    lines into one paragraph); while streaming, text from the heading on goes to the panel.
+    """
 
     def __init__(self, text: str = "", *, partial: bool = False, **kwargs) -> None:
         super().__init__(**kwargs)
         self._initial = text
+        self._text = text
+        self._sent = len(text)  # characters of the reply already given to the Markdown widget
+        self._state_at: int | None = None  # where a streamed ### STATE heading starts
         self._stream = None
+        self._partial = partial
         self.set_class(partial, "-partial")
 
     def compose(self):
-        yield Markdown(self._initial, classes="reply")
+        parts = split_state(self._initial)
+        md = Markdown(parts.before, classes="reply")
+        md.display = bool(parts.before) or not parts.state
+        yield md
+        if parts.state:
+            yield StatePanel(parts.state, classes="state-block" + (" -after-text" if parts.before else ""))
+        if parts.after:
+            yield Markdown(parts.after, classes="reply reply-after")
+        if self._partial:
+            yield Static(PARTIAL_NOTES[""], classes="partial-note")
 
     @property
     def markdown(self) -> Markdown:
-        return self.query_one(Markdown)
+        return self.query(Markdown).first()
+
+    @property
+    def text(self) -> str:
+        return self._text
+
+    def state_panel(self) -> StatePanel | None:
+        found = self.query(StatePanel)
+        return found.first() if found else None
+
+    def _markdown_limit(self) -> int:
+        """How much of the streamed text can go to Markdown now: up to a ### STATE heading once one
+        is complete; a trailing unfinished line that may still become a heading waits."""
+        text = self._text
+        complete = text.rfind("\n") + 1
+        pos = text.rfind("\n", 0, self._sent) + 1  # lines before this one were sent and were no heading
+        for line in text[pos:complete].splitlines(keepends=True):
+            if is_state_heading(line):
+                self._state_at = pos
+                return pos
+            pos += len(line)
+        tail = text[complete:].lstrip()
+        return complete if (not tail or tail.startswith("#")) else len(text)
 
     async def write(self, fragment: str) -> None:
-        if self._stream is None:
-            self._stream = Markdown.get_stream(self.markdown)
-        await self._stream.write(fragment)
+        self._text += fragment
+        if self._state_at is None:
+            limit = self._markdown_limit()
+            if limit > self._sent:
+                if self._stream is None:
+                    self._stream = Markdown.get_stream(self.markdown)
+                await self._stream.write(self._text[self._sent:limit])
+                self._sent = limit
+        if self._state_at is not None:
+            body = self._text[self._state_at:].split("\n", 1)
+            await self._show_state(body[1].strip("\n") if len(body) > 1 else "")
 
-    async def finish(self, partial: bool = False) -> None:
+    async def _show_state(self, body: str, after_text: bool | None = None) -> None:
+        panel = self.state_panel()
+        if panel is None:
+            panel = StatePanel(body, classes="state-block")
+            await self.mount(panel, after=self.markdown)
+        else:
+            panel.set_body(body)
+        if after_text is None:
+            after_text = bool(self._text[: self._state_at or 0].strip())
+        panel.set_class(after_text, "-after-text")
+
+    async def finish(self, partial: bool = False, reason: str = "") -> None:
         if self._stream is not None:
             await self._stream.stop()
             self._stream = None
+        parts = split_state(self._text)
+        if parts.state or self._sent < len(self._text):
+            await self.markdown.update(parts.before)
+            self._sent = len(self._text)
+            if parts.state:
+                await self._show_state(parts.state, bool(parts.before))
+                if parts.after:
+                    await self.mount(Markdown(parts.after, classes="reply reply-after"))
+            else:
+                panel = self.state_panel()
+                if panel is not None:
+                    await panel.remove()
+            self.markdown.display = bool(parts.before) or not parts.state
+        self._partial = partial
         self.set_class(partial, "-partial")
+        if partial and not self.query(".partial-note"):
+            await self.mount(Static(PARTIAL_NOTES.get(reason, PARTIAL_NOTES[""]), classes="partial-note"))
+
+
+CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"
+
+
+class UsageLine(Static):
+    """Under a finished reply: estimated vs reported prompt tokens; a badge when they differ by > the threshold."""
+
+    def __init__(self, checks=(), **kwargs) -> None:
+        super().__init__("", **kwargs)
+        self.checks: tuple = ()
+        self.set_checks(checks)
+
+    def set_checks(self, checks) -> None:
+        self.checks = tuple(checks)
+        text, mismatch = usage_text(self.checks)
+        self.set_class(mismatch, "-mismatch")
+        self.update(Text(text))
+
+    @property
+    def mismatch(self) -> bool:
+        return self.has_class("-mismatch")
 
 
 class SystemNote(Static):
@@ -113,6 +249,7 @@ class ChatPane(VerticalScroll):
         self._pending: dict[int, TurnBlock] = {}  # local id -> block of a turn not yet stored
         self._replies: dict[int, AssistantBubble] = {}
         self._attachments: dict[int, str] = {}
+        self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
 
     # -- history -----------------------------------------------------------------------------------
     def _groups(self) -> list[int]:
@@ -256,14 +393,35 @@ class ChatPane(VerticalScroll):
         await bubble.write(fragment)
         self.scroll_end(animate=False)
 
-    async def finish_reply(self, local_id: int, *, partial: bool = False, error: str = "") -> None:
+    async def add_pending_rebuild(self, local_id: int, text: str) -> TurnBlock:
+        """A block for ``/context rebuild``: a note, then the model's reply streams below it."""
+        block = TurnBlock(None, classes="turn rebuild -pending")
+        self._pending[local_id] = block
+        await self.mount(block)
+        await block.mount(SystemNote(Text(text), classes="note rebuild-note"))
+        self.scroll_end(animate=False)
+        return block
+
+    def add_usage(self, local_id: int, check) -> None:
+        """Remember a call's usage check; the line shows under the reply when the turn ends."""
+        self._usage.setdefault(local_id, []).append(check)
+
+    async def finish_reply(self, local_id: int, *, partial: bool = False, error: str = "",
+                           cancelled: bool = False, cancel_note: str = CANCELLED_EARLY) -> None:
         bubble = self._replies.pop(local_id, None)
+        reason = "cancelled" if cancelled else ("failed" if error else "")
         if bubble is not None:
-            await bubble.finish(partial=partial)
+            await bubble.finish(partial=partial, reason=reason)
             bubble.remove_class("-streaming")
         block = self._pending.pop(local_id, None)
-        if error and block is not None:
-            await block.mount(SystemNote(Text(f"✗ {error}"), classes="error-note"))
+        checks = self._usage.pop(local_id, [])
+        if block is not None:
+            if checks:
+                await block.mount(UsageLine(checks, classes="usage-line"))
+            if cancelled and bubble is None:
+                await block.mount(SystemNote(Text(cancel_note), classes="note cancel-note"))
+            if error:
+                await block.mount(SystemNote(Text(f"✗ {error}"), classes="error-note"))
         self.scroll_end(animate=False)
 
     async def add_note(self, text: str | Text, *, error: bool = False) -> None:
