@@ -255,6 +255,10 @@ class LLMConfig:
     query_db_max_rows: int = 50  # rows a query_db call returns
     query_db_max_chars: int = 8000  # characters of a query_db result
     query_db_max_steps: int = 2_000_000  # SQLite VM steps before a query_db call is interrupted
+    query_db_progress_steps: int = 1000  # SQLite VM steps between two checks of query_db_max_steps
+    # SQLite's longest string or blob inside a query_db call (SQLITE_LIMIT_LENGTH): this many times
+    # query_db_max_chars, or the session's longest stored row when that is longer (so it can still be read)
+    query_db_length_factor: int = 16
     offline_chunk_chars: int = 12  # the offline model streams its reply in pieces of this size
 
 

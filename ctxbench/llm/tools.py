@@ -238,7 +238,10 @@ class ToolBox:
             return "error: query_db needs sql", False, ()
         try:
             result = run_query(self.workbench.db_path, self.session_id, sql,
-                               max_rows=self.config.query_db_max_rows, max_steps=self.config.query_db_max_steps)
+                               max_rows=self.config.query_db_max_rows, max_steps=self.config.query_db_max_steps,
+                               max_chars=self.config.query_db_max_chars,
+                               length_factor=self.config.query_db_length_factor,
+                               progress_steps=self.config.query_db_progress_steps)
         except QueryRefused as exc:
             return f"error: {exc}", False, ()
         except sqlite3.Error as exc:
