@@ -349,4 +349,16 @@ def load_config(path: Path | None = None) -> Config:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    return _merge(config, data, path.name)
+    config = _merge(config, data, path.name)
+    _check_tokenizer(config.tokenizer.name, path)
+    return config
+
+
+def _check_tokenizer(name: str, path: Path) -> None:
+    """Only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)."""
+    from ctxbench.tokens import TokenizerUnavailable, check_tokenizer_name
+
+    try:
+        check_tokenizer_name(name)
+    except TokenizerUnavailable as exc:
+        raise ConfigError(f"{path.name}: tokenizer.name: {exc}") from exc

