@@ -340,10 +340,17 @@ def _mode_from(data: Any, where: str) -> ModeProfile:
 
 
 def load_config(path: Path | None = None) -> Config:
-    """Load the config file if it exists, merged over the defaults."""
+    """Load the config file merged over the defaults.
+
+    Only the default location may be absent (then the defaults hold): a path given explicitly, as
+    ``path`` (``--config``) or in ``$CTXBENCH_CONFIG``, that does not exist is a ConfigError.
+    """
+    given = "--config" if path is not None else "$CTXBENCH_CONFIG" if os.environ.get("CTXBENCH_CONFIG") else ""
     path = path or default_config_path()
     config = Config()
     if not path.exists():
+        if given:
+            raise ConfigError(f"config file {path} does not exist (given by {given})")
         return config
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))

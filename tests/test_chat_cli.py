@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 from click.testing import CliRunner
 
@@ -12,7 +13,7 @@ from ctxbench.session import Workbench
 
 
 def _chat(db, *args):
-    return CliRunner().invoke(main, ["chat", *args, "--db", str(db)], env={"CTXBENCH_CONFIG": str(db) + ".none.toml"})
+    return CliRunner().invoke(main, ["chat", *args, "--db", str(db)], env={"CTXBENCH_CONFIG": os.devnull})
 
 
 def test_offline_chat_json_describes_the_plan_and_stores_the_turn(tmp_path):

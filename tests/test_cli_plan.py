@@ -32,7 +32,7 @@ ITEM_KEYS = {"id", "kind", "section", "label", "tokens", "included", "reason", "
 
 @pytest.fixture
 def env(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default.db"))
     path = tmp_path / "chat.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in ROWS) + "\n", encoding="utf-8")
@@ -93,7 +93,7 @@ def test_plan_defaults_to_the_latest_session(env):
 def test_plan_over_a_transcript_in_a_subprocess_leaves_user_db_alone(env):
     tmp, transcript = env
     environ = dict(os.environ, HF_HUB_OFFLINE="1", CTXBENCH_DB=str(tmp / "user.db"),
-                   CTXBENCH_CONFIG=str(tmp / "none.toml"))
+                   CTXBENCH_CONFIG=os.devnull)
     proc = subprocess.run(
         [sys.executable, "-m", "ctxbench", "plan", "How do I cut the release?", "--transcript", str(transcript),
          "--budget", "800", "--strategy", "hybrid", "--json"],

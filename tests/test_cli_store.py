@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -32,7 +33,7 @@ def transcript(tmp_path):
 @pytest.fixture
 def env(tmp_path, monkeypatch):
     # keep the user's real config and database out of the tests
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default.db"))
     return tmp_path
 

@@ -5,9 +5,31 @@ import pytest
 from ctxbench.config import Config, ConfigError, load_config
 
 
-def test_missing_file_gives_defaults(tmp_path):
-    config = load_config(tmp_path / "nope.toml")
-    assert config == Config()
+def test_missing_default_file_gives_defaults(tmp_path, monkeypatch):
+    monkeypatch.delenv("CTXBENCH_CONFIG", raising=False)
+    monkeypatch.setattr("platformdirs.user_config_dir", lambda app: str(tmp_path / "nowhere"))
+    assert not (tmp_path / "nowhere" / "config.toml").exists()
+    assert load_config() == Config()
+
+
+def test_an_explicit_config_path_that_does_not_exist_is_an_error(tmp_path, monkeypatch):
+    monkeypatch.delenv("CTXBENCH_CONFIG", raising=False)
+    with pytest.raises(ConfigError, match=r"config file .*nope\.toml does not exist \(given by --config\)"):
+        load_config(tmp_path / "nope.toml")
+    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "env.toml"))
+    with pytest.raises(ConfigError, match=r"env\.toml does not exist \(given by \$CTXBENCH_CONFIG\)"):
+        load_config()
+
+
+def test_cli_refuses_a_config_flag_naming_a_missing_file(tmp_path, monkeypatch):
+    from click.testing import CliRunner
+
+    from ctxbench.cli import main
+
+    monkeypatch.delenv("CTXBENCH_CONFIG", raising=False)
+    result = CliRunner().invoke(main, ["sessions", "--db", str(tmp_path / "x.db"), "--config", "/nonexistent.toml"])
+    assert result.exit_code == 2
+    assert "config file /nonexistent.toml does not exist" in result.output
 
 
 def test_file_overrides_nested_values(tmp_path):

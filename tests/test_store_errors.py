@@ -1,6 +1,8 @@
 """A database that cannot be opened or used is a one-line error (exit 2) for every command, never a traceback."""
 from __future__ import annotations
 
+import os
+
 import pytest
 from click.testing import CliRunner
 
@@ -35,7 +37,7 @@ def test_connect_wraps_a_folder_that_cannot_be_made(tmp_path):
 @pytest.mark.parametrize("args", [["sessions"], ["sessions", "--json"], ["show", "abc"], ["replay", "s1"],
                                   ["chat", "hello"], ["retrieve", "query", "--no-semantic"]])
 def test_every_command_gives_one_error_line_and_exit_2(tmp_path, monkeypatch, not_a_db, args):
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     monkeypatch.chdir(tmp_path)
     result = CliRunner().invoke(main, [*args, "--db", str(not_a_db)])
     assert result.exit_code == 2, (result.output, result.exception)
@@ -45,7 +47,7 @@ def test_every_command_gives_one_error_line_and_exit_2(tmp_path, monkeypatch, no
 
 
 def test_a_db_path_under_a_file_is_one_error_line(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     blocker = tmp_path / "plain_file"
     blocker.write_text("x")
     result = CliRunner().invoke(main, ["sessions", "--db", str(blocker / "x.db")])

@@ -3,6 +3,7 @@ OpenAI importer refuses a transcript with a call left unanswered."""
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -82,7 +83,7 @@ def test_import_then_show_messages_gives_a_valid_payload_for_a_stored_unanswered
     from ctxbench.config import Config
     from ctxbench.session import Workbench
 
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     db = tmp_path / "x.db"
     rows = [{"role": "user", "content": "list files"},
             {"role": "assistant", "content": None, "tool_calls": [_call("t1", "ls")]},
@@ -135,7 +136,7 @@ def test_import_refuses_an_unanswered_tool_call_with_its_line(rows, line, words)
 
 
 def test_import_cli_exits_2_naming_the_line_and_stores_nothing(tmp_path, monkeypatch):
-    monkeypatch.setenv("CTXBENCH_CONFIG", str(tmp_path / "none.toml"))
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     path = tmp_path / "t.jsonl"
     rows = [{"role": "user", "content": "u"}, {"role": "assistant", "content": None, "tool_calls": [_call("x")]},
             {"role": "user", "content": "again"}]

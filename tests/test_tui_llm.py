@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -413,7 +414,7 @@ def test_open_and_demo_accept_the_model_flags(tmp_path, monkeypatch):
     seen: list = []
     monkeypatch.setattr(open_cmd, "run_workbench", lambda options, config: seen.append((options, config)))
     monkeypatch.setattr(demo_cmd, "run_workbench", lambda options, config: seen.append((options, config)))
-    env = {"CTXBENCH_CONFIG": str(tmp_path / "none.toml"), "CTXBENCH_LLM_BASE_URL": "http://10.0.0.1:8000/v1",
+    env = {"CTXBENCH_CONFIG": os.devnull, "CTXBENCH_LLM_BASE_URL": "http://10.0.0.1:8000/v1",
            "CTXBENCH_LLM_MODEL": "from-env"}
     runner = CliRunner()
     result = runner.invoke(cli, ["demo", "--db", str(tmp_path / "d.db"), "--no-index"], env=env)
@@ -443,7 +444,7 @@ def test_open_and_demo_accept_the_model_flags(tmp_path, monkeypatch):
     assert (llm.base_url, llm.model) == ("http://127.0.0.1:8000/v1", "served")
 
     result = runner.invoke(cli, ["open", "--repo", str(tmp_path), "--db", str(tmp_path / "o.db"), "--base-url",
-                                 "http://127.0.0.1:11434/v1"], env={"CTXBENCH_CONFIG": str(tmp_path / "none.toml")})
+                                 "http://127.0.0.1:11434/v1"], env={"CTXBENCH_CONFIG": os.devnull})
     assert result.exit_code == 2 and "needs a model name" in result.output
 
 
