@@ -94,6 +94,15 @@ class SemanticHistoryConfig:
         ("question", 0.5),
         ("code", 0.4),
     )
+    # the similarity ranking (retrieval/history_vectors.py): each earlier turn's text embedded with the
+    # code retriever's model, compared with the query
+    candidates: int = 20  # earlier turns offered to the strategy, most similar first
+    min_similarity: float = 0.25  # turns less similar than this are not offered
+    # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
+    # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
+    embed_reply_chars: int = 300  # characters of the assistant's replies in a turn's embedded text
+    embed_max_chars: int = 2000  # characters of a turn's embedded text
+    embed_max_seq_length: int = 256  # model tokens of a turn's text and of the query
 
 
 @dataclass(frozen=True)
@@ -236,6 +245,19 @@ class RetrievalConfig:
         "how", "i", "if", "in", "into", "is", "it", "its", "me", "my", "of", "on", "or", "so", "that", "the",
         "their", "then", "there", "this", "to", "too", "was", "what", "when", "where", "which", "who", "why",
         "will", "with", "would", "you", "your",
+    )
+    # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card
+    # with reason below_threshold) unless something says it is about the turn: named in the query (or a member
+    # of a class named there), a semantic similarity of at least min_semantic_similarity, a keyword hit on a
+    # word that is neither a stop word nor a chat word, a pin, or a graph neighbour of a hit above the floor.
+    # Measured on the tune split and on chit-chat turns (benchmarks/README.md).
+    min_semantic_similarity: float = 0.35
+    chat_words: tuple[str, ...] = (
+        "again", "ahead", "all", "awesome", "bye", "cheers", "continue", "cool", "evening", "excellent", "fine",
+        "go", "good", "goodbye", "great", "hello", "hey", "hi", "just", "later", "let", "lets", "ll", "lol", "lot",
+        "morning", "much", "nice", "night", "no", "nope", "now", "ok", "okay", "perfect", "please", "pls",
+        "proceed", "really", "sorry", "sounds", "sure", "thank", "thanks", "thx", "today", "tomorrow", "tonight",
+        "very", "yeah", "yep", "yes", "yup",
     )
 
 

@@ -5,7 +5,8 @@ turned into frozen ``PlanItem`` at the end). History atoms come from ``atoms.Gro
 decided through ``budget.HistorySelection``.
 
 Structural exclusions are decided here, before any budgeting, and keep their reason whatever the
-budget: ``mode_off`` (scaffold and cards when the mode never auto-retrieves), ``duplicate`` (a second
+budget: ``mode_off`` (scaffold and cards when the mode never auto-retrieves), ``below_threshold`` (a card
+whose retrieval hit is under the relevance floor), ``duplicate`` (a second
 card for a symbol, a second pin on a target, a pin on the current turn, the pin item of a pinned
 group), ``lease_expired``, ``dropped_by_user``, ``isolated_strategy``, ``outside_window`` (a pinned
 group that is not in the active branch's history).
@@ -311,6 +312,8 @@ def build_candidates(
             cand.exclude("duplicate", f"{hit.symbol} appears earlier in the retrieval set")
         elif hit.symbol in pinned_symbols:
             cand.exclude("duplicate", f"{hit.symbol} is pinned by {pinned_symbols[hit.symbol]}")
+        elif hit.below_threshold:
+            cand.exclude("below_threshold", hit.below_threshold)
         seen_symbols.add(hit.symbol)
         cards.append(cand)
     if profile.auto_retrieve:

@@ -122,7 +122,8 @@ def canonical_inputs(
             "semantic_available": retrieval.semantic_available,
             "hits": [
                 [h.symbol, h.path, h.line, h.score, h.provenance, h.neighbour_of, h.why, h.card_hash,
-                 content_hash(h.card_text), content_hash(h.excerpt)]
+                 content_hash(h.card_text), content_hash(h.excerpt),
+                 *([h.below_threshold] if h.below_threshold else [])]  # absent when empty: older ids stay
                 for h in retrieval.hits
             ],
         },

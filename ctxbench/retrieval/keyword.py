@@ -125,3 +125,21 @@ def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
     except sqlite3.OperationalError:  # a term FTS5 still refuses: answer nothing rather than fail the turn
         return []
     return [(r[0], -float(r[1])) for r in rows]
+
+
+def symbols_matching(conn: sqlite3.Connection, repo: str, terms: Sequence[str], symbol_ids: Iterable[str]
+                     ) -> set[str]:
+    """Which of ``symbol_ids`` match at least one of ``terms`` (words as ``query_terms`` gives them)."""
+    ids = list(dict.fromkeys(symbol_ids))
+    if not terms or not ids:
+        return set()
+    match = " OR ".join(f'"{t}"' for t in terms)
+    marks = ",".join("?" * len(ids))
+    try:
+        rows = conn.execute(
+            f"SELECT symbol_id FROM code_fts WHERE code_fts MATCH ? AND repo = ? AND symbol_id IN ({marks})",
+            (match, repo, *ids),
+        ).fetchall()
+    except sqlite3.OperationalError:
+        return set()
+    return {r[0] for r in rows}

@@ -19,6 +19,9 @@ class RetrievalHit:
     excerpt: str = ""  # Heavy mode excerpt (<= 30 lines)
     card_hash: str = ""
     neighbour_of: str = ""  # set when the hit came from graph expansion
+    # why the hit is under the relevance floor (RetrievalConfig.min_semantic_similarity, chat words):
+    # listed, but its card is not auto-included; empty when it is relevant enough
+    below_threshold: str = ""
 
 
 @dataclass(frozen=True)
@@ -33,7 +36,10 @@ class RetrievalSet:
     @staticmethod
     def make_id(query: str, hits: tuple[RetrievalHit, ...], index_version: str = "") -> str:
         payload = json.dumps(
-            [query, index_version, [(h.symbol, h.card_hash, round(h.score, 6)) for h in hits]], ensure_ascii=False
+            [query, index_version,
+             [(h.symbol, h.card_hash, round(h.score, 6), *((h.below_threshold,) if h.below_threshold else ()))
+              for h in hits]],
+            ensure_ascii=False,
         )
         return "rs_" + hashlib.sha256(payload.encode()).hexdigest()[:16]
 

@@ -9,6 +9,10 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
 - pins, activation and mentioned symbols: small boosts on top.
+
+A relevance floor marks the hits nothing ties to the query (no name, weak similarity, keyword hits
+only on chat words like "thanks" or "all"): they stay in the set, with ``below_threshold`` saying
+why, and the planner leaves their cards out (reason ``below_threshold``).
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ import networkx as nx
 from ctxbench.codegraph.symbols import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
-from ctxbench.retrieval.keyword import keyword_search, sync_keyword_index
+from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
 
 SOURCES = ("semantic", "keyword", "name", "graph")
@@ -252,7 +256,9 @@ class Retriever:
                 entry.scores["activation"] = float(activation[sid])
 
         ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
-        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", ""))) for f in ranked)
+        floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
+        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""))
+                     for f in ranked)
         return RetrievalSet(
             id=RetrievalSet.make_id(query, hits, view.version),
             query=query,
@@ -261,6 +267,57 @@ class Retriever:
             notes=tuple(notes),
             scaffold=view.scaffold,
         )
+
+    def _relevance_floor(self, view: IndexView, query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
+                         graph_notes: Mapping[str, tuple[str, str]], semantic_available: bool) -> dict[str, str]:
+        """Symbol -> why it is below the relevance floor, for the ranked hits that are (see RetrievalConfig).
+
+        Evidence that a hit is about the query: named in it (or a member of a class named there), pinned or
+        mentioned, a semantic similarity of at least ``min_semantic_similarity``, or a keyword hit on a word
+        that is neither a stop word nor a chat word. A graph neighbour has the evidence of the hit it
+        neighbours.
+        """
+        rc = self.config.retrieval
+        minimum = rc.min_semantic_similarity
+        keyword_ids = sorted(sid for sid, f in fused.items() if "keyword" in f.scores)
+        stop = tuple(rc.keyword_stopwords)
+        content_terms = query_terms(query, stop + tuple(rc.chat_words))
+        if keyword_ids and len(content_terms) < len(query_terms(query, stop)):
+            # some words of the query are chat words: which keyword hits match one of the others?
+            keyword_evidence = symbols_matching(self.conn, view.repo_key, content_terms, keyword_ids)
+        else:
+            keyword_evidence = set(keyword_ids)
+
+        def direct(entry: Fused) -> bool:
+            if any(c in entry.scores for c in ("name", "scope", "pin", "mentioned")):
+                return True
+            if entry.scores.get("semantic", float("-inf")) >= minimum:
+                return True
+            return entry.symbol in keyword_evidence
+
+        def missing(entry: Fused) -> str:
+            if not semantic_available:
+                semantic = "semantic search not available"
+            elif "semantic" in entry.scores:
+                semantic = f"semantic {entry.scores['semantic']:.2f} < {minimum:.2f}"
+            else:
+                semantic = f"semantic < {minimum:.2f}"
+            keyword = "keyword hits only on chat words" if "keyword" in entry.scores else "no keyword hit"
+            return f"{semantic}, {keyword}, not named in the query"
+
+        out: dict[str, str] = {}
+        for entry in ranked:
+            if direct(entry):
+                continue
+            seed = graph_notes.get(entry.symbol, ("", ""))[1]
+            seed_entry = fused.get(seed) if seed else None
+            if seed_entry is not None:
+                if direct(seed_entry):
+                    continue
+                out[entry.symbol] = f"below the relevance floor: neighbour of {_short(seed)}, itself below it"
+            else:
+                out[entry.symbol] = f"below the relevance floor: {missing(entry)}"
+        return out
 
     def _kind_of(self, view: IndexView, sid: str) -> str:
         card = view.cards.get(sid)
@@ -313,7 +370,7 @@ class Retriever:
             entry.scores["graph"] = gain
             graph_notes[sid] = (f"{words} {_short(seed)}", seed)
 
-    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str]) -> RetrievalHit:
+    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "") -> RetrievalHit:
         card = view.cards[f.symbol]
         components: list[tuple[str, float]] = []
         why: list[str] = []
@@ -359,6 +416,7 @@ class Retriever:
             excerpt=card.excerpt,
             card_hash=card.card_hash,
             neighbour_of=graph_note[1] if provenance == "graph" else "",
+            below_threshold=below_threshold,
         )
 
 
