@@ -49,6 +49,20 @@ async def type_and_enter(pilot, text: str, *, wait: bool = True) -> None:
         await settle(pilot)
 
 
+async def wait_for(pilot, predicate, what: str, rounds: int = 1500):
+    """Let the app run until ``predicate()`` holds (a bound on rounds, not a timing assertion)."""
+    for _ in range(rounds):
+        await pilot.pause(0.02)
+        found = predicate()
+        if found:
+            return found
+    raise AssertionError(f"gave up waiting: {what}")
+
+
+def streaming_bubble(main):
+    return next((b for b in main.chat.query(AssistantBubble) if b.has_class("-streaming") and b.text), None)
+
+
 def new_blocks(main, before: set[int | None]) -> list[TurnBlock]:
     return [b for b in main.chat.query(TurnBlock) if id(b) not in before]
 
@@ -300,14 +314,7 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_it_as_partial(tmp_path
             main = app.main_screen
             wb, sid = main.bridge.wb, main.bridge.session_id
             await type_and_enter(pilot, "Tell me slowly", wait=False)
-            bubble = None
-            for _ in range(400):  # until some of the reply has arrived
-                await pilot.pause(0.02)
-                bubbles = [b for b in main.chat.query(AssistantBubble) if b.has_class("-streaming")]
-                if bubbles and bubbles[0].text:
-                    bubble = bubbles[0]
-                    break
-            assert bubble is not None, "the reply never started streaming"
+            bubble = await wait_for(pilot, lambda: streaming_bubble(main), "the reply to start streaming")
             assert main._turn_running
             await pilot.press("escape")
             await settle(pilot)
@@ -320,6 +327,28 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_it_as_partial(tmp_path
             assert full.startswith(bubble.text)
 
 
+async def test_a_history_refresh_during_a_reply_keeps_the_live_turn(tmp_path):
+    full = "Streaming while the history changes. " * 12
+    with LLMServer([Reply(content=full, chunk_chars=4, delay_s=0.02)]) as server:
+        app = make_app(tmp_path, config=loopback_config(server))
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            main = app.main_screen
+            wb, sid = main.bridge.wb, main.bridge.session_id
+            await type_and_enter(pilot, "Keep going", wait=False)
+            live = await wait_for(pilot, lambda: streaming_bubble(main), "the reply to start streaming")
+            first = wb.group_ids(sid)[1]
+            main.run_slash(f"/context drop {first}")  # replans and re-reads the history mid-reply
+            main.run_slash("/undo")  # refused while the reply arrives
+            assert "reply is still arriving" in main.last_command_error
+            await settle(pilot)
+            assert main.chat.block(first).has_class("-dropped")
+            assert live.is_attached and live.text == full and not live.has_class("-partial")
+            group = wb.history(sid)[-1].group_id
+            assert live in main.chat.block(group).query(AssistantBubble)
+            assert len([b for b in main.chat.query(TurnBlock) if b.group_id == group]) == 1
+
+
 async def test_escape_before_the_first_token_says_so(tmp_path):
     with LLMServer([Reply(content="late", delay_s=2.0)]) as server:
         app = make_app(tmp_path, config=loopback_config(server))
@@ -327,10 +356,7 @@ async def test_escape_before_the_first_token_says_so(tmp_path):
             await settle(pilot)
             main = app.main_screen
             await type_and_enter(pilot, "Are you there?", wait=False)
-            for _ in range(400):
-                await pilot.pause(0.02)
-                if server.received:
-                    break
+            await wait_for(pilot, lambda: server.received, "the request to reach the server")
             await pilot.press("escape")
             await settle(pilot)
             wb, sid = main.bridge.wb, main.bridge.session_id

@@ -253,7 +253,8 @@ class Bridge:
         found: list[Suggestion] = []
         for s in open_suggestions(self.wb, self.session_id, self.traces):
             why = f"{s.source}: {s.reason}" if s.reason and s.source == "model" else (s.reason or s.source)
-            found.append(Suggestion(s.target, labels.get(s.target, s.target), float(s.score), why))
+            label = labels.get(s.target) or s.target.replace(":", " ", 1)  # card:x -> "card x", as plans say
+            found.append(Suggestion(s.target, label, float(s.score), why))
         if not found:
             cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))

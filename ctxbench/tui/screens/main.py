@@ -602,8 +602,13 @@ class MainScreen(Screen[None]):
 
         self.request_plan(then=self._with_history_refresh(restore), reason="restore")
 
+    def _not_while_replying(self) -> None:
+        if self._turn_running:
+            raise ValueError("a reply is still arriving (esc cancels it); this would change the turn it belongs to")
+
     def cmd_undo(self, args: tuple[str, ...]) -> None:
         self._need_bridge()
+        self._not_while_replying()
 
         def undo(bridge: Bridge) -> str:
             gid = bridge.wb.undo(bridge.session_id)
@@ -652,6 +657,7 @@ class MainScreen(Screen[None]):
     def cmd_message_remove(self, args: tuple[str, ...]) -> None:
         gid = self._int(args, "turn id (GID)")
         self._need_bridge()
+        self._not_while_replying()
 
         def remove(bridge: Bridge) -> str:
             bridge.wb.group(bridge.session_id, gid)  # raises for an unknown group

@@ -253,9 +253,13 @@ class ChatPane(VerticalScroll):
 
     # -- history -----------------------------------------------------------------------------------
     def _groups(self) -> list[int]:
+        """Group ids of the history, oldest first, without those of a turn still running (its live
+        block stays as it is)."""
+        live = {b.group_id for b in self._pending.values() if b.group_id is not None}
         seen: dict[int, None] = {}
         for m in self._messages:
-            seen.setdefault(m.group_id, None)
+            if m.group_id not in live:
+                seen.setdefault(m.group_id, None)
         return list(seen)
 
     def _tiers(self) -> dict[int, Tier]:
@@ -288,14 +292,17 @@ class ChatPane(VerticalScroll):
                 if m.role == "user" and gid in self._attachments:
                     widgets.append(AttachmentLine(self._attachments[gid], classes="attachment"))
             blocks.append((block, widgets))
-        if replace:
-            self._blocks.clear()
-            self._pending.clear()
-            await self.remove_children()
+        if replace:  # a running turn's (or rebuild's) live block stays, below the history
+            live = list(self._pending.values())
+            self._blocks = {b.group_id: b for b in live if b.group_id is not None}
+            await self.remove_children([c for c in self.children if c not in live])
+            first_live = live[0] if live else None
             if self._shown_from > 0:
                 await self.mount(Button(f"▲ show {min(self.max_groups, self._shown_from)} earlier turns "
-                                        f"({self._shown_from} hidden)", id="earlier", classes="earlier"))
-            await self.mount_all([b for b, _ in blocks])
+                                        f"({self._shown_from} hidden)", id="earlier", classes="earlier"),
+                                 before=first_live)
+            if blocks:
+                await self.mount_all([b for b, _ in blocks], before=first_live)
         else:
             anchor = self.query("#earlier")
             if self._shown_from > 0 and anchor:
