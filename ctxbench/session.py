@@ -63,6 +63,28 @@ TRANSCRIPT_FORMATS: dict[str, str] = {
 STORED_MESSAGE_CACHE = 50_000  # entries in the Workbench's stored-plan-message cache before it is reset
 
 
+MAX_RETRIEVER_WRAPPERS = 4  # wrappers (caching, mode) looked through for the code retriever's embedder
+
+
+class _LockedVectorCache:
+    """The vector cache on the Workbench's connection, each access under its lock."""
+
+    def __init__(self, workbench: "Workbench") -> None:
+        self.workbench = workbench
+
+    def load(self, hashes: Any, key: str) -> Any:
+        from ctxbench.retrieval.vectors import load_vectors
+
+        with self.workbench._lock:
+            return load_vectors(self.workbench.conn, hashes, key)
+
+    def save(self, rows: Any, key: str) -> None:
+        from ctxbench.retrieval.vectors import save_vectors
+
+        with self.workbench._lock:
+            save_vectors(self.workbench.conn, rows, key)
+
+
 class SettingsError(ValueError):
     """A session setting or plan option with a value the planner cannot use."""
 
@@ -111,6 +133,10 @@ class Workbench:
         # ``retrieve(query, *, mode) -> RetrievalSet``; plan_inputs() then asks it for the
         # turn's RetrievalSet unless the caller passes one. None: the empty set.
         self.retriever: Retriever | None = None
+        # SEAM (semantic history strategy): an embedder (``retrieval.embedder.SupportsEmbedding``)
+        # for ranking earlier turns by meaning. None: the code retriever's embedder once it is
+        # ready (see history_embedder()); without either, the strategy falls back to recency.
+        self.embedder: Any = None
         self._lock = threading.RLock()
         self._conn: sqlite3.Connection | None = None
         self._tokenizer: Tokenizer | None = None
@@ -577,7 +603,43 @@ class Workbench:
             return EMPTY_RETRIEVAL_SET
         return self.retriever.retrieve(query, mode=mode)
 
-    @_locked
+    def history_embedder(self) -> Any:
+        """The ready embedder the semantic history strategy uses, or None.
+
+        ``self.embedder`` when set, else the embedder of the plugged-in code retriever (through
+        its wrappers), so history and code are compared with the same model. One that is still
+        loading or failed to load counts as none.
+        """
+        found: list[Any] = [self.embedder]
+        layer: Any = self.retriever
+        for _ in range(MAX_RETRIEVER_WRAPPERS):
+            if layer is None:
+                break
+            found.append(getattr(layer, "embedder", None))
+            layer = getattr(layer, "retriever", None)
+        for embedder in found:
+            if embedder is not None and getattr(embedder, "ready", False) and getattr(embedder, "error", None) is None:
+                return embedder
+        return None
+
+    def _semantic_ranking(self, inputs: PlanInputs) -> tuple[tuple[int, float], ...]:
+        """Earlier turns most similar to the query (empty without a ready embedder).
+
+        Runs without holding the lock while it encodes; the vector cache is read and written under it.
+        """
+        embedder = self.history_embedder()
+        if embedder is None:
+            return ()
+        from ctxbench.retrieval.embedder import EmbedderError
+        from ctxbench.retrieval.history_vectors import rank_turns
+
+        try:
+            ranking, _ = rank_turns(inputs.history, inputs.query, embedder, _LockedVectorCache(self),
+                                    self.config.planner.semantic, skip_groups=inputs.dropped_groups)
+        except EmbedderError:
+            return ()
+        return ranking
+
     def plan_inputs(
         self,
         session_id: str,
@@ -595,8 +657,30 @@ class Workbench:
         Without ``current_group`` the current turn is a pending user message holding
         ``query`` (id 0, not stored, in the group the next user message will get). With it,
         the stored messages of that group are the current turn (a turn in progress: tool
-        rounds) and ``query`` defaults to its user message.
+        rounds) and ``query`` defaults to its user message. With the ``semantic`` strategy and
+        a ready embedder, earlier turns are ranked by similarity to the query.
         """
+        inputs = self._plan_inputs(session_id, query, mode=mode, budget=budget, strategy=strategy,
+                                   window_groups=window_groups, retrieval=retrieval, current_group=current_group)
+        if inputs.strategy == "semantic":
+            ranking = self._semantic_ranking(inputs)
+            if ranking:
+                inputs = dataclasses.replace(inputs, semantic_ranking=ranking)
+        return inputs
+
+    @_locked
+    def _plan_inputs(
+        self,
+        session_id: str,
+        query: str | None,
+        *,
+        mode: str | None,
+        budget: int | None,
+        strategy: str | None,
+        window_groups: int | None,
+        retrieval: RetrievalSet | None,
+        current_group: int | None,
+    ) -> PlanInputs:
         s = self.settings(session_id)
         mode = self._validate("mode", mode if mode is not None else s.mode)
         budget = self._validate("budget", budget if budget is not None else s.budget)
@@ -656,7 +740,6 @@ class Workbench:
             memos=memory_store.search_memos(self.conn, query, self.config.planner.memo_candidates),
             retrieval=retrieval if retrieval is not None else self._retrieve(query, mode),
             keyword_ranking=keyword_ranking,
-            # SEAM (semantic strategy): semantic_ranking joins when the history embedder exists.
             tokenizer=self.tokenizer.name,
         )
 

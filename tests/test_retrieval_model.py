@@ -1,22 +1,15 @@
-"""The real all-MiniLM-L6-v2 (bundled, offline) and a real FAISS index: loaded once per test session."""
+"""The real all-MiniLM-L6-v2 (bundled, offline; ``real_embedder`` in conftest.py, loaded once per test session)
+and a real FAISS index."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from ctxbench.config import Config, EmbeddingConfig
-from ctxbench.retrieval.embedder import Embedder
+from ctxbench.config import Config
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, write_repo
-
-
-@pytest.fixture(scope="session")
-def real_embedder():
-    emb = Embedder(EmbeddingConfig())
-    assert emb.wait(timeout=600), emb.error
-    return emb
 
 
 @pytest.mark.model

@@ -122,6 +122,18 @@ def load_vectors(conn: sqlite3.Connection, card_hashes: Iterable[str], key: str)
     return found
 
 
+def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]], key: str) -> None:
+    """Cache (content hash, vector) rows under the (full) model key, in one transaction."""
+    ensure_schema(conn)
+    if not rows:
+        return
+    with transaction(conn):
+        conn.executemany(
+            "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
+            [(h, key, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in rows],
+        )
+
+
 def embed_cards(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder, progress: Progress | None = None
                 ) -> EmbedStats:
     """Embed the cards whose hash has no cached vector for this embedder; reuse the rest."""
@@ -137,11 +149,7 @@ def embed_cards(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder,
         progress(0, len(todo))
     if todo:
         vectors = embedder.encode([embed_text(c) for c in todo], progress=progress)
-        with transaction(conn):
-            conn.executemany(
-                "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
-                [(c.card_hash, key, int(vectors.shape[1]), _blob(v)) for c, v in zip(todo, vectors)],
-            )
+        save_vectors(conn, [(c.card_hash, v) for c, v in zip(todo, vectors)], key)
     return EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started)
 
 

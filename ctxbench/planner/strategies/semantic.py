@@ -4,18 +4,20 @@ score(turn) = similarity_weight * similarity + recency_weight * 0.5 ** (age / ha
               + sum of the importance weights of the flags in the turn
 
 where ``similarity`` comes from ``inputs.semantic_ranking`` ((group id, cosine similarity), computed
-by the retrieval layer with the embedder) and ``age`` counts turns back from the newest one.
+by ``retrieval/history_vectors.py`` with the code retriever's embedder: the most similar earlier turns
+above a floor) and ``age`` counts turns back from the newest one.
 Turns are taken by score (ties: newer first) while they fit; ``window_groups`` > 0 caps how many
 compete. Reason ``semantic_match`` for turns the ranking scored, else ``recent_window``.
-When the ranking is empty (no embedder yet) the plan says so in its notes and falls back to the
-rolling window.
+When the ranking is empty (no embedder ready, or no turn similar enough) the plan says so in its
+notes and falls back to the rolling window.
 """
 from __future__ import annotations
 
 from ctxbench.planner.budget import Budget, HistorySelection
 from ctxbench.planner.strategies import StrategyContext, window
 
-FALLBACK_NOTE = "semantic: no similarity ranking for this query (embedder not available); fell back to recency"
+FALLBACK_NOTE = ("semantic: no similarity ranking for this query (no embedder ready, or no earlier turn "
+                 "similar enough); fell back to recency")
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
