@@ -1,7 +1,13 @@
-"""``ctxbench plan QUERY``: build, store and show the ContextPlan for a user turn."""
+"""``ctxbench plan QUERY``: build, store and show the ContextPlan for a user turn.
+
+With ``--repo PATH`` the repository is indexed first (incrementally) and the plan gets its
+orientation scaffold and the symbol cards retrieval finds for the query; the embedding model is
+loaded and waited for unless ``--no-semantic``.
+"""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -74,6 +80,37 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
         console.print(Text(footer))
 
 
+def ready_embedder(config: Any) -> Any:
+    """The configured embedding model, loaded (a CLI call can wait for it). Raises EmbedderError."""
+    from ctxbench.retrieval.embedder import Embedder
+
+    embedder = Embedder(config.embedding)
+    embedder.wait()
+    return embedder
+
+
+def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> None:
+    """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
+
+    With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
+    same model ranks earlier turns for the semantic history strategy.
+    """
+    from ctxbench.cli.retrieve_cmd import StderrProgress, open_retriever
+    from ctxbench.llm.wiring import ModeRetriever
+
+    progress = None if quiet else StderrProgress()
+    try:
+        retriever, _ = open_retriever(repo, wb.conn, wb.config, semantic=semantic, progress=progress)
+        if retriever.embedder is not None:
+            retriever.embedder.wait()
+            retriever.prepare()
+            wb.embedder = retriever.embedder
+    finally:
+        if progress is not None:
+            progress.close()
+    wb.retriever = ModeRetriever(retriever, wb.config)
+
+
 @click.command("plan", help="Build the ContextPlan for QUERY as the next user turn of a session, store it and show it.")
 @click.argument("query")
 @click.option("--session", "session_id", default=None, help="Session id (default: the most recently active).")
@@ -83,6 +120,11 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
 @click.option("--budget", type=int, default=None, help="Token budget (default: the session's).")
 @click.option("--strategy", type=click.Choice(_STRATEGY_CHOICES), default=None, help="History strategy.")
 @click.option("--window", "window_groups", type=int, default=None, help="Window size in groups (0 = all).")
+@click.option("--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
+              help="Index this repository (incrementally) and plan with its scaffold and symbol cards.")
+@click.option("--semantic/--no-semantic", default=True,
+              help="Load the embedding model and wait for it (default), or plan with keyword and graph "
+                   "retrieval only and no model (the semantic history strategy then falls back to recency).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @db_option
 @config_option
@@ -94,10 +136,13 @@ def command(
     budget: int | None,
     strategy: str | None,
     window_groups: int | None,
+    repo: Path | None,
+    semantic: bool,
     as_json: bool,
     db_path: Path | None,
     config_path: Path | None,
 ) -> None:
+    from ctxbench.retrieval.embedder import EmbedderError
     from ctxbench.session import NotFound, SettingsError, TranscriptError, Workbench
 
     if session_id and transcript:
@@ -109,16 +154,22 @@ def command(
     config = get_config(config_path)
     temporary = transcript is not None
     try:
-        with Workbench(IN_MEMORY_DB if temporary else resolve_db(db_path), config, repo=Path.cwd()) as wb:
+        with Workbench(IN_MEMORY_DB if temporary else resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:
             if transcript is not None:
                 session_id = wb.import_file(transcript)
             elif session_id is None:
                 session_id = wb.latest_session()
                 if session_id is None:
                     fail("no sessions yet: pass --transcript FILE or run `ctxbench import FILE` first", 2)
+            if repo is not None:
+                attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
+            elif semantic and (strategy or wb.settings(session_id).strategy) == "semantic":
+                wb.embedder = ready_embedder(config)
             plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
     except (NotFound, SettingsError, TranscriptError) as exc:
         fail(str(exc), 2)
+    except EmbedderError as exc:
+        fail(f"{exc} (--no-semantic plans without the model)", 1)
     except StoreError as exc:
         fail(str(exc), 1)
     if as_json:
