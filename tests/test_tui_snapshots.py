@@ -70,3 +70,30 @@ def test_main_screen_80x24(snap_compare, tmp_path, monkeypatch):
 def test_over_budget_80x24(snap_compare, tmp_path, monkeypatch):
     fixed_ids(monkeypatch)
     assert snap_compare(make_app(tmp_path, budget=40), terminal_size=(80, 24), run_before=ready)
+
+
+def test_replay_screen(snap_compare, tmp_path, monkeypatch):
+    fixed_ids(monkeypatch)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        pilot.app.main_screen.run_slash("/replay 3")
+        await ready(pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=WIDE, run_before=run_before)
+
+
+def test_state_panel_and_usage_line_after_a_rebuild(snap_compare, tmp_path, monkeypatch):
+    fixed_ids(monkeypatch)
+
+    async def run_before(pilot) -> None:
+        await settle(pilot)
+        main = pilot.app.main_screen
+        main.run_slash("/context rebuild")
+        for _ in range(100):
+            await settle(pilot)
+            if main.chat.query(".rebuild .usage-line"):
+                break
+        await ready(pilot)
+
+    assert snap_compare(make_app(tmp_path), terminal_size=WIDE, run_before=run_before)
