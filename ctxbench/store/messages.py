@@ -235,10 +235,18 @@ def set_group_status(conn: sqlite3.Connection, session_id: str, group_id: int, s
 
 
 def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> int:
-    """Permanently delete a group's messages, its row and its search text; returns messages deleted."""
+    """Permanently delete a group's messages, its row and its search text; returns messages deleted.
+
+    Their copies in ``plan_messages`` go too unless a stored plan refers to them (a plan keeps what it was sent).
+    """
+    from ctxbench.store import plans
+
     row = _group_row(conn, session_id, group_id)
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (row["n"],))
+    ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND group_id = ?",
+                                      (session_id, group_id))]
     cur = conn.execute("DELETE FROM messages WHERE session_id = ? AND group_id = ?", (session_id, group_id))
+    plans.collect_messages(conn, session_id, ids)
     conn.execute("DELETE FROM message_groups WHERE n = ?", (row["n"],))
     branch_id = row["branch_id"]
     head = conn.execute("SELECT MAX(id) FROM messages WHERE branch_id = ?", (branch_id,)).fetchone()[0]

@@ -5,6 +5,11 @@ message stored once in ``plan_messages`` and shared by every plan that saw it, s
 deleting history never changes a stored plan) and the full JSON of its result, every item
 with its rendered messages, compressed; :func:`get_plan` rebuilds a ContextPlan whose
 ``messages()`` payload is identical to the one that was sent.
+
+Deleting a session deletes its plans (foreign key) and then, with :func:`forget_session`, the
+plan messages it owned and the retrieval sets no remaining plan uses; deleting a turn drops the
+plan messages of its messages that no stored plan refers to (:func:`collect_messages`; a stored
+plan keeps what it was sent).
 Callers wrap writes in :func:`ctxbench.store.db.transaction`.
 """
 from __future__ import annotations
@@ -89,7 +94,10 @@ def save_plan(
             if key is None:
                 data = codec.canonical_json(message)
                 key = message_key(data)
-                conn.execute("INSERT OR IGNORE INTO plan_messages (key, data) VALUES (?, ?)", (key, data))
+                conn.execute(
+                    "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+                    (key, data, message.session_id, message.id),
+                )
                 written.append((message, key))
             keys.append(key)
         body[name] = keys
@@ -97,8 +105,9 @@ def save_plan(
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     result = zlib.compress(codec.canonical_json(plan).encode("utf-8"), ZLIB_LEVEL)
     conn.execute(
-        "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding) VALUES (?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS),
+        "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS, inputs.retrieval.id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
         save_retrieval_set(conn, inputs.retrieval)
@@ -173,6 +182,56 @@ def list_plans(conn: sqlite3.Connection, session_id: str, limit: int) -> list[Pl
             )
         )
     return out
+
+
+def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session's plans, the plan messages of its messages and the retrieval sets only it used."""
+    used = [r[0] for r in conn.execute(
+        "SELECT DISTINCT retrieval_id FROM plans WHERE session_id = ? AND retrieval_id IS NOT NULL", (session_id,))]
+    conn.execute("DELETE FROM plans WHERE session_id = ?", (session_id,))  # usage reports follow (foreign key)
+    conn.execute("DELETE FROM plan_messages WHERE session_id = ?", (session_id,))
+    for start in range(0, len(used), _SQL_PARAMS):
+        chunk = used[start : start + _SQL_PARAMS]
+        marks = ",".join("?" * len(chunk))
+        conn.execute(
+            f"DELETE FROM retrieval_sets WHERE id IN ({marks}) "
+            "AND NOT EXISTS (SELECT 1 FROM plans WHERE plans.retrieval_id = retrieval_sets.id)",
+            chunk,
+        )
+
+
+def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Sequence[int]) -> int:
+    """Delete the plan messages of ``message_ids`` (deleted from history) that no stored plan refers to.
+
+    Only plans of the session can refer to them; they are unpacked oldest first and the search stops
+    as soon as every candidate is known to be referenced. Returns the rows deleted.
+    """
+    candidates: dict[str, int] = {}
+    ids = sorted(set(message_ids))
+    for start in range(0, len(ids), _SQL_PARAMS):
+        chunk = ids[start : start + _SQL_PARAMS]
+        marks = ",".join("?" * len(chunk))
+        for r in conn.execute(
+            f"SELECT key FROM plan_messages WHERE session_id = ? AND message_id IN ({marks})", (session_id, *chunk)
+        ):
+            candidates[r["key"]] = 1
+    if not candidates:
+        return 0
+    for row in conn.execute(
+        "SELECT inputs, encoding FROM plans WHERE session_id = ? ORDER BY created_at, plan_id", (session_id,)
+    ):
+        if row["encoding"] != ENCODING_REFS:
+            continue  # schema v1 plans hold their messages inline
+        text = zlib.decompress(row["inputs"]).decode("utf-8")
+        for key in [k for k in candidates if k in text]:
+            del candidates[key]
+        if not candidates:
+            return 0
+    keys = sorted(candidates)
+    for start in range(0, len(keys), _SQL_PARAMS):
+        chunk = keys[start : start + _SQL_PARAMS]
+        conn.execute(f"DELETE FROM plan_messages WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+    return len(keys)
 
 
 def save_retrieval_set(conn: sqlite3.Connection, retrieval: RetrievalSet) -> None:

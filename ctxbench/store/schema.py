@@ -167,7 +167,28 @@ def _v3_exact_word_search(conn: sqlite3.Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search)
+def _v4_deletable(conn: sqlite3.Connection) -> None:
+    """v4: what a stored plan references can be found without unpacking every plan, so deleting a
+    session (or a turn) also deletes the plan messages and retrieval sets nothing refers to any more.
+    ``plan_messages`` rows say whose message they hold; ``plans`` say which RetrievalSet they used."""
+    import json
+    import zlib
+
+    conn.execute("ALTER TABLE plan_messages ADD COLUMN session_id TEXT")
+    conn.execute("ALTER TABLE plan_messages ADD COLUMN message_id INTEGER")
+    conn.execute(
+        "UPDATE plan_messages SET session_id = json_extract(data, '$.session_id'), message_id = json_extract(data, '$.id')"
+    )
+    conn.execute("CREATE INDEX plan_messages_by_message ON plan_messages (session_id, message_id)")
+    conn.execute("ALTER TABLE plans ADD COLUMN retrieval_id TEXT")
+    for row in conn.execute("SELECT plan_id, inputs, encoding FROM plans").fetchall():
+        text = zlib.decompress(row[1]).decode("utf-8") if row[2] != "json" else str(row[1])
+        retrieval_id = (json.loads(text).get("retrieval") or {}).get("id")
+        conn.execute("UPDATE plans SET retrieval_id = ? WHERE plan_id = ?", (retrieval_id, row[0]))
+    conn.execute("CREATE INDEX plans_by_retrieval ON plans (retrieval_id)")
+
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable)
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:

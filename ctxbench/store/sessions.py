@@ -119,12 +119,25 @@ def set_title(conn: sqlite3.Connection, session_id: str, title: str) -> None:
     conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
 
 
+# tables of other store components that name a session without a foreign key (the ``llm``
+# component's model calls, tool traces, suggestions and reference counts); present once used
+UNLINKED_SESSION_TABLES = ("model_calls", "tool_traces", "pin_suggestions", "reference_turns")
+
+
 def delete_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session and everything stored for it: messages, plans and what only they referenced."""
+    from ctxbench.store import plans
+
     require_session(conn, session_id)
     # FTS rows are not covered by foreign keys
     conn.execute(
         "DELETE FROM group_search WHERE rowid IN (SELECT n FROM message_groups WHERE session_id = ?)", (session_id,)
     )
+    plans.forget_session(conn, session_id)
+    present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    for table in UNLINKED_SESSION_TABLES:
+        if table in present:
+            conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
 
 
