@@ -440,11 +440,15 @@ class MainScreen(Screen[None]):
         self._turn_running = True
         self._rebuilds.add(local)
         await self.chat.add_pending_rebuild(
-            local, f"↻ /context rebuild: asking the {model_label(self.config.llm)} for a fresh ### STATE "
-                   f"from the current window (esc cancels)")
+            local, f"↻ /context rebuild: asking {self._model_name()} for a fresh ### STATE from the current "
+                   f"window (esc cancels)")
         self.status.set_slot(msg.StatusUpdate("turn", "rebuilding the state…"))
         self.run_worker(partial(self._turn_worker, local, "", cancel, rebuild=True), thread=True, group="turn",
                         name="rebuild state", exit_on_error=False)
+
+    def _model_name(self) -> str:
+        label = model_label(self.config.llm)
+        return "the " + label if label == "offline model" else label
 
     def _turn_worker(self, local: int, text: str, cancel: Any, rebuild: bool = False) -> None:
         bridge = self.bridge
@@ -502,7 +506,8 @@ class MainScreen(Screen[None]):
         partial_reply = message.cancelled or bool(message.error)
         await self.chat.finish_reply(
             message.local_id, partial=partial_reply, error=message.error, cancelled=message.cancelled,
-            cancel_note="⊘ rebuild cancelled; the state is unchanged" if rebuild else CANCELLED_EARLY)
+            cancel_note="⊘ rebuild cancelled; the state is unchanged" if rebuild else CANCELLED_EARLY,
+            rebuild=rebuild)
         if message.cancelled:
             stored = message.reply is not None and getattr(message.reply, "partial", False)
             self.notify("reply cancelled; the partial reply is stored" if stored else

@@ -23,6 +23,7 @@ from textual.widgets import DataTable, Footer, Static
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
 from ctxbench.tui.present import METER_SECTIONS, meter_state, mode_label, next_mode, one_line, tok
+from ctxbench.tui.screens.overlay import KIND_SHORT, SECTION_SHORT
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,7 +31,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 STRATEGY_CYCLE = ("window", "hybrid", "levels", "semantic")
 USER_LINES = 3  # lines of the turn's user message shown above the meter
-COLUMNS = (("section", 9), ("kind", 14), ("label", 0), ("tok", 7), ("reason", 18))
+COLUMNS = ("section", "kind", "label", "tok", "reason")
+WIDE_TABLE = 100  # narrower tables use the overlay's short section and kind names
+
+
+def column_widths(width: int) -> dict[str, int]:
+    wide = width >= WIDE_TABLE
+    widths = {"section": 9 if wide else 4, "kind": 14 if wide else 9, "tok": 7, "reason": 18 if wide else 15}
+    widths["label"] = max(10, width - sum(widths.values()) - 2 * len(COLUMNS) - 2)
+    return widths
 
 
 def replay_summary(step: Any) -> str:
@@ -63,7 +72,7 @@ class ReplayScreen(ModalScreen[None]):
         self.error = ""
         self._cache: dict[tuple, Any] = {}
         self._wanted: tuple = ()
-        self._label_width = 0
+        self._widths: dict[str, int] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="replay-box"):
@@ -82,23 +91,20 @@ class ReplayScreen(ModalScreen[None]):
         self._request()
 
     def on_resize(self) -> None:
-        if self._label_width != self._fit_label():
+        if self._widths != column_widths(self._table_width()):
             self._build_columns()
             if self.step is not None:
                 self._show(self.step)
 
-    def _fit_label(self) -> int:
-        table = self.query_one(DataTable)
-        width = table.size.width or max(40, self.size.width - 6)
-        fixed = sum(w for _, w in COLUMNS) + 2 * len(COLUMNS)
-        return max(10, width - fixed - 2)
+    def _table_width(self) -> int:
+        return self.query_one(DataTable).size.width or max(40, self.size.width - 6)
 
     def _build_columns(self) -> None:
         table = self.query_one(DataTable)
-        self._label_width = self._fit_label()
+        self._widths = column_widths(self._table_width())
         table.clear(columns=True)
-        for name, width in COLUMNS:
-            table.add_column(name, key=name, width=width or self._label_width)
+        for name in COLUMNS:
+            table.add_column(name, key=name, width=self._widths[name])
 
     # -- plans ----------------------------------------------------------------------------------------
     def key(self) -> tuple:
@@ -165,9 +171,12 @@ class ReplayScreen(ModalScreen[None]):
         self.query_one("#replay-summary", Static).update(Text(replay_summary(step)))
         table = self.query_one(DataTable)
         table.clear()
+        short = self._widths.get("kind", 14) < 14
         for item in (*plan.included, *plan.excluded):
             dim = "" if item.included else "dim"
-            table.add_row(Text(item.section, style=dim), Text(item.kind, style=dim),
+            section = SECTION_SHORT.get(item.section, item.section[:4]) if short else item.section
+            kind = KIND_SHORT.get(item.kind, item.kind) if short else item.kind
+            table.add_row(Text(section, style=dim), Text(kind, style=dim),
                           Text(item.label, style=dim, no_wrap=True, overflow="ellipsis"),
                           Text(tok(item.tokens), style=dim, justify="right"),
                           Text(item.reason, style=dim or "", no_wrap=True, overflow="ellipsis"))

@@ -58,7 +58,7 @@ def state_text(body: str) -> Text:
 
 
 PARTIAL_NOTES = {"cancelled": "⋯ partial reply: cancelled", "failed": "⋯ partial reply: the call failed",
-                 "": "⋯ partial reply (cut off)"}
+                 "": "⋯ partial reply (cut off)", "rebuild": "⋯ cut off: the state is unchanged"}
 
 
 class AssistantBubble(Vertical):
@@ -414,9 +414,9 @@ class ChatPane(VerticalScroll):
         self._usage.setdefault(local_id, []).append(check)
 
     async def finish_reply(self, local_id: int, *, partial: bool = False, error: str = "",
-                           cancelled: bool = False, cancel_note: str = CANCELLED_EARLY) -> None:
+                           cancelled: bool = False, cancel_note: str = CANCELLED_EARLY, rebuild: bool = False) -> None:
         bubble = self._replies.pop(local_id, None)
-        reason = "cancelled" if cancelled else ("failed" if error else "")
+        reason = "rebuild" if rebuild else ("cancelled" if cancelled else ("failed" if error else ""))
         if bubble is not None:
             await bubble.finish(partial=partial, reason=reason)
             bubble.remove_class("-streaming")
