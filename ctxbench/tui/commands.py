@@ -112,9 +112,18 @@ def parse(line: str) -> ParsedCommand:
     raise CommandError(f"unknown command /{typed}{hint}")
 
 
+HELP_USAGE_WIDTH = 22  # a longer usage puts its help on the next line, so /help reads at 80 columns
+
+
 def help_text() -> str:
-    width = max(len(c.usage) for c in SLASH_COMMANDS)
-    return "\n".join(f"{c.usage:<{width}}  {c.help}" for c in SLASH_COMMANDS)
+    width = min(HELP_USAGE_WIDTH, max(len(c.usage) for c in SLASH_COMMANDS))
+    lines = []
+    for c in SLASH_COMMANDS:
+        if len(c.usage) > width:
+            lines += [c.usage, f"{'':<{width}}  {c.help}"]
+        else:
+            lines.append(f"{c.usage:<{width}}  {c.help}")
+    return "\n".join(lines)
 
 
 def slash_suggestions() -> list[str]:
