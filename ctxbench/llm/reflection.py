@@ -11,12 +11,17 @@
   leased (:mod:`ctxbench.planner.pins`); nothing here ever makes a pin sticky.
 - **Suggestions**: high activation that is not pinned, and the model's own ``suggest_pins``,
   shown under the overlay's ``suggested pins`` delimiter until the user decides.
+
+The writes (activation, reference counts, promotions, lease countdown) are one transaction on the
+Workbench's connection: a failure half-way leaves all of them as they were. Reference counts are
+also idempotent per turn, so reflecting on the same turn again does not count it twice.
 """
 from __future__ import annotations
 
 import re
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 from ctxbench.config import Config
 from ctxbench.llm.events import Reflection, UsageCheck
@@ -141,6 +146,19 @@ def _card_snapshots(plans: Iterable[Any]) -> dict[str, tuple[str, str]]:
     return out
 
 
+@contextmanager
+def _one_transaction(workbench: Any) -> Iterator[None]:
+    """The Workbench's lock, then one transaction on its connection that its own writes join.
+
+    The lock comes first, as in every Workbench method, so a thread waiting inside a Workbench
+    method for the transaction never holds the lock this one needs.
+    """
+    from ctxbench.store import db
+
+    with getattr(workbench, "_lock", None) or nullcontext(), db.transaction(workbench.conn):
+        yield
+
+
 def reflect(
     workbench: Any,
     session_id: str,
@@ -162,6 +180,30 @@ def reflect(
     vocab = plan_vocabulary(plans, code)
     by_user = find_references(user_text, vocab)
     by_model = find_references("\n".join(assistant_texts), vocab)
+    traces.prepare()  # the llm tables exist before the transaction (creating them needs the write lock)
+    with _one_transaction(workbench):
+        scores, expired, promoted = _reflect_writes(workbench, session_id, group_id, plans, by_user, by_model,
+                                                    traces, cfg, activation_rules, pin_rules)
+
+    # suggestions: the model's own (until decided) and high activation that no pin covers
+    suggestions = open_suggestions(workbench, session_id, traces)
+    return Reflection(
+        session_id=session_id,
+        turn=group_id,
+        referenced_by_model=by_model,
+        referenced_by_user=by_user,
+        activation=tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))),
+        expired=tuple(expired),
+        promoted=tuple(promoted),
+        suggestions=suggestions,
+        usage=usage,
+    )
+
+
+def _reflect_writes(workbench: Any, session_id: str, group_id: int, plans: tuple[Any, ...],
+                    by_user: tuple[str, ...], by_model: tuple[str, ...], traces: Any, cfg: Any,
+                    activation_rules: Any, pin_rules: Any) -> tuple[dict[str, float], list[str], list[str]]:
+    """Activation, reference counts, promotion and lease countdown (inside the caller's transaction)."""
     pins = workbench.pins(session_id)
     in_plan = plan_item_ids(plans, pins)
 
@@ -171,7 +213,7 @@ def reflect(
     workbench.set_activation(session_id, scores)
 
     # promotion: items referenced in enough turns become leased (never sticky)
-    counts = traces.count_references(session_id, group_id, set(by_model) | set(by_user))
+    counts = traces.count_references(session_id, group_id, set(by_model) | set(by_user), conn=workbench.conn)
     promoted: list[str] = []
     promoted_ids: set[str] = set()
     for before, after in zip(pins, pin_rules.promote(pins, counts, cfg.pins)):
@@ -200,17 +242,4 @@ def reflect(
             expired.append(pin.id)
         elif after.ttl != pin.ttl:
             workbench.update_pin(session_id, pin.id, ttl=after.ttl)
-
-    # suggestions: the model's own (until decided) and high activation that no pin covers
-    suggestions = open_suggestions(workbench, session_id, traces)
-    return Reflection(
-        session_id=session_id,
-        turn=group_id,
-        referenced_by_model=by_model,
-        referenced_by_user=by_user,
-        activation=tuple(sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))),
-        expired=tuple(expired),
-        promoted=tuple(promoted),
-        suggestions=suggestions,
-        usage=usage,
-    )
+    return scores, expired, promoted

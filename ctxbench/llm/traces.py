@@ -152,6 +152,10 @@ class TraceStore:
                 self._conn = conn
             return self._conn
 
+    def prepare(self) -> None:
+        """Open the connection and create the tables now (before another connection's transaction needs them)."""
+        _ = self.conn
+
     def close(self) -> None:
         with self._lock:
             if self._conn is not None:
@@ -235,19 +239,31 @@ class TraceStore:
 
     # -- references (for promotion) -----------------------------------------------------------
 
-    def count_references(self, session_id: str, turn: int, items: Iterable[str]) -> dict[str, int]:
-        """Count one more turn for each item referenced in ``turn`` (once per turn); returns all counts."""
+    def count_references(self, session_id: str, turn: int, items: Iterable[str],
+                         conn: sqlite3.Connection | None = None) -> dict[str, int]:
+        """Count one more turn for each item referenced in ``turn``; returns all counts.
+
+        Idempotent per turn: counting the same turn again (a retried reflection) changes nothing.
+        ``conn``: another connection to the same database whose open transaction the counts join
+        (the reflection's, so they commit or roll back with activation and pins); the tables must
+        exist already (touch :attr:`conn` first).
+        """
+        if conn is not None:
+            return _count_references(conn, session_id, turn, items)
         with self._lock, db.transaction(self.conn):
-            for item in sorted(set(items)):
-                self.conn.execute(
-                    "INSERT INTO reference_turns (session_id, item_id, turns, last_turn) VALUES (?, ?, 1, ?) "
-                    "ON CONFLICT (session_id, item_id) DO UPDATE SET turns = turns + 1, last_turn = excluded.last_turn "
-                    "WHERE reference_turns.last_turn < excluded.last_turn",
-                    (session_id, item, turn),
-                )
-            rows = self.conn.execute(
-                "SELECT item_id, turns FROM reference_turns WHERE session_id = ?", (session_id,)).fetchall()
-        return {r["item_id"]: int(r["turns"]) for r in rows}
+            return _count_references(self.conn, session_id, turn, items)
+
+
+def _count_references(conn: sqlite3.Connection, session_id: str, turn: int, items: Iterable[str]) -> dict[str, int]:
+    for item in sorted(set(items)):
+        conn.execute(
+            "INSERT INTO reference_turns (session_id, item_id, turns, last_turn) VALUES (?, ?, 1, ?) "
+            "ON CONFLICT (session_id, item_id) DO UPDATE SET turns = turns + 1, last_turn = excluded.last_turn "
+            "WHERE reference_turns.last_turn < excluded.last_turn",
+            (session_id, item, turn),
+        )
+    rows = conn.execute("SELECT item_id, turns FROM reference_turns WHERE session_id = ?", (session_id,)).fetchall()
+    return {r[0]: int(r[1]) for r in rows}
 
 
 def _where(**filters: object) -> tuple[str, list[object]]:
