@@ -3,7 +3,9 @@
 The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
 stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
 prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
-once the turn is done. When the endpoint fails the command exits 1 with a one-line reason.
+once the turn is done. When the endpoint fails the command exits 1 with a one-line reason that
+names the session holding the stored message (``--session ID`` continues it). An empty message
+is refused (exit 2) before anything is stored.
 """
 from __future__ import annotations
 
@@ -26,14 +28,18 @@ EXIT_INTERRUPTED = 130
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")
 @click.option("--model", default=None, help="Model name at that endpoint.")
 @click.option("--api-key-env", default=None, help="Name of the environment variable holding the API key.")
+@click.option("--context-limit", type=click.IntRange(min=1), default=None,
+              help="The model's context window in tokens (default: $CTXBENCH_LLM_CONTEXT_LIMIT or [llm] context_limit).")
+@click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds to wait for the endpoint (default: $CTXBENCH_LLM_TIMEOUT or [llm] timeout_s).")
 @click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None, help="Context Mode for this turn.")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the streamed reply.")
 @db_option
 @config_option
 def command(message: str, session_id: str | None, repo: Path | None, base_url: str | None, model: str | None,
-            api_key_env: str | None, mode: str | None, budget: int | None, as_json: bool, db_path: Path | None,
-            config_path: Path | None) -> None:
+            api_key_env: str | None, context_limit: int | None, timeout_s: float | None, mode: str | None,
+            budget: int | None, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.llm.client import CancelToken
     from ctxbench.llm.events import (
         ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
@@ -43,9 +49,12 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     from ctxbench.llm.wiring import attach_repository
     from ctxbench.session import UnknownSession, Workbench
 
+    if not message.strip():
+        fail("empty message: say something to the model", 2)
     config = get_config(config_path)
     try:
-        llm = resolve_llm_config(config.llm, base_url=base_url, model=model, api_key_env=api_key_env)
+        llm = resolve_llm_config(config.llm, base_url=base_url, model=model, api_key_env=api_key_env,
+                                 context_limit=context_limit, timeout_s=timeout_s)
     except ProviderError as exc:
         fail(str(exc), 2)
     config = dataclasses.replace(config, llm=llm)
@@ -79,7 +88,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             except KeyboardInterrupt:
                 cancel.cancel()
                 out.end_line()
-                fail("interrupted; the partial reply is stored", EXIT_INTERRUPTED)
+                fail(f"interrupted; the partial reply is stored (session {session_id})", EXIT_INTERRUPTED)
             finally:
                 runner.traces.close()
             out.end_line()
@@ -88,7 +97,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     assert finished is not None
     if finished.status != "ok":
         kept = "; the partial reply is stored" if finished.reply else ""
-        fail((finished.error or finished.status) + kept, 1)
+        fail(f"{finished.error or finished.status}{kept} (session {finished.session_id})", 1)
     if as_json:
         usage = finished.usage
         emit_json({

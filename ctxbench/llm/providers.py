@@ -8,6 +8,7 @@ is ever stored or shown, never the key.
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from typing import Mapping
 
@@ -22,6 +23,8 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("CTXBENCH_LLM_BASE_URL", "base_url"),
     ("CTXBENCH_LLM_MODEL", "model"),
     ("CTXBENCH_LLM_API_KEY_ENV", "api_key_env"),
+    ("CTXBENCH_LLM_CONTEXT_LIMIT", "context_limit"),
+    ("CTXBENCH_LLM_TIMEOUT", "timeout_s"),
 )
 
 
@@ -36,20 +39,29 @@ def resolve_llm_config(
     base_url: str | None = None,
     model: str | None = None,
     api_key_env: str | None = None,
+    context_limit: int | None = None,
+    timeout_s: float | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> LLMConfig:
     """``config`` with environment and flag overrides applied.
 
-    A base URL without a provider means an OpenAI-compatible endpoint.
+    A base URL without a provider means an OpenAI-compatible endpoint. Numbers from the
+    environment must be positive (``CTXBENCH_LLM_CONTEXT_LIMIT`` a whole number of tokens,
+    ``CTXBENCH_LLM_TIMEOUT`` seconds), or the settings are a :class:`ProviderError`.
     """
     env = os.environ if environ is None else environ
-    changes: dict[str, str] = {}
+    changes: dict[str, object] = {}
     for var, name in ENV_OVERRIDES:
         if env.get(var):
-            changes[name] = env[var]
-    for name, value in (("provider", provider), ("base_url", base_url), ("model", model), ("api_key_env", api_key_env)):
+            changes[name] = _env_value(var, name, env[var], config)
+    flags = (("provider", provider), ("base_url", base_url), ("model", model), ("api_key_env", api_key_env),
+             ("context_limit", context_limit), ("timeout_s", timeout_s))
+    for name, value in flags:
         if value:
             changes[name] = value
+    for name in ("context_limit", "timeout_s"):
+        if name in changes and not changes[name] > 0:  # type: ignore[operator]
+            raise ProviderError(f"{name} must be positive, got {changes[name]}")
     resolved = dataclasses.replace(config, **changes)
     if resolved.provider == "offline" and resolved.base_url and "provider" not in changes:
         resolved = dataclasses.replace(resolved, provider="openai")
@@ -58,6 +70,21 @@ def resolve_llm_config(
     if resolved.provider == "openai" and resolved.model in ("", "offline"):
         raise ProviderError("an OpenAI-compatible endpoint needs a model name (--model NAME or [llm] model)")
     return resolved
+
+
+def _env_value(var: str, name: str, raw: str, config: LLMConfig) -> object:
+    """An environment value converted to the type of the LLMConfig field it overrides."""
+    kind = type(getattr(config, name))
+    if kind is str:
+        return raw
+    try:
+        value = kind(raw.strip())
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ProviderError(f"${var} must be {what}, got {raw!r}") from None
+    if not (value > 0 and math.isfinite(value)):
+        raise ProviderError(f"${var} must be positive, got {raw!r}")
+    return value
 
 
 def make_client(config: LLMConfig) -> ChatClient:
