@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 
 @dataclass(frozen=True)
@@ -34,14 +34,24 @@ class RetrievalSet:
     scaffold: str = ""  # orientation scaffold text, empty when no repository
 
     @staticmethod
-    def make_id(query: str, hits: tuple[RetrievalHit, ...], index_version: str = "") -> str:
+    def make_id(query: str, hits: tuple[RetrievalHit, ...], index_version: str = "", *,
+                semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "") -> str:
+        """A stable id over every field of the set and of each hit: two sets that differ anywhere
+        (a hit's card text or why, the scaffold, the notes) never share an id, so a stored set is
+        never mistaken for another one (sets are stored once per id)."""
         payload = json.dumps(
-            [query, index_version,
-             [(h.symbol, h.card_hash, round(h.score, 6), *((h.below_threshold,) if h.below_threshold else ()))
-              for h in hits]],
+            [query, index_version, semantic_available, list(notes), scaffold,
+             [[getattr(h, f.name) for f in fields(RetrievalHit)] for h in hits]],
             ensure_ascii=False,
         )
-        return "rs_" + hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return "rs_" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
+    @classmethod
+    def create(cls, query: str, hits: tuple[RetrievalHit, ...] = (), index_version: str = "", *,
+               semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "") -> "RetrievalSet":
+        """A set whose id is :meth:`make_id` of all its fields."""
+        rid = cls.make_id(query, hits, index_version, semantic_available=semantic_available, notes=notes,
+                          scaffold=scaffold)
+        return cls(rid, query, hits, semantic_available, tuple(notes), scaffold)
 
 EMPTY_RETRIEVAL_SET = RetrievalSet(id="rs_empty", query="", hits=(), semantic_available=False, notes=("no repository",))
