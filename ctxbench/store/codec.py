@@ -41,6 +41,11 @@ def canonical_json(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def ordered_json(obj: Any) -> str:
+    """A record's text with every mapping in its own key order (a payload's messages keep theirs), no whitespace."""
+    return json.dumps(to_jsonable(obj), separators=(",", ":"), ensure_ascii=False)
+
+
 @lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)

@@ -103,7 +103,8 @@ def save_plan(
         body[name] = keys
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
-    result = zlib.compress(codec.canonical_json(plan).encode("utf-8"), ZLIB_LEVEL)
+    # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
+    result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), ZLIB_LEVEL)
     conn.execute(
         "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id) "
         "VALUES (?, ?, ?, ?, ?, ?, ?)",
