@@ -450,12 +450,13 @@ def test_open_and_demo_accept_the_model_flags(tmp_path, monkeypatch):
     assert CtxbenchApp(options, config).config_.llm.provider == "offline"  # the demo stays offline
 
     result = runner.invoke(cli, ["demo", "--db", str(tmp_path / "d.db"), "--no-index", "--base-url",
-                                 "http://127.0.0.1:11434/v1", "--model", "qwen2.5-coder", "--api-key-env", "MY_KEY"],
+                                 "http://127.0.0.1:11434/v1", "--model", "qwen2.5-coder", "--api-key-env", "MY_KEY",
+                                 "--context-limit", "32768", "--timeout", "90"],
                            env=env)
     assert result.exit_code == 0, result.output
     llm = CtxbenchApp(*seen[-1]).config_.llm
-    assert (llm.provider, llm.base_url, llm.model, llm.api_key_env) == (
-        "openai", "http://127.0.0.1:11434/v1", "qwen2.5-coder", "MY_KEY")
+    assert (llm.provider, llm.base_url, llm.model, llm.api_key_env, llm.context_limit, llm.timeout_s) == (
+        "openai", "http://127.0.0.1:11434/v1", "qwen2.5-coder", "MY_KEY", 32768, 90.0)
 
     result = runner.invoke(cli, ["open", "--repo", str(tmp_path), "--db", str(tmp_path / "o.db"), "--no-index",
                                  "--model", "gpt-4o-mini"], env={**env, "CTXBENCH_LLM_BASE_URL": ""})

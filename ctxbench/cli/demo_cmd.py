@@ -64,8 +64,8 @@ def offline(config):
 @click.option("--keep-db", is_flag=True, help="Keep the temporary demo database and print its path.")
 def command(db_path: Path | None, config_path: Path | None, session_id: str | None, new_session: bool,
             mode: str | None, budget: int | None, strategy: str | None, theme: str | None, no_index: bool,
-            base_url: str | None, model: str | None, api_key_env: str | None,
-            session_name: str | None, no_tui: bool, keep_db: bool) -> None:
+            base_url: str | None, model: str | None, api_key_env: str | None, context_limit: int | None,
+            timeout_s: float | None, session_name: str | None, no_tui: bool, keep_db: bool) -> None:
     from ctxbench.tui.bridge import LaunchOptions
 
     config = offline(get_config(config_path))
@@ -81,7 +81,8 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         db_path=db_path, repo=files.repo, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
         theme=theme, new_session=new_session and session_id is None, title=f"demo · {files.repo.name}",
         import_file=import_file, index_repo=not no_index,
-        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_from_env=False,
+        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_context_limit=context_limit,
+        llm_timeout_s=timeout_s, llm_from_env=False,
     )
     check_model(config, options)
     try:

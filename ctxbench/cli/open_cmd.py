@@ -34,6 +34,10 @@ def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--model", default=None, help="Model name at that endpoint (shown in the status line)."),
         click.option("--api-key-env", default=None,
                      help="Name of the environment variable holding the API key (the key is never stored)."),
+        click.option("--context-limit", type=click.IntRange(min=1), default=None,
+                     help="The model's context window in tokens (a plan needing more is not sent)."),
+        click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
+                     help="Seconds to wait for the endpoint before retrying."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -55,8 +59,7 @@ def check_model(config, options) -> None:
     from ctxbench.llm.providers import ProviderError, resolve_llm_config
 
     try:
-        resolve_llm_config(config.llm, base_url=options.llm_base_url, model=options.llm_model,
-                           api_key_env=options.llm_api_key_env, environ=None if options.llm_from_env else {})
+        resolve_llm_config(config.llm, **options.llm_flags(), environ=None if options.llm_from_env else {})
     except ProviderError as exc:
         fail(str(exc), 2)
 
@@ -76,7 +79,8 @@ def run_workbench(options, config) -> None:
 @workbench_options
 def command(repo: Path | None, db_path: Path | None, config_path: Path | None, session_id: str | None,
             new_session: bool, mode: str | None, budget: int | None, strategy: str | None, theme: str | None,
-            no_index: bool, base_url: str | None, model: str | None, api_key_env: str | None) -> None:
+            no_index: bool, base_url: str | None, model: str | None, api_key_env: str | None,
+            context_limit: int | None, timeout_s: float | None) -> None:
     from ctxbench.tui.bridge import LaunchOptions
 
     config = get_config(config_path)
@@ -84,7 +88,8 @@ def command(repo: Path | None, db_path: Path | None, config_path: Path | None, s
     options = LaunchOptions(
         db_path=db_path, repo=root, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
         theme=theme, new_session=new_session, title=root.name, index_repo=not no_index,
-        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env,
+        llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_context_limit=context_limit,
+        llm_timeout_s=timeout_s,
     )
     check_model(config, options)
     run_workbench(options, config)

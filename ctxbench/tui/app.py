@@ -69,9 +69,7 @@ def with_model(config: Config, options: LaunchOptions, errors: list[str]) -> Con
     from ctxbench.llm.providers import ProviderError, resolve_llm_config
 
     try:
-        llm = resolve_llm_config(config.llm, base_url=options.llm_base_url, model=options.llm_model,
-                                 api_key_env=options.llm_api_key_env,
-                                 environ=None if options.llm_from_env else {})
+        llm = resolve_llm_config(config.llm, **options.llm_flags(), environ=None if options.llm_from_env else {})
     except ProviderError as exc:
         errors.append(f"model: {exc}")
         return config

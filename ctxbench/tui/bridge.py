@@ -42,7 +42,14 @@ class LaunchOptions:
     llm_base_url: str | None = None
     llm_model: str | None = None
     llm_api_key_env: str | None = None
+    llm_context_limit: int | None = None
+    llm_timeout_s: float | None = None
     llm_from_env: bool = True  # False: ignore CTXBENCH_LLM_* (the demo stays offline unless a flag says otherwise)
+
+    def llm_flags(self) -> dict[str, Any]:
+        """The model flags as ``llm.providers.resolve_llm_config`` keywords."""
+        return {"base_url": self.llm_base_url, "model": self.llm_model, "api_key_env": self.llm_api_key_env,
+                "context_limit": self.llm_context_limit, "timeout_s": self.llm_timeout_s}
 
 
 @dataclass(frozen=True)
