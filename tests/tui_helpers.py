@@ -93,11 +93,15 @@ def make_app(tmp_path: Path, *, retriever=True, config: Config | None = None, **
 
 
 def fixed_ids(monkeypatch) -> None:
-    """Session and branch ids are random; PlanIds hash them; snapshots need them fixed."""
+    """Session and branch ids are random; PlanIds hash them; snapshots need them fixed. PlanIds also
+    hash the whole planner config, which grows a field now and then: snapshots (which show PlanIds)
+    hash a fixed stand-in for it, so they change only when the screen does."""
+    import ctxbench.planner.plan as plan
     import ctxbench.store.sessions as sessions
 
     monkeypatch.setattr(sessions, "new_session_id", lambda: "s_snapshot")
     monkeypatch.setattr(sessions, "new_branch_id", lambda: "b_snapshot")
+    monkeypatch.setattr(plan, "_config_digest", lambda config: "snapshot-planner-config")
 
 
 async def settle(pilot, rounds: int = 200) -> None:
