@@ -237,7 +237,12 @@ class RetrievalConfig:
     )
     graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
     graph_neighbours: int = 12  # neighbours taken per seed
-    mention_boost: float = 0.05  # a symbol mentioned in the conversation
+    mention_boost: float = 0.05  # a symbol mentioned in the turn (a path, or an id the name component missed)
+    mention_max_symbols: int = 8  # a bare name mentioned that names more symbols than this personalizes none
+    # personalized PageRank from the pinned, mentioned and active symbols: hits whose closeness (0-1, relative
+    # to the closest symbol) is at least personalized_min gain personalized_weight x closeness (RRF units)
+    personalized_weight: float = 0.5
+    personalized_min: float = 0.05
     # BM25 column weights: name, identifier words, signature, doc, path, body (the card's excerpt)
     keyword_column_weights: tuple[float, ...] = (4.0, 2.0, 1.0, 1.0, 0.5, 2.0)
     keyword_stopwords: tuple[str, ...] = (

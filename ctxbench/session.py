@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import importlib
+import inspect
 import sqlite3
 import threading
 from dataclasses import dataclass
@@ -102,9 +103,29 @@ SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(Sessio
 
 
 class Retriever(Protocol):
-    """What code retrieval (helper H4) provides to the facade."""
+    """What code retrieval provides to the facade.
 
-    def retrieve(self, query: str, *, mode: str) -> RetrievalSet: ...
+    ``budget`` is the plan's token budget (the scaffold is folded to its share of it); ``pins`` the
+    session's live pins; ``activation`` its activation scores (``card:…``, ``path:…``, ``group:…``);
+    ``mentioned`` the names and paths the query mentions (``retrieval.mentions``). A retriever whose
+    ``retrieve`` takes only ``query`` and ``mode`` still works: it is given what it accepts.
+    """
+
+    def retrieve(self, query: str, *, mode: str, budget: int | None = None, pins: Sequence[Pin] = (),
+                 activation: dict[str, float] | None = None, mentioned: Sequence[str] = ()) -> RetrievalSet: ...
+
+
+def _accepted(method: Callable[..., Any], context: dict[str, Any]) -> dict[str, Any]:
+    """The part of ``context`` that ``method`` takes as keyword arguments (all of it with ``**kwargs``)."""
+    try:
+        params = inspect.signature(method).parameters.values()
+    except (TypeError, ValueError):
+        return {}
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+        return context
+    names = {p.name for p in params if p.kind in (inspect.Parameter.KEYWORD_ONLY,
+                                                   inspect.Parameter.POSITIONAL_OR_KEYWORD)}
+    return {k: v for k, v in context.items() if k in names}
 
 
 _P = ParamSpec("_P")
@@ -129,9 +150,9 @@ class Workbench:
         self.db_path: Path = Path(db_path) if db_path is not None else default_db_path()
         self.config: Config = config if config is not None else load_config()
         self.repo: Path | None = Path(repo).resolve() if repo is not None else None
-        # SEAM (helper H4, code retrieval): set to an object with
-        # ``retrieve(query, *, mode) -> RetrievalSet``; plan_inputs() then asks it for the
-        # turn's RetrievalSet unless the caller passes one. None: the empty set.
+        # SEAM (code retrieval): set to an object with ``retrieve(query, *, mode, budget, pins,
+        # activation, mentioned) -> RetrievalSet`` (see ``Retriever``); plan_inputs() then asks it
+        # for the turn's RetrievalSet unless the caller passes one. None: the empty set.
         self.retriever: Retriever | None = None
         # SEAM (semantic history strategy): an embedder (``retrieval.embedder.SupportsEmbedding``)
         # for ranking earlier turns by meaning. None: the code retriever's embedder once it is
@@ -597,11 +618,21 @@ class Workbench:
 
     # -- plans ------------------------------------------------------------------------------
 
-    def _retrieve(self, query: str, mode: str) -> RetrievalSet:
-        # SEAM (helper H4): code retrieval. With no retriever plugged in, plans get the empty set.
+    def _retrieve(self, query: str, mode: str, budget: int, pins: Sequence[Pin], session_id: str) -> RetrievalSet:
+        """The turn's RetrievalSet from the retriever seam, steered by the session's live pins, its activation
+        scores and what the query mentions. With no retriever plugged in, plans get the empty set."""
         if self.retriever is None:
             return EMPTY_RETRIEVAL_SET
-        return self.retriever.retrieve(query, mode=mode)
+        from ctxbench.retrieval.mentions import mentions
+
+        context = {
+            "budget": budget,
+            "pins": tuple(p for p in pins if not (p.kind == "leased" and p.ttl <= 0)),
+            "activation": activation_store.scores(self.conn, session_id),
+            "mentioned": mentions(query),
+        }
+        retrieve = self.retriever.retrieve
+        return retrieve(query, mode=mode, **_accepted(retrieve, context))
 
     def history_embedder(self) -> Any:
         """The ready embedder the semantic history strategy uses, or None.
@@ -722,6 +753,9 @@ class Workbench:
                 )
                 if g != current_group
             )
+        pins = pin_store.list_pins(self.conn, session_id)
+        if retrieval is None:
+            retrieval = self._retrieve(query, mode, budget, pins, session_id)
         return PlanInputs(
             session_id=session_id,
             query=query,
@@ -733,12 +767,12 @@ class Workbench:
             window_groups=window_groups,
             provider_family=s.provider_family,
             system_prompt=self.config.planner.system_prompt,
-            pins=pin_store.list_pins(self.conn, session_id),
+            pins=pins,
             dropped_groups=dropped,
             state_block=memory_store.state_block(self.conn, session_id),
             scratchpad=memory_store.scratchpad(self.conn, session_id),
             memos=memory_store.search_memos(self.conn, query, self.config.planner.memo_candidates),
-            retrieval=retrieval if retrieval is not None else self._retrieve(query, mode),
+            retrieval=retrieval,
             keyword_ranking=keyword_ranking,
             tokenizer=self.tokenizer.name,
         )

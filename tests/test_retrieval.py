@@ -153,7 +153,7 @@ def test_pins_activation_and_mentions_boost(index, conn):
     active = r.retrieve("render table rows", k=20, activation={"render.text.shout": 2.0},
                         mentioned=("store.cache.LRUCache",))
     scores = {h.symbol: h for h in active.hits}
-    assert "store.cache.LRUCache" in scores and "mentioned earlier" in scores["store.cache.LRUCache"].why
+    assert "store.cache.LRUCache" in scores and "mentioned" in scores["store.cache.LRUCache"].why
     assert "render.text.shout" in base  # the fixture's precondition: activation boosts a hit that is there
     assert scores["render.text.shout"].score > base["render.text.shout"]
     assert "recently active" in scores["render.text.shout"].why

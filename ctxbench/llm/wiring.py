@@ -11,16 +11,17 @@ the way cards are; files that hold secrets are never read, and nothing outside t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Mapping, Sequence
 
 from ctxbench.config import Config
 
 
 class ModeRetriever:
-    """The Workbench's ``retrieve(query, *, mode)`` seam over the code retriever.
+    """The Workbench's ``retrieve(query, *, mode, pins, activation, mentioned)`` seam over the code retriever.
 
     Graph expansion only where the mode's profile asks for neighbours; the planner decides how
-    many cards of the set each mode uses.
+    many cards of the set each mode uses. Pins, activation scores and mentioned names boost their
+    symbols and, through personalized PageRank, the symbols close to them in the code graph.
     """
 
     def __init__(self, retriever: Any, config: Config) -> None:
@@ -32,12 +33,27 @@ class ModeRetriever:
         embedder = getattr(self.retriever, "embedder", None)
         return bool(embedder is not None and getattr(embedder, "ready", False))
 
-    def retrieve(self, query: str, *, mode: str):
+    def retrieve(self, query: str, *, mode: str, budget: int | None = None, pins: Sequence[Any] = (),
+                 activation: Mapping[str, float] | None = None, mentioned: Sequence[str] = ()):
         from ctxbench.retrieval.retriever import SOURCES
 
         profile = self.config.planner.mode(mode)
         sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
-        return self.retriever.retrieve(query, sources=sources)
+        return self.retriever.retrieve(query, sources=sources, pins=pins, activation=activation, mentioned=mentioned)
+
+
+def context_key(context: Mapping[str, Any]) -> tuple:
+    """A hashable key for the seam's keyword arguments (pins, activation, mentioned, budget), for caches."""
+
+    def freeze(value: Any) -> Any:
+        if isinstance(value, Mapping):
+            return tuple(sorted((k, freeze(v)) for k, v in value.items()))
+        if isinstance(value, (list, tuple, set, frozenset)):
+            items = [freeze(v) for v in value]
+            return tuple(sorted(items, key=repr) if isinstance(value, (set, frozenset)) else items)
+        return value
+
+    return freeze(dict(context))
 
 
 class IndexCodeContext:

@@ -7,8 +7,15 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   embedder is loaded; until then the set says semantic search was not available;
 - keyword: BM25 over identifier-aware tokens (``keyword``);
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
+- personalized: closeness in the code graph (personalized PageRank) to the symbols the turn pins,
+  mentions (names and paths in the query) or recently used (activation), before graph expansion so
+  that it also picks the seeds expanded;
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
 - pins, activation and mentioned symbols: small boosts on top.
+
+Pins and activation are named like pin targets (``card:pkg.mod.f``, ``path:pkg/mod.py``; other
+targets such as ``group:12`` are not code and are ignored); mentions are the strings
+``retrieval.mentions.mentions`` finds in the query, resolved here to the index's symbol ids.
 
 A relevance floor marks the hits nothing ties to the query (no name, weak similarity, keyword hits
 only on chat words like "thanks" or "all"): they stay in the set, with ``below_threshold`` saying
@@ -16,9 +23,10 @@ why, and the planner leaves their cards out (reason ``below_threshold``).
 """
 from __future__ import annotations
 
-import re
+import dataclasses
 import sqlite3
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -29,6 +37,7 @@ from ctxbench.codegraph.symbols import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
+from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
 from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
 
 SOURCES = ("semantic", "keyword", "name", "graph")
@@ -38,9 +47,8 @@ NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
-# a code identifier written in a question: snake_case, dotted, CamelCase, or in backticks
-_CODE_IDENT = re.compile(r"`([^`]+)`|([A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*)")
 NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
+PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
 
 
 @dataclass(frozen=True)
@@ -52,13 +60,6 @@ class IndexView:
     graph: nx.DiGraph
     scaffold: str = ""
     version: str = ""  # changes whenever the indexed cards change
-
-
-def _looks_like_code(token: str) -> bool:
-    """snake_case, dotted.path, CamelCase or Capitalized (a class name); not ALLCAPS words like CSS or HTTP."""
-    if "_" in token or "." in token:
-        return True
-    return token[:1].isupper() and any(c.islower() for c in token[1:])
 
 
 class Retriever:
@@ -77,6 +78,9 @@ class Retriever:
         self._vectors: Any = None
         self._vectors_version: str | None = None
         self._names: dict[str, list[str]] | None = None
+        self._module_paths: dict[str, list[str]] | None = None
+        self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
+        self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -91,13 +95,18 @@ class Retriever:
         with self._lock:
             self._index = None
             self._names = None
+            self._module_paths = None
+            self._personalized.clear()
+            self._walk = None
 
     def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False) -> None:
-        """Bring the keyword index and (when the model is ready or ``wait_for_model``) the vector index up to date."""
+        """Bring the keyword index, the graph walk of personalized retrieval and (when the model is ready or
+        ``wait_for_model``) the vector index up to date."""
         view = self.index
         if view is None:
             return
         self._sync_keyword(view)
+        self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
         if self.embedder is not None:
             if wait_for_model:
                 self.embedder.wait()
@@ -140,6 +149,129 @@ class Retriever:
             self._names = names
         return self._names
 
+    def _module_table(self, view: IndexView) -> dict[str, list[str]]:
+        """File path -> the ids of its module symbols."""
+        if self._module_paths is None:
+            table: dict[str, list[str]] = {}
+            for sid, card in view.cards.items():
+                if card.kind == "module":
+                    table.setdefault(card.path, []).append(sid)
+            self._module_paths = table
+        return self._module_paths
+
+    def _path_symbols(self, view: IndexView, path: str) -> list[str]:
+        """The module symbols of the file ``path`` (exact, or the one file whose path ends with it)."""
+        table = self._module_table(view)
+        path = path.removeprefix("./")
+        if path in table:
+            return list(table[path])
+        matches = [sid for p in sorted(table) if p.endswith("/" + path) for sid in table[p]]
+        return matches if len(matches) == 1 else []
+
+    def resolve_targets(self, targets: Iterable[Any]) -> list[str]:
+        """Symbol ids of pin or activation targets (``card:<id>``, ``path:<file>``, a bare id, or a ``Pin``)."""
+        view = self.index
+        if view is None:
+            return []
+        out: dict[str, None] = {}
+        for target in targets:
+            text = target if isinstance(target, str) else getattr(target, "target", "")
+            kind, sep, name = text.partition(":")
+            if not sep:
+                kind, name = "card", text
+            if kind == "card" and name in view.cards:
+                out[name] = None
+            elif kind == "path":
+                out.update(dict.fromkeys(self._path_symbols(view, name)))
+        return list(out)
+
+    def resolve_mentions(self, mentioned: Iterable[str]) -> list[str]:
+        """Symbol ids of what a turn mentions: exact ids, file paths (their modules), dotted tails, or bare
+        names (every symbol so named, unless more than ``retrieval.mention_max_symbols`` are)."""
+        view = self.index
+        if view is None:
+            return []
+        limit = self.config.retrieval.mention_max_symbols
+        names = self._name_table(view)
+        out: dict[str, None] = {}
+        for raw in mentioned:
+            name = raw.strip().strip("`").removeprefix("card:").rstrip("()")
+            if name in view.cards:
+                out[name] = None
+                continue
+            if name.startswith("path:") or "/" in name or name.endswith(SOURCE_SUFFIXES):
+                out.update(dict.fromkeys(self._path_symbols(view, name.removeprefix("path:"))))
+                continue
+            parts = name.split(".")
+            matches = [sid for sid in names.get(parts[-1], ()) if len(parts) == 1 or sid.endswith("." + name)]
+            if 0 < len(matches) <= limit:
+                out.update(dict.fromkeys(sorted(matches)))
+        return list(out)
+
+    def _walk_graph(self, view: IndexView) -> tuple[nx.DiGraph, dict[str, float]]:
+        """The code graph with every edge both ways (callers as well as callees are close), and its plain
+        PageRank; built once per index version."""
+        from ctxbench.codegraph import graph as graphmod
+
+        with self._lock:
+            if self._walk is not None and self._walk[0] == view.version:
+                return self._walk[1], self._walk[2]
+        both = nx.DiGraph()
+        both.add_nodes_from(view.graph.nodes(data=True))
+        for a, b, data in view.graph.edges(data=True):
+            for x, y in ((a, b), (b, a)):
+                if both.has_edge(x, y):
+                    kinds = tuple(sorted(set(both.edges[x, y]["kinds"]) | set(data["kinds"])))
+                    both.edges[x, y]["kinds"] = kinds
+                else:
+                    both.add_edge(x, y, kinds=tuple(data["kinds"]))
+        plain = graphmod.pagerank(both, None, self.config.index)
+        with self._lock:
+            self._walk = (view.version, both, plain)
+        return both, plain
+
+    def personalized_closeness(self, pins: Iterable[str] = (), mentioned: Iterable[str] = (),
+                               activation: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Symbol -> closeness in (0, 1] to the given symbols in the code graph, by personalized PageRank.
+
+        The walk follows edges both ways and restarts only at the pinned, mentioned and active symbols
+        (weights from the index config; a module spreads its weight over what it contains). A symbol's
+        closeness is its personalized PageRank over its plain PageRank (so hubs every walk reaches do not
+        win), relative to the best symbol the walk does not restart at, capped at 1. The given symbols are
+        left out (they have boosts of their own). Cached per index version and personalization.
+        """
+        from ctxbench.codegraph import graph as graphmod
+
+        view = self.index
+        if view is None:
+            return {}
+        icfg = self.config.index
+        given = set(pins) | set(mentioned) | set(activation or {})
+        weights = graphmod.personalization(view.graph, pins=sorted(set(pins)), mentioned=sorted(set(mentioned)),
+                                           activation=activation, config=icfg)
+        if not weights:
+            return {}
+        key = (view.version, tuple(sorted(weights.items())))
+        with self._lock:
+            cached = self._personalized.get(key)
+            if cached is not None:
+                self._personalized.move_to_end(key)
+                return cached
+        both, plain = self._walk_graph(view)
+        scores = graphmod.pagerank(both, weights, dataclasses.replace(icfg, personalize_base_weight=0.0))
+        lift = {sid: v / plain[sid] for sid, v in scores.items()
+                if v > 0 and plain.get(sid, 0.0) > 0 and sid not in weights and sid not in given}
+        top = max(lift.values(), default=0.0)
+        near = {sid: min(1.0, v / top) for sid, v in lift.items()} if top > 0 else {}
+        for sid in weights:  # what a pinned or mentioned file contains: as close as can be
+            if sid not in given:
+                near[sid] = 1.0
+        with self._lock:
+            self._personalized[key] = near
+            while len(self._personalized) > PERSONALIZED_CACHE_SIZE:
+                self._personalized.popitem(last=False)
+        return near
+
     # -- components -------------------------------------------------------------------------------
     def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
         """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
@@ -174,10 +306,7 @@ class Retriever:
             return []
         names = self._name_table(view)
         found: dict[str, float] = {}
-        for m in _CODE_IDENT.finditer(query):
-            token = (m.group(1) or m.group(2) or "").strip().strip("()").rstrip(".")
-            if not token or not (m.group(1) or _looks_like_code(token)):
-                continue
+        for token in code_identifiers(query):
             parts = token.split(".")
             for sid in names.get(parts[-1], ()):
                 # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
@@ -234,30 +363,38 @@ class Retriever:
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
         self._apply_kind_weights(view, fused)
 
+        pin_ids = set(self.resolve_targets(pins))
+        mentioned_ids = set(self.resolve_mentions(mentioned))
+        active: dict[str, float] = {}
+        for target, score in sorted((activation or {}).items()):
+            for sid in self.resolve_targets((target,)):
+                active[sid] = max(active.get(sid, 0.0), float(score))
+        near_label = ""
+        if fused and rc.personalized_weight > 0 and (pin_ids or mentioned_ids or active):
+            near_label = self._personalize(fused, pin_ids, mentioned_ids, active, unit)
+
         graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
         if "graph" in sources and fused and rc.graph_weight > 0:
             self._expand_graph(view, fused, graph_notes, unit)
 
-        pin_ids = {_pin_symbol(p) for p in pins} - {""}
-        mentioned_ids = set(mentioned)
-        activation = dict(activation or {})
-        for sid in pin_ids | mentioned_ids | set(activation):
-            if sid in view.cards and sid not in fused and (sid in pin_ids or sid in mentioned_ids):
+        for sid in sorted(pin_ids | mentioned_ids):
+            if sid not in fused:
                 fused[sid] = Fused(sid)
         for sid, entry in fused.items():
             if sid in pin_ids:
                 entry.score += rc.pin_boost
                 entry.scores["pin"] = 1.0
             if sid in mentioned_ids:
-                entry.score += rc.mention_boost
                 entry.scores["mentioned"] = 1.0
-            if activation.get(sid):
-                entry.score += rc.activation_boost * float(activation[sid])
-                entry.scores["activation"] = float(activation[sid])
+                if "name" not in entry.scores:  # named in the query: the name component counted it already
+                    entry.score += rc.mention_boost
+            if active.get(sid):
+                entry.score += rc.activation_boost * active[sid]
+                entry.scores["activation"] = active[sid]
 
         ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
-        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""))
+        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label)
                      for f in ranked)
         return RetrievalSet(
             id=RetrievalSet.make_id(query, hits, view.version),
@@ -319,6 +456,19 @@ class Retriever:
                 out[entry.symbol] = f"below the relevance floor: {missing(entry)}"
         return out
 
+    def _personalize(self, fused: dict[str, Fused], pins: set[str], mentioned: set[str], active: dict[str, float],
+                     unit: float) -> str:
+        """Boost the fused hits close to the pinned, mentioned and active symbols; the words for their why."""
+        rc = self.config.retrieval
+        near = self.personalized_closeness(pins, mentioned, active)
+        for sid, entry in fused.items():
+            closeness = near.get(sid, 0.0)
+            if closeness >= rc.personalized_min:
+                entry.score += rc.personalized_weight * unit * closeness
+                entry.scores["personalized"] = closeness
+        kinds = [words for words, given in (("pinned", pins), ("mentioned", mentioned), ("active", active)) if given]
+        return "near " + "/".join(kinds) + " code"
+
     def _kind_of(self, view: IndexView, sid: str) -> str:
         card = view.cards.get(sid)
         if card is None:
@@ -370,7 +520,8 @@ class Retriever:
             entry.scores["graph"] = gain
             graph_notes[sid] = (f"{words} {_short(seed)}", seed)
 
-    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "") -> RetrievalHit:
+    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
+             near_label: str = "") -> RetrievalHit:
         card = view.cards[f.symbol]
         components: list[tuple[str, float]] = []
         why: list[str] = []
@@ -387,10 +538,13 @@ class Retriever:
         if "scope" in f.scores:
             components.append(("scope", round(f.scores["scope"], 4)))
             why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
+        if "personalized" in f.scores:
+            components.append(("personalized", round(f.scores["personalized"], 4)))
+            why.append(f"{near_label} {f.scores['personalized']:.2f}")
         if "graph" in f.scores:
             components.append(("graph", round(f.scores["graph"], 6)))
             why.append(graph_note[0])
-        for key, words in (("pin", "pinned"), ("mentioned", "mentioned earlier"), ("activation", "recently active")):
+        for key, words in (("pin", "pinned"), ("mentioned", "mentioned"), ("activation", "recently active")):
             if key in f.scores:
                 components.append((key, round(f.scores[key], 4)))
                 why.append(words)
@@ -424,14 +578,6 @@ def _short(symbol: str) -> str:
     """``widgets._data_table.DataTable.sort`` -> ``DataTable.sort`` (class.member or the bare name)."""
     parts = symbol.split(".")
     return ".".join(parts[-2:]) if len(parts) > 1 else symbol
-
-
-def _pin_symbol(pin: Any) -> str:
-    target = pin if isinstance(pin, str) else getattr(pin, "target", "")
-    kind, sep, name = target.partition(":")
-    if sep and kind == "card":
-        return name
-    return "" if sep else target
 
 
 def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None = None) -> IndexView | None:

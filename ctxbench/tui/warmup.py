@@ -28,7 +28,7 @@ class CachingRetriever:
 
         self.inner = inner
         self.size = size
-        self._cache: "OrderedDict[tuple[str, str, bool], Any]" = OrderedDict()
+        self._cache: "OrderedDict[tuple, Any]" = OrderedDict()
 
     @property
     def semantic_ready(self) -> bool:
@@ -38,13 +38,15 @@ class CachingRetriever:
     def retriever(self) -> Any:
         return getattr(self.inner, "retriever", self.inner)
 
-    def retrieve(self, query: str, *, mode: str) -> Any:
-        key = (query, mode, self.semantic_ready)
+    def retrieve(self, query: str, *, mode: str, **context: Any) -> Any:
+        from ctxbench.llm.wiring import context_key
+
+        key = (query, mode, self.semantic_ready, context_key(context))
         hit = self._cache.get(key)
         if hit is not None:
             self._cache.move_to_end(key)
             return hit
-        result = self.inner.retrieve(query, mode=mode)
+        result = self.inner.retrieve(query, mode=mode, **context)
         self._cache[key] = result
         while len(self._cache) > self.size:
             self._cache.popitem(last=False)

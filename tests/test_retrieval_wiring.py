@@ -1,0 +1,113 @@
+"""Code retrieval as the Workbench uses it (llm.wiring): pins, activation and mentions steer the plan's cards."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxbench.config import Config
+from ctxbench.llm.wiring import attach_repository
+from ctxbench.session import Workbench
+
+from retrieval_fixture import write_repo
+
+QUERY = "render table rows"
+
+
+@pytest.fixture
+def wb(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    with Workbench(tmp_path / "store.db", Config(), repo=repo) as wb:
+        attach_repository(wb, repo)
+        yield wb
+
+
+def hit_order(wb: Workbench, sid: str, query: str = QUERY, mode: str = "light") -> list[str]:
+    return [h.symbol for h in wb.plan_inputs(sid, query, mode=mode).retrieval.hits]
+
+
+def card_order(wb: Workbench, sid: str, query: str = QUERY, mode: str = "light") -> list[str]:
+    plan = wb.plan(sid, query, mode=mode, store=False)
+    return [i.id.removeprefix("card:") for i in plan.included if i.kind == "symbol_card"]
+
+
+def test_a_pinned_card_symbol_joins_and_leads_the_retrieval_set(wb):
+    sid = wb.create_session()
+    assert "net.http.fetch_url" not in hit_order(wb, sid)
+    before = hit_order(wb, sid)
+    wb.add_pin(sid, "card:render.text.pad", "sticky")
+    wb.add_pin(sid, "card:net.http.fetch_url", "leased")
+    pinned = wb.plan_inputs(sid, QUERY, mode="light").retrieval
+    order = [h.symbol for h in pinned.hits]
+    assert order != before and "net.http.fetch_url" in order
+    assert order[0] == "render.text.pad" and order.index("render.text.pad") < before.index("render.text.pad")
+    assert "pinned" in pinned.hits[0].why
+    # the pinned symbol's card is the pin itself, not a second card
+    plan = wb.plan(sid, QUERY, mode="light", store=False)
+    assert "render.text.pad" not in card_order(wb, sid)
+    assert any(i.kind == "pin" and i.included and "render.text.pad" in i.label for i in plan.items)
+
+
+def test_activation_moves_a_card_up_in_the_plan(wb):
+    sid = wb.create_session()
+    before = card_order(wb, sid)
+    assert before.index("render.text._blank") < before.index("render.text.shout")
+    wb.set_activation(sid, {"card:render.text.shout": 1.0, "group:1": 3.0})
+    after = card_order(wb, sid)
+    assert after.index("render.text.shout") < after.index("render.text._blank")
+    shout = next(h for h in wb.plan_inputs(sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.shout")
+    assert "recently active" in shout.why
+
+
+def test_personalized_pagerank_lifts_the_neighbours_of_active_symbols(wb):
+    """_render_line calls pad: activity on _render_line brings pad up, shout (no edge to it) stays."""
+    sid = wb.create_session()
+    before = hit_order(wb, sid)
+    assert before.index("render.text.shout") < before.index("render.text.pad")
+    wb.set_activation(sid, {"card:render.table.TableRenderer._render_line": 1.0})
+    after = hit_order(wb, sid)
+    assert after.index("render.text.pad") < after.index("render.text.shout")
+    assert "render.text.pad" in card_order(wb, sid)
+    pad = next(h for h in wb.plan_inputs(sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.pad")
+    assert "near active code" in pad.why and dict(pad.components)["personalized"] > 0
+
+
+def test_a_path_mentioned_in_the_query_personalizes_retrieval(wb):
+    sid = wb.create_session()
+    plain = wb.plan_inputs(sid, "table rows and text", mode="light").retrieval
+    mentioned = wb.plan_inputs(sid, "table rows and text in render/text.py", mode="light").retrieval
+    by_symbol = {h.symbol: h for h in mentioned.hits}
+    assert "mentioned" in by_symbol["render.text"].why
+    assert [h.symbol for h in mentioned.hits] != [h.symbol for h in plain.hits]
+    plain_rank = [h.symbol for h in plain.hits]
+    mentioned_rank = [h.symbol for h in mentioned.hits]
+    assert mentioned_rank.index("render.text") < plain_rank.index("render.text")
+
+
+def test_the_tuis_retrieval_cache_passes_pins_and_activation_through(wb):
+    from ctxbench.tui.warmup import CachingRetriever
+
+    wb.retriever = CachingRetriever(wb.retriever)
+    sid = wb.create_session()
+    assert "net.http.fetch_url" not in hit_order(wb, sid)
+    wb.add_pin(sid, "card:net.http.fetch_url", "sticky")
+    assert "net.http.fetch_url" in hit_order(wb, sid)  # a new pin is not answered from the cache
+    before = hit_order(wb, sid)
+    wb.set_activation(sid, {"card:render.text.shout": 1.0})
+    after = hit_order(wb, sid)
+    assert after.index("render.text.shout") < before.index("render.text.shout")
+
+
+def test_a_retriever_that_takes_only_query_and_mode_still_works(wb):
+    seen = []
+
+    class Plain:
+        def retrieve(self, query, *, mode):
+            seen.append((query, mode))
+            return wb_retriever.retrieve(query, mode=mode)
+
+    wb_retriever = wb.retriever
+    wb.retriever = Plain()
+    sid = wb.create_session()
+    wb.add_pin(sid, "card:net.http.fetch_url", "sticky")
+    assert hit_order(wb, sid) and seen == [(QUERY, "light")]
