@@ -286,6 +286,8 @@ class LLMConfig:
     # SQLite's longest string or blob inside a query_db call (SQLITE_LIMIT_LENGTH): this many times
     # query_db_max_chars, or the session's longest stored row when that is longer (so it can still be read)
     query_db_length_factor: int = 16
+    retrieve_memos_max: int = 5  # memos a retrieve_memos call returns
+    error_excerpt_chars: int = 200  # characters of a provider's error text quoted in an error line
     offline_chunk_chars: int = 12  # the offline model streams its reply in pieces of this size
 
 

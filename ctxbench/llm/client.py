@@ -258,19 +258,19 @@ class OpenAIChatClient:
                             partial=partial)
         if isinstance(exc, o.APIConnectionError):
             cause = exc.__cause__ or exc
-            detail = self._redact(" ".join(str(cause).split()))[:200]
+            detail = self._redact(" ".join(str(cause).split()))[: self.config.error_excerpt_chars]
             if partial:
                 return LLMError(f"the stream from {where} broke mid-reply: {detail}", kind="dropped", partial=partial)
             return LLMError(f"cannot reach {where}: {detail}", kind="connection", partial=partial)
         if isinstance(exc, o.APIStatusError):
             status = exc.status_code
-            message = _error_message(exc)
+            message = _error_message(exc, self.config.error_excerpt_chars)
             kind = ("rate_limit" if status == 429 else "server" if status >= 500
                     else "auth" if status in (401, 403) else "request")
             hint = f" (is ${self.config.api_key_env} set?)" if kind == "auth" else ""
             return LLMError(self._redact(f"HTTP {status} from {where}: {message}{hint}"), kind=kind,
                             partial=partial, status=status)
-        detail = self._redact(" ".join(str(exc).split()))[:200]
+        detail = self._redact(" ".join(str(exc).split()))[: self.config.error_excerpt_chars]
         return LLMError(f"{type(exc).__name__} from {where}: {detail}", kind="connection", partial=partial)
 
     @staticmethod
@@ -415,16 +415,17 @@ def _close(stream: Any) -> None:
         pass
 
 
-def _error_message(exc: Any) -> str:
+def _error_message(exc: Any, limit: int) -> str:
+    """The provider's error text on one line, at most ``limit`` characters."""
     body = getattr(exc, "body", None)
     if isinstance(body, dict):
         inner = body.get("error", body)
         if isinstance(inner, dict) and inner.get("message"):
-            return " ".join(str(inner["message"]).split())[:200]
+            return " ".join(str(inner["message"]).split())[:limit]
         if isinstance(body.get("message"), str):
-            return " ".join(body["message"].split())[:200]
+            return " ".join(body["message"].split())[:limit]
     text = getattr(exc, "message", "") or str(exc)
-    return " ".join(str(text).split())[:200]
+    return " ".join(str(text).split())[:limit]
 
 
 def _retry_after_s(exc: Any) -> float | None:

@@ -180,7 +180,6 @@ class ToolBox:
     session_id: str
     config: LLMConfig
     code: CodeContext | None = None
-    memo_limit: int = 5
     on_scratchpad: Callable[[str], None] | None = None
     _handlers: dict[str, Callable[[dict[str, Any]], tuple[str, bool, tuple[PinSuggestion, ...]]]] = field(
         default_factory=dict, init=False, repr=False)
@@ -279,11 +278,12 @@ class ToolBox:
         tags = [str(t) for t in (args.get("tags") or []) if str(t).strip()]
         if not query.strip() and not tags:
             return "error: retrieve_memos needs a query or tags", False, ()
-        found = list(self.workbench.search_memos(" ".join([query, *tags]).strip(), self.memo_limit))
+        limit = self.config.retrieve_memos_max
+        found = list(self.workbench.search_memos(" ".join([query, *tags]).strip(), limit))
         if tags:
             wanted = {t.lower() for t in tags}
             tagged = [m for m in self.workbench.memos() if wanted & {t.lower() for t in m.tags}]
-            found = list({m.id: m for m in [*tagged, *found]}.values())[: self.memo_limit]
+            found = list({m.id: m for m in [*tagged, *found]}.values())[:limit]
         if not found:
             return "(no memos found)", True, ()
         return "\n".join(f"memo {m.id} [{', '.join(m.tags)}]: {m.content}" for m in found), True, ()

@@ -14,6 +14,9 @@ from typing import Callable, Iterator, Sequence, Union
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
 
+# how long a statement waits for another connection's write lock before "database is locked"
+BUSY_TIMEOUT_S = 30.0
+
 
 class StoreError(RuntimeError):
     """The database cannot be opened or is from a newer ctxbench."""
@@ -32,13 +35,13 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
         if readonly:
             conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, check_same_thread=check_same_thread)
         else:
-            conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=30.0)
+            conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=BUSY_TIMEOUT_S)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly and str(path) != ":memory:":
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
-        conn.execute("PRAGMA busy_timeout = 30000")
+        conn.execute(f"PRAGMA busy_timeout = {round(BUSY_TIMEOUT_S * 1000)}")
         if not readonly:
             conn.execute("CREATE TABLE IF NOT EXISTS schema_versions (component TEXT PRIMARY KEY, version INTEGER NOT NULL)")
         else:

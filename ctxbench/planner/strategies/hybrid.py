@@ -4,8 +4,8 @@
 * recency list: the turns newest first. Subset rule: when the keyword list is not empty, the
   recency list keeps only turns the keyword search also found; otherwise it is global recency;
 * score(g) = keyword_weight / (k + keyword rank) + recency_weight / (k + recency rank), ranks from 1;
-* turns are taken by score (ties: newer first) while they fit (a turn that does not fit whole is
-  taken partially, then the next is tried); ``window_groups`` > 0 caps how many turns compete;
+* turns are taken by score (ties: newer first), each one whole or not at all: a turn that does not
+  fit whole is left out and the next one is tried; ``window_groups`` > 0 caps how many turns compete;
 * reason ``keyword_match`` for turns with a keyword rank, else ``recent_window``; turns with no
   score (left out by the subset rule) are ``below_threshold``. The payload is re-ordered
   chronologically by the plan assembly.
