@@ -10,7 +10,7 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Callable, Iterator, Sequence, Union
+from typing import Any, Callable, Iterator, Sequence, Union
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
 
@@ -20,6 +20,15 @@ BUSY_TIMEOUT_S = 30.0
 
 class StoreError(RuntimeError):
     """The database cannot be opened or is from a newer ctxbench."""
+
+
+class Connection(sqlite3.Connection):
+    """A connection with its own transaction lock: threads sharing it take turns in :func:`transaction`,
+    while other connections (the code index's, another database's) never wait for it."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.tx_lock = threading.RLock()
 
 
 def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool = False) -> sqlite3.Connection:
@@ -33,9 +42,11 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
         if str(path) != ":memory:" and not readonly:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         if readonly:
-            conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True, check_same_thread=check_same_thread)
+            conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True,
+                                   check_same_thread=check_same_thread, factory=Connection)
         else:
-            conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=BUSY_TIMEOUT_S)
+            conn = sqlite3.connect(str(path), check_same_thread=check_same_thread, timeout=BUSY_TIMEOUT_S,
+                                   factory=Connection)
         conn.row_factory = sqlite3.Row
         conn.execute("PRAGMA foreign_keys = ON")
         if not readonly and str(path) != ":memory:":
@@ -103,13 +114,22 @@ def _split_sql(script: str) -> list[str]:
     return statements
 
 
-_tx_lock = threading.RLock()
+# transactions on connections not made by connect() (plain sqlite3 ones) share this lock
+_SHARED_TX_LOCK = threading.RLock()
+
+
+def _tx_lock(conn: sqlite3.Connection) -> Any:
+    return getattr(conn, "tx_lock", None) or _SHARED_TX_LOCK
 
 
 @contextmanager
 def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """BEGIN IMMEDIATE … COMMIT; rolls back on any error so nothing is half-written."""
-    with _tx_lock:
+    """BEGIN IMMEDIATE … COMMIT; rolls back on any error so nothing is half-written.
+
+    Threads sharing ``conn`` take turns (its own lock); a transaction already open on the calling
+    thread is joined (nested use).
+    """
+    with _tx_lock(conn):
         if conn.in_transaction:  # nested: join the outer transaction
             yield conn
             return
