@@ -111,3 +111,76 @@ def test_a_retriever_that_takes_only_query_and_mode_still_works(wb):
     sid = wb.create_session()
     wb.add_pin(sid, "card:net.http.fetch_url", "sticky")
     assert hit_order(wb, sid) and seen == [(QUERY, "light")]
+
+
+def write_wide_repo(root: Path) -> Path:
+    """A repository whose module map is far bigger than any scaffold share: 12 packages of 10 modules."""
+    for p in range(12):
+        for m in range(10):
+            path = root / f"package_number_{p:02d}" / f"module_with_a_long_name_{m:02d}.py"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(f'"""Module {m} of package {p}."""\n\n\ndef helper_{p}_{m}(value):\n'
+                            f'    """Return the value for table {p} row {m}."""\n    return value\n')
+        (root / f"package_number_{p:02d}" / "__init__.py").write_text("")
+    return root
+
+
+@pytest.fixture
+def wide(tmp_path):
+    repo = write_wide_repo(tmp_path / "wide")
+    with Workbench(tmp_path / "wide.db", Config(), repo=repo) as wb:
+        attach_repository(wb, repo)
+        yield wb
+
+
+def scaffold_item(plan):
+    (item,) = [i for i in plan.items if i.kind == "scaffold"]
+    return item
+
+
+def test_the_scaffold_is_folded_to_the_plans_own_share_of_the_budget(wide):
+    sid = wide.create_session()
+    light = wide.config.planner.mode("light")
+    small = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
+    item = scaffold_item(small)
+    assert item.included and item.reason == "scaffold"
+    assert 0 < item.tokens <= int(2000 * light.scaffold_share)
+    large = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=32000, store=False)
+    big = scaffold_item(large)
+    default_cap = int(wide.config.planner.default_budget * max(m.scaffold_share for m in wide.config.planner.modes))
+    assert big.included and default_cap < big.tokens <= int(32000 * light.scaffold_share)
+    texts = [p.messages()[[i.id for i in p.included].index("scaffold")]["content"] for p in (small, large)]
+    assert "Navigation" in texts[0] and len(texts[0]) < len(texts[1]) and "## Repository map" in texts[1]
+    assert small.retrieval_set_id != large.retrieval_set_id  # the scaffold is part of the set
+    # same inputs, same scaffold, same PlanId
+    again = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
+    assert again.plan_id == small.plan_id
+
+
+def test_mode_off_lists_the_scaffold_it_leaves_out(wide):
+    sid = wide.create_session()
+    plan = wide.plan(sid, "which helper returns the value of a table row?", mode="off", budget=2000, store=False)
+    item = scaffold_item(plan)
+    assert not item.included and item.reason == "mode_off" and item.tokens > 0
+
+
+def test_the_tuis_warmup_plugs_in_the_same_folding_retriever(tmp_path):
+    import threading
+    from types import SimpleNamespace
+
+    from ctxbench.tui.warmup import prepare_retrieval
+
+    repo = write_wide_repo(tmp_path / "wide")
+    with Workbench(tmp_path / "tui.db", Config(), repo=repo) as wb:
+        bridge = SimpleNamespace(wb=wb, options=SimpleNamespace(index_repo=True), config=wb.config,
+                                 lock=threading.Lock(), code_context=None, retrieval_ready=False)
+        statuses = []
+        assert prepare_retrieval(bridge, lambda *a, **k: statuses.append(a), warm_embedder=False)
+        assert bridge.retrieval_ready and bridge.code_context is not None
+        sid = wb.create_session()
+        wb.add_pin(sid, "card:package_number_03.module_with_a_long_name_04.helper_3_4", "sticky")
+        plan = wb.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000,
+                       store=False)
+        assert scaffold_item(plan).included
+        first = wb.plan_inputs(sid, plan.query, mode="light", budget=2000).retrieval.hits[0]
+        assert first.symbol == "package_number_03.module_with_a_long_name_04.helper_3_4" and "pinned" in first.why

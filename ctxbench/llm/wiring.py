@@ -10,10 +10,14 @@ the way cards are; files that hold secrets are never read, and nothing outside t
 """
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
 from ctxbench.config import Config
+
+SCAFFOLD_CACHE_SIZE = 16  # fitted scaffolds kept per retriever (one per budget share seen)
 
 
 class ModeRetriever:
@@ -21,12 +25,24 @@ class ModeRetriever:
 
     Graph expansion only where the mode's profile asks for neighbours; the planner decides how
     many cards of the set each mode uses. Pins, activation scores and mentioned names boost their
-    symbols and, through personalized PageRank, the symbols close to them in the code graph.
+    symbols and, through personalized PageRank, the symbols close to them in the code graph. The
+    orientation scaffold is folded to the plan's own share of its budget (``scaffold_for``).
     """
 
-    def __init__(self, retriever: Any, config: Config) -> None:
+    def __init__(self, retriever: Any, config: Config, tokenizer: Any = None) -> None:
         self.retriever = retriever
         self.config = config
+        self._tokenizer = tokenizer
+        self._scaffolds: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @property
+    def tokenizer(self) -> Any:
+        if self._tokenizer is None:
+            from ctxbench.tokens import get_tokenizer
+
+            self._tokenizer = get_tokenizer(self.config.tokenizer.name, self.config.tokenizer.cache_size)
+        return self._tokenizer
 
     @property
     def semantic_ready(self) -> bool:
@@ -39,7 +55,54 @@ class ModeRetriever:
 
         profile = self.config.planner.mode(mode)
         sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
-        return self.retriever.retrieve(query, sources=sources, pins=pins, activation=activation, mentioned=mentioned)
+        return self.retriever.retrieve(query, sources=sources, pins=pins, activation=activation, mentioned=mentioned,
+                                       scaffold=self.scaffold_for(mode, budget))
+
+    def scaffold_for(self, mode: str, budget: int | None) -> str | None:
+        """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the
+        index cannot fold it (the view's own scaffold is used). Off, which shows no scaffold, lists the
+        one the default mode would send (the largest share when that is Off too)."""
+        view = getattr(self.retriever, "index", None)
+        build = getattr(view, "scaffold_at", None)
+        if build is None:
+            return None
+        from ctxbench.planner.modes import share_tokens
+
+        planner = self.config.planner
+        profile = planner.mode(mode)
+        share = profile.scaffold_share
+        if not profile.auto_retrieve:
+            share = planner.mode(planner.default_mode).scaffold_share or max(m.scaffold_share for m in planner.modes)
+        cap = share_tokens(planner.default_budget if budget is None else budget, share)
+        key = (str(view.version), cap)
+        with self._lock:
+            text = self._scaffolds.get(key)
+        if text is None:
+            text = fit_scaffold(build, cap, self.tokenizer)
+            with self._lock:
+                self._scaffolds[key] = text
+                while len(self._scaffolds) > SCAFFOLD_CACHE_SIZE:
+                    self._scaffolds.popitem(last=False)
+        return text
+
+
+def fit_scaffold(build: Callable[[int], str], cap: int, tokenizer: Any) -> str:
+    """The largest scaffold ``build(tokens)`` whose plan item (its rendered system message) takes at most ``cap``
+    tokens, counted the way the planner counts it; "" when not even the navigation note fits."""
+    from ctxbench.planner.render import scaffold_message
+    from ctxbench.tokens import count_message
+
+    overhead = count_message(tokenizer, scaffold_message(""))
+    tokens = cap - overhead
+    while tokens > 0:
+        text = build(tokens)
+        if not text.strip():
+            return ""
+        used = count_message(tokenizer, scaffold_message(text))
+        if used <= cap:
+            return text
+        tokens -= used - cap  # token merges across the header: shrink by the excess and build again
+    return ""
 
 
 def context_key(context: Mapping[str, Any]) -> tuple:
@@ -142,7 +205,7 @@ def attach_repository(workbench: Any, repo: Path | None,
         return None
     try:
         from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
-        from ctxbench.retrieval.retriever import Retriever
+        from ctxbench.retrieval.retriever import Retriever, view_of
     except ImportError:
         return None
     config = workbench.config
@@ -151,16 +214,6 @@ def attach_repository(workbench: Any, repo: Path | None,
     except IndexNotFound:
         build_index(repo, workbench.conn, config, progress=progress)
         index = load_index(repo, workbench.conn, config)
-    workbench.retriever = ModeRetriever(Retriever(workbench.conn, repo, config, index=_view(index, workbench)), config)
+    view = view_of(index, config, workbench.tokenizer)
+    workbench.retriever = ModeRetriever(Retriever(workbench.conn, repo, config, index=view), config, workbench.tokenizer)
     return IndexCodeContext(index, config)
-
-
-def _view(index: Any, workbench: Any) -> Any:
-    """Retrieval's view of the code index, its scaffold sized for the largest scaffold share of any mode."""
-    from ctxbench.retrieval.retriever import IndexView
-
-    planner = workbench.config.planner
-    share = max((m.scaffold_share for m in planner.modes), default=0.0)
-    scaffold = index.scaffold(max(1, int(planner.default_budget * share)), workbench.tokenizer)
-    return IndexView(repo_key=str(index.root), cards=index.cards, graph=index.graph, scaffold=scaffold,
-                     version=str(index.version))

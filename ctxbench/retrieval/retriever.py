@@ -53,13 +53,18 @@ PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever
 
 @dataclass(frozen=True)
 class IndexView:
-    """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold."""
+    """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold.
+
+    ``scaffold`` is the scaffold at the default budget; ``scaffold_at(tokens)`` folds it to any other
+    size (``llm.wiring.ModeRetriever`` fits it to each plan's share).
+    """
 
     repo_key: str
     cards: Mapping[str, SymbolCard]
     graph: nx.DiGraph
     scaffold: str = ""
     version: str = ""  # changes whenever the indexed cards change
+    scaffold_at: Callable[[int], str] | None = dataclasses.field(default=None, compare=False, repr=False)
 
 
 class Retriever:
@@ -334,13 +339,13 @@ class Retriever:
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
                  activation: Mapping[str, float] | None = None, mentioned: Iterable[str] = (),
-                 sources: Sequence[str] = SOURCES) -> RetrievalSet:
+                 sources: Sequence[str] = SOURCES, scaffold: str | None = None) -> RetrievalSet:
+        """The fused RetrievalSet for ``query``; ``scaffold`` replaces the view's default-budget scaffold."""
         rc = self.config.retrieval
         k = rc.default_k if k is None else k
         view = self.index
         if view is None:
-            return RetrievalSet(id=RetrievalSet.make_id(query, ()), query=query, hits=(), semantic_available=False,
-                                notes=(NOTE_NOT_INDEXED,))
+            return RetrievalSet.create(query, (), notes=(NOTE_NOT_INDEXED,))
         notes: list[str] = []
         rankings: dict[str, list[tuple[str, float]]] = {}
         semantic_available = False
@@ -396,14 +401,8 @@ class Retriever:
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
         hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label)
                      for f in ranked)
-        return RetrievalSet(
-            id=RetrievalSet.make_id(query, hits, view.version),
-            query=query,
-            hits=hits,
-            semantic_available=semantic_available,
-            notes=tuple(notes),
-            scaffold=view.scaffold,
-        )
+        return RetrievalSet.create(query, hits, view.version, semantic_available=semantic_available,
+                                   notes=tuple(notes), scaffold=view.scaffold if scaffold is None else scaffold)
 
     def _relevance_floor(self, view: IndexView, query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
                          graph_notes: Mapping[str, tuple[str, str]], semantic_available: bool) -> dict[str, str]:
@@ -591,28 +590,38 @@ def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None 
     return view_of(code_index, config)
 
 
-def view_of(code_index: Any, config: Config | None = None) -> IndexView:
-    """Adapt the code graph's ``CodeIndex`` to what retrieval needs.
+def view_of(code_index: Any, config: Config | None = None, tokenizer: Any = None) -> IndexView:
+    """Adapt the code graph's ``CodeIndex`` to what retrieval needs (the one place a view is made).
 
-    The scaffold is sized for the largest scaffold share of any mode at the default budget; the
-    planner folds it further if its share is smaller.
+    ``scaffold`` is the scaffold at the largest scaffold share of any mode of the default budget (what
+    a caller that names no budget gets); ``scaffold_at(tokens)`` builds it for any size, counted
+    with ``tokenizer`` (default: the configured one), so each plan can get its own share's worth.
     """
     config = config or Config()
     cards = code_index.cards
     if not isinstance(cards, Mapping):
         cards = {c.symbol_id: c for c in cards}
-    scaffold = getattr(code_index, "scaffold", "")
-    if callable(scaffold):
-        from ctxbench.tokens import get_tokenizer
+    build = getattr(code_index, "scaffold", "")
+    scaffold_at = None
+    if callable(build):
+        if tokenizer is None:
+            from ctxbench.tokens import get_tokenizer
+
+            tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
+
+        def scaffold_at(tokens: int) -> str:
+            return build(tokens, tokenizer) if tokens > 0 else ""
 
         planner = config.planner
         share = max((m.scaffold_share for m in planner.modes), default=0.0)
-        scaffold = scaffold(max(1, int(planner.default_budget * share)),
-                            get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size))
+        scaffold = scaffold_at(max(1, int(planner.default_budget * share)))
+    else:
+        scaffold = build if isinstance(build, str) else getattr(build, "text", "")
     return IndexView(
         repo_key=str(getattr(code_index, "repo_key", None) or getattr(code_index, "root", "")),
         cards=cards,
         graph=code_index.graph,
-        scaffold=scaffold if isinstance(scaffold, str) else getattr(scaffold, "text", ""),
+        scaffold=scaffold,
         version=str(getattr(code_index, "version", "")),
+        scaffold_at=scaffold_at,
     )

@@ -63,7 +63,7 @@ def prepare_retrieval(bridge: "Bridge", status: Status, *, on_keyword_ready: Cal
     try:
         from ctxbench.codegraph.index import build_index, load_index
         from ctxbench.llm.wiring import IndexCodeContext, ModeRetriever
-        from ctxbench.retrieval.retriever import IndexView, Retriever
+        from ctxbench.retrieval.retriever import Retriever, view_of
         from ctxbench.store.db import connect
     except ImportError as exc:
         status("index", f"code retrieval unavailable: {exc}", None, "error")
@@ -78,12 +78,7 @@ def prepare_retrieval(bridge: "Bridge", status: Status, *, on_keyword_ready: Cal
     status("index", "indexing…", None)
     result = build_index(repo, conn, config, progress=progress)
     index = load_index(repo, conn, config)
-    planner = config.planner
-    share = max((m.scaffold_share for m in planner.modes), default=0.0)
-    scaffold = index.scaffold(max(1, int(planner.default_budget * share)), wb.tokenizer)
-    view = IndexView(repo_key=str(index.root), cards=index.cards, graph=index.graph, scaffold=scaffold,
-                     version=str(index.version))
-    retriever = Retriever(conn, repo, config, index=view)
+    retriever = Retriever(conn, repo, config, index=view_of(index, config, wb.tokenizer))
     retriever.prepare()  # keyword index
     with bridge.lock:
         wb.retriever = CachingRetriever(ModeRetriever(retriever, config))
