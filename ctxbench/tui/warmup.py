@@ -93,20 +93,30 @@ def prepare_retrieval(bridge: "Bridge", status: Status, *, on_keyword_ready: Cal
     return warm_semantic(bridge, retriever, status)
 
 
+def make_embedder(config: Any) -> Any:
+    """The embedder the workbench warms (a seam tests replace)."""
+    from ctxbench.retrieval.embedder import Embedder
+
+    return Embedder(config)
+
+
 def warm_semantic(bridge: "Bridge", retriever: Any, status: Status) -> bool:
     """Load the embedding model (in its own thread) and build the vector index; True when semantic is on."""
     try:
-        from ctxbench.retrieval.embedder import Embedder
+        from ctxbench.retrieval.embedder import EmbedderError
     except ImportError as exc:
         status("embedder", f"no embedder: {exc}", None, "error")
         return True
-    embedder = Embedder(bridge.config.embedding)
+    embedder = make_embedder(bridge.config.embedding)
     status("embedder", "embedder warming…", None)
     embedder.start_loading()
-    embedder.wait()
-    if not embedder.ready:
-        error = getattr(embedder, "error", None)
-        status("embedder", f"semantic search off: {error}", None, "error")
+    try:
+        ready = embedder.wait()
+    except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
+        status("embedder", f"semantic search off: {exc}", None, "error")
+        return True
+    if not ready:
+        status("embedder", f"semantic search off: {getattr(embedder, 'error', None)}", None, "error")
         return True
     retriever.embedder = embedder
 
