@@ -199,15 +199,13 @@ def attach_repository(workbench: Any, repo: Path | None,
     """Index ``repo`` if needed, plug keyword/graph retrieval into ``workbench``, return its code context.
 
     Semantic search is not loaded here (it takes seconds to warm); the RetrievalSet says so.
-    Returns None when code indexing is not available.
+    Returns None when there is no repository. Import errors are bugs and propagate.
     """
     if repo is None:
         return None
-    try:
-        from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
-        from ctxbench.retrieval.retriever import Retriever, view_of
-    except ImportError:
-        return None
+    from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
+    from ctxbench.retrieval.retriever import Retriever, view_of
+
     config = workbench.config
     try:
         index = load_index(repo, workbench.conn, config)
