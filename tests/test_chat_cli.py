@@ -116,7 +116,7 @@ def test_chat_with_a_repository_retrieves_cards_and_expands_bodies(tmp_path):
     repo = Path(__file__).resolve().parents[1] / "fixtures" / "demo_repo"
     db = tmp_path / "ctx.db"
     message = 'how does the Ledger record a transfer?\n!tool request_code_context {"symbol": "Ledger.transfer"}'
-    result = _chat(db, message, "--repo", str(repo), "--json")
+    result = _chat(db, message, "--repo", str(repo), "--no-semantic", "--json")
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     with Workbench(db, Config()) as wb:

@@ -18,7 +18,7 @@ QUERY = "render table rows"
 def wb(tmp_path):
     repo = write_repo(tmp_path / "repo")
     with Workbench(tmp_path / "store.db", Config(), repo=repo) as wb:
-        attach_repository(wb, repo)
+        attach_repository(wb, repo, semantic=False)
         yield wb
 
 
@@ -129,7 +129,7 @@ def write_wide_repo(root: Path) -> Path:
 def wide(tmp_path):
     repo = write_wide_repo(tmp_path / "wide")
     with Workbench(tmp_path / "wide.db", Config(), repo=repo) as wb:
-        attach_repository(wb, repo)
+        attach_repository(wb, repo, semantic=False)
         yield wb
 
 

@@ -34,12 +34,15 @@ EXIT_INTERRUPTED = 130
               help="Seconds to wait for the endpoint (default: $CTXBENCH_LLM_TIMEOUT or [llm] timeout_s).")
 @click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None, help="Context Mode for this turn.")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
+@click.option("--semantic/--no-semantic", default=True,
+              help="With --repo: load the embedding model and wait for it (default), or retrieve with keyword "
+                   "and graph only and no model.")
 @click.option("--json", "as_json", is_flag=True, help="Print a JSON summary instead of the streamed reply.")
 @db_option
 @config_option
 def command(message: str, session_id: str | None, repo: Path | None, base_url: str | None, model: str | None,
             api_key_env: str | None, context_limit: int | None, timeout_s: float | None, mode: str | None,
-            budget: int | None, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
+            budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.llm.client import CancelToken
     from ctxbench.llm.events import (
         ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
@@ -47,6 +50,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     from ctxbench.llm.loop import TurnRunner
     from ctxbench.llm.providers import ProviderError, make_client, resolve_llm_config
     from ctxbench.llm.wiring import attach_repository
+    from ctxbench.retrieval.embedder import EmbedderError
     from ctxbench.session import UnknownSession, Workbench
 
     if not message.strip():
@@ -62,11 +66,11 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     finished: TurnFinished | None = None
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
+            code = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
             if session_id is None:
                 session_id = wb.create_session(" ".join(message.split())[:60], repo)
             else:
                 wb.session_info(session_id)
-            code = attach_repository(wb, repo) if repo is not None else None
             runner = TurnRunner(wb, make_client(llm), config, code=code)
             out = _Out()
             try:
@@ -94,6 +98,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             out.end_line()
     except UnknownSession as exc:
         fail(str(exc), 2)
+    except EmbedderError as exc:
+        fail(f"{exc} (--no-semantic chats without the model)", 1)
     assert finished is not None
     if finished.status != "ok":
         kept = "; the partial reply is stored" if finished.reply else ""

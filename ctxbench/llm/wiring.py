@@ -1,9 +1,10 @@
 """Connecting a Workbench to a repository's code index for the turn runner.
 
-``attach_repository(workbench, repo)`` loads (building it when missing) the repository's code
-index, plugs code retrieval into the Workbench's ``retriever`` seam, and returns the
-:class:`IndexCodeContext` that ``request_code_context`` expands symbols with and the reflection
-step draws its vocabulary of symbol ids and paths from.
+``attach_repository(workbench, repo)`` indexes the repository (incrementally), plugs code
+retrieval into the Workbench's ``retriever`` seam (semantic search included unless
+``semantic=False``), and returns the :class:`IndexCodeContext` that ``request_code_context``
+expands symbols with and the reflection step draws its vocabulary of symbol ids and paths from.
+``open_code_retriever`` is the indexing + retriever step every caller shares (CLI commands too).
 
 A symbol's body is read from the file at the line span the index recorded, with secrets masked
 the way cards are; files that hold secrets are never read, and nothing outside the repository is.
@@ -194,24 +195,63 @@ def _cap(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n[cut at {limit} characters]"
 
 
-def attach_repository(workbench: Any, repo: Path | None,
-                      progress: Callable[[str, int, int], None] | None = None) -> IndexCodeContext | None:
-    """Index ``repo`` if needed, plug keyword/graph retrieval into ``workbench``, return its code context.
+def open_code_retriever(repo: Path, conn: Any, config: Config, *, semantic: bool = True, embedder: Any = None,
+                        wait_for_model: bool = True, progress: Callable[[str, int, int], None] | None = None,
+                        tokenizer: Any = None) -> tuple[Any, Any]:
+    """Index ``repo`` incrementally into ``conn`` and return ``(Retriever, CodeIndex)``.
 
-    Semantic search is not loaded here (it takes seconds to warm); the RetrievalSet says so.
-    Returns None when there is no repository. Import errors are bugs and propagate.
+    With ``semantic`` the retriever gets ``embedder`` (the configured model when None, loading in the
+    background from here on); with ``wait_for_model`` the cards are embedded as part of indexing, which
+    waits for the model (a model that cannot load raises ``EmbedderError``), and the retriever is prepared
+    (keyword, graph walk and vector indexes). Without waiting, retrieval answers from keyword, names and
+    the graph, its sets noting that semantic search is loading, until the model is ready.
+    """
+    from ctxbench.codegraph.index import build_index, load_index, normalize_root
+    from ctxbench.retrieval.retriever import Retriever, view_of
+
+    root = normalize_root(repo)
+    if semantic and embedder is None:
+        from ctxbench.retrieval.embedder import Embedder
+
+        embedder = Embedder(config.embedding)
+    if not semantic:
+        embedder = None
+    embed = None
+    if embedder is not None:
+        embedder.start_loading()  # overlaps the model load with parsing
+        if wait_for_model:
+            from ctxbench.retrieval.vectors import load_or_build_index
+
+            def embed(cards: Any, embed_progress: Any) -> Any:
+                return load_or_build_index(conn, root, cards, embedder, config.embedding, embed_progress)[1]
+
+    build_index(root, conn, config, progress=progress, embed=embed)
+    index = load_index(root, conn, config)
+    retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, tokenizer))
+    if embedder is not None and wait_for_model:
+        retriever.prepare(wait_for_model=True)
+    return retriever, index
+
+
+def attach_repository(workbench: Any, repo: Path | None, progress: Callable[[str, int, int], None] | None = None,
+                      *, semantic: bool = True, embedder: Any = None, wait_for_model: bool = True
+                      ) -> IndexCodeContext | None:
+    """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return its code context.
+
+    Headless callers (``chat``, ``plan``) get semantic search by default: the model is loaded and waited
+    for (``EmbedderError`` when it cannot load), and the same model ranks earlier turns for the semantic
+    history strategy unless the Workbench has an embedder of its own. ``semantic=False`` retrieves with
+    keyword, names and the graph only (the RetrievalSet says semantic search was not available); a caller
+    with its own embedder passes it, and ``wait_for_model=False`` does not wait for it. Import errors are
+    bugs and propagate. None when there is no repository.
     """
     if repo is None:
         return None
-    from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
-    from ctxbench.retrieval.retriever import Retriever, view_of
-
     config = workbench.config
-    try:
-        index = load_index(repo, workbench.conn, config)
-    except IndexNotFound:
-        build_index(repo, workbench.conn, config, progress=progress)
-        index = load_index(repo, workbench.conn, config)
-    view = view_of(index, config, workbench.tokenizer)
-    workbench.retriever = ModeRetriever(Retriever(workbench.conn, repo, config, index=view), config, workbench.tokenizer)
+    retriever, index = open_code_retriever(repo, workbench.conn, config, semantic=semantic, embedder=embedder,
+                                           wait_for_model=wait_for_model, progress=progress,
+                                           tokenizer=workbench.tokenizer)
+    if retriever.embedder is not None and workbench.embedder is None:
+        workbench.embedder = retriever.embedder
+    workbench.retriever = ModeRetriever(retriever, config, workbench.tokenizer)
     return IndexCodeContext(index, config)
