@@ -4,10 +4,11 @@ from __future__ import annotations
 import io
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import main
-from ctxbench.cli.retrieve_cmd import StderrProgress
+from ctxbench.cli.repo_support import StderrProgress
 
 from retrieval_fixture import write_repo
 
@@ -74,3 +75,21 @@ def test_stderr_progress_on_a_terminal_updates_in_place():
     progress("embed", 5, 10)
     progress.close()
     assert out.getvalue() == "\rparse: 1/2\rparse: 2/2\n\rembed: 5/10\n"
+
+
+def test_opened_retriever_indexes_answers_and_closes_its_connection(tmp_path, capsys):
+    import sqlite3
+
+    from ctxbench.cli.repo_support import opened_retriever
+    from ctxbench.config import Config
+
+    repo = write_repo(tmp_path / "repo")
+    with opened_retriever(repo, tmp_path / "c.db", Config(), semantic=False) as (retriever, index):
+        assert "store.cache.LRUCache" in index.cards
+        assert retriever.retrieve("LRUCache", 3).hits[0].symbol == "store.cache.LRUCache"
+    assert "parse: " in capsys.readouterr().err  # progress on stderr
+    with pytest.raises(sqlite3.ProgrammingError):
+        retriever.conn.execute("SELECT 1")
+    with opened_retriever(repo, tmp_path / "c.db", Config(), semantic=False, quiet=True) as (again, _):
+        assert again.retrieve("LRUCache", 3).hits[0].symbol == "store.cache.LRUCache"
+    assert capsys.readouterr().err == ""

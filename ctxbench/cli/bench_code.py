@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config
 
 
 @click.command(help="Code retrieval quality: Recall@5/10/20 of gold symbols, share of queries whose gold all "
@@ -23,9 +23,8 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans: bool, db_path: Path | None,
             config_path: Path | None) -> None:
     from ctxbench.bench.code import QueryFileError, align_gold, load_queries, run_code_bench, select_split
-    from ctxbench.cli.retrieve_cmd import StderrProgress, open_retriever
+    from ctxbench.cli.repo_support import opened_retriever
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.store.db import connect
 
     config = get_config(config_path)
     try:
@@ -36,26 +35,18 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
     if not queries:
         fail(f"no queries in split {split!r} of {queries_path}")
         return
-    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
-    progress = StderrProgress()
     try:
-        retriever, index = open_retriever(repo, conn, config, semantic=True, progress=progress)
-        progress.close()
-        retriever.embedder.wait()
-        retriever.prepare()
-        prefix = os.path.basename(str(index.root)) if (Path(index.root) / "__init__.py").is_file() else ""
-        queries, unknown = align_gold(queries, index.cards, prefix)
-        for gold in unknown:
-            click.echo(f"warning: gold symbol {gold} is not in the index of {index.root}", err=True)
-        tick = None if as_json else (lambda variant, done, total: click.echo(
-            f"\r{variant}: {done}/{total}", nl=done == total, err=True))
-        report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
+        with opened_retriever(repo, db_path, config, semantic=True) as (retriever, index):
+            prefix = os.path.basename(str(index.root)) if (Path(index.root) / "__init__.py").is_file() else ""
+            queries, unknown = align_gold(queries, index.cards, prefix)
+            for gold in unknown:
+                click.echo(f"warning: gold symbol {gold} is not in the index of {index.root}", err=True)
+            tick = None if as_json else (lambda variant, done, total: click.echo(
+                f"\r{variant}: {done}/{total}", nl=done == total, err=True))
+            report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
     except EmbedderError as exc:
-        progress.close()
         fail(str(exc))
         return
-    finally:
-        conn.close()
     if as_json:
         data = report.to_json()
         data["unknown_gold"] = unknown

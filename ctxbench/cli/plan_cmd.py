@@ -93,22 +93,13 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Non
     """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
 
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
-    same model ranks earlier turns for the semantic history strategy.
+    same model ranks earlier turns for the semantic history strategy (``llm.wiring.attach_repository``).
     """
-    from ctxbench.cli.retrieve_cmd import StderrProgress, open_retriever
-    from ctxbench.llm.wiring import ModeRetriever
+    from ctxbench.cli.repo_support import stderr_progress
+    from ctxbench.llm.wiring import attach_repository
 
-    progress = None if quiet else StderrProgress()
-    try:
-        retriever, _ = open_retriever(repo, wb.conn, wb.config, semantic=semantic, progress=progress)
-        if retriever.embedder is not None:
-            retriever.embedder.wait()
-            retriever.prepare()
-            wb.embedder = retriever.embedder
-    finally:
-        if progress is not None:
-            progress.close()
-    wb.retriever = ModeRetriever(retriever, wb.config)
+    with stderr_progress(quiet) as progress:
+        attach_repository(wb, repo, progress, semantic=semantic)
 
 
 @click.command("plan", help="Build the ContextPlan for QUERY as the next user turn of a session, store it and show it.")

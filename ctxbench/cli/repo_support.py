@@ -1,0 +1,82 @@
+"""What the commands working on a repository's code index share: progress on stderr, opening the retriever.
+
+``opened_retriever`` connects to the database, indexes the repository (incrementally, embedding
+its cards and waiting for the model unless ``semantic`` is off) through the same
+``llm.wiring.open_code_retriever`` the app and ``chat`` use, shows progress on stderr, and closes
+everything afterwards. ``EmbedderError`` (a model that cannot load) propagates to the command.
+"""
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator
+
+
+class StderrProgress:
+    """Indexing / embedding progress on stderr: updated in place on a terminal, one line per finished phase otherwise."""
+
+    def __init__(self, stream: Any = None, min_interval: float = 0.1):
+        self.stream = stream or sys.stderr
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.min_interval = min_interval
+        self.phase = ""
+        self.last = 0.0
+        self.shown = False  # something of the current phase is on the terminal line
+
+    def __call__(self, phase: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        finished = total > 0 and done >= total
+        if phase != self.phase:
+            self._end_line()
+            self.phase = phase
+            self.last = 0.0
+        if not self.tty:
+            if finished:
+                self.stream.write(f"{phase}: {done}/{total}\n")
+                self.stream.flush()
+            return
+        if finished or now - self.last >= self.min_interval:
+            self.stream.write(f"\r{phase}: {done}/{total}")
+            self.stream.flush()
+            self.last = now
+            self.shown = True
+
+    def _end_line(self) -> None:
+        if self.tty and self.shown:
+            self.stream.write("\n")
+            self.stream.flush()
+        self.shown = False
+
+    def close(self) -> None:
+        self._end_line()
+
+
+@contextmanager
+def stderr_progress(quiet: bool = False) -> Iterator[StderrProgress | None]:
+    """A ``StderrProgress`` (None when ``quiet``), its last line ended however the block ends."""
+    progress = None if quiet else StderrProgress()
+    try:
+        yield progress
+    finally:
+        if progress is not None:
+            progress.close()
+
+
+@contextmanager
+def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic: bool,
+                     quiet: bool = False) -> Iterator[tuple[Any, Any]]:
+    """``(Retriever, CodeIndex)`` for ``repo`` in the user's database (or ``db_path``), ready to answer:
+    indexed, and with ``semantic`` its cards embedded and the model loaded. The connection is closed after."""
+    from ctxbench.cli.common import resolve_db
+    from ctxbench.llm.wiring import open_code_retriever
+    from ctxbench.store.db import connect
+
+    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
+    try:
+        with stderr_progress(quiet) as progress:
+            retriever, index = open_code_retriever(repo, conn, config, semantic=semantic, progress=progress)
+        yield retriever, index
+    finally:
+        conn.close()
