@@ -184,3 +184,12 @@ def test_the_tuis_warmup_plugs_in_the_same_folding_retriever(tmp_path):
         assert scaffold_item(plan).included
         first = wb.plan_inputs(sid, plan.query, mode="light", budget=2000).retrieval.hits[0]
         assert first.symbol == "package_number_03.module_with_a_long_name_04.helper_3_4" and "pinned" in first.why
+
+
+def test_names_in_the_query_alone_do_not_personalize(wb):
+    sid = wb.create_session()
+    named = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
+    assert named.hits and not any("personalized" in dict(h.components) for h in named.hits)
+    wb.set_activation(sid, {"card:render.text.shout": 1.0})
+    active = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
+    assert any("personalized" in dict(h.components) for h in active.hits)

@@ -7,8 +7,9 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   embedder is loaded; until then the set says semantic search was not available;
 - keyword: BM25 over identifier-aware tokens (``keyword``);
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
-- personalized: closeness in the code graph (personalized PageRank) to the symbols the turn pins,
-  mentions (names and paths in the query) or recently used (activation), before graph expansion so
+- personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
+  or recently used (activation), together with what the query mentions (names and paths; alone they
+  do not personalize, see ``RetrievalConfig.personalize_mentions_alone``), before graph expansion so
   that it also picks the seeds expanded;
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
 - pins, activation and mentioned symbols: small boosts on top.
@@ -375,7 +376,7 @@ class Retriever:
             for sid in self.resolve_targets((target,)):
                 active[sid] = max(active.get(sid, 0.0), float(score))
         near_label = ""
-        if fused and rc.personalized_weight > 0 and (pin_ids or mentioned_ids or active):
+        if fused and rc.personalized_weight > 0 and (pin_ids or active or (mentioned_ids and rc.personalize_mentions_alone)):
             near_label = self._personalize(fused, pin_ids, mentioned_ids, active, unit)
 
         graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
