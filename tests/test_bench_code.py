@@ -123,3 +123,42 @@ def test_bench_code_cli_json(tmp_path):
     assert data["semantic_available"] is True and data["baselines"]["semantic"]["semantic_available"] is True
     assert data["unknown_gold"] == ["no.such.symbol"]
     assert "not in the index" in result.stderr
+
+
+def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_path):
+    """_blank is only a graph neighbour of pad here: Heavy expands the graph and gets it, Light does not —
+    in the app (ModeRetriever strips graph expansion in Light) and therefore in the bench too."""
+    from ctxbench.llm.wiring import ModeRetriever
+    from ctxbench.session import Workbench
+
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "b.db")
+    index = index_repo(repo, conn)
+    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    query = CodeQuery("g1", "Fill with spaces", ("render.text.pad", "render.text._blank"))
+    report = run_code_bench(retriever, [query], split="all", variants=("fused",))
+    flags = dict(report.outcomes["fused"][0].plan_all_gold)
+    with Workbench(tmp_path / "app.db", Config()) as wb:
+        wb.retriever = ModeRetriever(retriever, wb.config)
+        sid = wb.create_session()
+        app = {mode: {i.id.removeprefix("card:") for i in wb.plan(sid, query.query, mode=mode, budget=8000,
+                                                                   store=False).included if i.kind == "symbol_card"}
+               for mode in ("light", "heavy")}
+    assert flags == {"light": all(g in app["light"] for g in query.gold),
+                     "heavy": all(g in app["heavy"] for g in query.gold)}
+    assert flags == {"light": False, "heavy": True}
+    assert set(report.to_json()["recall_light"]) == {"5", "10", "20"}
+    conn.close()
+
+
+def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "b.db")
+    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    report = run_code_bench(retriever, load_queries(write_queries(tmp_path / "q.jsonl")), split="all", plans=False)
+    pinned = report.pinned
+    assert (pinned.queries, pinned.cases) == (1, 2)  # q3 has two gold symbols, each pinned once
+    assert set(pinned.recall) == {"light", "heavy"} and pinned.recall["heavy"]["10"] == 1.0
+    assert report.to_json()["pinned_followup"]["cases"] == 2
+    assert run_code_bench(retriever, [], split="all", pinned=False).pinned is None
+    conn.close()

@@ -6,6 +6,17 @@ A query file is JSONL, one ``{id, query, gold: [symbol ids], split?}`` per line;
 symbols among its first k hits, averaged over queries. ``plan_all_gold`` is the share of queries
 for which every gold symbol is an included ``symbol_card`` of a plan built at ``budget`` tokens
 with an empty history and the query as the current turn.
+
+The fused retrieval goes through the app's own seam (``llm.wiring.ModeRetriever``) once per Context
+Mode, with what a fresh session passes (the names and paths the query mentions, no pins, no
+activation) and the scaffold folded to the plan's share: the Light plan is checked on the Light set
+(no graph expansion), the Heavy plan on the Heavy set, as users get them. Recall is the Heavy set's
+(every source); ``recall_light`` is the Light set's. The baselines restrict the sources and get the
+same scaffold.
+
+``pinned_followup`` measures what pins add (personalized retrieval): for each query with two or more
+gold symbols, each gold symbol in turn is pinned, as a user would after a first answer, and the
+Recall@5/10 of the query's *other* gold symbols is averaged, per mode.
 """
 from __future__ import annotations
 
@@ -49,6 +60,7 @@ class QueryOutcome:
     plan_all_gold: tuple[tuple[str, bool], ...] = ()
     semantic_available: bool = True
     milliseconds: float = 0.0
+    recall_light: tuple[tuple[int, float], ...] = ()  # of the Light set (fused only, with plans)
 
 
 @dataclass(frozen=True)
@@ -58,10 +70,26 @@ class Figures:
     plan_all_gold: dict[str, float]  # light / heavy -> share of queries
     semantic_available: bool = True
     ms_per_query: float = 0.0
+    recall_light: dict[str, float] = field(default_factory=dict)  # the Light set's (fused, with plans)
 
     def to_json(self) -> dict[str, Any]:
-        return {"queries": self.queries, "recall": self.recall, "plan_all_gold": self.plan_all_gold,
-                "semantic_available": self.semantic_available, "ms_per_query": round(self.ms_per_query, 2)}
+        out = {"queries": self.queries, "recall": self.recall, "plan_all_gold": self.plan_all_gold,
+               "semantic_available": self.semantic_available, "ms_per_query": round(self.ms_per_query, 2)}
+        if self.recall_light:
+            out["recall_light"] = self.recall_light
+        return out
+
+
+@dataclass(frozen=True)
+class PinnedFollowUp:
+    """Recall of a query's other gold symbols once one of its gold symbols is pinned."""
+
+    queries: int  # queries with two or more gold symbols
+    cases: int  # (query, pinned gold symbol) pairs
+    recall: dict[str, dict[str, float]]  # mode -> "5" / "10" -> mean recall of the other gold symbols
+
+    def to_json(self) -> dict[str, Any]:
+        return {"queries": self.queries, "cases": self.cases, "recall": self.recall}
 
 
 @dataclass(frozen=True)
@@ -69,11 +97,14 @@ class CodeBenchReport:
     split: str
     variants: dict[str, Figures]
     outcomes: dict[str, tuple[QueryOutcome, ...]] = field(default_factory=dict)
+    pinned: PinnedFollowUp | None = None
 
     def to_json(self) -> dict[str, Any]:
         fused = self.variants["fused"]
         out = {"split": self.split, **fused.to_json()}
         out["baselines"] = {name: fig.to_json() for name, fig in self.variants.items() if name != "fused"}
+        if self.pinned is not None:
+            out["pinned_followup"] = self.pinned.to_json()
         out["misses"] = [
             {"id": o.id, "missing_at_10": [g for g in o.gold if g not in o.hits[:10]]}
             for o in self.outcomes.get("fused", ()) if any(g not in o.hits[:10] for g in o.gold)
@@ -159,35 +190,81 @@ def plan_includes_all(retrieval_set, query: str, gold: Sequence[str], mode: str,
 
 def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all",
                    variants: Sequence[str] = tuple(VARIANTS), plans: bool = True,
-                   progress: Callable[[str, int, int], None] | None = None) -> CodeBenchReport:
-    """Run every variant over the queries of ``split`` with the same retriever (same index, same machine)."""
+                   progress: Callable[[str, int, int], None] | None = None,
+                   budget: int = PLAN_BUDGET, pinned: bool = True) -> CodeBenchReport:
+    """Run every variant over the queries of ``split`` with the same retriever (same index, same machine).
+
+    ``fused`` retrieves through ``ModeRetriever`` per mode, as the Workbench does for a fresh session.
+    """
+    from ctxbench.llm.wiring import ModeRetriever
+    from ctxbench.retrieval.mentions import mentions
     from ctxbench.tokens import get_tokenizer
 
     chosen = select_split(queries, split)
     config = retriever.config
-    tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size) if plans else None
+    tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
+    seam = ModeRetriever(retriever, config, tokenizer)
     k_max = max(KS)
+    modes = ("heavy", "light") if plans else ("heavy",)  # heavy first: its set gives recall and the timing
     figures: dict[str, Figures] = {}
     outcomes: dict[str, tuple[QueryOutcome, ...]] = {}
     for variant in variants:
-        sources = VARIANTS[variant]
         done: list[QueryOutcome] = []
         for i, q in enumerate(chosen, 1):
-            started = time.perf_counter()
-            rs = retriever.retrieve(q.query, k=k_max, sources=sources)
-            ms = (time.perf_counter() - started) * 1000.0
-            hits = tuple(h.symbol for h in rs.hits)
+            sets = {}
+            ms = 0.0
+            for mode in modes:
+                started = time.perf_counter()
+                if variant == "fused":
+                    sets[mode] = seam.retrieve(q.query, mode=mode, budget=budget, mentioned=mentions(q.query), k=k_max)
+                else:
+                    sets[mode] = retriever.retrieve(q.query, k_max, sources=VARIANTS[variant],
+                                                    scaffold=seam.scaffold_for(mode, budget))
+                if mode == modes[0]:
+                    ms = (time.perf_counter() - started) * 1000.0
+            hits = tuple(h.symbol for h in sets["heavy"].hits)
             plan_flags: tuple[tuple[str, bool], ...] = ()
+            light_recall: tuple[tuple[int, float], ...] = ()
             if plans:
-                plan_flags = tuple((mode, plan_includes_all(rs, q.query, q.gold, mode, config, tokenizer))
+                plan_flags = tuple((mode, plan_includes_all(sets[mode], q.query, q.gold, mode, config, tokenizer,
+                                                            budget))
                                    for mode in PLAN_MODES)
+                if variant == "fused":
+                    light_hits = [h.symbol for h in sets["light"].hits]
+                    light_recall = tuple((k, recall_at(q.gold, light_hits, k)) for k in KS)
             done.append(QueryOutcome(q.id, q.split, q.gold, hits, tuple((k, recall_at(q.gold, hits, k)) for k in KS),
-                                     plan_flags, rs.semantic_available, ms))
+                                     plan_flags, sets["heavy"].semantic_available, ms, light_recall))
             if progress is not None:
                 progress(variant, i, len(chosen))
         outcomes[variant] = tuple(done)
         figures[variant] = summarize(done, plans)
-    return CodeBenchReport(split, figures, outcomes)
+    followup = pinned_followup(seam, chosen, budget) if pinned and "fused" in variants else None
+    return CodeBenchReport(split, figures, outcomes, followup)
+
+
+PINNED_KS = (5, 10)
+
+
+def pinned_followup(seam, queries: Sequence[CodeQuery], budget: int = PLAN_BUDGET) -> PinnedFollowUp:
+    """Each gold symbol of a multi-gold query pinned in turn: mean Recall@5/10 of the other gold symbols
+    (the pinned one left out of the hits), through the app's seam per mode."""
+    from ctxbench.retrieval.mentions import mentions
+
+    multi = [q for q in queries if len(q.gold) >= 2]
+    found: dict[str, dict[int, list[float]]] = {mode: {k: [] for k in PINNED_KS} for mode in PLAN_MODES}
+    for q in multi:
+        for pin in q.gold:
+            others = [g for g in q.gold if g != pin]
+            for mode in PLAN_MODES:
+                rs = seam.retrieve(q.query, mode=mode, budget=budget, mentioned=mentions(q.query),
+                                   pins=("card:" + pin,), k=max(KS))
+                hits = [h.symbol for h in rs.hits if h.symbol != pin]
+                for k in PINNED_KS:
+                    found[mode][k].append(recall_at(others, hits, k))
+    cases = sum(len(q.gold) for q in multi)
+    recall = {mode: {str(k): round(statistics.fmean(v), 4) if v else 0.0 for k, v in by_k.items()}
+              for mode, by_k in found.items()}
+    return PinnedFollowUp(len(multi), cases, recall)
 
 
 def summarize(outcomes: Sequence[QueryOutcome], plans: bool = True) -> Figures:
@@ -198,4 +275,7 @@ def summarize(outcomes: Sequence[QueryOutcome], plans: bool = True) -> Figures:
         for mode in PLAN_MODES:
             plan_share[mode] = round(sum(1 for o in outcomes if dict(o.plan_all_gold).get(mode)) / n, 4) if n else 0.0
     ms = statistics.median(o.milliseconds for o in outcomes) if n else 0.0
-    return Figures(n, recall, plan_share, all(o.semantic_available for o in outcomes), ms)
+    light: dict[str, float] = {}
+    if n and all(o.recall_light for o in outcomes):
+        light = {str(k): round(statistics.fmean(dict(o.recall_light)[k] for o in outcomes), 4) for k in KS}
+    return Figures(n, recall, plan_share, all(o.semantic_available for o in outcomes), ms, light)

@@ -65,6 +65,10 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
             line += f" {fig.plan_all_gold['light']:>15.3f} {fig.plan_all_gold['heavy']:>15.3f}"
         line += f" {fig.ms_per_query:>9.1f}"
         click.echo(line)
+    if report.pinned is not None and report.pinned.cases:
+        pinned = report.pinned
+        click.echo(f"pinned follow-up ({pinned.queries} queries, {pinned.cases} cases), other gold R@5 / R@10: "
+                   + ", ".join(f"{mode} {r['5']:.3f} / {r['10']:.3f}" for mode, r in pinned.recall.items()))
     misses = report.to_json()["misses"]
     if misses:
         click.echo(f"{len(misses)} queries with gold missing from the first 10 fused hits:")

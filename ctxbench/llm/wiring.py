@@ -51,12 +51,12 @@ class ModeRetriever:
         return bool(embedder is not None and getattr(embedder, "ready", False))
 
     def retrieve(self, query: str, *, mode: str, budget: int | None = None, pins: Sequence[Any] = (),
-                 activation: Mapping[str, float] | None = None, mentioned: Sequence[str] = ()):
+                 activation: Mapping[str, float] | None = None, mentioned: Sequence[str] = (), k: int | None = None):
         from ctxbench.retrieval.retriever import SOURCES
 
         profile = self.config.planner.mode(mode)
         sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
-        return self.retriever.retrieve(query, sources=sources, pins=pins, activation=activation, mentioned=mentioned,
+        return self.retriever.retrieve(query, k, sources=sources, pins=pins, activation=activation, mentioned=mentioned,
                                        scaffold=self.scaffold_for(mode, budget))
 
     def scaffold_for(self, mode: str, budget: int | None) -> str | None:
