@@ -90,7 +90,7 @@ def test_plan_defaults_to_the_latest_session(env):
     assert data["session_id"] == sid
 
 
-def test_plan_over_a_transcript_in_a_subprocess_leaves_user_db_alone(env):
+def test_plan_over_a_transcript_in_a_subprocess_is_stored_in_the_user_db(env):
     tmp, transcript = env
     environ = dict(os.environ, HF_HUB_OFFLINE="1", CTXBENCH_DB=str(tmp / "user.db"),
                    CTXBENCH_CONFIG=os.devnull)
@@ -105,4 +105,31 @@ def test_plan_over_a_transcript_in_a_subprocess_leaves_user_db_alone(env):
     assert data["budget"] == 800
     assert data["over_budget"] or data["used_tokens"] <= 800
     assert any(item["included"] for item in data["items"])
-    assert not (tmp / "user.db").exists()
+    with Workbench(tmp / "user.db", Config()) as wb:
+        assert wb.get_plan(data["plan_id"]).to_json() == data
+        assert wb.session_info(data["session_id"]).title == "transcript: chat.jsonl"
+
+
+def test_plan_over_a_transcript_is_stored_and_shown_afterwards(env):
+    tmp, transcript = env
+    runner = CliRunner()
+    db = tmp / "store.db"
+    result = runner.invoke(main, ["plan", "How do I cut the release?", "--transcript", str(transcript),
+                                  "--db", str(db), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    shown = runner.invoke(main, ["show", data["plan_id"], "--messages", "--db", str(db)])
+    assert shown.exit_code == 0, shown.output
+    messages = json.loads(shown.stdout)
+    with Workbench(db, Config()) as wb:
+        assert messages == wb.get_plan(data["plan_id"]).messages()
+        assert [s.id for s in wb.list_sessions()] == [data["session_id"]]
+    assert messages[-1] == {"role": "user", "content": "How do I cut the release?"}
+    # the same transcript again: the session it was imported as is reused, so the same plan comes back
+    table = runner.invoke(main, ["plan", "How do I cut the release?", "--transcript", str(transcript),
+                                 "--db", str(db)])
+    assert table.exit_code == 0, table.output
+    assert f"session {data['session_id']}" in table.stderr and data["plan_id"] in table.stdout
+    assert f"ctxbench show {data['plan_id']}" in table.stdout
+    with Workbench(db, Config()) as wb:
+        assert len(wb.list_sessions()) == 1

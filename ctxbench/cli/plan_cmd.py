@@ -1,5 +1,9 @@
 """``ctxbench plan QUERY``: build, store and show the ContextPlan for a user turn.
 
+With ``--transcript FILE`` the transcript is imported into the database as a session titled
+``transcript: NAME`` (the session id is said on stderr) and the plan is stored there, so ``show
+PLAN_ID`` works afterwards; planning over the same, unchanged transcript again reuses that session.
+
 With ``--repo PATH`` the repository is indexed first (incrementally) and the plan gets its
 orientation scaffold and the symbol cards retrieval finds for the query; the embedding model is
 loaded and waited for unless ``--no-semantic``.
@@ -16,7 +20,7 @@ from ctxbench.planner.records import ContextPlan
 from ctxbench.store.db import StoreError
 
 _STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
-IN_MEMORY_DB = Path(":memory:")
+TRANSCRIPT_TITLE = "transcript: {name}"
 MIN_LABEL_WIDTH = 20
 TABLE_CHROME = 24  # cell padding, column gaps and edges of the plan table, in characters
 
@@ -102,11 +106,27 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Non
         attach_repository(wb, repo, progress, semantic=semantic)
 
 
+def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
+    """The session holding ``transcript``: (id, reused). An earlier import of the same file whose session is
+    unchanged (the same messages, no pins, state block or scratchpad) is reused; otherwise it is imported now."""
+    parsed = wb.parse_transcript(transcript)
+    title = TRANSCRIPT_TITLE.format(name=transcript.name)
+    wanted = [(m.role, m.content, tuple(m.tool_calls), m.tool_call_id) for m in parsed.messages]
+    for info in wb.list_sessions(wb.repo):
+        if info.title != title or info.message_count != len(wanted):
+            continue
+        stored = [(m.role, m.content, tuple(m.tool_calls), m.tool_call_id) for m in wb.all_messages(info.id)]
+        if stored == wanted and not (wb.pins(info.id) or wb.state_block(info.id) or wb.scratchpad(info.id)):
+            return info.id, True
+    return wb.import_transcript(parsed, title=title), False
+
+
 @click.command("plan", help="Build the ContextPlan for QUERY as the next user turn of a session, store it and show it.")
 @click.argument("query")
 @click.option("--session", "session_id", default=None, help="Session id (default: the most recently active).")
 @click.option("--transcript", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Plan over this OpenAI JSONL transcript, imported into a temporary database.")
+              help="Plan over this OpenAI JSONL transcript: imported into the database as a session titled "
+                   "'transcript: NAME' (reused while unchanged), the plan stored with it.")
 @click.option("--mode", default=None, help="Context mode: off, light or heavy (default: the session's).")
 @click.option("--budget", type=int, default=None, help="Token budget (default: the session's).")
 @click.option("--strategy", type=click.Choice(_STRATEGY_CHOICES), default=None, help="History strategy.")
@@ -143,11 +163,13 @@ def command(
     if window_groups is not None and window_groups < 0:
         fail(f"--window must be >= 0 (0 = all groups), got {window_groups}", 2)
     config = get_config(config_path)
-    temporary = transcript is not None
     try:
-        with Workbench(IN_MEMORY_DB if temporary else resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:
+        with Workbench(resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:
             if transcript is not None:
-                session_id = wb.import_file(transcript)
+                session_id, reused = transcript_session(wb, transcript)
+                if not as_json:
+                    click.echo(f"{'using' if reused else 'imported'} {transcript.name} as session {session_id}",
+                               err=True)
             elif session_id is None:
                 session_id = wb.latest_session()
                 if session_id is None:
@@ -166,6 +188,4 @@ def command(
     if as_json:
         emit_json(plan.to_json())
         return
-    footer = ("not stored: --transcript plans over a temporary database" if temporary
-              else f"stored; show it again with: ctxbench show {plan.plan_id}")
-    render_plan(plan, footer=footer)
+    render_plan(plan, footer=f"stored; show it again with: ctxbench show {plan.plan_id}")
