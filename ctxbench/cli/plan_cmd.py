@@ -17,7 +17,6 @@ import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 from ctxbench.planner.records import ContextPlan
-from ctxbench.store.db import StoreError
 
 _STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
 TRANSCRIPT_TITLE = "transcript: {name}"
@@ -183,8 +182,6 @@ def command(
         fail(str(exc), 2)
     except EmbedderError as exc:
         fail(f"{exc} (--no-semantic plans without the model)", 1)
-    except StoreError as exc:
-        fail(str(exc), 1)
     if as_json:
         emit_json(plan.to_json())
         return

@@ -134,7 +134,6 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
 
 def _explain_exclusions(selection: HistorySelection, levels: dict[str, list[int]]) -> None:
     """Atoms left out say which level was full: one shared reason per group when the group is all one level."""
-    mask = (1 << ATOM_BITS) - 1
     level_of: dict[int, str] = {}
     for level, packed in levels.items():
         for code in packed:
