@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ctxbench.config import PlannerConfig
+from ctxbench.heap import settle as settle_heap
 from ctxbench.messages import Message, ToolCall
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner import build_plan
@@ -282,10 +283,9 @@ def run(
     pauses = GCPauses()
     with pauses:
         timings = _time_strategies(strategies, budgets, repeat, qs, inputs, config, tokenizer, progress)
-    # Again with everything alive now frozen out of the collector (what a long-running app does with
-    # gc.freeze() after loading): full collections then skip the session and the planner's caches.
-    gc.collect()
-    gc.freeze()
+    # Again as the workbench runs: after loading it settles the heap (ctxbench.heap.settle: collect, then
+    # freeze what is alive), so full collections skip the session and the planner's caches.
+    settle_heap()
     try:
         frozen = _time_strategies(strategies, budgets, repeat, qs, inputs, config, tokenizer,
                                   (lambda what: progress(what + " (gc frozen)")) if progress else None)

@@ -35,7 +35,8 @@ def command(as_json: bool, turns: int, repeat: int, budgets: tuple[int, ...], co
     for t in report.plans:
         click.echo(f"{t.name:<10} {t.budget:>7} {t.p50_ms:>8.2f} {t.p95_ms:>8.2f} {t.max_ms:>8.2f} {t.mean_used_tokens:>12.0f}"
                    f" {t.frozen_p50_ms or 0:>11.2f} {t.frozen_p95_ms or 0:>11.2f}")
-    click.echo("(frozen: the same plans after gc.freeze(), so full garbage collections skip the long-lived heap)")
+    click.echo("(frozen: the same plans after ctxbench.heap.settle(), as the workbench does after loading: "
+               "full garbage collections then skip the long-lived heap)")
     k = report.keyword_query
     click.echo(f"FTS5 BM25 keyword query (hybrid input, not in the figures above): p50 {k.p50_ms:.2f} ms, "
                f"p95 {k.p95_ms:.2f} ms over {k.runs} queries")
@@ -46,6 +47,9 @@ def command(as_json: bool, turns: int, repeat: int, budgets: tuple[int, ...], co
     click.echo(f"full garbage collections during the timed plans: {report.gc_full_collections}, "
                f"longest pause {report.gc_max_pause_ms:.1f} ms (they make the tail)")
     click.echo(f"cold first plan (every turn rendered and counted): {report.cold_first_plan_ms:.1f} ms")
-    verdict = "meets" if report.worst_p95_ms <= report.target_p95_ms else "MISSES"
-    click.echo(f"worst p95 {report.worst_p95_ms:.2f} ms {verdict} the target of {report.target_p95_ms:.0f} ms "
-               f"(with the heap frozen: {report.worst_frozen_p95_ms:.2f} ms)")
+    def verdict(ms: float) -> str:
+        return "meets" if ms <= report.target_p95_ms else "MISSES"
+
+    click.echo(f"worst p95 as the workbench runs (heap settled after loading): {report.worst_frozen_p95_ms:.2f} ms "
+               f"{verdict(report.worst_frozen_p95_ms)} the target of {report.target_p95_ms:.0f} ms; "
+               f"without settling: {report.worst_p95_ms:.2f} ms {verdict(report.worst_p95_ms)}")

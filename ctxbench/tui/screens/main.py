@@ -19,6 +19,7 @@ from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Footer, Input
 
+from ctxbench.heap import settle as settle_heap
 from ctxbench.tui import messages as msg
 from ctxbench.tui.bridge import Bridge, LaunchOptions, PlanView, TurnSink
 from ctxbench.tui.commands import CommandError, help_text, parse
@@ -123,6 +124,7 @@ class MainScreen(Screen[None]):
         with bridge.lock:
             view = bridge.plan()
         self.post_message(msg.PlanReady(view, gen))
+        settle_heap()  # the history and the planner's caches now live as long as the app
         if bridge.wb.repo is not None and self.options.index_repo and self.options.retriever is None:
             self._warm_up(bridge)
 
@@ -139,6 +141,7 @@ class MainScreen(Screen[None]):
         except Exception as exc:  # noqa: BLE001 - shown in the status line; plans go on without cards
             status("index", f"indexing failed: {type(exc).__name__}: {exc}", None, "error")
             return
+        settle_heap()  # the code index and vectors are long-lived too
         if ready and bridge.semantic_ready:
             self.post_message(msg.RetrievalReady(True))
 
