@@ -14,7 +14,7 @@ import ctxbench
 
 ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.store", "ctxbench.session", "ctxbench.codegraph",
                    "ctxbench.retrieval", "ctxbench.llm", "ctxbench.bench", "ctxbench.transcripts",
-                   "ctxbench.tokens", "ctxbench.config", "ctxbench.messages")
+                   "ctxbench.tokens", "ctxbench.config", "ctxbench.messages", "ctxbench.heap")
 NOT_ENGINE = ("ctxbench.tui", "ctxbench.cli", "ctxbench.__main__")
 ROOT = Path(__file__).resolve().parents[1]
 
