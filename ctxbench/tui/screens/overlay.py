@@ -305,10 +305,14 @@ class ContextOverlay(ModalScreen[None]):
         table = self.query_one(DataTable)
         if not self.shown_rows:
             return
-        n = max(0, min(len(self.shown_rows) - 1, table.cursor_row + step))
-        # skip delimiters in the direction of travel
-        while 0 < n < len(self.shown_rows) - 1 and self.shown_rows[n].kind == "divider":
-            n += 1 if step > 0 else -1
+        last = len(self.shown_rows) - 1
+        n = max(0, min(last, table.cursor_row + step))
+        # skip delimiters in the direction of travel; at either end turn back, so the cursor never
+        # rests on a delimiter (where Enter and the action keys do nothing)
+        direction = 1 if step > 0 else -1
+        ahead = range(n, last + 1) if direction > 0 else range(n, -1, -1)
+        behind = range(n, -1, -1) if direction > 0 else range(n, last + 1)
+        n = next((k for k in (*ahead, *behind) if self.shown_rows[k].kind != "divider"), n)
         table.move_cursor(row=n, animate=False)
 
     def action_preview(self) -> None:
