@@ -15,7 +15,8 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
               help="JSONL file of {id, query, gold: [symbol ids], split?}.")
 @click.option("--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Repository the gold symbol ids refer to (indexed first if needed).")
-@click.option("--split", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True)
+@click.option("--split", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True,
+              help="Which queries to run: the tune split (used to pick weights), the held-out split, or all.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-plans", is_flag=True, help="Skip the Light/Heavy plan check (recall only).")
 @db_option
