@@ -21,3 +21,32 @@ def test_every_option_of_every_command_has_help():
                for param in command.params
                if isinstance(param, click.Option) and not param.hidden and not (param.help or "").strip()]
     assert missing == []
+
+
+def test_bench_code_progress_is_one_line_per_variant_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
+    """In a log file (no terminal) '\\r'-updated counters pile up on one line; only finished phases belong there."""
+    from contextlib import contextmanager
+    from types import SimpleNamespace
+
+    from ctxbench.bench import code as bench_code
+    from ctxbench.cli import repo_support
+
+    @contextmanager
+    def fake_opened_retriever(repo, db_path, config, *, semantic, quiet=False):
+        yield object(), SimpleNamespace(root=str(repo), cards=[])
+
+    def fake_run(retriever, queries, *, split, plans, progress):
+        for variant in ("fused", "keyword"):
+            for done in range(1, 4):
+                progress(variant, done, 3)
+        raise SystemExit(0)  # the progress is what is under test, not the report
+
+    monkeypatch.setattr(repo_support, "opened_retriever", fake_opened_retriever)
+    monkeypatch.setattr(bench_code, "run_code_bench", fake_run)
+    monkeypatch.setattr(bench_code, "align_gold", lambda queries, cards, prefix: (queries, []))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "q1", "query": "where is x", "gold": ["m.x"]}\n')
+    result = CliRunner().invoke(cli.main, ["bench", "code", "--queries", str(queries), "--repo",
+                                                           str(tmp_path), "--db", str(tmp_path / "b.db")])
+    assert "\r" not in result.stderr
+    assert result.stderr.splitlines() == ["fused: 3/3", "keyword: 3/3"]

@@ -24,7 +24,7 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans: bool, db_path: Path | None,
             config_path: Path | None) -> None:
     from ctxbench.bench.code import QueryFileError, align_gold, load_queries, run_code_bench, select_split
-    from ctxbench.cli.repo_support import opened_retriever
+    from ctxbench.cli.repo_support import opened_retriever, stderr_progress
     from ctxbench.retrieval.embedder import EmbedderError
 
     config = get_config(config_path)
@@ -42,9 +42,9 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
             queries, unknown = align_gold(queries, index.cards, prefix)
             for gold in unknown:
                 click.echo(f"warning: gold symbol {gold} is not in the index of {index.root}", err=True)
-            tick = None if as_json else (lambda variant, done, total: click.echo(
-                f"\r{variant}: {done}/{total}", nl=done == total, err=True))
-            report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
+            # updated in place on a terminal, one line per finished variant in a log
+            with stderr_progress(quiet=as_json) as tick:
+                report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
     except EmbedderError as exc:
         fail(str(exc))
         return
