@@ -50,3 +50,13 @@ def test_bench_code_progress_is_one_line_per_variant_when_stderr_is_not_a_termin
                                                            str(tmp_path), "--db", str(tmp_path / "b.db")])
     assert "\r" not in result.stderr
     assert result.stderr.splitlines() == ["fused: 3/3", "keyword: 3/3"]
+
+
+def test_plan_over_a_malformed_transcript_names_the_file(tmp_path):
+    bad = tmp_path / "notes.md"
+    bad.write_text("# not a JSONL transcript\n")
+    result = CliRunner().invoke(cli.main, ["plan", "what next", "--transcript", str(bad), "--db",
+                                           str(tmp_path / "p.db"), "--no-semantic"])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: notes.md: line 1:"), result.stderr

@@ -165,7 +165,10 @@ def command(
     try:
         with Workbench(resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:
             if transcript is not None:
-                session_id, reused = transcript_session(wb, transcript)
+                try:
+                    session_id, reused = transcript_session(wb, transcript)
+                except TranscriptError as exc:  # say which file, as `ctxbench import` does
+                    fail(f"{transcript.name}: {exc}", 2)
                 if not as_json:
                     click.echo(f"{'using' if reused else 'imported'} {transcript.name} as session {session_id}",
                                err=True)
