@@ -225,9 +225,9 @@ async def test_overlay_accept_and_reject_suggestions(tmp_path):
 
         # accept/reject are disabled away from a suggestion
         select(overlay, lambda r: r.kind == "included" and r.target.startswith("atom:"))
-        assert overlay.check_action("accept", ()) is None and overlay.check_action("pin_sticky", ()) is True
+        assert not overlay.check_action("accept", ()) and overlay.check_action("pin_sticky", ()) is True
         select(overlay, lambda r: r.target == "system")
-        assert overlay.check_action("pin_sticky", ()) is None and overlay.check_action("drop", ()) is None
+        assert not overlay.check_action("pin_sticky", ()) and not overlay.check_action("drop", ())
 
 
 async def test_overlay_filter_and_preview(tmp_path):

@@ -25,3 +25,26 @@ async def test_overlay_cursor_never_rests_on_a_leading_delimiter(tmp_path):
             await pilot.press(key)
             assert overlay.selected_row is not None and overlay.selected_row.kind == "suggestion", key
             assert overlay.check_action("accept", ()) is True
+
+
+async def test_overlay_footer_at_80x24_shows_the_keys_for_the_selected_row(tmp_path):
+    # At 80x24 the footer listed every action, greyed or not, and cut off at `^d`: the accept and
+    # reject keys of a suggestion were off screen. Only the actions that apply to the row are listed now.
+    from textual.widgets import Footer
+    from textual.widgets._footer import FooterKey
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        overlay = await open_overlay(pilot)
+        index = next(n for n, r in enumerate(overlay.shown_rows) if r.kind == "suggestion")
+        from textual.widgets import DataTable
+
+        overlay.query_one(DataTable).move_cursor(row=index, animate=False)
+        await pilot.pause()
+        await pilot.pause()
+        footer = overlay.query_one(Footer)
+        right = footer.region.right
+        shown = {key.action for key in footer.query(FooterKey)
+                 if key.region.width and key.region.right <= right}
+        assert {"screen.accept", "screen.reject"} <= shown or {"accept", "reject"} <= shown, shown

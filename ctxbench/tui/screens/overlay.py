@@ -280,6 +280,8 @@ class ContextOverlay(ModalScreen[None]):
 
     # -- actions ------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """True when ``action`` applies to the selected row; False hides it from the footer, which
+        then lists only the keys for this row (all of them did not fit at 80 columns)."""
         row = self.selected_row
         target = row.target if row is not None else ""
         if action in ("pin_sticky", "lease"):
@@ -287,15 +289,14 @@ class ContextOverlay(ModalScreen[None]):
                 target.startswith(PINNABLE_PREFIXES) or target.startswith("pin:"))
             if ok and action == "pin_sticky" and row.pin == "sticky":
                 ok = False
-            return True if ok else None
+            return ok
         if action == "unpin":
-            return True if row is not None and row.pin else None
+            return row is not None and bool(row.pin)
         if action == "drop":
-            ok = row is not None and row.item is not None and row.item.id not in MANDATORY_IDS and (
+            return row is not None and row.item is not None and row.item.id not in MANDATORY_IDS and (
                 target.startswith(("group:", "atom:", "card:", "pin:")) or bool(row.pin))
-            return True if ok else None
         if action in ("accept", "reject"):
-            return True if row is not None and row.kind == "suggestion" else None
+            return row is not None and row.kind == "suggestion"
         return True
 
     def action_close(self) -> None:
