@@ -60,3 +60,14 @@ def test_plan_over_a_malformed_transcript_names_the_file(tmp_path):
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: notes.md: line 1:"), result.stderr
+
+
+def test_an_empty_query_is_bad_input_for_plan_and_retrieve(tmp_path):
+    """Like `chat ''`: a blank QUERY is a mistake to be told about, not a plan or an empty hit list."""
+    db = str(tmp_path / "e.db")
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    for args in (["plan", "  ", "--db", db, "--no-semantic"],
+                 ["retrieve", "", "--repo", str(tmp_path), "--db", db, "--no-semantic"]):
+        result = CliRunner().invoke(cli.main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.strip().splitlines()[-1] == "error: empty query: say what to plan or search for"

@@ -20,6 +20,7 @@ from ctxbench.planner.records import ContextPlan
 
 _STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
 TRANSCRIPT_TITLE = "transcript: {name}"
+EMPTY_QUERY = "empty query: say what to plan or search for"
 MIN_LABEL_WIDTH = 20
 TABLE_CHROME = 24  # cell padding, column gaps and edges of the plan table, in characters
 
@@ -155,6 +156,8 @@ def command(
     from ctxbench.retrieval.embedder import EmbedderError
     from ctxbench.session import NotFound, SettingsError, TranscriptError, Workbench
 
+    if not query.strip():
+        fail(EMPTY_QUERY, 2)
     if session_id and transcript:
         fail("give --session or --transcript, not both", 2)
     if budget is not None and budget <= 0:

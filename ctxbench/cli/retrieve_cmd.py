@@ -33,9 +33,12 @@ def hits_json(retrieval_set: Any) -> dict[str, Any]:
 @config_option
 def command(query: str, repo: Path | None, k: int | None, as_json: bool, semantic: bool, db_path: Path | None,
             config_path: Path | None) -> None:
+    from ctxbench.cli.plan_cmd import EMPTY_QUERY
     from ctxbench.cli.repo_support import opened_retriever
     from ctxbench.retrieval.embedder import EmbedderError
 
+    if not query.strip():
+        fail(EMPTY_QUERY, 2)
     config = get_config(config_path)
     try:
         with opened_retriever(repo or Path.cwd(), db_path, config, semantic=semantic) as (retriever, _):
