@@ -71,3 +71,53 @@ def test_an_empty_query_is_bad_input_for_plan_and_retrieve(tmp_path):
         result = CliRunner().invoke(cli.main, args)
         assert result.exit_code == 2, (args, result.output)
         assert result.stderr.strip().splitlines()[-1] == "error: empty query: say what to plan or search for"
+
+
+WORKBENCH_COMMANDS = ("open", "demo")
+
+
+def _readme_usage() -> dict[str, str]:
+    """README's usage lines by command path: each `ctxbench CMD ...` line of a code block with its continuations."""
+    from pathlib import Path
+
+    usage: dict[str, str] = {}
+    current = None
+    in_block = False
+    for line in (Path(__file__).parent.parent / "README.md").read_text().splitlines():
+        if line.startswith("```"):
+            in_block, current = not in_block, None
+            continue
+        if not in_block:
+            continue
+        if line.startswith("ctxbench "):
+            words = line.split("#")[0].split()[1:]
+            if not words or words[0].startswith("-") or words[0] in WORKBENCH_COMMANDS:
+                current = None  # the workbench block: its options are described in prose
+                continue
+            current = " ".join(words[:2]) if words[0] == "bench" else words[0]
+            usage[current] = usage.get(current, "") + " " + line.split("#")[0]
+        elif current and line.startswith(" ") and not line.strip().startswith("#"):
+            usage[current] += " " + line.split("#")[0]
+    return usage
+
+
+def test_readme_usage_lines_name_every_option_of_their_command():
+    ctx = click.Context(cli.main)
+    commands = dict(_all_commands(cli.main, ctx))
+    usage = _readme_usage()
+    assert {"import", "plan", "show", "index", "retrieve", "chat", "replay", "bench code",
+            "bench plan-latency"} <= set(usage), sorted(usage)
+    missing, unknown = [], []
+    for path, text in usage.items():
+        command = commands.get(path)
+        if command is None:
+            unknown.append(path)
+            continue
+        for param in command.params:
+            if not isinstance(param, click.Option) or param.hidden or param.name in ("db_path", "config_path"):
+                continue
+            if not any(opt in text.split() or f"[{opt}" in text or f"{opt}]" in text or f" {opt} " in f" {text} "
+                       for opt in [*param.opts, *param.secondary_opts]):
+                missing.append(f"{path} {param.opts[0]}")
+    assert unknown == []
+    assert missing == []
