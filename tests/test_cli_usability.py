@@ -121,3 +121,16 @@ def test_readme_usage_lines_name_every_option_of_their_command():
                 missing.append(f"{path} {param.opts[0]}")
     assert unknown == []
     assert missing == []
+
+
+def test_chat_with_a_malformed_base_url_is_bad_input_not_a_retried_network_failure(tmp_path):
+    """'not a url' or ftp:// can never be reached: say so at once (exit 2), without retries or a new session."""
+    db = tmp_path / "c.db"
+    for url in ("not a url", "ftp://example.com/v1", "http://"):
+        result = CliRunner().invoke(cli.main, ["chat", "hi", "--base-url", url, "--model", "m", "--timeout", "1",
+                                               "--db", str(db)])
+        assert result.exit_code == 2, (url, result.output)
+        lines = result.stderr.strip().splitlines()
+        assert len(lines) == 1 and lines[0].startswith("error: ") and "base URL" in lines[0], result.stderr
+    sessions = CliRunner().invoke(cli.main, ["sessions", "--json", "--db", str(db)])
+    assert sessions.exit_code == 0 and "s_" not in sessions.output

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import os
+import urllib.parse
 from typing import Mapping
 
 from ctxbench.config import LLMConfig
@@ -67,9 +68,19 @@ def resolve_llm_config(
         resolved = dataclasses.replace(resolved, provider="openai")
     if resolved.provider not in PROVIDERS:
         raise ProviderError(f"unknown LLM provider {resolved.provider!r}; known: {', '.join(PROVIDERS)}")
+    if resolved.provider == "openai" and resolved.base_url:
+        _check_base_url(resolved.base_url)
     if resolved.provider == "openai" and resolved.model in ("", "offline"):
         raise ProviderError("an OpenAI-compatible endpoint needs a model name (--model NAME or [llm] model)")
     return resolved
+
+
+def _check_base_url(url: str) -> None:
+    """A base URL that can never be reached is a settings error, not a network failure to retry."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ProviderError(f"base URL {url!r} is not an http:// or https:// address with a host "
+                            "(e.g. http://localhost:11434/v1)")
 
 
 def _env_value(var: str, name: str, raw: str, config: LLMConfig) -> object:
