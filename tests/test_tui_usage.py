@@ -48,3 +48,26 @@ async def test_overlay_footer_at_80x24_shows_the_keys_for_the_selected_row(tmp_p
         shown = {key.action for key in footer.query(FooterKey)
                  if key.region.width and key.region.right <= right}
         assert {"screen.accept", "screen.reject"} <= shown or {"accept", "reject"} <= shown, shown
+
+
+async def test_overlay_at_80x24_keeps_the_delimiter_and_the_tail_of_names_readable(tmp_path):
+    # At 80x24 the label column was 14 cells: every card read `card ledgerli…` and the delimiter
+    # `suggested p`, so the suggestions could not be told apart.
+    from textual.widgets import DataTable
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        overlay = await open_overlay(pilot)
+        table = overlay.query_one(DataTable)
+        width = overlay._widths["label"]
+        labels = {}
+        for n, row in enumerate(overlay.shown_rows):
+            cell = table.get_row_at(n)[3]
+            lines = cell.wrap(app.console, width, overflow="ellipsis", no_wrap=True)
+            labels[row.key] = lines[0].plain
+        count = sum(1 for r in overlay.shown_rows if r.kind == "suggestion")
+        assert labels["div:suggested"].strip() == f"suggested pins ({count})"
+        sugg = [text for key, text in labels.items() if key.startswith("sug:")]
+        assert sugg and len(set(sugg)) == len(sugg), sugg  # each suggestion tells itself apart
+        assert any(text.endswith("Money.round") for text in sugg), sugg

@@ -76,6 +76,16 @@ def build_rows(view: PlanView) -> list[OverlayRow]:
     return rows
 
 
+def fit_label(label: str, width: int, style: str = "") -> Text:
+    """``label`` in ``width`` cells; a long ``card pkg.mod.Name`` / ``path a/b/c.py`` keeps its
+    kind word and the tail of the name (the part that tells two cards apart), not its head."""
+    word, _, name = label.partition(" ")
+    if len(label) > width and word in ("card", "path") and name and width > len(word) + 4:
+        room = width - len(word) - 2
+        label = f"{word} …{name[-room:]}"
+    return Text(label, style=style, no_wrap=True, overflow="ellipsis")
+
+
 def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
     """Rows whose text holds every word of ``text``; a delimiter stays when something stays below it."""
     words = text.lower().split()
@@ -93,12 +103,20 @@ def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
     return out
 
 
+LABEL_MIN = 22  # cells: "suggested pins (NN)" and the tail of a dotted name
+
+
 def column_widths(width: int) -> dict[str, int]:
     """Column widths for a table ``width`` cells wide (each column also takes 2 cells of padding)."""
     wide = width >= 110
     widths = {"pin": 8 if wide else 1, "section": 9 if wide else 4, "kind": 14 if wide else 9,
               "tokens": 7, "reason": 15, "score": 6}
     fixed = sum(widths.values()) + 2 * 7
+    if width - fixed - 2 < LABEL_MIN:
+        # very narrow (80x24): tokens, reason and score give way so the label column keeps the
+        # delimiter and enough of a name to tell two cards apart
+        widths.update(tokens=6, reason=11, score=5)
+        fixed = sum(widths.values()) + 2 * 7
     widths["label"] = max(10, width - fixed - 2)
     return widths
 
@@ -202,14 +220,14 @@ class ContextOverlay(ModalScreen[None]):
             reason = i.reason
             kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
             return [Text(badge, style=dim or "bold"), Text(section, style=dim), Text(kind, style=dim),
-                    Text(i.label, style=dim, no_wrap=True, overflow="ellipsis"),
+                    fit_label(i.label, w["label"], dim),
                     Text(tok(i.tokens), style=dim, justify="right"),
                     Text(reason, style=dim if i.included else "dim italic"),
                     Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
         s = row.suggestion
         assert s is not None
         return [Text(SUGGESTED_BADGE[1] if w["pin"] < 3 else SUGGESTED_BADGE[0], style="dim"), Text("", style="dim"),
-                Text("suggested", style="dim"), Text(s.label, style="dim", no_wrap=True, overflow="ellipsis"),
+                Text("suggested", style="dim"), fit_label(s.label, w["label"], "dim"),
                 Text("", style="dim"), Text(s.why, style="dim italic", no_wrap=True, overflow="ellipsis"),
                 Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
 
@@ -224,8 +242,10 @@ class ContextOverlay(ModalScreen[None]):
         table.clear()
         for row in self.shown_rows:
             if row.kind == "divider":
-                label = Text(f"── {row.text} ", style="bold")
-                table.add_row(Text(""), Text(""), Text(""), label, Text(""), Text(""), Text(""), key=row.key)
+                # the rule sits in the kind column so the label column holds the whole text, even at 80x24
+                rule = Text("─" * self._widths["kind"], style="bold")
+                label = Text(row.text, style="bold", no_wrap=True, overflow="ellipsis")
+                table.add_row(Text(""), Text(""), rule, label, Text(""), Text(""), Text(""), key=row.key)
             else:
                 table.add_row(*self._cells(row), key=row.key)
         index = next((n for n, r in enumerate(self.shown_rows) if r.key == keep), None)
