@@ -134,3 +134,40 @@ def test_chat_with_a_malformed_base_url_is_bad_input_not_a_retried_network_failu
         assert len(lines) == 1 and lines[0].startswith("error: ") and "base URL" in lines[0], result.stderr
     sessions = CliRunner().invoke(cli.main, ["sessions", "--json", "--db", str(db)])
     assert sessions.exit_code == 0 and "s_" not in sessions.output
+
+
+def test_the_embed_phase_reports_its_end_even_when_every_vector_is_cached(tmp_path):
+    """Progress bars showed 'embed 0/N' for good when the vectors came from the cache (no embedder callback)."""
+    from ctxbench.codegraph.index import EmbedStats, PHASE_EMBED, build_index
+    from ctxbench.store.db import connect
+
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n\n\ndef g():\n    return f()\n")
+    seen: list[tuple[str, int, int]] = []
+    conn = connect(tmp_path / "i.db")
+    try:
+        build_index(tmp_path, conn, progress=lambda *event: seen.append(event),
+                    embed=lambda cards, progress: EmbedStats(embedded=0, reused=len(cards)))
+    finally:
+        conn.close()
+    embeds = [(done, total) for phase, done, total in seen if phase == PHASE_EMBED]
+    assert embeds and embeds[-1][0] == embeds[-1][1] > 0, embeds
+
+
+def test_the_embed_phase_end_is_reported_once_when_the_embedder_reports_it(tmp_path):
+    from ctxbench.codegraph.index import EmbedStats, PHASE_EMBED, build_index
+    from ctxbench.store.db import connect
+
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    seen: list[tuple[str, int, int]] = []
+
+    def embed(cards, progress):
+        progress(len(cards), len(cards))
+        return EmbedStats(embedded=len(cards), reused=0)
+
+    conn = connect(tmp_path / "i.db")
+    try:
+        build_index(tmp_path, conn, progress=lambda *event: seen.append(event), embed=embed)
+    finally:
+        conn.close()
+    ends = [e for e in seen if e[0] == PHASE_EMBED and e[1] == e[2]]
+    assert len(ends) == 1, seen

@@ -282,7 +282,15 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
         index = load_index(root_s, conn)
         cards = list(index.cards.values())
         report(PHASE_EMBED, 0, len(cards))
-        stats = embed(cards, lambda done, total: report(PHASE_EMBED, done, total))
+        last = [0, len(cards)]
+
+        def embed_progress(done: int, total: int) -> None:
+            last[:] = [done, total]
+            report(PHASE_EMBED, done, total)
+
+        stats = embed(cards, embed_progress)
+        if last[0] < last[1]:  # cached vectors never call back: close the phase anyway
+            report(PHASE_EMBED, len(cards), len(cards))
         embedded = int(getattr(stats, "embedded", 0) or 0)
         vectors_reused = int(getattr(stats, "reused", 0) or 0)
         model = getattr(stats, "model", "")
