@@ -171,13 +171,3 @@ def test_the_embed_phase_end_is_reported_once_when_the_embedder_reports_it(tmp_p
         conn.close()
     ends = [e for e in seen if e[0] == PHASE_EMBED and e[1] == e[2]]
     assert len(ends) == 1, seen
-
-
-def test_json_output_comes_without_progress_chatter_like_plan_and_index(tmp_path):
-    (tmp_path / "m.py").write_text("def parse_amount(text):\n    return float(text)\n")
-    db = str(tmp_path / "r.db")
-    for args in (["index", str(tmp_path), "--json", "--no-embed", "--db", db],
-                 ["retrieve", "parse amount", "--repo", str(tmp_path), "--json", "--no-semantic", "--db", db]):
-        result = CliRunner().invoke(cli.main, args)
-        assert result.exit_code == 0, result.output
-        assert "walk" not in result.stderr, (args, result.stderr)

@@ -41,7 +41,7 @@ def command(query: str, repo: Path | None, k: int | None, as_json: bool, semanti
         fail(EMPTY_QUERY, 2)
     config = get_config(config_path)
     try:
-        with opened_retriever(repo or Path.cwd(), db_path, config, semantic=semantic, quiet=as_json) as (retriever, _):
+        with opened_retriever(repo or Path.cwd(), db_path, config, semantic=semantic) as (retriever, _):
             result = retriever.retrieve(query, k)
     except EmbedderError as exc:
         fail(str(exc))
