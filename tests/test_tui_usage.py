@@ -71,3 +71,28 @@ async def test_overlay_at_80x24_keeps_the_delimiter_and_the_tail_of_names_readab
         sugg = [text for key, text in labels.items() if key.startswith("sug:")]
         assert sugg and len(set(sugg)) == len(sugg), sugg  # each suggestion tells itself apart
         assert any(text.endswith("Money.round") for text in sugg), sugg
+
+
+async def test_message_list_keeps_one_line_per_turn(tmp_path):
+    # /message list wrapped each long turn onto a second line mid-word ("…working inside the user's" /
+    # "repository at /ho"), so the GID column stopped lining up; each turn is one line, ended with "…".
+    from textual.widgets import Static
+
+    from ctxbench.tui.screens.viewer import ViewerScreen
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        prompt = app.main_screen.prompt
+        prompt.focus()
+        prompt.value = "/message list"
+        await pilot.press("enter")
+        await settle(pilot)
+        viewer = app.screen
+        assert isinstance(viewer, ViewerScreen)
+        content = viewer.query_one("#viewer-content", Static)
+        turns = viewer.body.splitlines()
+        assert any(len(line) > content.size.width for line in turns)  # the case that used to wrap
+        assert content.size.height == len(turns)
+        rendered = [content.render_line(y).text.rstrip() for y in range(len(turns))]
+        assert all(line.lstrip().split()[0].isdigit() for line in rendered), rendered

@@ -337,10 +337,10 @@ class MainScreen(Screen[None]):
 
         self.run_worker(read, thread=True, group="view", exit_on_error=False)
 
-    def _show_viewer(self, title: str, body: str, language: str, subtitle: str = "") -> None:
+    def _show_viewer(self, title: str, body: str, language: str, subtitle: str = "", wrap: bool = True) -> None:
         from ctxbench.tui.screens.viewer import ViewerScreen
 
-        self.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle))
+        self.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle, wrap=wrap))
 
     def overlay_action(self, action: str, row, **kwargs: Any) -> None:
         """An overlay key: change pins or drops in a worker, then replan (the overlay shows the new plan)."""
@@ -639,7 +639,8 @@ class MainScreen(Screen[None]):
                 messages = bridge.wb.all_messages(bridge.session_id)
             body = message_listing(messages, limit)
             self.app.call_from_thread(self._show_viewer, "Turns of this session", body, "text",
-                                      "GID · status · messages · tokens · first words — /message show GID")
+                                      "GID · status · messages · tokens · first words — /message show GID",
+                                      False)
 
         self.run_worker(read, thread=True, group="view", exit_on_error=False)
 

@@ -15,17 +15,19 @@ SYNTAX_THEMES = {True: "monokai", False: "default"}  # dark theme -> pygments st
 
 
 class ViewerScreen(ModalScreen[None]):
-    """Shows one renderable, scrollable; Esc closes."""
+    """Shows one renderable, scrollable; Esc closes. ``wrap=False`` keeps each line of a listing on
+    one row (cut with "…") so its columns stay aligned."""
 
     BINDINGS = bindings(VIEWER_KEYS)
 
     def __init__(self, title: str, body: str, *, language: str = "text", subtitle: str = "",
-                 name: str | None = None, id: str | None = None) -> None:
+                 wrap: bool = True, name: str | None = None, id: str | None = None) -> None:
         super().__init__(name=name, id=id)
         self.title_text = title
         self.subtitle_text = subtitle
         self.body = body
         self.language = language
+        self.wrap = wrap
 
     def renderable(self) -> RenderableType:
         if self.language in ("text", "", None):
@@ -40,7 +42,11 @@ class ViewerScreen(ModalScreen[None]):
             if self.subtitle_text:
                 yield Static(Text(self.subtitle_text), id="viewer-subtitle")
             with VerticalScroll(id="viewer-body"):
-                yield Static(self.renderable(), id="viewer-content")
+                content = Static(self.renderable(), id="viewer-content")
+                if not self.wrap:
+                    content.styles.text_wrap = "nowrap"
+                    content.styles.text_overflow = "ellipsis"
+                yield content
             yield Footer()
 
     def on_mount(self) -> None:
