@@ -171,3 +171,25 @@ def test_the_embed_phase_end_is_reported_once_when_the_embedder_reports_it(tmp_p
         conn.close()
     ends = [e for e in seen if e[0] == PHASE_EMBED and e[1] == e[2]]
     assert len(ends) == 1, seen
+
+
+def test_bench_inputs_that_cannot_work_exit_2_with_one_line(tmp_path):
+    """A malformed query file, an empty split, an unknown perf group: bad input (2), not a crash or a no-op run."""
+    (tmp_path / "m.py").write_text("def f():\n    return 1\n")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"id": 1}\n')
+    tune_only = tmp_path / "tune.jsonl"
+    tune_only.write_text('{"id": "a", "query": "x", "gold": ["m.f"], "split": "tune"}\n')
+    db = str(tmp_path / "b.db")
+    cases = {
+        "bad.jsonl:1": ["bench", "code", "--queries", str(bad), "--repo", str(tmp_path), "--db", db],
+        "no queries in split 'holdout'": ["bench", "code", "--queries", str(tune_only), "--repo", str(tmp_path),
+                                          "--split", "holdout", "--db", db],
+        "unknown phase group 'bogus'": ["bench", "perf", "--repo", str(tmp_path), "--only", "bogus", "--repeat",
+                                        "1"],
+    }
+    for expected, args in cases.items():
+        result = CliRunner().invoke(cli.main, args)
+        assert result.exit_code == 2, (args, result.output)
+        last = result.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: ") and expected in last, result.stderr

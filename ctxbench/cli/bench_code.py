@@ -31,10 +31,10 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
     try:
         queries = select_split(load_queries(queries_path), split)
     except QueryFileError as exc:
-        fail(str(exc))
+        fail(str(exc), 2)
         return
     if not queries:
-        fail(f"no queries in split {split!r} of {queries_path}")
+        fail(f"no queries in split {split!r} of {queries_path}", 2)
         return
     try:
         with opened_retriever(repo, db_path, config, semantic=True) as (retriever, index):

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, get_config
+from ctxbench.cli.common import config_option, emit_json, fail, get_config
 
 
 @click.command(help="Speed of the code side: cold and unchanged indexing (targets: 2 s / 0.3 s on textual's "
@@ -15,12 +15,16 @@ from ctxbench.cli.common import config_option, emit_json, get_config
 @click.option("--repo", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Repository to measure (default: textual's installed source).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per phase.")
-@click.option("--only", "groups", multiple=True, help="Run only these phase groups (index always runs).")
+@click.option("--only", "groups", multiple=True, help="Run only this phase group (repeatable): index, graph, embed or retrieve (index always runs).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @config_option
 def command(repo: Path | None, repeat: int, groups: tuple[str, ...], as_json: bool, config_path) -> None:
     from ctxbench.bench import perf
 
+    known = [name for name, _ in perf.PHASE_GROUPS]
+    for name in groups:
+        if name not in known:
+            fail(f"unknown phase group {name!r} for --only; known: {', '.join(known)}", 2)
     config = get_config(config_path)
     source = repo or perf.default_repo()
     if source is None:
