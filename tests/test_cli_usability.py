@@ -193,3 +193,23 @@ def test_bench_inputs_that_cannot_work_exit_2_with_one_line(tmp_path):
         assert result.exit_code == 2, (args, result.output)
         last = result.stderr.strip().splitlines()[-1]
         assert last.startswith("error: ") and expected in last, result.stderr
+
+
+def test_a_mode_defined_in_the_config_works_for_replay_and_chat_as_for_plan(tmp_path):
+    """Context modes are named profiles in config; replay and chat refused any but off/light/heavy."""
+    config = tmp_path / "modes.toml"
+    config.write_text("".join(f'[[planner.modes]]\nname = "{name}"\n' for name in ("off", "light", "heavy"))
+                      + '[[planner.modes]]\nname = "review"\nmax_cards = 3\n')
+    base = ["--db", str(tmp_path / "m.db"), "--config", str(config)]
+    chat = CliRunner().invoke(cli.main, ["chat", "where is the parser?", "--mode", "review", "--json", *base])
+    assert chat.exit_code == 0, chat.output
+    import json
+
+    session = json.loads(chat.stdout)["session_id"]
+    replay = CliRunner().invoke(cli.main, ["replay", session, "--mode", "review", "--json", *base])
+    assert replay.exit_code == 0, replay.output
+    assert [row["mode"] for row in json.loads(replay.stdout)] == ["review"]
+    for args in (["chat", "hi", "--mode", "nope", *base], ["replay", session, "--mode", "nope", *base]):
+        result = CliRunner().invoke(cli.main, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.strip().splitlines()[-1].startswith("error: unknown context mode 'nope'"), result.stderr

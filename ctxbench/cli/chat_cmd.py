@@ -32,7 +32,8 @@ EXIT_INTERRUPTED = 130
               help="The model's context window in tokens (default: $CTXBENCH_LLM_CONTEXT_LIMIT or [llm] context_limit).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds to wait for the endpoint (default: $CTXBENCH_LLM_TIMEOUT or [llm] timeout_s).")
-@click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None, help="Context Mode for this turn.")
+@click.option("--mode", default=None,
+              help="Context Mode for this turn: off, light, heavy or one defined in the config.")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
 @click.option("--semantic/--no-semantic", default=True,
               help="With --repo: load the embedding model and wait for it (default), or retrieve with keyword "
@@ -43,6 +44,7 @@ EXIT_INTERRUPTED = 130
 def command(message: str, session_id: str | None, repo: Path | None, base_url: str | None, model: str | None,
             api_key_env: str | None, context_limit: int | None, timeout_s: float | None, mode: str | None,
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.config import ConfigError
     from ctxbench.llm.client import CancelToken
     from ctxbench.llm.events import (
         ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
@@ -56,6 +58,11 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     if not message.strip():
         fail("empty message: say something to the model", 2)
     config = get_config(config_path)
+    if mode is not None:
+        try:
+            config.planner.mode(mode)  # before anything is stored
+        except ConfigError as exc:
+            fail(str(exc), 2)
     try:
         llm = resolve_llm_config(config.llm, base_url=base_url, model=model, api_key_env=api_key_env,
                                  context_limit=context_limit, timeout_s=timeout_s)

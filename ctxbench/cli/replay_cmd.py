@@ -14,8 +14,9 @@ _QUERY_CHARS = 48
 @click.command("replay", help="Show, turn by turn, the plan each user turn of SESSION would get under the "
                "given (or the session's) mode, budget and strategy.")
 @click.argument("session_id")
-@click.option("--mode", type=click.Choice(["off", "light", "heavy"]), default=None,
-              help="Context mode to replay under (default: the session's).")
+@click.option("--mode", default=None,
+              help="Context mode to replay under: off, light, heavy or one defined in the config "
+                   "(default: the session's).")
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Token budget of each plan (default: the session's).")
 @click.option("--strategy", type=click.Choice(["window", "hybrid", "levels", "semantic"]), default=None,
