@@ -213,3 +213,20 @@ def test_a_mode_defined_in_the_config_works_for_replay_and_chat_as_for_plan(tmp_
         result = CliRunner().invoke(cli.main, args)
         assert result.exit_code == 2, (args, result.output)
         assert result.stderr.strip().splitlines()[-1].startswith("error: unknown context mode 'nope'"), result.stderr
+
+
+def test_plain_chat_says_where_the_turn_is_stored(tmp_path):
+    """Without --json the user had no way to learn the session id to continue or the plan id to show."""
+    db = ["--db", str(tmp_path / "c.db")]
+    result = CliRunner().invoke(cli.main, ["chat", "what is in money.py?", *db])
+    assert result.exit_code == 0, result.output
+    assert "Offline model" in result.stdout
+    sessions = CliRunner().invoke(cli.main, ["sessions", "--json", *db])
+    import json
+
+    session = json.loads(sessions.stdout)[0]["id"]
+    last = result.stderr.strip().splitlines()[-1]
+    assert f"session {session}" in last and "plan plan_" in last, result.stderr
+    plan_id = next(word for word in last.replace(",", " ").split() if word.startswith("plan_"))
+    shown = CliRunner().invoke(cli.main, ["show", plan_id, "--json", *db])
+    assert shown.exit_code == 0 and json.loads(shown.stdout)["session_id"] == session

@@ -125,6 +125,11 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             },
             "state_block": finished.state_block,
         })
+        return
+    plan_id = finished.plan_ids[-1] if finished.plan_ids else None
+    where = f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
+    click.echo(f"{where} (continue with --session {finished.session_id}"
+               + (f"; ctxbench show {plan_id} --messages prints what was sent)" if plan_id else ")"), err=True)
 
 
 class _Out:
