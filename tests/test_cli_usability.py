@@ -230,3 +230,15 @@ def test_plain_chat_says_where_the_turn_is_stored(tmp_path):
     plan_id = next(word for word in last.replace(",", " ").split() if word.startswith("plan_"))
     shown = CliRunner().invoke(cli.main, ["show", plan_id, "--json", *db])
     assert shown.exit_code == 0 and json.loads(shown.stdout)["session_id"] == session
+
+
+def test_a_blank_import_title_falls_back_to_the_file_name(tmp_path):
+    transcript = tmp_path / "notes.jsonl"
+    transcript.write_text('{"role": "user", "content": "hi"}\n{"role": "assistant", "content": "hello"}\n')
+    db = ["--db", str(tmp_path / "t.db")]
+    result = CliRunner().invoke(cli.main, ["import", str(transcript), "--title", "   ", *db])
+    assert result.exit_code == 0, result.output
+    import json
+
+    sessions = json.loads(CliRunner().invoke(cli.main, ["sessions", "--json", *db]).stdout)
+    assert [s["title"] for s in sessions] == ["notes"]

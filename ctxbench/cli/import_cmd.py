@@ -25,7 +25,7 @@ def command(file: Path, fmt: str, title: str | None, db_path: Path | None, confi
     config = get_config(config_path)
     try:
         with Workbench(resolve_db(db_path), config) as wb:
-            session_id = wb.import_file(file, fmt, title=title)
+            session_id = wb.import_file(file, fmt, title=(title or "").strip() or None)
             info = wb.session_info(session_id)
     except TranscriptError as exc:
         fail(f"{file}: {exc}; nothing imported" if exc.line else f"{exc}; nothing imported", 2)
