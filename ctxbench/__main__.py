@@ -1,3 +1,3 @@
 from ctxbench.cli import main
 
-main()
+main(prog_name="ctxbench")

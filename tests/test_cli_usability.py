@@ -242,3 +242,13 @@ def test_a_blank_import_title_falls_back_to_the_file_name(tmp_path):
 
     sessions = json.loads(CliRunner().invoke(cli.main, ["sessions", "--json", *db]).stdout)
     assert [s["title"] for s in sessions] == ["notes"]
+
+
+def test_python_dash_m_names_the_program_ctxbench():
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "ctxbench", "--version"], capture_output=True, text=True,
+                            check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.startswith("ctxbench, version "), result.stdout
