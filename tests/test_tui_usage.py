@@ -96,3 +96,32 @@ async def test_message_list_keeps_one_line_per_turn(tmp_path):
         assert content.size.height == len(turns)
         rendered = [content.render_line(y).text.rstrip() for y in range(len(turns))]
         assert all(line.lstrip().split()[0].isdigit() for line in rendered), rendered
+
+
+async def test_theme_without_a_name_says_which_theme_is_on(tmp_path):
+    # `/theme` listed 27 names and never said which one was in use.
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        said: list[str] = []
+        app.main_screen.notify = lambda message, **kw: said.append(str(message))
+        prompt = app.main_screen.prompt
+        prompt.focus()
+        prompt.value = "/theme"
+        await pilot.press("enter")
+        await settle(pilot)
+        assert said and f"current: {app.theme}" in said[-1], said
+
+
+async def test_prompt_placeholder_fits_at_80x24(tmp_path):
+    # At 80 columns the hint read "…/help lists them, ctrl+p opens the" and stopped mid-sentence.
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        prompt = app.main_screen.prompt
+        assert "/help" in prompt.placeholder and "ctrl+p" in prompt.placeholder
+        assert len(prompt.placeholder) < prompt.content_region.width, (prompt.placeholder, prompt.content_region)
+        await pilot.resize_terminal(140, 36)
+        await pilot.pause()
+        assert len(prompt.placeholder) < prompt.content_region.width
+        assert "opens the palette" in prompt.placeholder  # the long hint when there is room

@@ -767,7 +767,7 @@ class MainScreen(Screen[None]):
     def cmd_theme(self, args: tuple[str, ...]) -> None:
         names = sorted(self.app.available_themes)
         if not args:
-            self.notify("themes: " + ", ".join(names), title="/theme NAME")
+            self.notify(f"current: {self.app.theme}\nthemes: " + ", ".join(names), title="/theme NAME")
             return
         if args[0] not in names:
             import difflib
