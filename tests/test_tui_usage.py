@@ -125,3 +125,20 @@ async def test_prompt_placeholder_fits_at_80x24(tmp_path):
         await pilot.pause()
         assert len(prompt.placeholder) < prompt.content_region.width
         assert "opens the palette" in prompt.placeholder  # the long hint when there is room
+
+
+async def test_over_budget_attachment_line_is_whole_at_80x24(tmp_path):
+    # At 80 columns the over-budget attachment line ended in "ctrl+o" — the hint lost its "details".
+    from ctxbench.tui.widgets.chat import AttachmentLine
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        prompt = app.main_screen.prompt
+        prompt.focus()
+        prompt.value = "/budget 40"
+        await pilot.press("enter")
+        await settle(pilot)
+        line = list(app.main_screen.query(AttachmentLine))[-1]
+        shown = " ".join(line.render_line(y).text.strip() for y in range(line.size.height))
+        assert "over budget" in shown and shown.endswith("ctrl+o details"), shown
