@@ -251,6 +251,11 @@ class ChatPane(VerticalScroll):
         self._attachments: dict[int, str] = {}
         self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
 
+    def on_mount(self) -> None:
+        # stay at the newest turn while blocks grow (Markdown lays out after mounting, replies stream);
+        # scrolling up releases the anchor, scrolling back to the bottom restores it
+        self.anchor()
+
     # -- history -----------------------------------------------------------------------------------
     def _groups(self) -> list[int]:
         """Group ids of the history, oldest first, without those of a turn still running (its live
