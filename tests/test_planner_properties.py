@@ -103,6 +103,7 @@ def plan_inputs(draw):
         retrieval=retrieval,
         keyword_ranking=tuple(draw(st.permutations(past_groups))[: draw(st.integers(0, len(past_groups)))]),
         semantic_ranking=tuple((g, draw(st.floats(0, 1, allow_nan=False))) for g in past_groups[: draw(st.integers(0, len(past_groups)))]),
+        tools_tokens=draw(st.one_of(st.just(0), st.integers(1, 1500))),
     )
 
 
@@ -110,6 +111,12 @@ def assert_mandatory_included(inputs: PlanInputs, plan) -> None:
     """System prompt, current turn, active system messages and sticky pins are in, whatever the budget."""
     items = {i.id: i for i in plan.items}
     assert items["system"].included and items["current"].included
+    if inputs.tools_tokens:
+        tools = items["tools"]
+        assert tools.included and tools.reason == "mandatory" and tools.kind == "tool_definitions"
+        assert tools.section == "system" and tools.tokens == inputs.tools_tokens and tools.messages == ()
+    else:
+        assert "tools" not in items
     dropped = set(inputs.dropped_groups)
     for m in inputs.history:
         if m.role == "system" and m.status == "active" and m.group_id not in dropped:
@@ -183,10 +190,11 @@ def test_plan_invariants(inputs: PlanInputs, data):
     # a valid payload: no tool call left unanswered, no tool message without its call
     assert_tool_calls_answered(payload)
 
-    # exact token accounting, budget respected or flagged with mandatory intact
-    assert plan.used_tokens == count_messages(TOK, payload)
+    # exact token accounting of the whole prompt (messages + tool definitions), budget respected or
+    # flagged with mandatory intact
+    assert plan.used_tokens == count_messages(TOK, payload) + inputs.tools_tokens
     for item in items:
-        if item.included:
+        if item.included and item.kind != "tool_definitions":
             assert item.tokens == sum(count_message(TOK, m) for m in item.messages)
     assert_mandatory_included(inputs, plan)
     if plan.over_budget:
@@ -250,6 +258,10 @@ def test_plan_invariants(inputs: PlanInputs, data):
     assert again.plan_id == plan.plan_id == plan_id(inputs, CONFIG, TOK.name)
     assert json.dumps(again.to_json()) == json.dumps(plan.to_json())
     assert json.dumps(again.messages()) == json.dumps(payload)
+    # the tool definitions are an input: another size, another PlanId; the payload is the same when
+    # the budget leaves room for both
+    other = dataclasses.replace(inputs, tools_tokens=inputs.tools_tokens + 7)
+    assert plan_id(other, CONFIG, TOK.name) != plan.plan_id
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -25,6 +25,7 @@ from ctxbench.tokens import Tokenizer, count_message
 
 # Payload categories, in payload order.
 CAT_SYSTEM = 0
+CAT_TOOLS = 0  # the tool definitions render nothing into the payload; listed after the system prompt
 CAT_SYSTEM_MESSAGE = 1
 CAT_STATE = 2
 CAT_SCRATCHPAD = 3
@@ -109,6 +110,7 @@ class PinCand:
 @dataclass
 class Candidates:
     system: Cand
+    tools: Cand | None  # the tool definitions sent with the call (tokens only, no messages)
     system_messages: list[Cand]
     state: Cand | None
     scratchpad: Cand | None
@@ -122,7 +124,10 @@ class Candidates:
     notes: list[str] = field(default_factory=list)
 
     def layer_cands(self) -> list[Cand]:
-        out = [self.system, *self.system_messages]
+        out = [self.system]
+        if self.tools is not None:
+            out.append(self.tools)
+        out += self.system_messages
         out += [c for c in (self.state, self.scratchpad) if c is not None]
         out += self.memos
         if self.scaffold is not None:
@@ -195,6 +200,12 @@ def build_candidates(
     system = Cand("system", "system_prompt", "system", "system prompt", [render.system(system_text)], tokenizer,
                   CAT_SYSTEM, reason="mandatory")
     ids.add("system")
+    tools = None
+    if inputs.tools_tokens > 0:
+        tools = Cand("tools", "tool_definitions", "system", "tool definitions", [], tokenizer, CAT_TOOLS,
+                     reason="mandatory", tokens=inputs.tools_tokens,
+                     detail="function schemas sent with the call; they render no message")
+        ids.add("tools")
 
     dropped_ids = set(inputs.dropped_groups)
     dropped: dict[int, tuple[str, str]] = {}
@@ -320,5 +331,5 @@ def build_candidates(
         notes.extend(f"retrieval: {n}" for n in retrieval.notes)
 
     current = _current_turn(inputs, config, tokenizer, family)
-    return Candidates(system, system_messages, state, scratchpad, memos, scaffold, pins, cards, views, dropped,
+    return Candidates(system, tools, system_messages, state, scratchpad, memos, scaffold, pins, cards, views, dropped,
                       current, notes)

