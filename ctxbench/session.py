@@ -682,6 +682,7 @@ class Workbench:
         window_groups: int | None = None,
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
+        tools_tokens: int = 0,
     ) -> PlanInputs:
         """Everything the planner needs for one call, read from the store.
 
@@ -689,10 +690,14 @@ class Workbench:
         ``query`` (id 0, not stored, in the group the next user message will get). With it,
         the stored messages of that group are the current turn (a turn in progress: tool
         rounds) and ``query`` defaults to its user message. With the ``semantic`` strategy and
-        a ready embedder, earlier turns are ranked by similarity to the query.
+        a ready embedder, earlier turns are ranked by similarity to the query. ``tools_tokens``:
+        the tokens of the tool definitions the call offers (``llm.tools.tool_definitions_tokens``);
+        the plan counts them against its budget.
         """
         inputs = self._plan_inputs(session_id, query, mode=mode, budget=budget, strategy=strategy,
                                    window_groups=window_groups, retrieval=retrieval, current_group=current_group)
+        if tools_tokens:
+            inputs = dataclasses.replace(inputs, tools_tokens=tools_tokens)
         if inputs.strategy == "semantic":
             ranking = self._semantic_ranking(inputs)
             if ranking:
@@ -789,8 +794,9 @@ class Workbench:
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
         store: bool = True,
+        tools_tokens: int = 0,
     ) -> ContextPlan:
-        """Build (and by default store) the ContextPlan for a user turn."""
+        """Build (and by default store) the ContextPlan for a user turn (``tools_tokens``: see plan_inputs)."""
         inputs = self.plan_inputs(
             session_id,
             query,
@@ -800,6 +806,7 @@ class Workbench:
             window_groups=window_groups,
             retrieval=retrieval,
             current_group=current_group,
+            tools_tokens=tools_tokens,
         )
         from ctxbench.planner import build_plan  # imported on first use
 

@@ -363,3 +363,26 @@ def test_an_internal_error_still_ends_the_turn(wb, monkeypatch):
     (failed,) = _of(events, ev.TurnFailed)
     assert failed.kind == "internal" and "planner exploded" in failed.reason
     assert events[-1].status == "failed" and [m.role for m in wb.history(sid)] == ["user"]
+
+
+def test_the_plan_budgets_the_tool_definitions_so_the_whole_prompt_fits(wb):
+    """The tool schemas go out with the messages and providers count them: each call's plan holds them
+    as a mandatory item, its estimate is the plan's count, and the prompt stays within the budget."""
+    sid = wb.create_session("t")
+    for n in range(30):  # more history than the budget holds
+        wb.append_message(sid, "user", f"question {n} about the ledger " + "detail " * 40)
+        wb.append_message(sid, "assistant", f"answer {n} " + "words " * 40)
+    wb.update_settings(sid, budget=2000)
+    with LLMServer([tool_call("manage_scratchpad", {"action": "read"})]) as server:
+        _, events = _run(wb, server, "loop", session_id=sid, max_tool_rounds=1)
+        reported = server.reported
+    plans = [e.plan for e in _of(events, ev.PlanReady)]
+    usage = [e.usage for e in _of(events, ev.UsageRecorded)]
+    assert len(plans) == 2 and len(usage) == 2
+    tools = [next((i for i in p.items if i.kind == "tool_definitions"), None) for p in plans]
+    assert tools[0] is not None and tools[0].included and tools[0].reason == "mandatory" and tools[0].tokens > 0
+    assert tools[1] is None  # the call after the cap offers no tools
+    for plan, check, sent in zip(plans, usage, reported):
+        assert not plan.over_budget and plan.used_tokens <= plan.budget == 2000
+        assert check.estimated == plan.used_tokens and check.reported == sent
+        assert abs(sent - plan.used_tokens) <= 0.01 * sent  # the whole prompt, as the provider counts it

@@ -136,6 +136,9 @@ def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
 @click.option("--semantic/--no-semantic", default=True,
               help="Load the embedding model and wait for it (default), or plan with keyword and graph "
                    "retrieval only and no model (the semantic history strategy then falls back to recency).")
+@click.option("--tools/--no-tools", "offer_tools", default=False,
+              help="Budget the tool definitions a chat call sends with its messages (default: no tools, "
+                   "a plan of the messages alone).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @db_option
 @config_option
@@ -149,6 +152,7 @@ def command(
     window_groups: int | None,
     repo: Path | None,
     semantic: bool,
+    offer_tools: bool,
     as_json: bool,
     db_path: Path | None,
     config_path: Path | None,
@@ -183,7 +187,14 @@ def command(
                 attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
             elif semantic and (strategy or wb.settings(session_id).strategy) == "semantic":
                 wb.embedder = ready_embedder(config)
-            plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
+            tools_tokens = 0
+            if offer_tools:
+                from ctxbench.llm.tools import offered_tools
+                from ctxbench.llm.tools import tools_tokens as count_tools
+
+                tools_tokens = count_tools(offered_tools(config.llm, 0), wb.tokenizer)
+            plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups,
+                           tools_tokens=tools_tokens)
     except (NotFound, SettingsError, TranscriptError) as exc:
         fail(str(exc), 2)
     except EmbedderError as exc:

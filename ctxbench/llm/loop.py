@@ -6,7 +6,9 @@ One turn:
 2. **Context** — a ContextPlan is built for the group and stored; the request's ``messages`` are
    exactly ``plan.messages()``. Each round of the tool loop is its own plan (the current turn
    then holds the tool calls and results so far), built with the turn's first RetrievalSet, so
-   ``ctxbench show PLAN_ID --messages`` is the exact payload of every call.
+   ``ctxbench show PLAN_ID --messages`` is the exact payload of every call. The tool definitions
+   the call offers are a mandatory item of its plan (their tokens, no messages), so the budget and
+   the estimate (``plan.used_tokens``) cover the whole prompt the provider counts.
 3. **Action** — the model streams its reply (text deltas as events); tool calls are collected.
 4. **Feedback** — the assistant message (with its tool calls) and each tool result are stored in
    the group with the client's parsing strategy; estimated vs reported prompt tokens are
@@ -58,7 +60,7 @@ from ctxbench.llm.events import (
     UsageRecorded,
 )
 from ctxbench.llm.state import REBUILD_PROMPT, extract_state
-from ctxbench.llm.tools import CodeContext, ToolBox, tools_tokens
+from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
 from ctxbench.llm.traces import TraceStore
 from ctxbench.messages import Message, ToolCall
 
@@ -108,6 +110,15 @@ class TurnRunner:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def tools_for_round(self, round_no: int) -> tuple[dict[str, Any], ...]:
+        """The tool schemas the call of ``round_no`` offers (none after the cap or with tools off)."""
+        return offered_tools(self.config.llm, round_no, self.offer_tools)
+
+    def tools_tokens(self, round_no: int = 0) -> int:
+        """Tokens of the tool definitions the call of ``round_no`` sends (round 0: the next turn's first
+        call). Plans count them, so a meter planned with them shows the whole prompt."""
+        return tools_tokens(self.tools_for_round(round_no), self.workbench.tokenizer)
+
     # -- public -------------------------------------------------------------------------------
 
     def run(
@@ -150,16 +161,18 @@ class TurnRunner:
 
         for round_no in range(llm.max_tool_rounds + 1):
             # Context
+            # the tool definitions are part of the prompt: the plan budgets them with the messages
+            tools = self.tools_for_round(round_no)
             plan = wb.plan(session_id, None, current_group=group_id, retrieval=retrieval,
-                           mode=mode, budget=budget, strategy=strategy)
+                           mode=mode, budget=budget, strategy=strategy,
+                           tools_tokens=tools_tokens(tools, wb.tokenizer))
             if retrieval is None:
                 retrieval = wb.get_retrieval_set(plan.retrieval_set_id)
             plans.append(plan)
             plan_ids.append(plan.plan_id)
             yield PlanReady(plan, round_no)
 
-            tools = toolbox.schemas if (self.offer_tools and round_no < llm.max_tool_rounds) else ()
-            estimated = plan.used_tokens + tools_tokens(tools, wb.tokenizer)
+            estimated = plan.used_tokens
             if estimated > llm.context_limit:
                 status = "failed"
                 error_line = (f"the plan needs about {estimated:,} prompt tokens, more than the model's context "

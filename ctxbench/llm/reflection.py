@@ -1,7 +1,7 @@
 """Reflection after each turn: usage vs estimate, activation, leases, promotion, suggestions.
 
-- **UsageReport**: per call, the estimated prompt tokens (the plan's count plus the tool
-  schemas) against what the provider reported; a mismatch beyond ``llm.usage_mismatch_ratio``
+- **UsageReport**: per call, the estimated prompt tokens (the plan's count, which includes the
+  tool definitions the call offers) against what the provider reported; a mismatch beyond ``llm.usage_mismatch_ratio``
   raises the badge.
 - **Activation**: the items of the turn's plans, and the symbols, paths and groups the model or
   the user referenced (a dotted symbol id, a file path, or a name quoted in backticks or

@@ -126,6 +126,12 @@ def tools_tokens(tools: tuple[dict[str, Any], ...] | list[dict[str, Any]], token
     return tokenizer.count(json.dumps(list(tools), sort_keys=True, ensure_ascii=False))
 
 
+def offered_tools(config: LLMConfig, round_no: int, offer: bool = True) -> tuple[dict[str, Any], ...]:
+    """The tool schemas the call of round ``round_no`` offers: all of them before the round cap, none
+    on the call after it (the model has to answer)."""
+    return TOOL_SCHEMAS if offer and round_no < config.max_tool_rounds else ()
+
+
 @dataclass(frozen=True)
 class PinSuggestion:
     """A pin proposed by the model (``suggest_pins``) or by activation; only the user accepts it."""

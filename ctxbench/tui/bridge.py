@@ -231,15 +231,27 @@ class Bridge:
                 return m.group_id
         return None
 
+    def tools_tokens(self) -> int:
+        """Tokens of the tool definitions the next turn's first call offers (the runner's, once it
+        exists; without one, the configured tools), so the live plan budgets what will be sent."""
+        with self.lock:
+            if self._runner is not None:
+                return self._runner.tools_tokens(0)
+        from ctxbench.llm.tools import offered_tools, tools_tokens
+
+        return tools_tokens(offered_tools(self.config.llm, 0), self.wb.tokenizer)
+
     def plan(self, draft: str = "", *, store: bool = False, group_id: int | None = None) -> PlanView:
         """The current plan: for ``draft`` (the next turn) if given, else for the latest turn."""
         wb, sid = self.wb, self.session_id
+        tools = self.tools_tokens()  # the meter shows the whole prompt the next call sends
         if draft.strip():
-            plan = wb.plan(sid, draft, store=store)
+            plan = wb.plan(sid, draft, store=store, tools_tokens=tools)
             group, is_draft = None, True
         else:
             group = group_id if group_id is not None else self.last_user_group()
-            plan = wb.plan(sid, None if group is not None else "", current_group=group, store=store)
+            plan = wb.plan(sid, None if group is not None else "", current_group=group, store=store,
+                           tools_tokens=tools)
             is_draft = False
         return self.view_of(plan, group, draft=is_draft)
 

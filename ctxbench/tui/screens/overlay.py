@@ -29,7 +29,8 @@ PIN_BADGE = {"sticky": "★ sticky", "leased": "◐ leased", "ephemeral": "○ e
 PIN_BADGE_SHORT = {"sticky": "★", "leased": "◐", "ephemeral": "○"}
 SUGGESTED_BADGE = ("+ sugg", "+")
 KIND_SHORT = {"system_prompt": "prompt", "system_message": "sys msg", "history_atom": "atom",
-              "current_turn": "current", "symbol_card": "card", "scratchpad": "scratch"}
+              "current_turn": "current", "symbol_card": "card", "scratchpad": "scratch",
+              "tool_definitions": "tools"}
 MANDATORY_IDS = ("system", "current")
 ROW_KINDS = ("included", "excluded", "suggestion", "divider")
 
