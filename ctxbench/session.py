@@ -128,6 +128,14 @@ def _accepted(method: Callable[..., Any], context: dict[str, Any]) -> dict[str, 
     return {k: v for k, v in context.items() if k in names}
 
 
+def _dropped_groups(messages: Sequence[Message]) -> tuple[int, ...]:
+    """Groups (in order of their first message) none of whose ``messages`` is active."""
+    has_active: dict[int, bool] = {}
+    for m in messages:
+        has_active[m.group_id] = has_active.get(m.group_id, False) or m.status == "active"
+    return tuple(g for g, active in has_active.items() if not active)
+
+
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 
@@ -746,9 +754,7 @@ class Workbench:
             history = tuple(m for m in visible if m.group_id != current_group)
             if query is None:
                 query = next((m.content for m in current if m.role == "user"), "")
-        dropped = tuple(
-            g for g in message_store.dropped_groups(self.conn, session_id, branch_id) if g != current_group
-        )
+        dropped = tuple(g for g in _dropped_groups(visible) if g != current_group)
         keyword_ranking: tuple[int, ...] = ()
         if strategy == "hybrid":
             keyword_ranking = tuple(

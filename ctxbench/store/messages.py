@@ -279,13 +279,3 @@ def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> N
     if text:
         conn.execute("INSERT INTO group_search (rowid, content) VALUES (?, ?)", (n, text))
 
-
-def dropped_groups(conn: sqlite3.Connection, session_id: str, branch_id: str) -> tuple[int, ...]:
-    """Groups on the branch whose messages are all dropped."""
-    clause, params = _lineage_clause(conn, branch_id)
-    rows = conn.execute(
-        f"SELECT group_id FROM messages WHERE session_id = ? AND {clause} GROUP BY group_id "
-        "HAVING SUM(status = 'active') = 0 ORDER BY MIN(id)",
-        [session_id, *params],
-    )
-    return tuple(int(r["group_id"]) for r in rows)
