@@ -20,7 +20,7 @@ import json
 import sqlite3
 import zlib
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 from ctxbench.messages import Message
 from ctxbench.planner.records import ContextPlan, PlanInputs
@@ -58,6 +58,13 @@ ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shri
 MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
 _SQL_PARAMS = 500  # keys per IN (...) query
+
+
+def _chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
+    """``items`` in slices of at most ``_SQL_PARAMS``, each with its ``?,?,…`` placeholders for ``IN (...)``."""
+    for start in range(0, len(items), _SQL_PARAMS):
+        chunk = items[start : start + _SQL_PARAMS]
+        yield chunk, ",".join("?" * len(chunk))
 
 
 def message_key(data: str) -> str:
@@ -135,9 +142,7 @@ def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
 def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
     wanted = sorted(set(keys))
     found: dict[str, Message] = {}
-    for start in range(0, len(wanted), _SQL_PARAMS):
-        chunk = wanted[start : start + _SQL_PARAMS]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in _chunks(wanted):
         for r in conn.execute(f"SELECT key, data FROM plan_messages WHERE key IN ({marks})", chunk):
             found[r["key"]] = codec.loads(Message, r["data"])
     missing = set(wanted) - set(found)
@@ -191,9 +196,7 @@ def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
         "SELECT DISTINCT retrieval_id FROM plans WHERE session_id = ? AND retrieval_id IS NOT NULL", (session_id,))]
     conn.execute("DELETE FROM plans WHERE session_id = ?", (session_id,))  # usage reports follow (foreign key)
     conn.execute("DELETE FROM plan_messages WHERE session_id = ?", (session_id,))
-    for start in range(0, len(used), _SQL_PARAMS):
-        chunk = used[start : start + _SQL_PARAMS]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in _chunks(used):
         conn.execute(
             f"DELETE FROM retrieval_sets WHERE id IN ({marks}) "
             "AND NOT EXISTS (SELECT 1 FROM plans WHERE plans.retrieval_id = retrieval_sets.id)",
@@ -209,9 +212,7 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
     """
     candidates: dict[str, int] = {}
     ids = sorted(set(message_ids))
-    for start in range(0, len(ids), _SQL_PARAMS):
-        chunk = ids[start : start + _SQL_PARAMS]
-        marks = ",".join("?" * len(chunk))
+    for chunk, marks in _chunks(ids):
         for r in conn.execute(
             f"SELECT key FROM plan_messages WHERE session_id = ? AND message_id IN ({marks})", (session_id, *chunk)
         ):
@@ -229,9 +230,8 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
         if not candidates:
             return 0
     keys = sorted(candidates)
-    for start in range(0, len(keys), _SQL_PARAMS):
-        chunk = keys[start : start + _SQL_PARAMS]
-        conn.execute(f"DELETE FROM plan_messages WHERE key IN ({','.join('?' * len(chunk))})", chunk)
+    for chunk, marks in _chunks(keys):
+        conn.execute(f"DELETE FROM plan_messages WHERE key IN ({marks})", chunk)
     return len(keys)
 
 
