@@ -28,6 +28,7 @@ from ctxbench.messages import Message, ToolCall
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner import build_plan
 from ctxbench.planner.records import PlanInputs
+from ctxbench.store.search import fts_query
 from ctxbench.tokens import Tokenizer
 
 DEFAULT_TURNS = 1000
@@ -99,7 +100,7 @@ def queries(seed: int = SEED, count: int = QUERY_COUNT) -> list[str]:
 
 
 class KeywordIndex:
-    """An in-memory SQLite FTS5 table of the session's turns, ranked by BM25 (as the store does it)."""
+    """An in-memory SQLite FTS5 table of the session's turns, ranked by BM25 with the store's own query (``store.search.fts_query``)."""
 
     def __init__(self, history: Sequence[Message]) -> None:
         self.conn = sqlite3.connect(":memory:")
@@ -112,13 +113,8 @@ class KeywordIndex:
                               [(gid, "\n".join(parts)) for gid, parts in texts.items()])
         self.conn.commit()
 
-    @staticmethod
-    def match_expression(text: str) -> str:
-        words = dict.fromkeys(w for w in "".join(ch if ch.isalnum() else " " for ch in text.lower()).split() if len(w) > 2)
-        return " OR ".join(f'"{w}"' for w in words)
-
     def ranking(self, query: str, limit: int = KEYWORD_LIMIT) -> tuple[int, ...]:
-        expr = self.match_expression(query)
+        expr = fts_query(query)
         if not expr:
             return ()
         rows = self.conn.execute(
