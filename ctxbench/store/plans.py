@@ -108,7 +108,7 @@ def save_plan(
                 written.append((message, key))
             keys.append(key)
         body[name] = keys
-    inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    inputs_text = codec.canonical_json(body)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
     result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), ZLIB_LEVEL)
