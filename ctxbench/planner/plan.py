@@ -334,9 +334,10 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     notes.extend(c.notes)
 
     # 1. mandatory
+    # the layers already marked mandatory (system prompt, tool definitions, system messages) and the current turn
     mandatory: list[tuple[str, int]] = []
-    tools = [c.tools] if c.tools is not None else []
-    for cand in [c.system, *tools, *c.system_messages, c.current[0]]:
+    layers = c.layer_cands()
+    for cand in (*layers, c.current[0]):
         if cand.reason == "mandatory":
             cand.include("mandatory")
             budget.take(cand.tokens)
@@ -372,7 +373,6 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         _fill_pins(c, selection, budget, "ephemeral", "pinned_ephemeral")  # 8
         notes.extend(context.notes)
 
-    layers = c.layer_cands()
     for cand in layers + c.current:
         if not cand.decided:
             cand.exclude("over_budget", "mandatory items alone exceed the budget" if over_budget else "")
