@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import threading
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ctxbench.config import EmbeddingConfig
+from ctxbench.retrieval.vectors import split_identifier
 
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
@@ -228,10 +228,6 @@ class Embedder:
         return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
 
 
-_WORD = re.compile(r"[A-Za-z0-9]+")
-_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-
-
 class HashingEmbedder:
     """Deterministic bag-of-words hashing vectors: for unit tests only, never the default."""
 
@@ -260,7 +256,7 @@ class HashingEmbedder:
                max_seq_length: int | None = None) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
-            for word in _words(text):
+            for word in split_identifier(text):
                 h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), "little")
                 out[row, h % self.dimension] += 1.0 if (h >> 63) & 1 else -1.0
             norm = float(np.linalg.norm(out[row]))
@@ -269,10 +265,3 @@ class HashingEmbedder:
         if progress is not None and texts:
             progress(len(texts), len(texts))
         return out
-
-
-def _words(text: str) -> list[str]:
-    words = []
-    for token in _WORD.findall(text):
-        words.extend(p.lower() for p in _CAMEL.split(token) if p)
-    return words
