@@ -337,18 +337,6 @@ class CodeIndex:
         """Plain PageRank of every symbol (computed once)."""
         return graphmod.pagerank(self.graph, None, self.config)
 
-    def personalized_rank(self, *, pins: Sequence[str] = (), mentioned: Sequence[str] = (),
-                          activation: Mapping[str, float] | None = None) -> dict[str, float]:
-        weights = graphmod.personalization(self.graph, pins=pins, mentioned=mentioned, activation=activation,
-                                           config=self.config)
-        return graphmod.pagerank(self.graph, weights or None, self.config)
-
-    def neighbours(self, symbol: str, **kwargs: Any) -> list[graphmod.Neighbour]:
-        return graphmod.neighbours(self.graph, symbol, **kwargs)
-
-    def card(self, symbol: str) -> SymbolCard | None:
-        return self.cards.get(symbol)
-
     @cached_property
     def by_path(self) -> dict[str, tuple[str, ...]]:
         """File path -> the ids of the symbols defined in it, in line order."""
