@@ -417,15 +417,22 @@ class MainScreen(Screen[None]):
             return True
         return False
 
-    async def send(self, text: str) -> None:
+    def _start_turn(self) -> tuple[int, Any] | None:
+        """A turn's local id and cancel token, marking a turn as running; None (and a notice) when busy."""
         if self._busy():
-            return
+            return None
         from ctxbench.llm.client import CancelToken
 
-        local = next(self._local)
         cancel = CancelToken()
         self._turn_cancel = cancel
         self._turn_running = True
+        return next(self._local), cancel
+
+    async def send(self, text: str) -> None:
+        started = self._start_turn()
+        if started is None:
+            return
+        local, cancel = started
         await self.chat.add_pending_turn(local, text)
         self.run_worker(partial(self._turn_worker, local, text, cancel), thread=True, group="turn",
                         name="turn", exit_on_error=False)
@@ -433,14 +440,10 @@ class MainScreen(Screen[None]):
     async def rebuild_state(self) -> None:
         """``/context rebuild``: the model rewrites the ``### STATE`` from the current window, streamed
         into the chat like a reply; the plan and the meter pick the new state up."""
-        if self._busy():
+        started = self._start_turn()
+        if started is None:
             return
-        from ctxbench.llm.client import CancelToken
-
-        local = next(self._local)
-        cancel = CancelToken()
-        self._turn_cancel = cancel
-        self._turn_running = True
+        local, cancel = started
         self._rebuilds.add(local)
         await self.chat.add_pending_rebuild(
             local, f"↻ /context rebuild: asking {self._model_name()} for a fresh ### STATE from the current "
