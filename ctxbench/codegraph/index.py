@@ -279,7 +279,7 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
     embed_note = "not embedded (--no-embed or no embedder available)"
     if embed is not None:
         t0 = time.perf_counter()
-        index = load_index(root_s, conn)
+        index = load_index(root_s, conn, icfg)
         cards = list(index.cards.values())
         report(PHASE_EMBED, 0, len(cards))
         last = [0, len(cards)]
