@@ -137,20 +137,30 @@ def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]
 def embed_cards(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder, progress: Progress | None = None
                 ) -> EmbedStats:
     """Embed the cards whose hash has no cached vector for this embedder; reuse the rest."""
+    return _card_vectors(cards, conn, embedder, progress)[1]
+
+
+def _card_vectors(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder, progress: Progress | None
+                  ) -> tuple[dict[str, np.ndarray], EmbedStats]:
+    """``embed_cards``, also returning card hash -> vector for every card (cached and new), so a caller
+    building an index need not read the vectors it just wrote back from the database."""
     started = time.perf_counter()
     ensure_schema(conn)
     key = model_key(embedder.key)
     unique: dict[str, SymbolCard] = {}
     for card in cards:
         unique.setdefault(card.card_hash, card)
-    cached = load_vectors(conn, unique, key)
-    todo = [card for h, card in unique.items() if h not in cached]
+    found = load_vectors(conn, unique, key)
+    todo = [card for h, card in unique.items() if h not in found]
     if progress is not None:
         progress(0, len(todo))
     if todo:
         vectors = embedder.encode([embed_text(c) for c in todo], progress=progress)
-        save_vectors(conn, [(c.card_hash, v) for c, v in zip(todo, vectors)], key)
-    return EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started)
+        rows = [(c.card_hash, np.asarray(v, dtype=np.float32)) for c, v in zip(todo, vectors)]
+        save_vectors(conn, rows, key)
+        found.update(rows)
+    stats = EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started)
+    return found, stats
 
 
 def card_set_digest(cards: Iterable[SymbolCard], key: str) -> str:
@@ -235,8 +245,7 @@ def load_or_build_index(conn: sqlite3.Connection, repo_key: str, cards: Sequence
             index = None
         if index is not None and index.ntotal == len(ids):
             return VectorIndex(index, ids, row[1]), EmbedStats(0, len(ids), 0.0)
-    stats = embed_cards(ordered, conn, embedder, progress)
-    cached = load_vectors(conn, (c.card_hash for c in ordered), key)
+    cached, stats = _card_vectors(ordered, conn, embedder, progress)
     matrix = np.vstack([cached[c.card_hash] for c in ordered]) if ordered else np.zeros((0, 0), np.float32)
     index, kind = build_faiss(matrix, config)
     if path is not None:
