@@ -9,7 +9,8 @@ A reply ends with::
     Technical Anchors: ...
 
 The block runs from its heading to the next Markdown heading of level 1-3, a closing code
-fence, or the end of the reply. The last block in a reply wins.
+fence, or the end of the reply. The last block in a reply wins: :func:`state_span` finds it,
+:func:`extract_state` reads it from there.
 """
 from __future__ import annotations
 
@@ -35,25 +36,13 @@ def is_state_heading(line: str) -> bool:
 
 def extract_state(text: str) -> str | None:
     """The last ``### STATE`` block in ``text`` (heading included, normalised), or None."""
-    lines = text.splitlines()
-    start = None
-    for i, line in enumerate(lines):
-        if _HEADING.match(line):
-            start = i
-    if start is None:
+    span = state_span(text)
+    if span is None:
         return None
-    body: list[str] = []
-    for line in lines[start + 1:]:
-        if _END.match(line):
-            break
-        body.append(line.rstrip())
-    while body and not body[0].strip():
+    body = text[span[0]:span[1]].splitlines()[1:]
+    while not body[0].strip():
         body.pop(0)
-    while body and not body[-1].strip():
-        body.pop()
-    if not body:
-        return None
-    return STATE_HEADING + "\n" + "\n".join(body)
+    return STATE_HEADING + "\n" + "\n".join(line.rstrip() for line in body)
 
 
 def state_span(text: str) -> tuple[int, int] | None:
@@ -67,7 +56,7 @@ def state_span(text: str) -> tuple[int, int] | None:
         pos += len(line)
     start = None
     for i, line in enumerate(lines):
-        if _HEADING.match(line.rstrip("\r\n")):
+        if is_state_heading(line):
             start = i
     if start is None:
         return None
