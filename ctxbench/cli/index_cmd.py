@@ -11,13 +11,10 @@ import click
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 
 
-def make_embedder(conn: Any, root: str, config: Any) -> tuple[Callable | None, str]:
-    """An embed callable over the retrieval package's embedder and vector cache, or (None, why not)."""
-    try:
-        from ctxbench.retrieval.embedder import Embedder
-        from ctxbench.retrieval.vectors import load_or_build_index
-    except ImportError as exc:
-        return None, f"embedder not available ({exc.name or exc}); indexed without embeddings"
+def make_embedder(conn: Any, root: str, config: Any) -> Callable:
+    """An embed callable over the retrieval package's embedder and vector cache."""
+    from ctxbench.retrieval.embedder import Embedder
+    from ctxbench.retrieval.vectors import load_or_build_index
 
     embedder = Embedder(config.embedding)  # loads on first encode: an unchanged index never waits for it
 
@@ -25,15 +22,7 @@ def make_embedder(conn: Any, root: str, config: Any) -> tuple[Callable | None, s
         _, stats = load_or_build_index(conn, root, cards, embedder, config.embedding, progress)
         return stats
 
-    return embed, ""
-
-
-def _embedder_errors() -> tuple[type[BaseException], ...]:
-    try:
-        from ctxbench.retrieval.embedder import EmbedderError
-    except ImportError:
-        return ()
-    return (EmbedderError,)
+    return embed
 
 
 class _TerminalProgress:
@@ -69,15 +58,13 @@ class _TerminalProgress:
 @config_option
 def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.codegraph.index import build_index, normalize_root
+    from ctxbench.retrieval.embedder import EmbedderError
     from ctxbench.store.db import connect
 
     config = get_config(config_path)
     root = normalize_root(path or Path.cwd())
     conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
-    embed = None
-    note = "--no-embed: cards not embedded"
-    if not no_embed:
-        embed, note = make_embedder(conn, root, config)
+    embed = None if no_embed else make_embedder(conn, root, config)
     show_bar = not as_json and sys.stderr.isatty()
     try:
         if show_bar:
@@ -85,14 +72,14 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
                 result = build_index(root, conn, config, progress=bar, embed=embed)
         else:
             result = build_index(root, conn, config, embed=embed)
-    except _embedder_errors() as exc:  # a bad model checksum or load failure is a clear error, not a traceback
+    except EmbedderError as exc:  # a bad model checksum or load failure is a clear error, not a traceback
         fail(str(exc))
         return
     finally:
         conn.close()
     data = result.to_json()
     if embed is None:
-        data["embed_note"] = note
+        data["embed_note"] = "--no-embed: cards not embedded"
     if as_json:
         emit_json(data)
         return
