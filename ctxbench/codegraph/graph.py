@@ -211,10 +211,6 @@ def callees(graph: nx.DiGraph, symbol: str) -> list[str]:
     return [n.symbol for n in neighbours(graph, symbol, kinds=(CALLS,), direction="out")]
 
 
-def members(graph: nx.DiGraph, symbol: str) -> list[str]:
-    return [n.symbol for n in neighbours(graph, symbol, kinds=(CONTAINS,), direction="out")]
-
-
 def top_symbols(scores: Mapping[str, float], graph: nx.DiGraph, n: int,
                 kinds: Iterable[str] = ("class", "function", "method", "interface", "struct", "trait", "enum")
                 ) -> list[str]:
