@@ -80,11 +80,6 @@ def is_secret_file(name: str, globs: tuple[str, ...]) -> bool:
     return any(fnmatch.fnmatchcase(lowered, g.lower()) for g in globs)
 
 
-def language_of(path: str) -> str:
-    """The language a file path is parsed as, or '' when unsupported."""
-    return LANGUAGE_BY_EXT.get(os.path.splitext(path)[1].lower(), "")
-
-
 class _IgnoreLayer:
     """The ignore specs of one folder: patterns apply to paths relative to that folder."""
 
