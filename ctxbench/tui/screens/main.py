@@ -52,8 +52,7 @@ class MainScreen(Screen[None]):
         self._requested = 0
         self._applied = 0
         self._local = itertools.count(1)
-        self._turn_cancel: Any = None
-        self._turn_running = False
+        self._turn_cancel: Any = None  # the running turn's cancel token (None: no turn is running)
         self._rebuilds: set[int] = set()  # local ids of running /context rebuild requests
         self.usage_checks: list[Any] = []  # every model call's estimated vs reported prompt tokens
         self.state_block = ""  # the last ### STATE stored while the app ran
@@ -408,6 +407,10 @@ class MainScreen(Screen[None]):
         self._preview_timer = self.set_timer(self.config.ui.preview_delay_s,
                                              lambda: self.request_plan(reason="draft"))
 
+    @property
+    def _turn_running(self) -> bool:
+        return self._turn_cancel is not None
+
     def _busy(self) -> bool:
         if self.bridge is None:
             self.notify("the session is still opening", severity="warning")
@@ -418,14 +421,13 @@ class MainScreen(Screen[None]):
         return False
 
     def _start_turn(self) -> tuple[int, Any] | None:
-        """A turn's local id and cancel token, marking a turn as running; None (and a notice) when busy."""
+        """A turn's local id and cancel token (a turn is running from now on); None (and a notice) when busy."""
         if self._busy():
             return None
         from ctxbench.llm.client import CancelToken
 
         cancel = CancelToken()
         self._turn_cancel = cancel
-        self._turn_running = True
         return next(self._local), cancel
 
     async def send(self, text: str) -> None:
@@ -504,7 +506,6 @@ class MainScreen(Screen[None]):
 
     @on(msg.TurnFinished)
     async def _turn_finished(self, message: msg.TurnFinished) -> None:
-        self._turn_running = False
         self._turn_cancel = None
         rebuild = message.local_id in self._rebuilds
         self._rebuilds.discard(message.local_id)
