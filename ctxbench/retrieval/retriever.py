@@ -96,15 +96,6 @@ class Retriever:
             self._index = load_index_view(self.root, self.conn, self.config)
         return self._index
 
-    def invalidate(self) -> None:
-        """Forget the loaded index (call after re-indexing)."""
-        with self._lock:
-            self._index = None
-            self._names = None
-            self._module_paths = None
-            self._personalized.clear()
-            self._walk = None
-
     def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False) -> None:
         """Bring the keyword index, the graph walk of personalized retrieval and (when the model is ready or
         ``wait_for_model``) the vector index up to date."""
