@@ -30,7 +30,7 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
@@ -40,6 +40,9 @@ from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
 from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+
+if TYPE_CHECKING:
+    from ctxbench.codegraph.index import CodeIndex
 
 SOURCES = ("semantic", "keyword", "name", "graph")
 NOTE_LOADING = "semantic search not available: model loading"
@@ -582,7 +585,7 @@ def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None 
     return view_of(code_index, config)
 
 
-def view_of(code_index: Any, config: Config | None = None, tokenizer: Any = None) -> IndexView:
+def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any = None) -> IndexView:
     """Adapt the code graph's ``CodeIndex`` to what retrieval needs (the one place a view is made).
 
     ``scaffold`` is the scaffold at the largest scaffold share of any mode of the default budget (what
@@ -590,30 +593,21 @@ def view_of(code_index: Any, config: Config | None = None, tokenizer: Any = None
     with ``tokenizer`` (default: the configured one), so each plan can get its own share's worth.
     """
     config = config or Config()
-    cards = code_index.cards
-    if not isinstance(cards, Mapping):
-        cards = {c.symbol_id: c for c in cards}
-    build = getattr(code_index, "scaffold", "")
-    scaffold_at = None
-    if callable(build):
-        if tokenizer is None:
-            from ctxbench.tokens import get_tokenizer
+    if tokenizer is None:
+        from ctxbench.tokens import get_tokenizer
 
-            tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
+        tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
 
-        def scaffold_at(tokens: int) -> str:
-            return build(tokens, tokenizer) if tokens > 0 else ""
+    def scaffold_at(tokens: int) -> str:
+        return code_index.scaffold(tokens, tokenizer) if tokens > 0 else ""
 
-        planner = config.planner
-        share = max((m.scaffold_share for m in planner.modes), default=0.0)
-        scaffold = scaffold_at(max(1, int(planner.default_budget * share)))
-    else:
-        scaffold = build if isinstance(build, str) else getattr(build, "text", "")
+    planner = config.planner
+    share = max((m.scaffold_share for m in planner.modes), default=0.0)
     return IndexView(
-        repo_key=str(getattr(code_index, "repo_key", None) or getattr(code_index, "root", "")),
-        cards=cards,
+        repo_key=code_index.root,
+        cards=code_index.cards,
         graph=code_index.graph,
-        scaffold=scaffold,
-        version=str(getattr(code_index, "version", "")),
+        scaffold=scaffold_at(max(1, int(planner.default_budget * share))),
+        version=code_index.version,
         scaffold_at=scaffold_at,
     )
