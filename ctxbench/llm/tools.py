@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ctxbench.config import LLMConfig
-from ctxbench.llm.client import tool_call_json
 from ctxbench.messages import ToolCall
 from ctxbench.tokens import Tokenizer
 
@@ -305,7 +304,3 @@ class ToolBox:
         suggestions = tuple(PinSuggestion(t, reason or "suggested by the model", "model") for t in targets)
         return (f"suggested {len(targets)} pin(s) to the user: {', '.join(targets)}; the user decides",
                 True, suggestions)
-
-
-def arguments_of(call: ToolCall) -> dict[str, Any]:
-    return tool_call_json(call)

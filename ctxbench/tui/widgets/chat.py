@@ -337,10 +337,6 @@ class ChatPane(VerticalScroll):
             event.stop()
             await self.show_earlier()
 
-    @property
-    def shown_groups(self) -> list[int]:
-        return [gid for gid in self._blocks]
-
     def block(self, group_id: int) -> TurnBlock | None:
         return self._blocks.get(group_id)
 
@@ -440,8 +436,3 @@ class ChatPane(VerticalScroll):
         await self.mount(SystemNote(text if isinstance(text, Text) else Text(text),
                                     classes="error-note" if error else "note"))
         self.scroll_end(animate=False)
-
-    def set_dropped(self, dropped: Iterable[int]) -> None:
-        self._dropped = set(dropped)
-        for gid, block in self._blocks.items():
-            block.set_class(gid in self._dropped, "-dropped")
