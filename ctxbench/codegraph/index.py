@@ -345,18 +345,8 @@ class CodeIndex:
             out.setdefault(sym.path, []).append(sid)
         return {p: tuple(ids) for p, ids in out.items()}
 
-    def scaffold(self, budget_tokens: int | None = None, tokenizer: Any = None) -> str:
-        """The orientation scaffold for this index (cached per budget and tokenizer).
-
-        Defaults: the Light mode's scaffold share of the default plan budget, and the default tokenizer.
-        """
-        if budget_tokens is None:
-            planner = Config().planner
-            budget_tokens = int(planner.default_budget * planner.mode(planner.default_mode).scaffold_share)
-        if tokenizer is None:
-            from ctxbench.tokens import get_tokenizer
-
-            tokenizer = get_tokenizer()
+    def scaffold(self, budget_tokens: int, tokenizer: Any) -> str:
+        """The orientation scaffold for this index in ``budget_tokens`` (cached per budget and tokenizer)."""
         key = (budget_tokens, getattr(tokenizer, "name", type(tokenizer).__name__))
         cache: dict = self.__dict__.setdefault("_scaffolds", {})
         text = cache.get(key)
