@@ -102,9 +102,14 @@ def query_terms(query: str, stopwords: Iterable[str] = ()) -> list[str]:
     return list(terms)
 
 
+def _match(terms: Iterable[str]) -> str:
+    """A safe FTS5 MATCH expression: the terms, each quoted, OR-ed. Empty when there are none."""
+    return " OR ".join(f'"{t}"' for t in terms)
+
+
 def fts_query(query: str, stopwords: Iterable[str] = ()) -> str:
     """A safe FTS5 MATCH expression: the query's terms, each quoted, OR-ed. Empty when nothing is left."""
-    return " OR ".join(f'"{t}"' for t in query_terms(query, stopwords))
+    return _match(query_terms(query, stopwords))
 
 
 def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
@@ -133,7 +138,7 @@ def symbols_matching(conn: sqlite3.Connection, repo: str, terms: Sequence[str], 
     ids = list(dict.fromkeys(symbol_ids))
     if not terms or not ids:
         return set()
-    match = " OR ".join(f'"{t}"' for t in terms)
+    match = _match(terms)
     marks = ",".join("?" * len(ids))
     try:
         rows = conn.execute(
