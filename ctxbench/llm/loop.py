@@ -320,7 +320,7 @@ class TurnRunner:
                 yield TurnFailed(error_line, "request", None)
         self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=0, round=0,
                                 provider=self.client.provider, model=self.client.model,
-                                status="ok" if status == "ok" else ("cancelled" if status == "cancelled" else "failed"),
+                                status=status,
                                 error=error_line)
         yield TurnFinished(session_id, 0, status, result.completion.content if result.completion else result.text,
                            (plan.plan_id,), check, block, error_line)
