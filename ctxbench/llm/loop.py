@@ -214,9 +214,7 @@ class TurnRunner:
 
             completion = result.completion
             # Feedback
-            check = reflection.check_usage(plan.plan_id, estimated, completion.usage.prompt_tokens,
-                                           completion.model, llm.usage_mismatch_ratio)
-            wb.record_usage(plan.plan_id, estimated, completion.usage.prompt_tokens, completion.model)
+            check = self._record_usage(plan.plan_id, estimated, completion)
             usage_checks.append(check)
             yield UsageRecorded(check)
 
@@ -289,7 +287,6 @@ class TurnRunner:
         """
         cancel = cancel or CancelToken()
         wb = self.workbench
-        llm = self.config.llm
         plan = wb.plan(session_id, REBUILD_PROMPT)
         yield PlanReady(plan, 0)
         yield CallStarted(plan.plan_id, 0, self.client.model, False)
@@ -307,9 +304,7 @@ class TurnRunner:
                 yield TurnFailed(error_line, result.error.kind if result.error else "connection", None)
         else:
             completion = result.completion
-            check = reflection.check_usage(plan.plan_id, plan.used_tokens, completion.usage.prompt_tokens,
-                                           completion.model, llm.usage_mismatch_ratio)
-            wb.record_usage(plan.plan_id, plan.used_tokens, completion.usage.prompt_tokens, completion.model)
+            check = self._record_usage(plan.plan_id, plan.used_tokens, completion)
             yield UsageRecorded(check)
             block = extract_state(completion.content)
             if block:
@@ -326,6 +321,13 @@ class TurnRunner:
                            (plan.plan_id,), check, block, error_line)
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _record_usage(self, plan_id: str, estimated: int, completion: Any) -> UsageCheck:
+        """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""
+        reported = completion.usage.prompt_tokens
+        self.workbench.record_usage(plan_id, estimated, reported, completion.model)
+        return reflection.check_usage(plan_id, estimated, reported, completion.model,
+                                      self.config.llm.usage_mismatch_ratio)
 
     def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
               group_id: int | None = None) -> Iterator[TurnEvent]:
