@@ -220,10 +220,11 @@ def open_code_retriever(repo: Path, conn: Any, config: Config, *, semantic: bool
     if embedder is not None:
         embedder.start_loading()  # overlaps the model load with parsing
         if wait_for_model:
-            from ctxbench.retrieval.vectors import load_or_build_index
+            from ctxbench.retrieval.vectors import embed_cards
 
+            # indexing fills the vector cache; retriever.prepare() below builds the FAISS index once from it
             def embed(cards: Any, embed_progress: Any) -> Any:
-                return load_or_build_index(conn, root, cards, embedder, config.embedding, embed_progress)[1]
+                return embed_cards(cards, conn, embedder, embed_progress)
 
     build_index(root, conn, config, progress=progress, embed=embed)
     index = load_index(root, conn, config)
