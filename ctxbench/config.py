@@ -147,6 +147,11 @@ class PlannerConfig:
         "the technical truth of this session; it replaces the previous one."
     )
 
+    @property
+    def mode_names(self) -> tuple[str, ...]:
+        """The Context Modes in the order the mode hotkey cycles them (the order of ``modes``)."""
+        return tuple(m.name for m in self.modes)
+
     def mode(self, name: str) -> ModeProfile:
         for profile in self.modes:
             if profile.name == name:

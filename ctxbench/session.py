@@ -13,14 +13,15 @@ import importlib
 import inspect
 import sqlite3
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ParamSpec, Protocol, Sequence, TypeVar
 
 from ctxbench.config import Config, ConfigError, default_db_path, load_config
-from ctxbench.messages import ROLES, Message, ToolCall
-from ctxbench.planner.records import STRATEGIES, ContextPlan, Memo, Pin, PlanInputs
-from ctxbench.retrieval.retrieval_set import EMPTY_RETRIEVAL_SET, RetrievalSet
+from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.vocab import ROLES
+from ctxbench.records.plans import ContextPlan, Memo, Pin, PlanInputs
+from ctxbench.records.vocab import STRATEGIES
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.store import activation as activation_store
 from ctxbench.store import db
 from ctxbench.store import memory as memory_store
@@ -29,13 +30,13 @@ from ctxbench.store import pins as pin_store
 from ctxbench.store import plans as plan_store
 from ctxbench.store import search as search_store
 from ctxbench.store import sessions as session_store
-from ctxbench.store.errors import NotFound, UnknownGroup, UnknownPlan, UnknownSession
-from ctxbench.store.messages import NewMessage
-from ctxbench.store.plans import PlanSummary, UsageReport
+from ctxbench.records.errors import NotFound, SettingsError, UnknownGroup, UnknownPlan, UnknownSession
+from ctxbench.records.sessions import SETTING_NAMES, NewMessage, SessionSettings
+from ctxbench.records.sessions import PlanSummary, UsageReport
 from ctxbench.store.schema import open_core
-from ctxbench.store.sessions import BranchInfo, SessionInfo
+from ctxbench.records.sessions import BranchInfo, SessionInfo
 from ctxbench.tokens import Tokenizer, count_message, get_tokenizer
-from ctxbench.transcripts.records import Transcript, TranscriptError
+from ctxbench.records.transcripts import Transcript, TranscriptError
 
 __all__ = [
     "BranchInfo",
@@ -86,20 +87,6 @@ class _LockedVectorCache:
             save_vectors(self.workbench.conn, rows, key)
 
 
-class SettingsError(ValueError):
-    """A session setting or plan option with a value the planner cannot use."""
-
-
-@dataclass(frozen=True)
-class SessionSettings:
-    mode: str
-    budget: int
-    strategy: str
-    window_groups: int
-    provider_family: str
-
-
-SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(SessionSettings))
 
 
 class Retriever(Protocol):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 
 
 @dataclass

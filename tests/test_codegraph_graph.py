@@ -6,7 +6,7 @@ import pytest
 from ctxbench.codegraph.graph import build_graph, callees, callers, neighbours, pagerank, personalization
 from ctxbench.codegraph.resolve import Edge
 from ctxbench.codegraph.scaffold import MAP_HEADER, build_scaffold
-from ctxbench.codegraph.symbols import Symbol
+from ctxbench.records.code import Symbol
 from ctxbench.config import IndexConfig
 from ctxbench.tokens import get_tokenizer
 

@@ -14,7 +14,7 @@ import ctxbench
 
 ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.store", "ctxbench.session", "ctxbench.codegraph",
                    "ctxbench.retrieval", "ctxbench.llm", "ctxbench.bench", "ctxbench.transcripts",
-                   "ctxbench.tokens", "ctxbench.config", "ctxbench.messages", "ctxbench.heap")
+                   "ctxbench.tokens", "ctxbench.config", "ctxbench.records", "ctxbench.heap")
 NOT_ENGINE = ("ctxbench.tui", "ctxbench.cli", "ctxbench.__main__")
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,9 +44,10 @@ def test_engine_package_does_not_import_textual_or_rich(package):
 _PLAN_SCRIPT = """
 import hashlib, json, sys
 from ctxbench.config import PlannerConfig
-from ctxbench.messages import Message
+from ctxbench.records.messages import Message
 from ctxbench.planner import build_plan
-from ctxbench.planner.records import STRATEGIES, PlanInputs
+from ctxbench.records.plans import PlanInputs
+from ctxbench.records.vocab import STRATEGIES
 from ctxbench.tokens import get_tokenizer
 from ctxbench.transcripts.openai import parse_file
 

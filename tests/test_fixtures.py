@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ctxbench.config import TruncationConfig
-from ctxbench.messages import ROLES, Message, ToolCall, strategy_family
+from ctxbench.records.messages import Message, ToolCall, strategy_family
+from ctxbench.records.vocab import ROLES
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "fixtures"

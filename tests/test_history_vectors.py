@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ctxbench.config import Config, SemanticHistoryConfig
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.history_vectors import cache_key, rank_turns, turn_text
@@ -187,7 +187,7 @@ def test_the_code_retrievers_embedder_is_found_through_its_wrappers(wb):
         retriever = Inner()
 
         def retrieve(self, query, *, mode):
-            from ctxbench.retrieval.retrieval_set import EMPTY_RETRIEVAL_SET
+            from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 
             return EMPTY_RETRIEVAL_SET
 

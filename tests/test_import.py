@@ -10,7 +10,7 @@ from ctxbench.session import Workbench
 from ctxbench.store import messages as message_store
 from ctxbench.tokens import count_message, get_tokenizer
 from ctxbench.transcripts.openai import parse_lines
-from ctxbench.transcripts.records import TranscriptError
+from ctxbench.records.transcripts import TranscriptError
 
 GOOD = [
     {"role": "system", "content": "You are a careful assistant."},

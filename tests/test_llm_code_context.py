@@ -5,7 +5,7 @@ import pytest
 
 from ctxbench.codegraph.index import build_index, load_index
 from ctxbench.config import Config
-from ctxbench.llm import events as ev
+from ctxbench.records import turns as ev
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.llm.offline import OfflineClient
 from ctxbench.llm.wiring import IndexCodeContext

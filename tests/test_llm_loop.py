@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config, LLMConfig
-from ctxbench.llm import events as ev
+from ctxbench.records import turns as ev
 from ctxbench.llm.client import CancelToken, OpenAIChatClient
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.llm.state import REBUILD_PROMPT

@@ -4,10 +4,10 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.llm import events as ev
+from ctxbench.records import turns as ev
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.llm.offline import OfflineClient
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.session import Workbench
 
 TOTAL = "ledgerlite.ledger.Ledger.total"

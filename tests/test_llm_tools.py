@@ -9,7 +9,7 @@ import pytest
 from ctxbench.config import Config, LLMConfig
 from ctxbench.llm.querydb import QueryRefused, run_query
 from ctxbench.llm.tools import TOOL_NAMES, TOOL_SCHEMAS, ToolBox, normalise_pin_target
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.session import Workbench
 
 

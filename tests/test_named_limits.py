@@ -9,7 +9,7 @@ from llm_server import LLMServer, error
 from ctxbench.config import Config, LLMConfig
 from ctxbench.llm.client import ChatRequest, LLMError, OpenAIChatClient
 from ctxbench.llm.tools import ToolBox
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.session import Workbench
 from ctxbench.store import db
 

@@ -7,7 +7,7 @@ from ctxbench.config import ActivationConfig, PinConfig, PlannerConfig
 from ctxbench.planner import build_plan
 from ctxbench.planner.activation import suggest_pins, update_activation
 from ctxbench.planner.pins import advance_turn, promote
-from ctxbench.planner.records import Pin, PlanInputs
+from ctxbench.records.plans import Pin, PlanInputs
 from ctxbench.tokens import get_tokenizer
 
 PINS = PinConfig()

@@ -7,12 +7,13 @@ import json
 import pytest
 
 from ctxbench.config import ConfigError, PlannerConfig
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner import build_plan, plan_id
-from ctxbench.planner.records import EXCLUDED_REASONS, INCLUDED_REASONS, Memo, Pin, PlanInputs
+from ctxbench.records.plans import Memo, Pin, PlanInputs
+from ctxbench.records.vocab import EXCLUDED_REASONS, INCLUDED_REASONS
 from ctxbench.planner.strategies.hybrid import rrf_scores
 from ctxbench.planner.truncation import TRUNCATION_HINT
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.tokens import count_messages, get_tokenizer
 
 from planner_helpers import SessionBuilder

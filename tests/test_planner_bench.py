@@ -6,7 +6,7 @@ import json
 from click.testing import CliRunner
 
 from ctxbench.bench import plan_latency
-from ctxbench.messages import strategy_family
+from ctxbench.records.messages import strategy_family
 from ctxbench.tokens import get_tokenizer
 
 

@@ -8,10 +8,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ctxbench.config import PlannerConfig
-from ctxbench.messages import Message, ToolCall, strategy_family
+from ctxbench.records.messages import Message, ToolCall, strategy_family
 from ctxbench.planner import build_plan, plan_id
-from ctxbench.planner.records import EXCLUDED_REASONS, INCLUDED_REASONS, STRATEGIES, Memo, Pin, PlanInputs
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.plans import Memo, Pin, PlanInputs
+from ctxbench.records.vocab import EXCLUDED_REASONS, INCLUDED_REASONS, STRATEGIES
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.tokens import count_message, count_messages, get_tokenizer
 
 TOK = get_tokenizer()

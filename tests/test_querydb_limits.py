@@ -9,7 +9,7 @@ import pytest
 from ctxbench.config import Config, LLMConfig
 from ctxbench.llm.querydb import run_query
 from ctxbench.llm.tools import ToolBox
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.session import Workbench
 
 LIMITS = LLMConfig(query_db_max_chars=1000, query_db_length_factor=4)  # values up to 4000 bytes

@@ -6,7 +6,7 @@ import pytest
 from ctxbench.config import Config
 from ctxbench.llm import reflection
 from ctxbench.llm.traces import TraceStore
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.session import Workbench
 
 TOTAL = "ledgerlite.ledger.Ledger.total"

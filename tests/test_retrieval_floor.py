@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.messages import Message
+from ctxbench.records.messages import Message
 from ctxbench.planner.plan import build_plan
-from ctxbench.planner.records import PlanInputs
+from ctxbench.records.plans import PlanInputs
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect

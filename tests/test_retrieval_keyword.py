@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.records.code import SymbolCard
 from ctxbench.config import RetrievalConfig
 from ctxbench.retrieval.keyword import (
     fts_query,

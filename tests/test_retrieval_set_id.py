@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.session import Workbench
 from ctxbench.store import plans as plan_store
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import pytest
 
 from ctxbench.config import Config, PlannerConfig
-from ctxbench.messages import ToolCall
-from ctxbench.retrieval.retrieval_set import EMPTY_RETRIEVAL_SET, RetrievalSet
-from ctxbench.session import SessionSettings, SettingsError, Workbench
-from ctxbench.store.errors import NotFound, UnknownGroup
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
+from ctxbench.session import SettingsError, Workbench
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.errors import NotFound, UnknownGroup
 
 
 @pytest.fixture

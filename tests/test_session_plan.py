@@ -4,7 +4,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.session import UnknownPlan, Workbench
 from ctxbench.tokens import count_messages
 

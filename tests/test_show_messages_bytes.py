@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.session import Workbench
 
 

@@ -6,12 +6,12 @@ import sqlite3
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.messages import Message, ToolCall
-from ctxbench.planner.records import ContextPlan, Memo, Pin, PlanInputs, PlanItem
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.plans import ContextPlan, Memo, Pin, PlanInputs, PlanItem
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.session import Workbench
 from ctxbench.store import codec, db, schema
-from ctxbench.store.errors import UnknownPin, UnknownSession
+from ctxbench.records.errors import UnknownPin, UnknownSession
 from ctxbench.store.search import fts_query, query_terms
 
 
@@ -208,7 +208,7 @@ def test_v3_rebuilds_keyword_search_on_exact_words(tmp_path):
     from ctxbench.store import memory as memory_store
     from ctxbench.store import messages as message_store
     from ctxbench.store import sessions as session_store
-    from ctxbench.store.messages import NewMessage
+    from ctxbench.records.sessions import NewMessage
     from ctxbench.store.search import search_groups
 
     path = tmp_path / "v2.db"

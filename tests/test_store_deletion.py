@@ -5,7 +5,7 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.llm.traces import TraceStore
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.session import Workbench
 from ctxbench.store import db, schema
 

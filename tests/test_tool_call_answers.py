@@ -10,13 +10,13 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import PlannerConfig
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.planner import build_plan
-from ctxbench.planner.records import PlanInputs
+from ctxbench.records.plans import PlanInputs
 from ctxbench.planner.render import MISSING_TOOL_RESULT
 from ctxbench.tokens import count_message, count_messages, get_tokenizer
 from ctxbench.transcripts.openai import parse_lines
-from ctxbench.transcripts.records import TranscriptError
+from ctxbench.records.transcripts import TranscriptError
 from planner_helpers import SessionBuilder
 
 TOK = get_tokenizer()

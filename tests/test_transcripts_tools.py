@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from ctxbench.cli import main
 from ctxbench.session import Workbench
 from ctxbench.transcripts import aider, claude_code
-from ctxbench.transcripts.records import TranscriptError
+from ctxbench.records.transcripts import TranscriptError
 
 
 def _jsonl(path: Path, records: list[dict]) -> Path:

@@ -17,7 +17,7 @@ from textual.app import App
 from textual.widgets import Markdown
 
 from ctxbench.config import LLMConfig
-from ctxbench.llm.events import UsageCheck
+from ctxbench.records.turns import UsageCheck
 from ctxbench.llm.replay import replay
 from ctxbench.llm.state import extract_state, state_span
 from ctxbench.tui.app import CtxbenchApp

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxbench.config import TruncationConfig
-from ctxbench.planner.records import ContextPlan, PlanItem
+from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.tui.bridge import PlanView, Suggestion
 from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, parse
 from ctxbench.tui.keymap import ALL_KEYS, BINDING_IDS, describe_key, keymap_from_config
@@ -160,7 +160,7 @@ def test_overlay_columns_fit_the_table(width):
 
 
 def test_message_listing():
-    from ctxbench.messages import Message
+    from ctxbench.records.messages import Message
 
     msgs = [Message(1, "s", "b", 1, "user", "hello there", tokens=5),
             Message(2, "s", "b", 1, "assistant", "hi", tokens=3),

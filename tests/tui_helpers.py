@@ -10,7 +10,7 @@ import json
 from pathlib import Path
 
 from ctxbench.config import Config
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.tui.app import CtxbenchApp
 from ctxbench.tui.bridge import LaunchOptions
 

@@ -175,9 +175,9 @@ def recall_at(gold: Sequence[str], hits: Sequence[str], k: int) -> float:
 def plan_includes_all(retrieval_set, query: str, gold: Sequence[str], mode: str, config, tokenizer,
                       budget: int = PLAN_BUDGET) -> bool:
     """Build a plan with an empty history and ``query`` as the current turn; True if every gold card is included."""
-    from ctxbench.messages import Message
+    from ctxbench.records.messages import Message
     from ctxbench.planner.plan import build_plan
-    from ctxbench.planner.records import PlanInputs
+    from ctxbench.records.plans import PlanInputs
 
     turn = (Message(id=1, session_id="bench-code", branch_id="main", group_id=0, role="user", content=query),)
     inputs = PlanInputs(session_id="bench-code", query=query, history=(), current_turn=turn, budget=budget,

@@ -24,10 +24,10 @@ from typing import Callable, Sequence
 
 from ctxbench.config import PlannerConfig
 from ctxbench.heap import settle as settle_heap
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner import build_plan
-from ctxbench.planner.records import PlanInputs
+from ctxbench.records.plans import PlanInputs
 from ctxbench.store.search import fts_query
 from ctxbench.tokens import Tokenizer
 

@@ -46,7 +46,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
     from ctxbench.llm.client import CancelToken
-    from ctxbench.llm.events import (
+    from ctxbench.records.turns import (
         ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
     )
     from ctxbench.llm.loop import TurnRunner

@@ -13,8 +13,10 @@ import click
 
 from ctxbench.cli.common import config_option, db_option, get_config
 
-MODES = ("off", "light", "heavy")
-STRATEGIES = ("window", "hybrid", "levels", "semantic")
+from ctxbench.config import DEFAULT_MODES
+from ctxbench.records.vocab import STRATEGIES
+
+MODES = tuple(m.name for m in DEFAULT_MODES)  # the built-in Context Modes
 
 
 def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:

@@ -16,9 +16,9 @@ from typing import Any
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
-from ctxbench.planner.records import ContextPlan
+from ctxbench.records.plans import ContextPlan
+from ctxbench.records.vocab import STRATEGIES
 
-_STRATEGY_CHOICES = ("window", "hybrid", "levels", "semantic")
 TRANSCRIPT_TITLE = "transcript: {name}"
 EMPTY_QUERY = "empty query: say what to plan or search for"
 MIN_LABEL_WIDTH = 20
@@ -129,7 +129,7 @@ def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
                    "'transcript: NAME' (reused while unchanged), the plan stored with it.")
 @click.option("--mode", default=None, help="Context mode: off, light or heavy (default: the session's).")
 @click.option("--budget", type=int, default=None, help="Token budget (default: the session's).")
-@click.option("--strategy", type=click.Choice(_STRATEGY_CHOICES), default=None, help="History strategy.")
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="History strategy.")
 @click.option("--window", "window_groups", type=int, default=None, help="Window size in groups (0 = all).")
 @click.option("--repo", "repo", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
               help="Index this repository (incrementally) and plan with its scaffold and symbol cards.")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
 

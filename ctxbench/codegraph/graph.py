@@ -17,9 +17,9 @@ from typing import Iterable, Mapping, Sequence
 import networkx as nx
 import numpy as np
 
-from ctxbench.codegraph.parsed import CALLS, CONTAINS, EDGE_KINDS, IMPORTS, INHERITS, REFERENCES
+from ctxbench.records.code import CALLS, CONTAINS, EDGE_KINDS, IMPORTS, INHERITS, REFERENCES
 from ctxbench.codegraph.resolve import Edge
-from ctxbench.codegraph.symbols import Symbol
+from ctxbench.records.code import Symbol
 from ctxbench.config import IndexConfig
 
 PAGERANK_MAX_ITER = 100

@@ -28,10 +28,10 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import networkx as nx
 
 from ctxbench.codegraph import graph as graphmod
-from ctxbench.codegraph.parsed import ParsedFile
+from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
 from ctxbench.codegraph.resolve import Edge, resolve_edges
-from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import Config, IndexConfig
 from ctxbench.store import index_tables as tables

@@ -14,9 +14,9 @@ import re
 from typing import Iterable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
-from ctxbench.codegraph.parsed import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
+from ctxbench.records.code import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
 from ctxbench.codegraph.secrets import mask_secrets
-from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "super"}

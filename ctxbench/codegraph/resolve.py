@@ -12,8 +12,8 @@ import posixpath
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ctxbench.codegraph.parsed import CALLS, CONTAINS, IMPORTS, INHERITS, REFERENCES, ParsedFile
-from ctxbench.codegraph.symbols import Symbol
+from ctxbench.records.code import CALLS, CONTAINS, IMPORTS, INHERITS, REFERENCES, ParsedFile
+from ctxbench.records.code import Symbol
 
 MAX_ALIAS_DEPTH = 6  # re-export chains followed when resolving an import
 _CALLABLE = frozenset({"class", "function", "method", "struct", "enum", "interface", "trait", "type"})

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import networkx as nx
 
 from ctxbench.codegraph.graph import pagerank, top_symbols
-from ctxbench.codegraph.symbols import Symbol
+from ctxbench.records.code import Symbol
 from ctxbench.config import IndexConfig
 
 MAP_HEADER = "## Repository map"

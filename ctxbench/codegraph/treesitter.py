@@ -17,9 +17,9 @@ import threading
 from typing import Any, Callable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
-from ctxbench.codegraph.parsed import CALLS, INHERITS, ParsedFile, RawRef
+from ctxbench.records.code import CALLS, INHERITS, ParsedFile, RawRef
 from ctxbench.codegraph.secrets import mask_secrets
-from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
 UNUSABLE_ERROR_SHARE = 0.5

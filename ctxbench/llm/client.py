@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Union
 
 from ctxbench.config import LLMConfig
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 
 CANCEL_POLL_S = 0.05  # how often a blocked read checks the cancel token
 

@@ -40,7 +40,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
-from ctxbench.llm.events import (
+from ctxbench.records.turns import (
     AssistantStored,
     CallStarted,
     PlanReady,
@@ -62,7 +62,7 @@ from ctxbench.llm.events import (
 from ctxbench.llm.state import REBUILD_PROMPT, extract_state
 from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
 from ctxbench.llm.traces import TraceStore
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 
 CAP_REACHED_RESULT = "not run: the tool round limit of this turn was reached"
 CANCELLED_RESULT = "not run: the turn was cancelled by the user"
@@ -81,7 +81,7 @@ class TurnRunner:
     """Runs turns of one Workbench against one chat client.
 
     ``run(session_id, text)`` and ``rebuild_state(session_id)`` are generators of
-    :mod:`ctxbench.llm.events`; iterate them in a worker thread and set ``cancel`` from the UI.
+    :mod:`ctxbench.records.turns`; iterate them in a worker thread and set ``cancel`` from the UI.
     """
 
     workbench: Any  # ctxbench.session.Workbench

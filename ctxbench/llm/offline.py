@@ -31,7 +31,7 @@ from ctxbench.llm.client import (
 )
 from ctxbench.llm.state import REBUILD_PROMPT, STATE_HEADING
 from ctxbench.llm.tools import tools_tokens
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import count_messages, get_tokenizer
 
 TOOL_DIRECTIVE = re.compile(r"^\s*!tool\s+([A-Za-z_][\w]*)\s*(\{.*\})?\s*$")

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 from typing import Any, Iterable, Iterator
 
 from ctxbench.config import Config
-from ctxbench.llm.events import Reflection, UsageCheck
-from ctxbench.llm.suggestions import PINNABLE_PREFIXES, open_suggestions
+from ctxbench.records.turns import Reflection, UsageCheck
+from ctxbench.llm.suggestions import open_suggestions
+from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|md|toml|json|yaml|yml|cfg|ini|txt))\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
@@ -131,7 +132,7 @@ def plan_item_ids(plans: Iterable[Any], pins: Iterable[Any] = ()) -> tuple[str, 
                     ids[target] = None
             elif item.id.startswith("atom:"):
                 ids["group:" + item.id.split(":")[1]] = None
-            elif item.id.startswith(PINNABLE_PREFIXES) and item.kind != "current_turn":
+            elif item.id.startswith(ACTIVATION_SUGGESTION_PREFIXES) and item.kind != "current_turn":
                 ids[item.id] = None
     return tuple(ids)
 

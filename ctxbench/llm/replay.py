@@ -11,7 +11,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Iterator
 
-from ctxbench.messages import Message
+from ctxbench.records.messages import Message
 
 
 @dataclass(frozen=True)

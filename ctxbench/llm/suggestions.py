@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench.llm.events import PinSuggestionView
+from ctxbench.records.turns import PinSuggestionView
 from ctxbench.llm.traces import TraceStore
+from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
 
-PINNABLE_PREFIXES = ("card:", "group:")
 
 
 def open_suggestions(workbench: Any, session_id: str, traces: TraceStore | None = None) -> tuple[PinSuggestionView, ...]:
@@ -31,7 +31,7 @@ def open_suggestions(workbench: Any, session_id: str, traces: TraceStore | None 
             if s.target not in pinned:
                 out[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
         for target in activation_rules.suggest_pins(scores, pins, workbench.config.planner.activation):
-            if target.startswith(PINNABLE_PREFIXES) and target not in out and target not in decided:
+            if target.startswith(ACTIVATION_SUGGESTION_PREFIXES) and target not in out and target not in decided:
                 out[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation",
                                                 scores[target])
         return tuple(out.values())

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ctxbench.config import LLMConfig
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import Tokenizer
 
 SCRATCHPAD_ACTIONS = ("read", "update", "append")

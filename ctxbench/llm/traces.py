@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from ctxbench.store import db
 from ctxbench.store.clock import now_iso
+from ctxbench.records.traces import ModelCall, StoredSuggestion, ToolTrace
 
 COMPONENT = "llm"
 
@@ -87,52 +87,6 @@ CREATE TABLE reference_turns (
 """
 
 MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
-
-
-@dataclass(frozen=True)
-class ModelCall:
-    id: int
-    plan_id: str
-    session_id: str
-    group_id: int
-    round: int
-    provider: str
-    model: str
-    status: str
-    finish_reason: str
-    error: str
-    assistant_message_id: int | None
-    tools_offered: int
-    created_at: str
-
-
-@dataclass(frozen=True)
-class ToolTrace:
-    id: int
-    plan_id: str
-    session_id: str
-    group_id: int
-    tool_call_id: str
-    name: str
-    arguments: str
-    ok: bool
-    call_message_id: int | None
-    result_message_id: int | None
-    result_chars: int
-    duration_ms: float
-    created_at: str
-
-
-@dataclass(frozen=True)
-class StoredSuggestion:
-    id: int
-    session_id: str
-    target: str
-    reason: str
-    source: str
-    plan_id: str
-    status: str
-    created_at: str
 
 
 class TraceStore:

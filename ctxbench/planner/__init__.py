@@ -8,6 +8,5 @@ Engine module: never imports textual or rich.
 from __future__ import annotations
 
 from ctxbench.planner.plan import build_plan, plan_id
-from ctxbench.planner.records import ContextPlan, Memo, Pin, PlanInputs, PlanItem
 
-__all__ = ["build_plan", "plan_id", "ContextPlan", "Memo", "Pin", "PlanInputs", "PlanItem"]
+__all__ = ["build_plan", "plan_id"]

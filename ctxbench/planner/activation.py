@@ -13,7 +13,7 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping, Sequence
 
 from ctxbench.config import ActivationConfig
-from ctxbench.planner.records import Pin
+from ctxbench.records.plans import Pin
 
 
 def update_activation(

@@ -27,7 +27,7 @@ from operator import attrgetter
 from typing import Any, Callable, Hashable, Sequence
 
 from ctxbench.config import TruncationConfig
-from ctxbench.messages import Message, strategy_family
+from ctxbench.records.messages import Message, strategy_family
 from ctxbench.planner import render, truncation
 from ctxbench.tokens import Tokenizer, count_message
 

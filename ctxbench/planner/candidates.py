@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ctxbench.config import ModeProfile, PlannerConfig
-from ctxbench.messages import Message
+from ctxbench.records.messages import Message
 from ctxbench.planner import render, truncation
 from ctxbench.planner.atoms import GroupView, exclusion_of, render_atom_messages, split_atoms
-from ctxbench.planner.records import PlanInputs, Pin
+from ctxbench.records.plans import PlanInputs, Pin
 from ctxbench.tokens import Tokenizer, count_message
 
 # Payload categories, in payload order.

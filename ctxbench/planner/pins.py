@@ -15,7 +15,7 @@ import dataclasses
 from typing import Mapping, Sequence
 
 from ctxbench.config import PinConfig
-from ctxbench.planner.records import Pin
+from ctxbench.records.plans import Pin
 
 
 def advance_turn(pins: Sequence[Pin], turn: int) -> tuple[Pin, ...]:

@@ -43,12 +43,13 @@ import threading
 from typing import Any, Sequence
 
 from ctxbench.config import PlannerConfig
-from ctxbench.messages import content_hash, strategy_family
+from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelection
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.planner.records import SECTIONS, STRATEGIES, ContextPlan, PlanInputs, PlanItem
+from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
+from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import StrategyContext, get_strategy
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench.messages import Message
-from ctxbench.planner.records import Memo, Pin
-from ctxbench.retrieval.retrieval_set import RetrievalHit
+from ctxbench.records.messages import Message
+from ctxbench.records.plans import Memo, Pin
+from ctxbench.records.retrieval import RetrievalHit
 
 STATE_HEADER = "### STATE"
 SCRATCHPAD_HEADER = "### SCRATCHPAD"

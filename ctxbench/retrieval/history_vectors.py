@@ -20,7 +20,7 @@ from typing import Iterable, Mapping, Protocol, Sequence
 import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
-from ctxbench.messages import Message
+from ctxbench.records.messages import Message
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
 TURN_TEXT_VERSION = "h2"

@@ -12,7 +12,7 @@ import re
 import sqlite3
 from typing import Iterable, Sequence
 
-from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.records.code import SymbolCard
 from ctxbench.config import RetrievalConfig
 from ctxbench.retrieval.vectors import card_set_digest, split_identifier
 from ctxbench.store.db import migrate, transaction

@@ -34,12 +34,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
-from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
-from ctxbench.retrieval.retrieval_set import RetrievalHit, RetrievalSet
+from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
 if TYPE_CHECKING:
     from ctxbench.codegraph.index import CodeIndex

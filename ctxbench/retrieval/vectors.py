@@ -18,7 +18,7 @@ from typing import Callable, Iterable, Sequence
 
 import numpy as np
 
-from ctxbench.codegraph.symbols import SymbolCard
+from ctxbench.records.code import SymbolCard
 from ctxbench.config import EmbeddingConfig
 from ctxbench.store.db import migrate, transaction
 

@@ -12,14 +12,12 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence, Union
 
+from ctxbench.records.errors import StoreError
+
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
 
 # how long a statement waits for another connection's write lock before "database is locked"
 BUSY_TIMEOUT_S = 30.0
-
-
-class StoreError(RuntimeError):
-    """The database cannot be opened or is from a newer ctxbench."""
 
 
 class Connection(sqlite3.Connection):

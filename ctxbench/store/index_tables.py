@@ -12,8 +12,7 @@ import sqlite3
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ctxbench.codegraph.parsed import ParsedFile, dump_parse, load_parse
-from ctxbench.codegraph.symbols import Symbol, SymbolCard
+from ctxbench.records.code import ParsedFile, RawRef, Symbol, SymbolCard
 from ctxbench.store.db import migrate
 
 COMPONENT = "index"
@@ -264,3 +263,50 @@ def load_symbols_and_cards(conn: sqlite3.Connection, repo_id: int) -> tuple[dict
             cards[sid] = SymbolCard(sid, kind, module, path, line, end_line, signature, doc, snippet, decos,
                                     excerpt, bool(redacted), language)
     return symbols, cards
+
+
+# -- serialisation of a parsed file (the resolution inputs; cards are stored apart) --------------
+
+def dump_parse(parsed: ParsedFile) -> str:
+    """The resolution inputs of a parsed file (everything but the cards) as compact JSON."""
+    return json.dumps(
+        [
+            parsed.module,
+            [_symbol_row(s) for s in parsed.symbols],
+            [[r.source, r.kind, r.name] for r in parsed.refs],
+            list(parsed.imports),
+            [list(b) for b in parsed.bindings],
+            list(parsed.star_imports),
+            [list(a) for a in parsed.attr_types],
+            parsed.is_package,
+        ],
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )
+
+
+def load_parse(path: str, language: str, blob: str, error: str = "", partial: bool = False) -> ParsedFile:
+    module, symbols, refs, imports, bindings, stars, attrs, is_package = json.loads(blob)
+    return ParsedFile(
+        path=path,
+        module=module,
+        language=language,
+        symbols=tuple(_symbol_from_row(r, path, language) for r in symbols),
+        refs=tuple(RawRef(*r) for r in refs),
+        imports=tuple(imports),
+        bindings=tuple((a, b) for a, b in bindings),
+        star_imports=tuple(stars),
+        attr_types=tuple((a, b, c) for a, b, c in attrs),
+        is_package=is_package,
+        error=error,
+        partial=partial,
+    )
+
+
+def _symbol_row(s: Symbol) -> list:
+    return [s.id, s.kind, s.name, s.module, s.line, s.end_line, s.signature, s.doc, list(s.decorators), s.parent]
+
+
+def _symbol_from_row(row: list, path: str, language: str) -> Symbol:
+    sid, kind, name, module, line, end_line, signature, doc, decorators, parent = row
+    return Symbol(sid, kind, name, module, path, line, end_line, language, signature, doc, tuple(decorators), parent)

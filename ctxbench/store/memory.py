@@ -6,19 +6,12 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Sequence
 
-from ctxbench.planner.records import Memo
+from ctxbench.records.plans import Memo
 from ctxbench.store.clock import now_iso
 from ctxbench.store.search import fts_query
-
-
-@dataclass(frozen=True)
-class StateVersion:
-    id: int
-    content: str
-    created_at: str
+from ctxbench.records.sessions import StateVersion
 
 
 # -- state block ----------------------------------------------------------------------------

@@ -9,31 +9,16 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from ctxbench.messages import ROLES, Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.vocab import ROLES
 from ctxbench.store import sessions
 from ctxbench.store.clock import now_iso
-from ctxbench.store.errors import UnknownGroup
+from ctxbench.records.errors import UnknownGroup
+from ctxbench.records.sessions import NewMessage
 
 STATUSES = ("active", "dropped")
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    """A message about to be stored (the store assigns id and created_at)."""
-
-    group_id: int
-    role: str
-    content: str
-    tool_calls: tuple[ToolCall, ...] = ()
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    parsing_strategy: str = "openai"
-    tokens: int = 0
-    flags: tuple[str, ...] = ()
-    partial: bool = False
 
 
 def _tool_calls_json(calls: Sequence[ToolCall]) -> str:

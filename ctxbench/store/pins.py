@@ -8,9 +8,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Any
 
-from ctxbench.planner.records import LEASE_SCOPES, PIN_KINDS, Pin
+from ctxbench.records.plans import Pin
+from ctxbench.records.vocab import LEASE_SCOPES, PIN_KINDS
 from ctxbench.store.clock import now_iso
-from ctxbench.store.errors import UnknownPin
+from ctxbench.records.errors import UnknownPin
 
 _EDITABLE = ("kind", "label", "content", "scope", "ttl", "source")
 

@@ -19,37 +19,15 @@ import hashlib
 import json
 import sqlite3
 import zlib
-from dataclasses import dataclass
 from typing import Any, Iterator, Mapping, Sequence
 
-from ctxbench.messages import Message
-from ctxbench.planner.records import ContextPlan, PlanInputs
-from ctxbench.retrieval.retrieval_set import RetrievalSet
+from ctxbench.records.messages import Message
+from ctxbench.records.plans import ContextPlan, PlanInputs
+from ctxbench.records.retrieval import RetrievalSet
 from ctxbench.store import codec
 from ctxbench.store.clock import now_iso
-from ctxbench.store.errors import UnknownPlan
-
-
-@dataclass(frozen=True)
-class PlanSummary:
-    plan_id: str
-    session_id: str
-    created_at: str
-    query: str
-    mode: str
-    strategy: str
-    budget: int
-    used_tokens: int
-    over_budget: bool
-
-
-@dataclass(frozen=True)
-class UsageReport:
-    plan_id: str
-    estimated: int
-    reported: int | None  # prompt tokens the provider reported; None when it did not say
-    model: str
-    created_at: str
+from ctxbench.records.errors import UnknownPlan
+from ctxbench.records.sessions import PlanSummary, UsageReport
 
 
 ENCODING_FULL = "json"  # schema v1: inputs and result as full JSON text

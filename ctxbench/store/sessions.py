@@ -9,36 +9,14 @@ from __future__ import annotations
 import json
 import secrets
 import sqlite3
-from dataclasses import dataclass
 from typing import Any, Mapping
 
 from ctxbench.store.clock import now_iso
-from ctxbench.store.errors import UnknownBranch, UnknownSession
+from ctxbench.records.errors import UnknownBranch, UnknownSession
+from ctxbench.records.sessions import BranchInfo, SessionInfo
 
 MAIN_BRANCH = "main"
 _ID_BYTES = 6
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    id: str
-    title: str
-    repo: str | None
-    created_at: str
-    message_count: int
-    group_count: int
-    last_activity: str  # newest message's created_at, or the session's own
-
-
-@dataclass(frozen=True)
-class BranchInfo:
-    id: str
-    session_id: str
-    name: str
-    parent_id: str | None
-    fork_message_id: int | None  # last parent message this branch sees
-    head_message_id: int | None  # newest message on this branch
-    created_at: str
 
 
 def new_session_id() -> str:

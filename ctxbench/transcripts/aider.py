@@ -22,8 +22,8 @@ import re
 from pathlib import Path
 from typing import Iterable
 
-from ctxbench.messages import ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, decode_line, read_lines
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.transcripts import Transcript, TranscriptError, TranscriptMessage, decode_line, read_lines
 
 FORMAT = "aider"
 STRATEGY = "aider"

@@ -23,8 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
-from ctxbench.messages import ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.transcripts import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
 
 FORMAT = "claude-code"
 STRATEGY = "claude-code"

@@ -19,8 +19,9 @@ import json
 from pathlib import Path
 from typing import Any, Iterable
 
-from ctxbench.messages import ROLES, ToolCall
-from ctxbench.transcripts.records import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.vocab import ROLES
+from ctxbench.records.transcripts import Transcript, TranscriptError, TranscriptMessage, json_objects, read_lines
 
 FORMAT = "openai"
 DEFAULT_STRATEGY = "openai"

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any, Callable
 
 if TYPE_CHECKING:  # pragma: no cover
     from ctxbench.config import Config
-    from ctxbench.messages import Message
-    from ctxbench.planner.records import ContextPlan, Pin, PlanItem
-    from ctxbench.session import SessionSettings, Workbench
+    from ctxbench.records.messages import Message
+    from ctxbench.records.plans import ContextPlan, Pin, PlanItem
+    from ctxbench.session import Workbench
+    from ctxbench.records.sessions import SessionSettings
 
-PINNABLE_PREFIXES = ("group:", "atom:", "card:", "memo:", "text:", "path:")
+from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 
 
 @dataclass(frozen=True)
@@ -333,7 +334,7 @@ class Bridge:
                 raise ValueError(f"no pin {item_id[4:]}")
             return self.wb.update_pin(self.session_id, existing.id, kind=kind, scope=scope,
                                       **({"ttl": self._ttl(scope)} if kind == "leased" else {}))
-        if not target.startswith(PINNABLE_PREFIXES):
+        if not target.startswith(PIN_TARGET_PREFIXES):
             raise ValueError(f"{item_id} cannot be pinned")
         return self.wb.add_pin(self.session_id, target, kind, scope=scope, label=label or target, content=content)
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
-from ctxbench.config import TruncationConfig
+from ctxbench.config import DEFAULT_MODES, TruncationConfig
 
 METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
 MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy"}
-MODE_CYCLE = ("off", "light", "heavy")
+BUILTIN_MODE_CYCLE = tuple(m.name for m in DEFAULT_MODES)  # the config's modes, in order, are the real cycle
 
 
 def tok(n: int) -> str:
@@ -20,8 +20,9 @@ def mode_label(mode: str) -> str:
     return MODE_LABELS.get(mode, mode.capitalize())
 
 
-def next_mode(mode: str, cycle: tuple[str, ...] = MODE_CYCLE) -> str:
-    """Off → Light → Heavy → Off; an unknown mode starts the cycle again."""
+def next_mode(mode: str, cycle: tuple[str, ...] = BUILTIN_MODE_CYCLE) -> str:
+    """The mode after ``mode`` in ``cycle`` (the config's modes: Off → Light → Heavy → Off by default);
+    an unknown mode starts the cycle again."""
     if mode not in cycle:
         return cycle[0]
     return cycle[(cycle.index(mode) + 1) % len(cycle)]

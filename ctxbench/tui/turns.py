@@ -33,7 +33,7 @@ def rebuild_state(bridge: "Bridge", sink: TurnSink, cancel: Any) -> TurnOutcome:
 
 def _drive(bridge: "Bridge", events: Iterable[Any], sink: TurnSink, *, show_plans: bool = True) -> TurnOutcome:
     """Turn the runner's events into the sink's callbacks; the outcome is the last stored reply."""
-    from ctxbench.llm import events as ev
+    from ctxbench.records import turns as ev
 
     reply = None
     error = ""

@@ -10,7 +10,7 @@ from typing import Callable
 
 from ctxbench.config import PlannerConfig
 from ctxbench.planner.budget import Budget, HistorySelection
-from ctxbench.planner.records import PlanInputs
+from ctxbench.records.plans import PlanInputs
 
 
 @dataclass

@@ -278,7 +278,7 @@ class MainScreen(Screen[None]):
 
     def action_cycle_mode(self) -> None:
         self.mode_pressed_at = time.perf_counter()
-        self.set_mode(next_mode(self.mode))
+        self.set_mode(next_mode(self.mode, self.config.planner.mode_names))
         self.indicator_updated_at = time.perf_counter()
 
     def set_mode(self, mode: str) -> None:
@@ -760,7 +760,7 @@ class MainScreen(Screen[None]):
         self.set_budget(n)
 
     def cmd_strategy(self, args: tuple[str, ...]) -> None:
-        from ctxbench.planner.records import STRATEGIES
+        from ctxbench.records.vocab import STRATEGIES
 
         if len(args) != 1 or args[0] not in STRATEGIES:
             raise ValueError(f"expected one of {', '.join(STRATEGIES)}")

@@ -17,12 +17,13 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from ctxbench.tui.bridge import PINNABLE_PREFIXES, PlanView, Suggestion
+from ctxbench.records.vocab import PIN_TARGET_PREFIXES
+from ctxbench.tui.bridge import PlanView, Suggestion
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.present import mode_label, tok
 
 if TYPE_CHECKING:  # pragma: no cover
-    from ctxbench.planner.records import PlanItem
+    from ctxbench.records.plans import PlanItem
 
 SECTION_SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf"}
 PIN_BADGE = {"sticky": "★ sticky", "leased": "◐ leased", "ephemeral": "○ ephem"}
@@ -307,7 +308,7 @@ class ContextOverlay(ModalScreen[None]):
         target = row.target if row is not None else ""
         if action in ("pin_sticky", "lease"):
             ok = row is not None and row.item is not None and (
-                target.startswith(PINNABLE_PREFIXES) or target.startswith("pin:"))
+                target.startswith(PIN_TARGET_PREFIXES) or target.startswith("pin:"))
             if ok and action == "pin_sticky" and row.pin == "sticky":
                 ok = False
             return ok

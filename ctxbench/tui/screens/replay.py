@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
+from ctxbench.records.vocab import STRATEGIES
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
 from ctxbench.tui.present import METER_SECTIONS, meter_state, mode_label, next_mode, one_line, tok
@@ -29,7 +30,6 @@ from ctxbench.tui.widgets.budget_meter import BudgetMeter
 if TYPE_CHECKING:  # pragma: no cover
     from ctxbench.tui.bridge import Bridge
 
-STRATEGY_CYCLE = ("window", "hybrid", "levels", "semantic")
 USER_LINES = 3  # lines of the turn's user message shown above the meter
 COLUMNS = ("section", "kind", "label", "tok", "reason")
 WIDE_TABLE = 100  # narrower tables use the overlay's short section and kind names
@@ -216,13 +216,13 @@ class ReplayScreen(ModalScreen[None]):
             self._request()
 
     def action_cycle_mode(self) -> None:
-        self.settings["mode"] = next_mode(str(self.settings.get("mode") or ""))
+        self.settings["mode"] = next_mode(str(self.settings.get("mode") or ""), self.bridge.config.planner.mode_names)
         self._request()
 
     def action_cycle_strategy(self) -> None:
         current = str(self.settings.get("strategy") or "")
-        at = STRATEGY_CYCLE.index(current) if current in STRATEGY_CYCLE else -1
-        self.settings["strategy"] = STRATEGY_CYCLE[(at + 1) % len(STRATEGY_CYCLE)]
+        at = STRATEGIES.index(current) if current in STRATEGIES else -1
+        self.settings["strategy"] = STRATEGIES[(at + 1) % len(STRATEGIES)]
         self._request()
 
     def action_payload(self) -> None:

@@ -19,6 +19,6 @@ class ModeIndicator(Static):
 
     def watch_mode(self, mode: str) -> None:
         self.update(f"CTX: {mode_label(mode)}")
-        for name in ("off", "light", "heavy"):
-            self.set_class(mode == name, f"-{name}")
+        self.remove_class(*(c for c in self.classes if c.startswith("-")))
+        self.add_class(f"-{mode}")  # styled per mode in app.tcss (-off, -light, -heavy)
         self.tooltip = "Context Mode: ctrl+t cycles Off → Light → Heavy"

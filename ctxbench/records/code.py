@@ -1,4 +1,8 @@
-"""Symbol records shared by the code graph, the cards and retrieval."""
+"""Code records: symbols, cards, and what parsing one file yields (before references are resolved).
+
+Parsers (``codegraph.python_ast``, ``codegraph.treesitter``) return a ``ParsedFile``; the index stores it per
+file (``store.index_tables``) so an unchanged file is never parsed again, and ``codegraph.resolve`` turns the
+references of all files into edges of the code graph."""
 from __future__ import annotations
 
 import hashlib
@@ -66,3 +70,42 @@ class SymbolCard:
         if self.redacted:
             lines.append("[secrets redacted]")
         return "\n".join(lines)
+
+
+# edge kinds of the code graph
+CONTAINS = "contains"
+IMPORTS = "imports"
+CALLS = "calls"
+INHERITS = "inherits"
+REFERENCES = "references"
+EDGE_KINDS = (CONTAINS, IMPORTS, CALLS, INHERITS, REFERENCES)
+
+
+@dataclass(frozen=True)
+class RawRef:
+    """A use of a name inside ``source``, as written (after local type substitution), not yet resolved.
+
+    Python names are dotted (``self.render``, ``widgets.Button``, ``super.__init__``); other
+    languages give the bare identifier plus an optional qualifier (``this``, ``self``, a type name).
+    """
+
+    source: str  # id of the innermost symbol the use is in
+    kind: str  # calls | inherits | references
+    name: str
+
+
+@dataclass(frozen=True)
+class ParsedFile:
+    path: str
+    module: str  # the file's module id
+    language: str
+    symbols: tuple[Symbol, ...] = ()
+    cards: tuple[SymbolCard, ...] = ()
+    refs: tuple[RawRef, ...] = ()
+    imports: tuple[str, ...] = ()  # imported module names (absolute for Python; paths/specifiers otherwise)
+    bindings: tuple[tuple[str, str], ...] = ()  # local name -> absolute dotted target (Python imports)
+    star_imports: tuple[str, ...] = ()  # modules imported with ``from m import *``
+    attr_types: tuple[tuple[str, str, str], ...] = ()  # (class id, attribute, type name as written)
+    is_package: bool = False  # pkg/__init__.py
+    error: str = ""  # why the file could not be parsed (then symbols are empty) or what was wrong (partial)
+    partial: bool = False  # syntax errors, but the definitions outside them were kept

@@ -6,18 +6,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-ROLES = ("system", "user", "assistant", "tool")
-
-# Provider families whose tool-call formats are compatible (seed 001: gemini ~ gemini_gca).
-STRATEGY_FAMILIES: dict[str, str] = {
-    "openai": "openai",
-    "anthropic": "anthropic",
-    "claude-code": "anthropic",
-    "gemini": "gemini",
-    "gemini_gca": "gemini",
-    "aider": "aider",
-}
-
+from ctxbench.records.vocab import STRATEGY_FAMILIES
 
 def strategy_family(parsing_strategy: str) -> str:
     return STRATEGY_FAMILIES.get(parsing_strategy, parsing_strategy)

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
-from ctxbench.messages import ToolCall
+from ctxbench.records.messages import ToolCall
 
 
 class TranscriptError(ValueError):

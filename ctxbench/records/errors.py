@@ -1,4 +1,5 @@
-"""Errors raised by the store for things the caller names but the database does not hold."""
+"""Errors every layer may raise and every front end may catch: a name the store does not hold, a
+setting the planner cannot use, a database that cannot be opened."""
 from __future__ import annotations
 
 
@@ -27,3 +28,11 @@ class UnknownPin(NotFound):
 
 class UnknownPlan(NotFound):
     pass
+
+
+class SettingsError(ValueError):
+    """A session setting or plan option with a value the planner cannot use."""
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or is from a newer ctxbench."""

@@ -8,51 +8,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxbench.messages import Message
-from ctxbench.retrieval.retrieval_set import EMPTY_RETRIEVAL_SET, RetrievalSet
+from ctxbench.records.messages import Message
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 
-INCLUDED_REASONS = (
-    "mandatory",
-    "pinned_sticky",
-    "pinned_leased",
-    "pinned_ephemeral",
-    "recent_window",
-    "keyword_match",
-    "semantic_match",
-    "graph_neighbour",
-    "scaffold",
-    "state",
-    "memory_level",
-)
-EXCLUDED_REASONS = (
-    "over_budget",
-    "mode_off",
-    "outside_window",
-    "below_threshold",
-    "isolated_strategy",
-    "lease_expired",
-    "dropped_by_user",
-    "duplicate",
-)
-REASONS = INCLUDED_REASONS + EXCLUDED_REASONS
-
-SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
-KINDS = (
-    "system_prompt",
-    "system_message",
-    "state",
-    "scratchpad",
-    "memo",
-    "pin",
-    "history_atom",
-    "current_turn",
-    "symbol_card",
-    "scaffold",
-    "tool_definitions",
-)
-PIN_KINDS = ("sticky", "leased", "ephemeral")
-LEASE_SCOPES = ("turn", "task")
-STRATEGIES = ("window", "hybrid", "levels", "semantic")
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ctxbench.messages import Message, ToolCall
+from ctxbench.records.messages import Message, ToolCall
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,8 @@
+"""The ground floor: frozen records every layer passes around, and each vocabulary defined once.
+
+Plain dataclasses and constants, no I/O, and no import from any other part of ctxbench: messages
+(``messages``), plan inputs and results (``plans``), retrieval sets (``retrieval``), symbols, cards and
+parsed files (``code``), parsed transcripts (``transcripts``), sessions, settings and stored plans
+(``sessions``), model-call traces (``traces``), the events of a turn (``turns``), the errors every
+front end may catch (``errors``) and the vocabularies (``vocab``).
+"""

@@ -1,0 +1,89 @@
+"""Records of the store's sessions: a session and its branches, its settings, stored plans and usage,
+state versions, and a message about to be stored."""
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+from ctxbench.records.messages import ToolCall
+
+
+@dataclass(frozen=True)
+class SessionSettings:
+    """How a session plans: its overrides over the config defaults. Front ends hold one as a value and
+    pass it to ``plan()``; the service checks it once (``service.settings``) before it is stored or used."""
+
+    mode: str
+    budget: int
+    strategy: str
+    window_groups: int
+    provider_family: str
+
+
+SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(SessionSettings))
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    id: str
+    title: str
+    repo: str | None
+    created_at: str
+    message_count: int
+    group_count: int
+    last_activity: str  # newest message's created_at, or the session's own
+
+
+@dataclass(frozen=True)
+class BranchInfo:
+    id: str
+    session_id: str
+    name: str
+    parent_id: str | None
+    fork_message_id: int | None  # last parent message this branch sees
+    head_message_id: int | None  # newest message on this branch
+    created_at: str
+
+
+@dataclass(frozen=True)
+class PlanSummary:
+    plan_id: str
+    session_id: str
+    created_at: str
+    query: str
+    mode: str
+    strategy: str
+    budget: int
+    used_tokens: int
+    over_budget: bool
+
+
+@dataclass(frozen=True)
+class UsageReport:
+    plan_id: str
+    estimated: int
+    reported: int | None  # prompt tokens the provider reported; None when it did not say
+    model: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class StateVersion:
+    id: int
+    content: str
+    created_at: str
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message about to be stored (the store assigns id and created_at)."""
+
+    group_id: int
+    role: str
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    parsing_strategy: str = "openai"
+    tokens: int = 0
+    flags: tuple[str, ...] = ()
+    partial: bool = False

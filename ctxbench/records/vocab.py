@@ -1,0 +1,75 @@
+"""Every vocabulary of the domain, defined once.
+
+The names a plan, a pin, a message or a setting may take. Modules that check or list one of these
+import it from here; nothing else spells the lists out. Context Modes are not here: they are named
+profiles in the config (``config.PlannerConfig.modes``), so the set of modes and their cycle order
+come from there.
+"""
+from __future__ import annotations
+
+# -- messages ---------------------------------------------------------------------------------------
+ROLES = ("system", "user", "assistant", "tool")
+MESSAGE_STATUSES = ("active", "dropped")
+
+# Provider families whose tool-call formats are compatible (seed 001: gemini ~ gemini_gca).
+STRATEGY_FAMILIES: dict[str, str] = {
+    "openai": "openai",
+    "anthropic": "anthropic",
+    "claude-code": "anthropic",
+    "gemini": "gemini",
+    "gemini_gca": "gemini",
+    "aider": "aider",
+}
+
+# -- plans ------------------------------------------------------------------------------------------
+STRATEGIES = ("window", "hybrid", "levels", "semantic")  # history strategies, in the order a picker cycles
+
+INCLUDED_REASONS = (
+    "mandatory",
+    "pinned_sticky",
+    "pinned_leased",
+    "pinned_ephemeral",
+    "recent_window",
+    "keyword_match",
+    "semantic_match",
+    "graph_neighbour",
+    "scaffold",
+    "state",
+    "memory_level",
+)
+EXCLUDED_REASONS = (
+    "over_budget",
+    "mode_off",
+    "outside_window",
+    "below_threshold",
+    "isolated_strategy",
+    "lease_expired",
+    "dropped_by_user",
+    "duplicate",
+)
+REASONS = INCLUDED_REASONS + EXCLUDED_REASONS
+
+SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
+ITEM_KINDS = (
+    "system_prompt",
+    "system_message",
+    "state",
+    "scratchpad",
+    "memo",
+    "pin",
+    "history_atom",
+    "current_turn",
+    "symbol_card",
+    "scaffold",
+    "tool_definitions",
+)
+
+# -- pins -------------------------------------------------------------------------------------------
+PIN_KINDS = ("sticky", "leased", "ephemeral")
+LEASE_SCOPES = ("turn", "task")
+PIN_SOURCES = ("user", "activation", "model", "promotion")
+
+# What a user can pin: a turn, one atom of it, a symbol card, a memo, a note of their own, a file.
+PIN_TARGET_PREFIXES = ("group:", "atom:", "card:", "memo:", "text:", "path:")
+# What activation may raise as a suggested pin on its own (the model's own suggestions can name any target).
+ACTIVATION_SUGGESTION_PREFIXES = ("card:", "group:")
