@@ -10,10 +10,10 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config
-from ctxbench.llm.wiring import attach_repository
+from ctxbench.service.attach import attach_repository
 from ctxbench.retrieval.embedder import EmbedderError, HashingEmbedder
 from ctxbench.retrieval.retriever import NOTE_NO_EMBEDDER
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
 
@@ -32,7 +32,7 @@ def wb(tmp_path):
 
 
 def retrieval(wb, query=QUERY):
-    sid = wb.create_session()
+    sid = wb.new_session()
     return wb.plan_inputs(sid, query, mode="light").retrieval
 
 
@@ -89,7 +89,7 @@ def _chat(db, *args):
 
 def _first_set(db, out):
     with Workbench(db, Config()) as wb:
-        return wb.get_retrieval_set(wb.get_plan(out["plan_ids"][0]).retrieval_set_id)
+        return wb.plans.retrieval_set(wb.plans.get(out["plan_ids"][0]).retrieval_set_id)
 
 
 def test_chat_no_semantic_retrieves_without_the_model(tmp_path, repo):

@@ -127,9 +127,9 @@ def test_bench_code_cli_json(tmp_path):
 
 def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_path):
     """_blank is only a graph neighbour of pad here: Heavy expands the graph and gets it, Light does not —
-    in the app (ModeRetriever strips graph expansion in Light) and therefore in the bench too."""
-    from ctxbench.llm.wiring import ModeRetriever
-    from ctxbench.session import Workbench
+    in the app (ModeRetrieval strips graph expansion in Light) and therefore in the bench too."""
+    from ctxbench.service.attach import ModeRetrieval
+    from ctxbench.service.workbench import Workbench
 
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
@@ -139,8 +139,8 @@ def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_pat
     report = run_code_bench(retriever, [query], split="all", variants=("fused",))
     flags = dict(report.outcomes["fused"][0].plan_all_gold)
     with Workbench(tmp_path / "app.db", Config()) as wb:
-        wb.retriever = ModeRetriever(retriever, wb.config)
-        sid = wb.create_session()
+        wb.retriever = ModeRetrieval(retriever, wb.config, wb.tokenizer)
+        sid = wb.new_session()
         app = {mode: {i.id.removeprefix("card:") for i in wb.plan(sid, query.query, mode=mode, budget=8000,
                                                                    store=False).included if i.kind == "symbol_card"}
                for mode in ("light", "heavy")}

@@ -8,8 +8,8 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config
-from ctxbench.llm.state import extract_state
-from ctxbench.session import Workbench
+from ctxbench.records.state import extract_state
+from ctxbench.service.workbench import Workbench
 
 
 def _chat(db, *args):
@@ -26,8 +26,8 @@ def test_offline_chat_json_describes_the_plan_and_stores_the_turn(tmp_path):
     assert f"Plan {out['plan_id']}" in out["reply"]
     assert out["usage"]["estimated_prompt_tokens"] == out["usage"]["reported_prompt_tokens"] > 0
     with Workbench(db, Config()) as wb:
-        assert [m.role for m in wb.history(out["session_id"])] == ["user", "assistant"]
-        assert wb.state_block(out["session_id"]) == extract_state(out["reply"])
+        assert [m.role for m in wb.messages.history(out["session_id"])] == ["user", "assistant"]
+        assert wb.memory.state(out["session_id"]) == extract_state(out["reply"])
     shown = CliRunner().invoke(main, ["show", out["plan_id"], "--messages", "--db", str(db)])
     assert json.loads(shown.stdout)[-1] == {"role": "user", "content": "what will you see?"}
 
@@ -40,7 +40,7 @@ def test_offline_chat_streams_the_reply_and_continues_a_session(tmp_path):
     assert second.stdout.startswith("Offline model (no network)")
     assert "You asked: second question" in second.stdout
     with Workbench(db, Config()) as wb:
-        assert [m.content for m in wb.history(first["session_id"]) if m.role == "user"] == [
+        assert [m.content for m in wb.messages.history(first["session_id"]) if m.role == "user"] == [
             "first question", "second question"]
 
 
@@ -88,7 +88,7 @@ def test_replay_shows_each_turn_with_only_earlier_history(tmp_path):
     assert [r["query"] for r in rows] == ["q1 about ledgers", "q2 about importers", "q3 about ledgers again"]
     assert [r["turn"] for r in rows] == [1, 2, 3]
     with Workbench(db, Config()) as wb:
-        history = wb.history(sid)
+        history = wb.messages.history(sid)
         for row in rows:
             user = next(m for m in history if m.role == "user" and m.group_id == row["group_id"])
             later_groups = {m.group_id for m in history if m.id > user.id and m.group_id != row["group_id"]}
@@ -120,10 +120,10 @@ def test_chat_with_a_repository_retrieves_cards_and_expands_bodies(tmp_path):
     assert result.exit_code == 0, result.output
     out = json.loads(result.stdout)
     with Workbench(db, Config()) as wb:
-        first = wb.get_plan(out["plan_ids"][0])
+        first = wb.plans.get(out["plan_ids"][0])
         cards = [i.id for i in first.included if i.kind == "symbol_card"]
         assert "card:ledgerlite.ledger.Ledger.transfer" in cards
-        assert wb.get_retrieval_set(first.retrieval_set_id).hits  # stored with the plan
-        tool = next(m for m in wb.history(out["session_id"]) if m.role == "tool")
+        assert wb.plans.retrieval_set(first.retrieval_set_id).hits  # stored with the plan
+        tool = next(m for m in wb.messages.history(out["session_id"]) if m.role == "tool")
         assert tool.content.startswith("# ledgerlite.ledger.Ledger.transfer (method)")
         assert "def transfer(" in tool.content

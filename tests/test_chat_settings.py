@@ -11,7 +11,7 @@ from llm_server import LLMServer, Reply, text
 from ctxbench.cli import main
 from ctxbench.config import Config, LLMConfig
 from ctxbench.llm.providers import ProviderError, resolve_llm_config
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 
 def _chat(db, *args, env=None):
@@ -53,7 +53,7 @@ def test_context_limit_reaches_the_turn_and_the_failure_names_the_session(tmp_pa
     assert "limit of 50" in line
     session_id = re.search(r"\(session (s_\w+)\)$", line).group(1)
     with Workbench(db, Config()) as wb:
-        assert [m.content for m in wb.history(session_id)] == ["a question that will not fit"]
+        assert [m.content for m in wb.messages.history(session_id)] == ["a question that will not fit"]
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])

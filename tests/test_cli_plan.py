@@ -12,7 +12,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 ROWS = [{"role": "system", "content": "Be brief."},
         {"role": "user", "content": "The release checklist is in docs/RELEASING.md; follow it exactly."},
@@ -54,7 +54,7 @@ def test_plan_json_is_stored_and_show_messages_is_the_payload(env):
     assert data["over_budget"] or data["used_tokens"] <= 900
 
     with Workbench(db, Config()) as wb:
-        plan = wb.get_plan(data["plan_id"])
+        plan = wb.plans.get(data["plan_id"])
     assert plan.to_json() == data
     shown = runner.invoke(main, ["show", data["plan_id"], "--messages", "--db", str(db)])
     assert shown.exit_code == 0, shown.output
@@ -106,8 +106,8 @@ def test_plan_over_a_transcript_in_a_subprocess_is_stored_in_the_user_db(env):
     assert data["over_budget"] or data["used_tokens"] <= 800
     assert any(item["included"] for item in data["items"])
     with Workbench(tmp / "user.db", Config()) as wb:
-        assert wb.get_plan(data["plan_id"]).to_json() == data
-        assert wb.session_info(data["session_id"]).title == "transcript: chat.jsonl"
+        assert wb.plans.get(data["plan_id"]).to_json() == data
+        assert wb.sessions.info(data["session_id"]).title == "transcript: chat.jsonl"
 
 
 def test_plan_over_a_transcript_is_stored_and_shown_afterwards(env):
@@ -122,8 +122,8 @@ def test_plan_over_a_transcript_is_stored_and_shown_afterwards(env):
     assert shown.exit_code == 0, shown.output
     messages = json.loads(shown.stdout)
     with Workbench(db, Config()) as wb:
-        assert messages == wb.get_plan(data["plan_id"]).messages()
-        assert [s.id for s in wb.list_sessions()] == [data["session_id"]]
+        assert messages == wb.plans.get(data["plan_id"]).messages()
+        assert [s.id for s in wb.sessions.list()] == [data["session_id"]]
     assert messages[-1] == {"role": "user", "content": "How do I cut the release?"}
     # the same transcript again: the session it was imported as is reused, so the same plan comes back
     table = runner.invoke(main, ["plan", "How do I cut the release?", "--transcript", str(transcript),
@@ -132,4 +132,4 @@ def test_plan_over_a_transcript_is_stored_and_shown_afterwards(env):
     assert f"session {data['session_id']}" in table.stderr and data["plan_id"] in table.stdout
     assert f"ctxbench show {data['plan_id']}" in table.stdout
     with Workbench(db, Config()) as wb:
-        assert len(wb.list_sessions()) == 1
+        assert len(wb.sessions.list()) == 1

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 
 from ctxbench.cli import main
 from ctxbench.config import Config
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 ROWS = [
     {"role": "system", "content": "Be brief."},
@@ -51,7 +51,7 @@ def test_import_prints_the_session_id_last(env, transcript):
     session_id = result.output.strip().splitlines()[-1]
     assert session_id.startswith("s_")
     with Workbench(db, Config()) as wb:
-        history = wb.history(session_id)
+        history = wb.messages.history(session_id)
     assert [m.content for m in history][:2] == ["Be brief.", "Use tabs, never spaces, in the Makefile."]
     assert len(history) == len(ROWS)
 

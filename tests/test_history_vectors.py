@@ -13,7 +13,7 @@ from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.history_vectors import cache_key, rank_turns, turn_text
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 LONG_SESSION = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
 RULE_START = "Ground rule before we change anything"
@@ -125,16 +125,16 @@ def test_rank_turns_without_history_or_query_embeds_nothing():
 @pytest.fixture
 def wb(tmp_path):
     bench = Workbench(tmp_path / "store.db", Config())
-    sid = bench.create_session("semantic")
-    bench.append_message(sid, "user", "Remember: invoice totals are integer cents, never floats.")
-    bench.append_message(sid, "assistant", "Understood: integer cents for invoice totals.")
+    sid = bench.new_session("semantic")
+    bench.messages.append(sid, "user", "Remember: invoice totals are integer cents, never floats.")
+    bench.messages.append(sid, "assistant", "Understood: integer cents for invoice totals.")
     for i in range(25):
-        bench.append_message(sid, "user", f"Step {i}: tidy helper number {i} in utils.")
+        bench.messages.append(sid, "user", f"Step {i}: tidy helper number {i} in utils.")
         call = ToolCall(f"call{i}", "read_file", f'{{"path": "utils/h{i}.py"}}')
-        bench.append_message(sid, "assistant", "", tool_calls=(call,))
-        bench.append_message(sid, "tool", f"def helper_{i}():\n" + "    pass\n" * 60, tool_call_id=call.id,
+        bench.messages.append(sid, "assistant", "", tool_calls=(call,))
+        bench.messages.append(sid, "tool", f"def helper_{i}():\n" + "    pass\n" * 60, tool_call_id=call.id,
                              tool_name="read_file")
-        bench.append_message(sid, "assistant", f"Helper {i} tidied.")
+        bench.messages.append(sid, "assistant", f"Helper {i} tidied.")
     bench.session = sid  # type: ignore[attr-defined]
     yield bench
     bench.close()
@@ -160,7 +160,7 @@ def test_semantic_strategy_pulls_in_the_similar_early_turn(wb):
     assert FALLBACK_NOTE not in plan.notes
     again = wb.plan(sid, query, strategy="semantic", budget=1200)
     assert again.plan_id == plan.plan_id and again == plan
-    assert wb.get_plan_inputs(plan.plan_id).semantic_ranking == inputs.semantic_ranking
+    assert wb.plans.inputs(plan.plan_id).semantic_ranking == inputs.semantic_ranking
 
 
 def test_without_a_ready_embedder_the_strategy_falls_back_and_says_so(wb):
@@ -179,21 +179,30 @@ def test_other_strategies_embed_nothing(wb):
     assert wb.embedder.seen == []
 
 
-def test_the_code_retrievers_embedder_is_found_through_its_wrappers(wb):
-    class Inner:
-        embedder = HashingEmbedder()
+def test_the_model_warmed_for_the_code_index_ranks_history_too(tmp_path):
+    """The workbench warms one embedding model for its repository; the semantic history strategy ranks earlier
+    turns with that same model (handed over explicitly, not found through wrappers)."""
+    from retrieval_fixture import write_repo
 
-    class Wrapper:  # like llm.wiring.ModeRetriever / tui.warmup.CachingRetriever
-        retriever = Inner()
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.service.session import WorkbenchSession
 
-        def retrieve(self, query, *, mode):
-            from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
-
-            return EMPTY_RETRIEVAL_SET
-
-    wb.retriever = Wrapper()
-    assert wb.history_embedder() is Wrapper.retriever.embedder
-    assert wb.plan_inputs(wb.session, "invoice totals in cents", strategy="semantic").semantic_ranking
+    embedder = HashingEmbedder()
+    options = LaunchOptions(db_path=tmp_path / "tui.db", repo=write_repo(tmp_path / "repo"),
+                            embedder_factory=lambda config: embedder)
+    session = WorkbenchSession(options, Config())
+    session.open()
+    try:
+        wb = session.wb
+        sid = session.session_id
+        wb.messages.append(sid, "user", "Remember: invoice totals are integer cents.")
+        wb.messages.append(sid, "assistant", "Understood.")
+        assert wb.history_embedder() is None  # nothing warmed yet: semantic history falls back to recency
+        session.attach_repository(lambda progress: None)
+        assert session.semantic_ready and wb.history_embedder() is embedder
+        assert wb.plan_inputs(sid, "invoice totals in cents", strategy="semantic").semantic_ranking
+    finally:
+        session.close()
 
 
 def test_turn_vectors_are_cached_in_the_store(wb, tmp_path):
@@ -230,8 +239,8 @@ def test_real_model_finds_the_rule_turn_from_a_question_without_its_words(real_e
     query = "which instruction did I give you about representing sums of cash?"
     with Workbench(tmp_path / "store.db", Config()) as wb:
         sid = wb.import_file(_long_session_before_the_question(tmp_path))
-        rule_group = next(m.group_id for m in wb.history(sid) if m.role == "user" and m.content.startswith(RULE_START))
-        assert rule_group not in wb.search_groups(sid, query)  # keyword search cannot find it
+        rule_group = next(m.group_id for m in wb.messages.history(sid) if m.role == "user" and m.content.startswith(RULE_START))
+        assert rule_group not in wb.search.groups(sid, query)  # keyword search cannot find it
         hybrid = wb.plan(sid, query, strategy="hybrid", store=False)
         window = wb.plan(sid, query, strategy="window", store=False)
         assert rule_group not in _included_groups(hybrid) | _included_groups(window)

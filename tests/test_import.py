@@ -6,7 +6,7 @@ import json
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 from ctxbench.store import messages as message_store
 from ctxbench.tokens import count_message, get_tokenizer
 from ctxbench.transcripts.openai import parse_lines
@@ -103,7 +103,7 @@ def test_invalid_utf8_is_reported_with_its_line(tmp_path, wb):
 
 def test_import_round_trip(tmp_path, wb):
     sid = wb.import_file(_write(tmp_path / "chat.jsonl", GOOD))
-    history = wb.history(sid)
+    history = wb.messages.history(sid)
     assert [(m.role, m.content) for m in history] == [
         (r["role"], m.content) for r, m in zip(GOOD, history)
     ]
@@ -112,10 +112,10 @@ def test_import_round_trip(tmp_path, wb):
     assert history[5].tool_call_id == "call_1"
     tok = get_tokenizer()
     assert all(m.tokens == count_message(tok, m.to_openai()) for m in history)
-    info = wb.session_info(sid)
+    info = wb.sessions.info(sid)
     assert (info.title, info.message_count, info.group_count) == ("chat", 10, 4)
     # the next user message opens group 5
-    assert wb.append_message(sid, "user", "next question").group_id == 5
+    assert wb.messages.append(sid, "user", "next question").group_id == 5
 
 
 def test_malformed_import_leaves_database_unchanged(tmp_path, wb):
@@ -145,4 +145,4 @@ def test_crash_mid_import_leaves_nothing_behind(tmp_path, wb, monkeypatch):
     monkeypatch.setattr(message_store, "reindex_group", real)
     # the connection is still usable afterwards
     sid = wb.import_file(_write(tmp_path / "chat.jsonl", GOOD))
-    assert len(wb.history(sid)) == len(GOOD)
+    assert len(wb.messages.history(sid)) == len(GOOD)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 LONG = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
 RULE_QUESTION = "what was the rule I gave you about amounts?"
@@ -26,19 +26,19 @@ def _rows():
 
 
 def _rule_group(wb, sid):
-    (rule,) = [m for m in wb.history(sid) if m.role == "user" and "never floats" in m.content]
+    (rule,) = [m for m in wb.messages.history(sid) if m.role == "user" and "never floats" in m.content]
     return rule
 
 
 def test_long_session_imports_every_message_and_turn(imported):
     wb, sid = imported
     rows = _rows()
-    info = wb.session_info(sid)
+    info = wb.sessions.info(sid)
     users = sum(r["role"] == "user" for r in rows)
     assert users >= 200
     assert info.message_count == len(rows)
     assert info.group_count == users + sum(r["role"] == "system" for r in rows)
-    history = wb.history(sid)
+    history = wb.messages.history(sid)
     assert [m.content for m in history] == [r["content"] or "" for r in rows]
     assert [m.parsing_strategy for m in history] == [r.get("parsing_strategy", "openai") for r in rows]
     assert {"openai", "gemini"} <= {m.parsing_strategy for m in history}
@@ -47,12 +47,12 @@ def test_long_session_imports_every_message_and_turn(imported):
 def test_keyword_search_finds_the_early_rule(imported):
     wb, sid = imported
     rule = _rule_group(wb, sid)
-    history = wb.history(sid)
+    history = wb.messages.history(sid)
     assert rule.group_id <= history[-1].group_id // 10  # early in the session
-    assert rule.group_id in wb.search_groups(sid, RULE_QUESTION)[:2]
+    assert rule.group_id in wb.search.groups(sid, RULE_QUESTION)[:2]
     # one-word turns carry no keywords
     for filler in ("continue", "go on", "ok", "next"):
-        assert wb.search_groups(sid, filler) == ()
+        assert wb.search.groups(sid, filler) == ()
 
 
 def test_hybrid_plan_recalls_the_rule_that_the_window_loses(imported):

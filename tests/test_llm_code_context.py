@@ -8,8 +8,8 @@ from ctxbench.config import Config
 from ctxbench.records import turns as ev
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.llm.offline import OfflineClient
-from ctxbench.llm.wiring import IndexCodeContext
-from ctxbench.session import Workbench
+from ctxbench.codegraph.code_context import IndexCodeContext
+from ctxbench.service.workbench import Workbench
 
 KEY = "sk-" + "a1b2c3d4e5f6g7h8i9j0k1l2m3"
 
@@ -57,10 +57,9 @@ def test_ambiguous_unknown_and_secret_requests(indexed):
 
 def test_the_turn_runner_gives_the_model_the_body(indexed):
     wb, code = indexed
-    sid = wb.create_session("t")
+    sid = wb.new_session("t")
     runner = TurnRunner(wb, OfflineClient(), wb.config, code=code)
     events = list(runner.run(sid, '!tool request_code_context {"symbol": "Invoice.total"}'))
-    runner.traces.close()
     (done,) = [e for e in events if isinstance(e, ev.ToolFinished)]
     assert done.ok and "return sum(self.lines)" in done.message.content
     assert events[-1].status == "ok"

@@ -13,8 +13,8 @@ from ctxbench.config import Config, LLMConfig
 from ctxbench.records import turns as ev
 from ctxbench.llm.client import CancelToken, OpenAIChatClient
 from ctxbench.llm.loop import TurnRunner
-from ctxbench.llm.state import REBUILD_PROMPT
-from ctxbench.session import Workbench
+from ctxbench.llm.prompts import REBUILD_PROMPT
+from ctxbench.service.workbench import Workbench
 from llm_server import LLMServer, Reply, error, text, tool_call
 
 FAST = dict(retry_backoff_s=0.01, retry_backoff_max_s=0.05, timeout_s=5.0)
@@ -36,10 +36,9 @@ def _run(workbench: Workbench, server: LLMServer, text_in: str, session_id: str 
          cancel: CancelToken | None = None, **llm) -> tuple[str, list]:
     config = _config(server, **llm)  # llm overrides FAST
     workbench.config = config
-    sid = session_id or workbench.create_session("t")
+    sid = session_id or workbench.new_session("t")
     runner = TurnRunner(workbench, OpenAIChatClient(config.llm, "sk-test"), config)
     events = list(runner.run(sid, text_in, cancel=cancel))
-    runner.traces.close()
     return sid, events
 
 
@@ -89,13 +88,13 @@ def test_payload_sent_is_exactly_show_messages_for_every_plan(tmp_path, monkeypa
     assert abs(reported[-1] - estimate) <= LLMConfig().usage_mismatch_ratio * reported[-1]
     assert out["usage"]["mismatch"] is False
     with Workbench(db, Config()) as wb:
-        history = wb.history(out["session_id"])
+        history = wb.messages.history(out["session_id"])
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant"]
         assert {m.parsing_strategy for m in history if m.is_tool_message} == {"openai"}
         assert len({m.group_id for m in history}) == 1
-        assert wb.state_block(out["session_id"]).startswith("### STATE\nGoal: fix rounding")
+        assert wb.memory.state(out["session_id"]).startswith("### STATE\nGoal: fix rounding")
         for plan_id, server_count in zip(out["plan_ids"], reported, strict=True):
-            (report,) = wb.usage_reports(plan_id)
+            (report,) = wb.plans.usage_reports(plan_id)
             assert report.model == "loopback-model"
             assert report.reported == server_count
 
@@ -164,8 +163,8 @@ def test_server_errors_exhaust_the_retries_and_fail_with_one_line(tmp_path, monk
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "HTTP 503" in lines[0] and "overloaded please wait" in lines[0]
     with Workbench(db, Config()) as wb:
-        (session,) = wb.list_sessions()
-        assert [(m.role, m.content) for m in wb.history(session.id)] == [("user", "hello")]  # nothing lost
+        (session,) = wb.sessions.list()
+        assert [(m.role, m.content) for m in wb.messages.history(session.id)] == [("user", "hello")]  # nothing lost
 
 
 def test_a_client_error_is_not_retried(wb):
@@ -185,7 +184,7 @@ def test_a_dropped_stream_stores_a_partial_reply(wb):
     partial = failed.partial_message
     assert partial is not None and partial.partial
     assert partial.content == content[:30]  # the role chunk, then three 10-char pieces arrived
-    stored = wb.history(sid)
+    stored = wb.messages.history(sid)
     assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
     assert stored[1].content == content[:30]
     assert events[-1].status == "failed" and events[-1].reply == content[:30]
@@ -197,20 +196,19 @@ def test_cancel_mid_stream_keeps_the_partial_reply(wb):
     with LLMServer([Reply(content=content, chunk_chars=5, delay_s=0.02)]) as server:
         config = _config(server)
         wb.config = config
-        sid = wb.create_session("t")
+        sid = wb.new_session("t")
         runner = TurnRunner(wb, OpenAIChatClient(config.llm, "k"), config)
         seen = []
         for event in runner.run(sid, "go", cancel=cancel):
             seen.append(event)
             if isinstance(event, ev.ReplyDelta) and len(_of(seen, ev.ReplyDelta)) == 3:
                 cancel.cancel()
-        runner.traces.close()
     (cancelled,) = _of(seen, ev.TurnCancelled)
     assert cancelled.partial_message is not None and cancelled.partial_message.partial
     assert cancelled.partial_message.content.startswith("x" * 15)
     assert len(cancelled.partial_message.content) < len(content)
     assert seen[-1].status == "cancelled"
-    assert [m.role for m in wb.history(sid)] == ["user", "assistant"]
+    assert [m.role for m in wb.messages.history(sid)] == ["user", "assistant"]
 
 
 def test_cancel_while_waiting_for_the_first_token_is_not_retried(wb):
@@ -218,7 +216,7 @@ def test_cancel_while_waiting_for_the_first_token_is_not_retried(wb):
     with LLMServer([Reply(content="slow", delay_s=0.5)]) as server:
         config = _config(server, timeout_s=5.0)
         wb.config = config
-        sid = wb.create_session("t")
+        sid = wb.new_session("t")
         runner = TurnRunner(wb, OpenAIChatClient(config.llm, "k"), config)
 
         def cancel_once_received() -> None:  # cancel while the request waits for its first token
@@ -230,12 +228,11 @@ def test_cancel_while_waiting_for_the_first_token_is_not_retried(wb):
         canceller.start()
         events = list(runner.run(sid, "hi", cancel=cancel))
         canceller.join()
-        runner.traces.close()
         assert len(server.received) == 1
     (cancelled,) = _of(events, ev.TurnCancelled)
     assert cancelled.partial_message is None
     assert events[-1].status == "cancelled"
-    assert [m.role for m in wb.history(sid)] == ["user"]
+    assert [m.role for m in wb.messages.history(sid)] == ["user"]
 
 
 def test_usage_mismatch_raises_the_badge(wb):
@@ -250,7 +247,7 @@ def test_usage_mismatch_raises_the_badge(wb):
     (scaled,) = _of(third, ev.UsageRecorded)
     assert [far.usage.reported, near.usage.reported, scaled.usage.reported] == reported
     for recorded in (far, near, scaled):  # the stored report holds exactly what the server said
-        (report,) = wb.usage_reports(recorded.usage.plan_id)
+        (report,) = wb.plans.usage_reports(recorded.usage.plan_id)
         assert (report.estimated, report.reported) == (recorded.usage.estimated, recorded.usage.reported)
     assert far.usage.reported == 10_000 and far.usage.mismatch and far.usage.badge.startswith("usage 10,000 vs est.")
     # an independent count close to the estimate: no badge; the same count 25% higher: the badge
@@ -266,7 +263,7 @@ def test_query_db_refuses_a_disguised_write_from_the_model(wb):
     (finished_tool,) = _of(events, ev.ToolFinished)
     assert not finished_tool.ok and finished_tool.message.content.startswith("error:")
     assert "delete" in finished_tool.message.content
-    assert [m.role for m in wb.history(sid)] == ["user", "assistant", "tool", "assistant"]
+    assert [m.role for m in wb.messages.history(sid)] == ["user", "assistant", "tool", "assistant"]
 
 
 def test_the_tool_loop_stops_at_the_cap_and_the_last_call_offers_no_tools(wb):
@@ -275,7 +272,7 @@ def test_the_tool_loop_stops_at_the_cap_and_the_last_call_offers_no_tools(wb):
         payloads = server.payloads()
     assert len(payloads) == 3
     assert "tools" in payloads[0] and "tools" in payloads[1] and "tools" not in payloads[2]
-    history = wb.history(sid)
+    history = wb.messages.history(sid)
     calls = [c.id for m in history for c in m.tool_calls]
     answered = [m.tool_call_id for m in history if m.role == "tool"]
     assert sorted(calls) == sorted(answered)  # every call has its result: atoms stay whole
@@ -290,17 +287,16 @@ def test_state_block_is_injected_next_turn_and_rebuilt_on_request(wb):
         _, _ = _run(wb, server, "second", session_id=sid)
         runner = TurnRunner(wb, OpenAIChatClient(wb.config.llm, "k"), wb.config)
         rebuild_events = list(runner.rebuild_state(sid))
-        runner.traces.close()
         payloads = server.payloads()
     state_msgs = [m for m in payloads[1]["messages"] if m["role"] == "system" and m["content"].startswith("### STATE")]
     assert state_msgs and "Goal: fix rounding" in state_msgs[0]["content"]
     assert payloads[2]["messages"][-1] == {"role": "user", "content": REBUILD_PROMPT}
     assert "tools" not in payloads[2]
-    assert wb.state_block(sid) == rebuilt
+    assert wb.memory.state(sid) == rebuilt
     finished = rebuild_events[-1]
     assert finished.status == "ok" and finished.state_block == rebuilt
-    assert payloads[2]["messages"] == wb.get_plan(finished.plan_ids[0]).messages()
-    assert [m.content for m in wb.history(sid) if m.role == "user"] == ["first", "second"]  # not in history
+    assert payloads[2]["messages"] == wb.plans.get(finished.plan_ids[0]).messages()
+    assert [m.content for m in wb.messages.history(sid) if m.role == "user"] == ["first", "second"]  # not in history
 
 
 def test_unreachable_endpoint_fails_fast_and_keeps_the_message(tmp_path, monkeypatch):
@@ -319,8 +315,8 @@ def test_unreachable_endpoint_fails_fast_and_keeps_the_message(tmp_path, monkeyp
     assert len(errors) == 1 and errors[0].startswith("error: cannot reach")
     assert result.stderr.strip().splitlines()[-1] == errors[0]
     with Workbench(db, Config()) as wb:
-        (session,) = wb.list_sessions()
-        assert [m.content for m in wb.history(session.id)] == ["anyone there?"]
+        (session,) = wb.sessions.list()
+        assert [m.content for m in wb.messages.history(session.id)] == ["anyone there?"]
 
 
 def test_a_plan_beyond_the_context_limit_is_not_sent(wb):
@@ -329,13 +325,13 @@ def test_a_plan_beyond_the_context_limit_is_not_sent(wb):
         assert server.received == []
     (failed,) = _of(events, ev.TurnFailed)
     assert failed.kind == "context_limit" and "context limit of 50" in failed.reason
-    assert [m.role for m in wb.history(sid)] == ["user"]
+    assert [m.role for m in wb.messages.history(sid)] == ["user"]
 
 
 def test_closing_the_turn_mid_reply_stores_the_partial_reply(wb):
     from ctxbench.llm.offline import OfflineClient
 
-    sid = wb.create_session("t")
+    sid = wb.new_session("t")
     runner = TurnRunner(wb, OfflineClient(LLMConfig(offline_chunk_chars=4)), Config())
     turn = runner.run(sid, "tell me everything")
     seen = ""
@@ -345,8 +341,7 @@ def test_closing_the_turn_mid_reply_stores_the_partial_reply(wb):
             if len(seen) >= 12:
                 break
     turn.close()  # the consumer went away (the app quit, the worker was cancelled)
-    runner.traces.close()
-    stored = wb.history(sid)
+    stored = wb.messages.history(sid)
     assert [(m.role, m.partial) for m in stored] == [("user", False), ("assistant", True)]
     assert stored[1].content == seen
 
@@ -354,24 +349,23 @@ def test_closing_the_turn_mid_reply_stores_the_partial_reply(wb):
 def test_an_internal_error_still_ends_the_turn(wb, monkeypatch):
     from ctxbench.llm.offline import OfflineClient
 
-    sid = wb.create_session("t")
+    sid = wb.new_session("t")
     monkeypatch.setattr(wb, "plan", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("planner exploded")))
     runner = TurnRunner(wb, OfflineClient(), Config())
     events = list(runner.run(sid, "hi"))
-    runner.close()
     assert isinstance(events[0], ev.TurnStarted)
     (failed,) = _of(events, ev.TurnFailed)
     assert failed.kind == "internal" and "planner exploded" in failed.reason
-    assert events[-1].status == "failed" and [m.role for m in wb.history(sid)] == ["user"]
+    assert events[-1].status == "failed" and [m.role for m in wb.messages.history(sid)] == ["user"]
 
 
 def test_the_plan_budgets_the_tool_definitions_so_the_whole_prompt_fits(wb):
     """The tool schemas go out with the messages and providers count them: each call's plan holds them
     as a mandatory item, its estimate is the plan's count, and the prompt stays within the budget."""
-    sid = wb.create_session("t")
+    sid = wb.new_session("t")
     for n in range(30):  # more history than the budget holds
-        wb.append_message(sid, "user", f"question {n} about the ledger " + "detail " * 40)
-        wb.append_message(sid, "assistant", f"answer {n} " + "words " * 40)
+        wb.messages.append(sid, "user", f"question {n} about the ledger " + "detail " * 40)
+        wb.messages.append(sid, "assistant", f"answer {n} " + "words " * 40)
     wb.update_settings(sid, budget=2000)
     with LLMServer([tool_call("manage_scratchpad", {"action": "read"})]) as server:
         _, events = _run(wb, server, "loop", session_id=sid, max_tool_rounds=1)

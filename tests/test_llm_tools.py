@@ -7,10 +7,10 @@ import json
 import pytest
 
 from ctxbench.config import Config, LLMConfig
-from ctxbench.llm.querydb import QueryRefused, run_query
+from ctxbench.store.querydb import QueryRefused, run_query
 from ctxbench.llm.tools import TOOL_NAMES, TOOL_SCHEMAS, ToolBox, normalise_pin_target
 from ctxbench.records.messages import ToolCall
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 
 @pytest.fixture
@@ -21,11 +21,11 @@ def wb(tmp_path):
 
 @pytest.fixture
 def sessions(wb):
-    mine = wb.create_session("mine")
-    wb.append_message(mine, "user", "the refactor plan is to split ledger.py")
-    wb.append_message(mine, "assistant", "ok, splitting ledger.py into two modules")
-    other = wb.create_session("other")
-    wb.append_message(other, "user", "SECRET from another session")
+    mine = wb.new_session("mine")
+    wb.messages.append(mine, "user", "the refactor plan is to split ledger.py")
+    wb.messages.append(mine, "assistant", "ok, splitting ledger.py into two modules")
+    other = wb.new_session("other")
+    wb.messages.append(other, "user", "SECRET from another session")
     return mine, other
 
 
@@ -122,7 +122,7 @@ def test_scratchpad_read_update_append(wb, sessions):
     assert _call(box, "manage_scratchpad", action="read").content == "(the scratchpad is empty)"
     assert _call(box, "manage_scratchpad", action="update", content="1. split ledger").ok
     assert _call(box, "manage_scratchpad", action="append", content="2. add tests").ok
-    assert wb.scratchpad(mine) == "1. split ledger\n2. add tests"
+    assert wb.memory.scratchpad(mine) == "1. split ledger\n2. add tests"
     assert _call(box, "manage_scratchpad", action="read").content == "1. split ledger\n2. add tests"
     bad = _call(box, "manage_scratchpad", action="erase")
     assert not bad.ok and "read, update, append" in bad.content
@@ -150,7 +150,7 @@ def test_suggest_pins_returns_suggestions_and_never_pins(wb, sessions):
     assert out.ok
     assert [s.target for s in out.suggestions] == ["card:ledgerlite.ledger.Ledger", "path:ledgerlite/io.py", "group:12"]
     assert {s.source for s in out.suggestions} == {"model"}
-    assert wb.pins(mine) == ()
+    assert wb.pins.list(mine) == ()
 
 
 def test_bad_calls_are_reported_to_the_model(wb, sessions):

@@ -10,7 +10,8 @@ from ctxbench.llm.client import CancelToken, ChatRequest, Completed, LLMCancelle
 from ctxbench.llm.offline import OfflineClient
 from ctxbench.llm.providers import ProviderError, describe, make_client, resolve_llm_config
 from ctxbench.llm.reflection import Vocabulary, check_usage, find_references
-from ctxbench.llm.state import REBUILD_PROMPT, extract_state, state_fields
+from ctxbench.llm.prompts import REBUILD_PROMPT
+from ctxbench.records.state import extract_state, state_fields
 from ctxbench.llm.tools import TOOL_SCHEMAS, tools_tokens
 from ctxbench.tokens import count_messages, get_tokenizer
 

@@ -10,7 +10,7 @@ from ctxbench.config import Config, LLMConfig
 from ctxbench.llm.client import ChatRequest, LLMError, OpenAIChatClient
 from ctxbench.llm.tools import ToolBox
 from ctxbench.records.messages import ToolCall
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 from ctxbench.store import db
 
 
@@ -22,7 +22,7 @@ def wb(tmp_path):
 
 @pytest.mark.parametrize("limit", [1, 3])
 def test_retrieve_memos_returns_at_most_the_configured_number(wb, limit):
-    sid = wb.create_session()
+    sid = wb.new_session()
     box = ToolBox(wb, sid, LLMConfig(retrieve_memos_max=limit))
     for n in range(6):
         assert box.run(ToolCall(f"s{n}", "save_memo", json.dumps({"content": f"ledger rule {n}", "tags": ["ledger"]}))).ok

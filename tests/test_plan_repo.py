@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from ctxbench.cli import main
 from ctxbench.config import Config
 from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_REPO = ROOT / "fixtures" / "demo_repo"
@@ -74,8 +74,8 @@ def test_the_retrieval_set_is_stored_with_the_plan(session_db):
     db, sid = session_db
     plan, _ = plan_json(QUESTION, "--session", sid, "--db", str(db), "--repo", str(DEMO_REPO), "--no-semantic")
     with Workbench(db, Config()) as wb:
-        stored = wb.get_retrieval_set(plan["retrieval_set_id"])
-        assert wb.get_plan(plan["plan_id"]).to_json() == plan
+        stored = wb.plans.retrieval_set(plan["retrieval_set_id"])
+        assert wb.plans.get(plan["plan_id"]).to_json() == plan
     assert stored is not None and stored.query == QUESTION and stored.scaffold
     assert {f"card:{h.symbol}" for h in stored.hits} == {c["id"] for c in cards(plan)}
 
@@ -121,7 +121,7 @@ def test_with_the_model_plans_use_semantic_search_and_the_floor(session_db, shar
     assert not any("semantic search not available" in n for n in code["notes"])
     assert "semantic_match" in {c["reason"] for c in cards(code) if c["included"]}
     with Workbench(db, Config()) as wb:
-        assert wb.get_retrieval_set(code["retrieval_set_id"]).semantic_available
+        assert wb.plans.retrieval_set(code["retrieval_set_id"]).semantic_available
     chat, _ = plan_json(CHAT, *common)
     assert cards(chat) and not any(c["included"] for c in cards(chat))
     assert all("semantic" in c["detail"] for c in cards(chat) if c["reason"] == "below_threshold")

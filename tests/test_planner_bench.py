@@ -6,6 +6,7 @@ import json
 from click.testing import CliRunner
 
 from ctxbench.bench import plan_latency
+from ctxbench.store.search import MemoryGroupIndex
 from ctxbench.records.messages import strategy_family
 from ctxbench.tokens import get_tokenizer
 
@@ -22,10 +23,10 @@ def test_synthetic_session_is_deterministic_and_has_tool_calls_in_two_formats():
 
 def test_keyword_index_ranks_matching_turns_by_bm25():
     session = plan_latency.synthetic_session(40)
-    index = plan_latency.KeywordIndex(session)
-    ranking = index.ranking("tabs migrations")
+    index = MemoryGroupIndex(session)
+    ranking = index.ranking("tabs migrations", plan_latency.KEYWORD_LIMIT)
     assert ranking and ranking[0] == 1  # the early instruction mentions both words
-    assert index.ranking("") == ()
+    assert index.ranking("", plan_latency.KEYWORD_LIMIT) == ()
 
 
 def test_percentile_is_nearest_rank():

@@ -7,10 +7,10 @@ import json
 import pytest
 
 from ctxbench.config import Config, LLMConfig
-from ctxbench.llm.querydb import run_query
+from ctxbench.store.querydb import run_query
 from ctxbench.llm.tools import ToolBox
 from ctxbench.records.messages import ToolCall
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 LIMITS = LLMConfig(query_db_max_chars=1000, query_db_length_factor=4)  # values up to 4000 bytes
 
@@ -23,12 +23,12 @@ def wb(tmp_path):
 
 @pytest.fixture
 def session(wb):
-    sid = wb.create_session("s")
-    wb.append_message(sid, "user", "find the parser")
-    wb.append_message(sid, "assistant", "", tool_calls=(ToolCall("c1", "grep", '{"q": "parser"}'),
+    sid = wb.new_session("s")
+    wb.messages.append(sid, "user", "find the parser")
+    wb.messages.append(sid, "assistant", "", tool_calls=(ToolCall("c1", "grep", '{"q": "parser"}'),
                                                         ToolCall("c2", "read_file", '{"path": "a.py"}')))
-    wb.append_message(sid, "tool", "parser.py:1", tool_call_id="c1", tool_name="grep")
-    wb.append_message(sid, "tool", "L" * 10_000, tool_call_id="c2", tool_name="read_file")  # a long stored output
+    wb.messages.append(sid, "tool", "parser.py:1", tool_call_id="c1", tool_name="grep")
+    wb.messages.append(sid, "tool", "L" * 10_000, tool_call_id="c2", tool_name="read_file")  # a long stored output
     return sid
 
 

@@ -5,9 +5,8 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.llm import reflection
-from ctxbench.llm.traces import TraceStore
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 TOTAL = "ledgerlite.ledger.Ledger.total"
 HITS = (RetrievalHit(TOTAL, "ledgerlite/ledger.py", 40, 0.9, card_text=f"# {TOTAL}\ndef total(self):",
@@ -17,31 +16,29 @@ HITS = (RetrievalHit(TOTAL, "ledgerlite/ledger.py", 40, 0.9, card_text=f"# {TOTA
 @pytest.fixture
 def bench(tmp_path):
     with Workbench(tmp_path / "ctx.db", Config()) as wb:
-        traces = TraceStore(wb.db_path)
-        sid = wb.create_session("t")
-        yield wb, traces, sid
-        traces.close()
+        sid = wb.new_session("t")
+        yield wb, wb.traces, sid
 
 
 def _snapshot(wb, traces, sid):
-    refs = traces.conn.execute("SELECT item_id, turns, last_turn FROM reference_turns WHERE session_id = ? "
-                               "ORDER BY item_id", (sid,)).fetchall()
-    return wb.activation(sid), wb.pins(sid), [tuple(r) for r in refs]
+    refs = wb.conn.execute("SELECT item_id, turns, last_turn FROM reference_turns WHERE session_id = ? "
+                           "ORDER BY item_id", (sid,)).fetchall()
+    return wb.activation.scores(sid), wb.pins.list(sid), [tuple(r) for r in refs]
 
 
 def _reflect(wb, traces, sid, turn: int):
     query = "why does `Ledger.total` round wrong?"
-    gid = wb.append_message(sid, "user", query).group_id
+    gid = wb.messages.append(sid, "user", query).group_id
     plan = wb.plan(sid, query, retrieval=RetrievalSet(RetrievalSet.make_id(query, HITS), query, HITS))
     return reflection.reflect(wb, sid, gid, plans=(plan,), user_text=query,
-                              assistant_texts=(f"`{TOTAL}` rounds half-even",), usage=(), traces=traces,
+                              assistant_texts=(f"`{TOTAL}` rounds half-even",), usage=(),
                               config=wb.config)
 
 
 def test_a_failure_mid_reflection_changes_nothing(bench, monkeypatch):
     wb, traces, sid = bench
-    wb.add_pin(sid, "text:note", "leased", ttl=2)  # a lease that the countdown would change
-    wb.add_pin(sid, f"card:{TOTAL}", "ephemeral")  # referenced: promotion would change it
+    wb.pins.add(sid, "text:note", "leased", ttl=2)  # a lease that the countdown would change
+    wb.pins.add(sid, f"card:{TOTAL}", "ephemeral")  # referenced: promotion would change it
     _reflect(wb, traces, sid, 0)
     before = _snapshot(wb, traces, sid)
     assert before[0] and before[2]  # there is activation and there are reference counts to protect

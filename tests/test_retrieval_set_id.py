@@ -7,8 +7,7 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
-from ctxbench.session import Workbench
-from ctxbench.store import plans as plan_store
+from ctxbench.service.workbench import Workbench
 
 HIT = RetrievalHit("pkg.f", "pkg.py", 3, 0.5, components=(("keyword", 0.5),), why="keyword rank 1",
                    provenance="keyword", card_text="def f(): ...", excerpt="def f():\n    return 1",
@@ -48,7 +47,7 @@ def test_sets_that_differ_only_in_scaffold_or_notes_are_both_stored(tmp_path):
     first = RetrievalSet.create("q", (HIT,), scaffold="pkg/ a")
     second = RetrievalSet.create("q", (HIT,), scaffold="pkg/ b", notes=("semantic search not available",))
     with Workbench(tmp_path / "x.db", Config()) as wb:
-        plan_store.save_retrieval_set(wb.conn, first)
-        plan_store.save_retrieval_set(wb.conn, second)
-        assert wb.get_retrieval_set(first.id) == first
-        assert wb.get_retrieval_set(second.id) == second
+        wb.plans.save_retrieval_set(first)
+        wb.plans.save_retrieval_set(second)
+        assert wb.plans.retrieval_set(first.id) == first
+        assert wb.plans.retrieval_set(second.id) == second

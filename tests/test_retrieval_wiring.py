@@ -6,8 +6,8 @@ from pathlib import Path
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.llm.wiring import attach_repository
-from ctxbench.session import Workbench
+from ctxbench.service.attach import attach_repository
+from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
 
@@ -32,11 +32,11 @@ def card_order(wb: Workbench, sid: str, query: str = QUERY, mode: str = "light")
 
 
 def test_a_pinned_card_symbol_joins_and_leads_the_retrieval_set(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     assert "net.http.fetch_url" not in hit_order(wb, sid)
     before = hit_order(wb, sid)
-    wb.add_pin(sid, "card:render.text.pad", "sticky")
-    wb.add_pin(sid, "card:net.http.fetch_url", "leased")
+    wb.pins.add(sid, "card:render.text.pad", "sticky")
+    wb.pins.add(sid, "card:net.http.fetch_url", "leased")
     pinned = wb.plan_inputs(sid, QUERY, mode="light").retrieval
     order = [h.symbol for h in pinned.hits]
     assert order != before and "net.http.fetch_url" in order
@@ -49,10 +49,10 @@ def test_a_pinned_card_symbol_joins_and_leads_the_retrieval_set(wb):
 
 
 def test_activation_moves_a_card_up_in_the_plan(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     before = card_order(wb, sid)
     assert before.index("render.text._blank") < before.index("render.text.shout")
-    wb.set_activation(sid, {"card:render.text.shout": 1.0, "group:1": 3.0})
+    wb.activation.set(sid, {"card:render.text.shout": 1.0, "group:1": 3.0})
     after = card_order(wb, sid)
     assert after.index("render.text.shout") < after.index("render.text._blank")
     shout = next(h for h in wb.plan_inputs(sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.shout")
@@ -61,10 +61,10 @@ def test_activation_moves_a_card_up_in_the_plan(wb):
 
 def test_personalized_pagerank_lifts_the_neighbours_of_active_symbols(wb):
     """_render_line calls pad: activity on _render_line brings pad up, shout (no edge to it) stays."""
-    sid = wb.create_session()
+    sid = wb.new_session()
     before = hit_order(wb, sid)
     assert before.index("render.text.shout") < before.index("render.text.pad")
-    wb.set_activation(sid, {"card:render.table.TableRenderer._render_line": 1.0})
+    wb.activation.set(sid, {"card:render.table.TableRenderer._render_line": 1.0})
     after = hit_order(wb, sid)
     assert after.index("render.text.pad") < after.index("render.text.shout")
     assert "render.text.pad" in card_order(wb, sid)
@@ -73,7 +73,7 @@ def test_personalized_pagerank_lifts_the_neighbours_of_active_symbols(wb):
 
 
 def test_a_path_mentioned_in_the_query_personalizes_retrieval(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     plain = wb.plan_inputs(sid, "table rows and text", mode="light").retrieval
     mentioned = wb.plan_inputs(sid, "table rows and text in render/text.py", mode="light").retrieval
     by_symbol = {h.symbol: h for h in mentioned.hits}
@@ -84,33 +84,36 @@ def test_a_path_mentioned_in_the_query_personalizes_retrieval(wb):
     assert mentioned_rank.index("render.text") < plain_rank.index("render.text")
 
 
-def test_the_tuis_retrieval_cache_passes_pins_and_activation_through(wb):
-    from ctxbench.tui.warmup import CachingRetriever
-
-    wb.retriever = CachingRetriever(wb.retriever)
-    sid = wb.create_session()
+def test_the_retrieval_cache_passes_pins_and_activation_through(wb):
+    sid = wb.new_session()  # attach_repository's ModeRetrieval remembers sets by everything they depend on
     assert "net.http.fetch_url" not in hit_order(wb, sid)
-    wb.add_pin(sid, "card:net.http.fetch_url", "sticky")
+    wb.pins.add(sid, "card:net.http.fetch_url", "sticky")
     assert "net.http.fetch_url" in hit_order(wb, sid)  # a new pin is not answered from the cache
     before = hit_order(wb, sid)
-    wb.set_activation(sid, {"card:render.text.shout": 1.0})
+    wb.activation.set(sid, {"card:render.text.shout": 1.0})
     after = hit_order(wb, sid)
     assert after.index("render.text.shout") < before.index("render.text.shout")
 
 
-def test_a_retriever_that_takes_only_query_and_mode_still_works(wb):
+def test_the_retriever_is_given_what_the_turn_knows(wb):
+    """The seam is one typed call: the plan's budget, the live pins, activation and what the query mentions."""
     seen = []
 
-    class Plain:
-        def retrieve(self, query, *, mode):
-            seen.append((query, mode))
-            return wb_retriever.retrieve(query, mode=mode)
+    class Recording:
+        def retrieve(self, query, *, mode, budget, pins, activation, mentioned):
+            seen.append((query, mode, budget, tuple(p.target for p in pins), dict(activation), tuple(mentioned)))
+            return inner.retrieve(query, mode=mode, budget=budget, pins=pins, activation=activation,
+                                  mentioned=mentioned)
 
-    wb_retriever = wb.retriever
-    wb.retriever = Plain()
-    sid = wb.create_session()
-    wb.add_pin(sid, "card:net.http.fetch_url", "sticky")
-    assert hit_order(wb, sid) and seen == [(QUERY, "light")]
+    inner = wb.retriever
+    wb.retriever = Recording()
+    sid = wb.new_session()
+    wb.pins.add(sid, "card:net.http.fetch_url", "sticky")
+    wb.pins.add(sid, "card:render.text.shout", "leased", ttl=0)  # an expired lease steers nothing
+    wb.activation.set(sid, {"card:render.text.shout": 0.5})
+    assert hit_order(wb, sid)
+    assert seen == [(QUERY, "light", wb.settings(sid).budget, ("card:net.http.fetch_url",),
+                     {"card:render.text.shout": 0.5}, ())]
 
 
 def write_wide_repo(root: Path) -> Path:
@@ -139,7 +142,7 @@ def scaffold_item(plan):
 
 
 def test_the_scaffold_is_folded_to_the_plans_own_share_of_the_budget(wide):
-    sid = wide.create_session()
+    sid = wide.new_session()
     light = wide.config.planner.mode("light")
     small = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
     item = scaffold_item(small)
@@ -158,38 +161,40 @@ def test_the_scaffold_is_folded_to_the_plans_own_share_of_the_budget(wide):
 
 
 def test_mode_off_lists_the_scaffold_it_leaves_out(wide):
-    sid = wide.create_session()
+    sid = wide.new_session()
     plan = wide.plan(sid, "which helper returns the value of a table row?", mode="off", budget=2000, store=False)
     item = scaffold_item(plan)
     assert not item.included and item.reason == "mode_off" and item.tokens > 0
 
 
-def test_the_tuis_warmup_plugs_in_the_same_folding_retriever(tmp_path):
-    import threading
-    from types import SimpleNamespace
-
-    from ctxbench.tui.warmup import prepare_retrieval
+def test_the_workbench_session_plugs_in_the_same_folding_retriever(tmp_path):
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.service.session import WorkbenchSession
 
     repo = write_wide_repo(tmp_path / "wide")
-    with Workbench(tmp_path / "tui.db", Config(), repo=repo) as wb:
-        bridge = SimpleNamespace(wb=wb, options=SimpleNamespace(index_repo=True), config=wb.config,
-                                 lock=threading.Lock(), code_context=None, retrieval_ready=False)
+    session = WorkbenchSession(LaunchOptions(db_path=tmp_path / "tui.db", repo=repo, warm_embedder=False), Config())
+    session.open()
+    try:
         statuses = []
-        assert prepare_retrieval(bridge, lambda *a, **k: statuses.append(a), warm_embedder=False)
-        assert bridge.retrieval_ready and bridge.code_context is not None
-        sid = wb.create_session()
-        wb.add_pin(sid, "card:package_number_03.module_with_a_long_name_04.helper_3_4", "sticky")
+        session.attach_repository(statuses.append)
+        assert session.retrieval_ready and session.attached is not None and session.attached.code is not None
+        assert [s.state for s in statuses] == ["busy"] * (len(statuses) - 1) + ["ready"]
+        wb = session.wb
+        sid = wb.new_session()
+        wb.pins.add(sid, "card:package_number_03.module_with_a_long_name_04.helper_3_4", "sticky")
         plan = wb.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000,
                        store=False)
         assert scaffold_item(plan).included
         first = wb.plan_inputs(sid, plan.query, mode="light", budget=2000).retrieval.hits[0]
         assert first.symbol == "package_number_03.module_with_a_long_name_04.helper_3_4" and "pinned" in first.why
+    finally:
+        session.close()
 
 
 def test_names_in_the_query_alone_do_not_personalize(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     named = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
     assert named.hits and not any("personalized" in dict(h.components) for h in named.hits)
-    wb.set_activation(sid, {"card:render.text.shout": 1.0})
+    wb.activation.set(sid, {"card:render.text.shout": 1.0})
     active = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
     assert any("personalized" in dict(h.components) for h in active.hits)

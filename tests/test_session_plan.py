@@ -5,24 +5,25 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.records.messages import ToolCall
-from ctxbench.session import UnknownPlan, Workbench
+from ctxbench.service.workbench import Workbench
+from ctxbench.records.errors import UnknownPlan
 from ctxbench.tokens import count_messages
 
 
 @pytest.fixture
 def wb(tmp_path):
     bench = Workbench(tmp_path / "store.db", Config())
-    sid = bench.create_session("plan")
-    bench.append_message(sid, "system", "Project rule: all money is integer cents.")
-    bench.append_message(sid, "user", "The invoice rounding bug is in ledger/totals.py, remember that.")
-    bench.append_message(sid, "assistant", "Noted: ledger/totals.py.")
+    sid = bench.new_session("plan")
+    bench.messages.append(sid, "system", "Project rule: all money is integer cents.")
+    bench.messages.append(sid, "user", "The invoice rounding bug is in ledger/totals.py, remember that.")
+    bench.messages.append(sid, "assistant", "Noted: ledger/totals.py.")
     for i in range(30):
-        user = bench.append_message(sid, "user", f"Step {i}: tidy helper number {i} in utils.")
+        user = bench.messages.append(sid, "user", f"Step {i}: tidy helper number {i} in utils.")
         call = ToolCall(f"call{i}", "read_file", f'{{"path": "utils/h{i}.py"}}')
-        bench.append_message(sid, "assistant", "", tool_calls=(call,))
-        bench.append_message(sid, "tool", f"def helper_{i}():\n" + "    pass\n" * 40, tool_call_id=call.id,
+        bench.messages.append(sid, "assistant", "", tool_calls=(call,))
+        bench.messages.append(sid, "tool", f"def helper_{i}():\n" + "    pass\n" * 40, tool_call_id=call.id,
                              tool_name="read_file")
-        bench.append_message(sid, "assistant", f"Helper {i} tidied.")
+        bench.messages.append(sid, "assistant", f"Helper {i} tidied.")
         assert user.group_id == i + 3
     bench.session = sid  # type: ignore[attr-defined]
     yield bench
@@ -32,12 +33,12 @@ def wb(tmp_path):
 def test_plan_is_stored_and_rebuilt_exactly(wb):
     sid = wb.session
     plan = wb.plan(sid, "Fix the invoice rounding bug we talked about", budget=1500)
-    stored = wb.get_plan(plan.plan_id)
+    stored = wb.plans.get(plan.plan_id)
     assert stored == plan
     assert stored.messages() == plan.messages()
-    inputs = wb.get_plan_inputs(plan.plan_id)
+    inputs = wb.plans.inputs(plan.plan_id)
     assert inputs == wb.plan_inputs(sid, "Fix the invoice rounding bug we talked about", budget=1500)
-    assert [p.plan_id for p in wb.list_plans(sid)] == [plan.plan_id]
+    assert [p.plan_id for p in wb.plans.list(sid)] == [plan.plan_id]
 
 
 def test_plan_respects_budget_and_ends_with_the_query(wb):
@@ -58,14 +59,14 @@ def test_same_inputs_same_plan_id_and_bytes(wb):
     assert a.plan_id == b.plan_id and a == b
     c = wb.plan(wb.session, "where is the rounding bug?", budget=2001, strategy="hybrid")
     assert c.plan_id != a.plan_id
-    assert len(wb.list_plans(wb.session)) == 2
+    assert len(wb.plans.list(wb.session)) == 2
 
 
 def test_hybrid_strategy_recalls_the_early_instruction(wb):
     query = "Fix the invoice rounding bug in totals"
     window = wb.plan(wb.session, query, budget=1200, strategy="window")
     hybrid = wb.plan(wb.session, query, budget=1200, strategy="hybrid")
-    early = {m.id for m in wb.group(wb.session, 2)}
+    early = {m.id for m in wb.messages.group(wb.session, 2)}
 
     def included_ids(plan):
         return {mid for item in plan.included for mid in item.message_ids}
@@ -78,20 +79,20 @@ def test_hybrid_strategy_recalls_the_early_instruction(wb):
 def test_plan_not_stored_when_asked(wb):
     plan = wb.plan(wb.session, "anything", store=False)
     with pytest.raises(UnknownPlan):
-        wb.get_plan(plan.plan_id)
+        wb.plans.get(plan.plan_id)
 
 
 def test_usage_reports_attach_to_a_stored_plan(wb):
     plan = wb.plan(wb.session, "anything")
     estimated = count_messages(wb.tokenizer, plan.messages())
-    report = wb.record_usage(plan.plan_id, estimated, estimated + 4, "gpt-test")
-    assert wb.usage_reports(plan.plan_id) == (report,)
+    report = wb.plans.record_usage(plan.plan_id, estimated, estimated + 4, "gpt-test")
+    assert wb.plans.usage_reports(plan.plan_id) == (report,)
     with pytest.raises(UnknownPlan):
-        wb.record_usage("p_missing", 1, 1, "m")
+        wb.plans.record_usage("p_missing", 1, 1, "m")
 
 
 def test_dropped_group_is_excluded_with_its_reason(wb):
-    wb.drop_group(wb.session, 2)
+    wb.messages.drop(wb.session, 2)
     plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=4000, strategy="hybrid")
     reasons = {i.reason for i in plan.excluded if "2" in i.id.split(":")[1:2]}
     assert reasons == {"dropped_by_user"}
@@ -107,10 +108,10 @@ def test_stored_plan_inputs_survive_history_edits_and_share_messages(wb):
     wb.plan(sid, "and helper 28?", budget=1500)
     # the second plan reuses the stored history: only its own pending turn is new
     assert wb.conn.execute("SELECT COUNT(*) FROM plan_messages").fetchone()[0] == stored_messages + 1
-    wb.undo(sid)
-    wb.update_message(sid, wb.history(sid)[-1].id, "rewritten")
-    assert wb.get_plan_inputs(first.plan_id) == inputs
-    assert wb.get_plan(first.plan_id) == first
+    wb.messages.undo(sid)
+    wb.messages.update(sid, wb.messages.history(sid)[-1].id, "rewritten")
+    assert wb.plans.inputs(first.plan_id) == inputs
+    assert wb.plans.get(first.plan_id) == first
 
 
 def test_plans_stored_by_schema_v1_still_load(tmp_path):
@@ -123,8 +124,8 @@ def test_plans_stored_by_schema_v1_still_load(tmp_path):
     db.migrate(conn, schema.COMPONENT, schema.MIGRATIONS[:1])
     conn.close()
     with Workbench(tmp_path / "scratch.db", Config()) as scratch:
-        sid = scratch.create_session()
-        scratch.append_message(sid, "user", "hello")
+        sid = scratch.new_session()
+        scratch.messages.append(sid, "user", "hello")
         inputs = scratch.plan_inputs(sid, "again")
         plan = scratch.plan(sid, "again", store=False)
     raw = _sqlite3.connect(path)
@@ -135,6 +136,6 @@ def test_plans_stored_by_schema_v1_still_load(tmp_path):
     raw.close()
     with Workbench(path, Config()) as wb:  # opening migrates to the current schema
         assert db.schema_version(wb.conn, schema.COMPONENT) == len(schema.MIGRATIONS)
-        assert wb.get_plan(plan.plan_id) == plan
-        assert wb.get_plan_inputs(plan.plan_id) == inputs
-        assert wb.list_plans(sid)[0].plan_id == plan.plan_id
+        assert wb.plans.get(plan.plan_id) == plan
+        assert wb.plans.inputs(plan.plan_id) == inputs
+        assert wb.plans.list(sid)[0].plan_id == plan.plan_id

@@ -9,18 +9,18 @@ from click.testing import CliRunner
 from ctxbench.cli import main
 from ctxbench.config import Config
 from ctxbench.records.messages import ToolCall
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 
 
 def test_show_messages_bytes_equal_the_in_memory_payload(tmp_path):
     db = tmp_path / "x.db"
     with Workbench(db, Config()) as wb:
-        sid = wb.create_session()
-        wb.append_message(sid, "system", "Be brief.")
-        wb.append_message(sid, "user", "list the files — ünïcode")
-        wb.append_message(sid, "assistant", "", tool_calls=(ToolCall("c1", "ls", '{"path": "."}'),))
-        wb.append_message(sid, "tool", "a.py\nb.py", tool_call_id="c1", tool_name="ls")
-        wb.append_message(sid, "assistant", "Two files.")
+        sid = wb.new_session()
+        wb.messages.append(sid, "system", "Be brief.")
+        wb.messages.append(sid, "user", "list the files — ünïcode")
+        wb.messages.append(sid, "assistant", "", tool_calls=(ToolCall("c1", "ls", '{"path": "."}'),))
+        wb.messages.append(sid, "tool", "a.py\nb.py", tool_call_id="c1", tool_name="ls")
+        wb.messages.append(sid, "assistant", "Two files.")
         plan = wb.plan(sid, "and now?")
     payload = plan.messages()
     assert list(payload[0]) == ["role", "content"]  # the order providers get: role first
@@ -31,6 +31,6 @@ def test_show_messages_bytes_equal_the_in_memory_payload(tmp_path):
     assert shown.exit_code == 0, shown.output
     assert shown.stdout == json.dumps(payload, indent=2, ensure_ascii=False) + "\n"
     with Workbench(db, Config()) as wb:
-        stored = wb.get_plan(plan.plan_id)
+        stored = wb.plans.get(plan.plan_id)
     assert json.dumps(stored.messages()) == json.dumps(payload)  # same keys, same order
     assert json.dumps(stored.to_json()) == json.dumps(plan.to_json())

@@ -9,7 +9,7 @@ from ctxbench.config import Config
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plans import ContextPlan, Memo, Pin, PlanInputs, PlanItem
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 from ctxbench.store import codec, db, schema
 from ctxbench.records.errors import UnknownPin, UnknownSession
 from ctxbench.store.search import fts_query, query_terms
@@ -25,8 +25,8 @@ def wb(tmp_path):
 def _turns(wb: Workbench, sid: str, texts: list[tuple[str, str]]) -> list[int]:
     groups = []
     for user, reply in texts:
-        m = wb.append_message(sid, "user", user)
-        wb.append_message(sid, "assistant", reply)
+        m = wb.messages.append(sid, "user", user)
+        wb.messages.append(sid, "assistant", reply)
         groups.append(m.group_id)
     return groups
 
@@ -64,8 +64,8 @@ def test_database_is_in_wal_mode(wb):
 
 
 def test_messages_are_committed_before_they_are_returned(wb, tmp_path):
-    sid = wb.create_session("t")
-    message = wb.append_message(sid, "user", "hello")
+    sid = wb.new_session("t")
+    message = wb.messages.append(sid, "user", "hello")
     other = sqlite3.connect(tmp_path / "store.db")
     row = other.execute("SELECT content, tokens FROM messages WHERE id = ?", (message.id,)).fetchone()
     other.close()
@@ -81,106 +81,106 @@ def test_stop_words_and_fts_syntax_are_neutralised():
 
 
 def test_hybrid_search_finds_an_early_group_by_keyword(wb):
-    sid = wb.create_session("long")
+    sid = wb.new_session("long")
     first = _turns(wb, sid, [("Always deploy the staging server on port 8443 behind nginx.", "Understood.")])[0]
     filler = [(f"Refactor module number {i} please", f"Done with module {i}; continue?") for i in range(40)]
     _turns(wb, sid, filler)
-    ranking = wb.search_groups(sid, "which port does the staging server use? continue")
+    ranking = wb.search.groups(sid, "which port does the staging server use? continue")
     assert ranking[0] == first
     # stop words alone do not pull in random history
-    assert wb.search_groups(sid, "continue, go on, next") == ()
+    assert wb.search.groups(sid, "continue, go on, next") == ()
 
 
 def test_dropped_and_removed_groups_are_not_searchable(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     g1, g2, g3 = _turns(wb, sid, [("the parser crashes on unicode", "fixed parser"),
                                   ("parser tests for emoji", "added"), ("unrelated chat", "ok")])
-    assert set(wb.search_groups(sid, "parser")) == {g1, g2}
-    wb.drop_group(sid, g1)
-    assert wb.search_groups(sid, "parser") == (g2,)
-    assert [m.group_id for m in wb.history(sid)].count(g1) == 0
-    assert [m.group_id for m in wb.all_messages(sid)].count(g1) == 2
-    wb.restore_group(sid, g1)
-    assert set(wb.search_groups(sid, "parser")) == {g1, g2}
-    wb.remove_group(sid, g2)
-    assert wb.search_groups(sid, "parser") == (g1,)
-    assert g2 not in wb.group_ids(sid)
+    assert set(wb.search.groups(sid, "parser")) == {g1, g2}
+    wb.messages.drop(sid, g1)
+    assert wb.search.groups(sid, "parser") == (g2,)
+    assert [m.group_id for m in wb.messages.history(sid)].count(g1) == 0
+    assert [m.group_id for m in wb.messages.all(sid)].count(g1) == 2
+    wb.messages.restore(sid, g1)
+    assert set(wb.search.groups(sid, "parser")) == {g1, g2}
+    wb.messages.remove(sid, g2)
+    assert wb.search.groups(sid, "parser") == (g1,)
+    assert g2 not in wb.messages.group_ids(sid)
     assert wb.conn.execute("SELECT COUNT(*) FROM group_search").fetchone()[0] == 2
 
 
 def test_search_is_scoped_to_session_and_branch(wb):
-    a = wb.create_session("a")
-    b = wb.create_session("b")
+    a = wb.new_session("a")
+    b = wb.new_session("b")
     _turns(wb, a, [("kubernetes ingress", "ok")])
     gb = _turns(wb, b, [("kubernetes pods", "ok")])[0]
-    assert wb.search_groups(b, "kubernetes") == (gb,)
-    fork_point = wb.history(b)[-1].id
-    wb.fork(b, "alt", at_message_id=fork_point)
+    assert wb.search.groups(b, "kubernetes") == (gb,)
+    fork_point = wb.messages.history(b)[-1].id
+    wb.branches.fork(b, "alt", at_message_id=fork_point)
     g_alt = _turns(wb, b, [("kubernetes helm chart", "ok")])[0]
-    assert set(wb.search_groups(b, "kubernetes")) == {gb, g_alt}
-    wb.switch_branch(b, "main")
-    assert wb.search_groups(b, "kubernetes") == (gb,)
+    assert set(wb.search.groups(b, "kubernetes")) == {gb, g_alt}
+    wb.branches.switch(b, "main")
+    assert wb.search.groups(b, "kubernetes") == (gb,)
 
 
 def test_pins_round_trip_and_upsert(wb):
-    sid = wb.create_session()
-    pin = wb.add_pin(sid, "group:1", "leased", scope="task")
+    sid = wb.new_session()
+    pin = wb.pins.add(sid, "group:1", "leased", scope="task")
     assert pin.ttl == Config().planner.pins.task_lease_ttl
-    again = wb.add_pin(sid, "group:1", "sticky", label="key decision")
+    again = wb.pins.add(sid, "group:1", "sticky", label="key decision")
     assert again.id == pin.id and again.kind == "sticky" and again.ttl == 0
-    wb.add_pin(sid, "card:pkg.mod.f", "ephemeral", content="def f(): ...", source="activation")
-    assert [p.target for p in wb.pins(sid)] == ["group:1", "card:pkg.mod.f"]
-    assert wb.update_pin(sid, pin.id, ttl=2, kind="leased").ttl == 2
-    wb.remove_pin(sid, pin.id)
-    assert [p.target for p in wb.pins(sid)] == ["card:pkg.mod.f"]
+    wb.pins.add(sid, "card:pkg.mod.f", "ephemeral", content="def f(): ...", source="activation")
+    assert [p.target for p in wb.pins.list(sid)] == ["group:1", "card:pkg.mod.f"]
+    assert wb.pins.update(sid, pin.id, ttl=2, kind="leased").ttl == 2
+    wb.pins.remove(sid, pin.id)
+    assert [p.target for p in wb.pins.list(sid)] == ["card:pkg.mod.f"]
     with pytest.raises(UnknownPin):
-        wb.remove_pin(sid, pin.id)
+        wb.pins.remove(sid, pin.id)
     with pytest.raises(ValueError, match="only the user"):
-        wb.add_pin(sid, "group:2", "sticky", source="model")
+        wb.pins.add(sid, "group:2", "sticky", source="model")
     with pytest.raises(ValueError, match="pin kind"):
-        wb.add_pin(sid, "group:2", "forever")
+        wb.pins.add(sid, "group:2", "forever")
 
 
 def test_state_block_keeps_history_scratchpad_and_memos(wb):
-    sid = wb.create_session()
-    assert wb.state_block(sid) == ""
-    wb.set_state_block(sid, "### STATE\nGoal: one")
-    wb.set_state_block(sid, "### STATE\nGoal: two")
-    wb.set_state_block(sid, "### STATE\nGoal: two")
-    assert wb.state_block(sid).endswith("two")
-    assert [v.content[-3:] for v in wb.state_history(sid)] == ["one", "two"]
-    wb.set_scratchpad(sid, "- [ ] step 1")
-    wb.set_scratchpad(sid, "- [x] step 1")
-    assert wb.scratchpad(sid) == "- [x] step 1"
-    m1 = wb.add_memo("The CI runners use Python 3.11 and cache pip", tags=("ci",))
-    wb.add_memo("Prefer pathlib over os.path in new code", tags=("style",))
-    assert wb.search_memos("which python version on ci?") == (m1,)
-    assert len(wb.memos()) == 2
-    assert wb.remove_memo(m1.id)
-    assert wb.search_memos("python ci") == ()
+    sid = wb.new_session()
+    assert wb.memory.state(sid) == ""
+    wb.memory.set_state(sid, "### STATE\nGoal: one")
+    wb.memory.set_state(sid, "### STATE\nGoal: two")
+    wb.memory.set_state(sid, "### STATE\nGoal: two")
+    assert wb.memory.state(sid).endswith("two")
+    assert [v.content[-3:] for v in wb.memory.state_history(sid)] == ["one", "two"]
+    wb.memory.set_scratchpad(sid, "- [ ] step 1")
+    wb.memory.set_scratchpad(sid, "- [x] step 1")
+    assert wb.memory.scratchpad(sid) == "- [x] step 1"
+    m1 = wb.memory.add_memo("The CI runners use Python 3.11 and cache pip", tags=("ci",))
+    wb.memory.add_memo("Prefer pathlib over os.path in new code", tags=("style",))
+    assert wb.memory.search_memos("which python version on ci?") == (m1,)
+    assert len(wb.memory.memos()) == 2
+    assert wb.memory.remove_memo(m1.id)
+    assert wb.memory.search_memos("python ci") == ()
 
 
 def test_activation_scores(wb):
-    sid = wb.create_session()
-    wb.set_activation(sid, {"group:1": 0.5, "card:x": 1.2})
-    wb.set_activation(sid, {"card:x": 2.0}, replace=False)
-    assert wb.activation(sid) == {"card:x": 2.0, "group:1": 0.5}
-    wb.set_activation(sid, {"card:y": 1.0})
-    assert wb.activation(sid) == {"card:y": 1.0}
+    sid = wb.new_session()
+    wb.activation.set(sid, {"group:1": 0.5, "card:x": 1.2})
+    wb.activation.set(sid, {"card:x": 2.0}, replace=False)
+    assert wb.activation.scores(sid) == {"card:x": 2.0, "group:1": 0.5}
+    wb.activation.set(sid, {"card:y": 1.0})
+    assert wb.activation.scores(sid) == {"card:y": 1.0}
 
 
 def test_unknown_session_is_reported(wb):
     with pytest.raises(UnknownSession, match="s_nope"):
-        wb.history("s_nope")
+        wb.messages.history("s_nope")
     with pytest.raises(UnknownSession):
-        wb.append_message("s_nope", "user", "x")
+        wb.messages.append("s_nope", "user", "x")
 
 
 def test_delete_session_removes_its_rows_and_search_text(wb):
-    sid = wb.create_session()
+    sid = wb.new_session()
     _turns(wb, sid, [("alpha beta", "gamma")])
-    wb.delete_session(sid)
-    assert wb.list_sessions() == []
+    wb.sessions.delete(sid)
+    assert wb.sessions.list() == []
     for table in ("messages", "message_groups", "group_search", "branches"):
         assert wb.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0] == 0
 

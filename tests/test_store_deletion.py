@@ -4,9 +4,8 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.llm.traces import TraceStore
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 from ctxbench.store import db, schema
 
 SECRET = "my database password is hunter2-deleteme"
@@ -28,11 +27,11 @@ def _count(wb, sql, *args) -> int:
 
 
 def _session_with_plans(wb, secret: str) -> str:
-    sid = wb.create_session()
-    wb.append_message(sid, "user", secret)
-    wb.append_message(sid, "assistant", "noted")
+    sid = wb.new_session()
+    wb.messages.append(sid, "user", secret)
+    wb.messages.append(sid, "assistant", "noted")
     plan = wb.plan(sid, "what did I tell you?", retrieval=_retrieval("what did I tell you?"))
-    wb.record_usage(plan.plan_id, plan.used_tokens, plan.used_tokens, "m")
+    wb.plans.record_usage(plan.plan_id, plan.used_tokens, plan.used_tokens, "m")
     wb.plan(sid, "only mine", retrieval=_retrieval("only mine " + sid))
     return sid
 
@@ -40,14 +39,12 @@ def _session_with_plans(wb, secret: str) -> str:
 def test_deleting_a_session_deletes_its_plans_plan_messages_and_unshared_retrieval_sets(wb):
     gone = _session_with_plans(wb, SECRET)
     kept = _session_with_plans(wb, "an ordinary message")
-    traces = TraceStore(wb.db_path)
-    traces.count_references(gone, 1, ["card:pkg.f"])
-    traces.count_references(kept, 1, ["card:pkg.f"])
-    traces.close()
+    wb.traces.count_references(gone, 1, ["card:pkg.f"])
+    wb.traces.count_references(kept, 1, ["card:pkg.f"])
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE data LIKE ?", f"%{SECRET}%") == 1
     shared = _retrieval("what did I tell you?").id
 
-    wb.delete_session(gone)
+    wb.sessions.delete(gone)
 
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE data LIKE ?", f"%{SECRET}%") == 0
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE session_id = ?", gone) == 0
@@ -57,32 +54,32 @@ def test_deleting_a_session_deletes_its_plans_plan_messages_and_unshared_retriev
     ids = {r[0] for r in wb.conn.execute("SELECT id FROM retrieval_sets")}
     assert ids == {shared, _retrieval("only mine " + kept).id}  # the shared set stays, the other session's goes
     # the other session is whole: its plans still load with all their messages
-    for summary in wb.list_plans(kept):
-        assert wb.get_plan_inputs(summary.plan_id).history
+    for summary in wb.plans.list(kept):
+        assert wb.plans.inputs(summary.plan_id).history
     assert _count(wb, "SELECT COUNT(*) FROM reference_turns WHERE session_id = ?", kept) == 1
 
 
 def test_removing_a_turn_drops_its_plan_messages_unless_a_stored_plan_refers_to_them(wb):
-    sid = wb.create_session()
-    wb.append_message(sid, "user", SECRET)
-    wb.append_message(sid, "assistant", "noted")
-    gid = wb.history(sid)[0].group_id
-    wb.append_message(sid, "user", "another turn")
+    sid = wb.new_session()
+    wb.messages.append(sid, "user", SECRET)
+    wb.messages.append(sid, "assistant", "noted")
+    gid = wb.messages.history(sid)[0].group_id
+    wb.messages.append(sid, "user", "another turn")
     first = wb.plan(sid, "q1")
     second = wb.plan(sid, "q2 is different")
     # while a stored plan refers to the message, the plan keeps what it was sent
-    wb.remove_group(sid, gid)
+    wb.messages.remove(sid, gid)
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE data LIKE ?", f"%{SECRET}%") == 1
-    assert wb.get_plan_inputs(second.plan_id).history[0].content == SECRET
+    assert wb.plans.inputs(second.plan_id).history[0].content == SECRET
 
-    sid2 = wb.create_session()
-    wb.append_message(sid2, "user", SECRET + " again")
-    gid2 = wb.history(sid2)[0].group_id
-    wb.append_message(sid2, "user", "next")
+    sid2 = wb.new_session()
+    wb.messages.append(sid2, "user", SECRET + " again")
+    gid2 = wb.messages.history(sid2)[0].group_id
+    wb.messages.append(sid2, "user", "next")
     plan = wb.plan(sid2, "q")
     with db.transaction(wb.conn):  # a plan that is gone (its session's plans pruned) refers to nothing
         wb.conn.execute("DELETE FROM plans WHERE plan_id = ?", (plan.plan_id,))
-    wb.remove_group(sid2, gid2)
+    wb.messages.remove(sid2, gid2)
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE data LIKE ?", f"%{SECRET} again%") == 0
     assert first.plan_id != second.plan_id
 
@@ -93,8 +90,8 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
     db.migrate(conn, schema.COMPONENT, schema.MIGRATIONS[:3])
     conn.close()
     with Workbench(path, Config()) as wb:  # already at the current schema: store a plan, then undo v4
-        sid = wb.create_session()
-        wb.append_message(sid, "user", "hello")
+        sid = wb.new_session()
+        wb.messages.append(sid, "user", "hello")
         plan = wb.plan(sid, "again", retrieval=_retrieval("again"))
     raw = db.connect(path)
     raw.execute("UPDATE plan_messages SET session_id = NULL, message_id = NULL")
@@ -111,4 +108,4 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
         assert wb.conn.execute("SELECT retrieval_id FROM plans").fetchone()[0] == _retrieval("again").id
         rows = wb.conn.execute("SELECT session_id, message_id FROM plan_messages").fetchall()
         assert rows and all(r[0] == sid and r[1] is not None for r in rows)
-        assert wb.get_plan(plan.plan_id) == plan
+        assert wb.plans.get(plan.plan_id) == plan

@@ -81,7 +81,7 @@ def test_a_result_stored_after_other_messages_moves_up_to_its_call():
 def test_import_then_show_messages_gives_a_valid_payload_for_a_stored_unanswered_call(tmp_path, monkeypatch):
     """A call stored without a result (a chat cut off mid-tool) still plans to a payload providers accept."""
     from ctxbench.config import Config
-    from ctxbench.session import Workbench
+    from ctxbench.service.workbench import Workbench
 
     monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
     db = tmp_path / "x.db"

@@ -8,7 +8,7 @@ import pytest
 from click.testing import CliRunner
 
 from ctxbench.cli import main
-from ctxbench.session import Workbench
+from ctxbench.service.workbench import Workbench
 from ctxbench.transcripts import aider, claude_code
 from ctxbench.records.transcripts import TranscriptError
 
@@ -168,7 +168,7 @@ def test_import_command_accepts_the_formats(tmp_path, fmt, name, content):
     assert result.exit_code == 0, result.output
     session_id = result.output.strip().splitlines()[-1]
     with Workbench(db) as wb:
-        history = wb.history(session_id)
+        history = wb.messages.history(session_id)
     expected = (claude_code if fmt == "claude-code" else aider).parse_file(path)
     assert [(m.role, m.content) for m in history] == [(m.role, m.content) for m in expected.messages]
     assert len({m.group_id for m in history}) == expected.group_count

@@ -8,7 +8,7 @@ from textual.widgets import DataTable, Input
 
 from ctxbench.tui.screens.overlay import ContextOverlay
 from ctxbench.tui.screens.viewer import ViewerScreen
-from ctxbench.tui.widgets.chat import AssistantBubble, AttachmentLine, TurnBlock, UserBubble
+from ctxbench.tui.widgets.bubbles import AssistantBubble, AttachmentLine, TurnBlock, UserBubble
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
 from tui_helpers import make_app, quiet_config, settle
@@ -31,7 +31,7 @@ async def test_opens_the_session_with_a_plan_and_an_attachment_line(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        assert main.bridge is not None and main.view is not None
+        assert main.session is not None and main.view is not None
         blocks = list(main.query(TurnBlock))
         assert [b.group_id for b in blocks] == sorted(b.group_id for b in blocks)
         assert len(main.query(UserBubble)) == 5
@@ -81,8 +81,8 @@ async def test_ctrl_t_cycles_the_mode_from_the_input_and_replans(tmp_path):
         await pilot.press("ctrl+t")
         await settle(pilot)
         assert main.view.plan.mode == "light" and len(cards(main.view.plan)) == 4
-        wb = main.bridge.wb
-        assert wb.settings(main.bridge.session_id).mode == "light"
+        wb = main.session.wb
+        assert wb.settings(main.session.session_id).mode == "light"
 
 
 async def test_the_session_remembers_its_mode(tmp_path):
@@ -91,7 +91,7 @@ async def test_the_session_remembers_its_mode(tmp_path):
         await settle(pilot)
         await pilot.press("ctrl+t")  # light -> heavy
         await settle(pilot)
-        session_id = app.main_screen.bridge.session_id
+        session_id = app.main_screen.session.session_id
     again = make_app(tmp_path, session_id=session_id)
     async with again.run_test() as pilot:
         await settle(pilot)
@@ -157,7 +157,7 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        sid = main.bridge.session_id
+        sid = main.session.session_id
         overlay = await open_overlay(pilot)
         first_plan = overlay.view.plan.plan_id
 
@@ -165,7 +165,7 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
         target = overlay.selected_row.target
         await pilot.press("ctrl+s")
         await settle(pilot)
-        pins = main.bridge.wb.pins(sid)
+        pins = main.session.wb.pins.list(sid)
         assert [(p.target, p.kind) for p in pins] == [(target, "sticky")]
         assert overlay.view.plan.plan_id != first_plan  # the overlay shows the new plan
         assert any(i.pin == "sticky" and i.included for i in overlay.view.plan.items)
@@ -173,20 +173,20 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
         select(overlay, lambda r: r.target == "card:ledgerlite.money.Money.round" and r.kind != "suggestion")
         await pilot.press("ctrl+e")
         await settle(pilot)
-        lease = next(p for p in main.bridge.wb.pins(sid) if p.target == "card:ledgerlite.money.Money.round")
+        lease = next(p for p in main.session.wb.pins.list(sid) if p.target == "card:ledgerlite.money.Money.round")
         assert (lease.kind, lease.scope, lease.ttl) == ("leased", "turn", app.config_.planner.pins.default_lease_ttl)
         assert "Money.round" in lease.content  # the card text is kept with the pin
 
         select(overlay, lambda r: r.target == "card:ledgerlite.reports.render_balance" and r.kind != "suggestion")
         await pilot.press("ctrl+k")
         await settle(pilot)
-        task = next(p for p in main.bridge.wb.pins(sid) if p.target == "card:ledgerlite.reports.render_balance")
+        task = next(p for p in main.session.wb.pins.list(sid) if p.target == "card:ledgerlite.reports.render_balance")
         assert (task.kind, task.scope) == ("leased", "task")
 
         select(overlay, lambda r: r.pin == "leased" and "render_balance" in r.haystack())
         await pilot.press("ctrl+u")
         await settle(pilot)
-        assert "card:ledgerlite.reports.render_balance" not in {p.target for p in main.bridge.wb.pins(sid)}
+        assert "card:ledgerlite.reports.render_balance" not in {p.target for p in main.session.wb.pins.list(sid)}
 
         group_rows = [r for r in overlay.shown_rows if r.kind == "included" and r.target.startswith(("group:", "atom:"))
                       and not r.pin]
@@ -212,7 +212,7 @@ async def test_overlay_accept_and_reject_suggestions(tmp_path):
         select(overlay, lambda r: r.kind == "suggestion" and r.target == suggested[0])
         await pilot.press("ctrl+y")
         await settle(pilot)
-        pins = main.bridge.wb.pins(main.bridge.session_id)
+        pins = main.session.wb.pins.list(main.session.session_id)
         assert [(p.target, p.kind, p.source) for p in pins] == [(suggested[0], "sticky", "user")]
         now = [r.target for r in overlay.shown_rows if r.kind == "suggestion"]
         assert suggested[0] not in now
@@ -221,7 +221,7 @@ async def test_overlay_accept_and_reject_suggestions(tmp_path):
         await pilot.press("ctrl+n")
         await settle(pilot)
         assert suggested[1] not in [r.target for r in overlay.shown_rows if r.kind == "suggestion"]
-        assert suggested[1] not in {p.target for p in main.bridge.wb.pins(main.bridge.session_id)}
+        assert suggested[1] not in {p.target for p in main.session.wb.pins.list(main.session.session_id)}
 
         # accept/reject are disabled away from a suggestion
         select(overlay, lambda r: r.kind == "included" and r.target.startswith("atom:"))
@@ -256,7 +256,7 @@ async def test_slash_commands(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
+        wb, sid = main.session.wb, main.session.session_id
 
         await type_and_enter(pilot, "/mode heavy")
         assert main.view.plan.mode == "heavy" and str(main.query_one(ModeIndicator).render()) == "CTX: Heavy"
@@ -278,7 +278,7 @@ async def test_slash_commands(tmp_path):
         await pilot.press("escape")
 
         await type_and_enter(pilot, "/message list")
-        assert isinstance(app.screen, ViewerScreen) and len(app.screen.body.splitlines()) == len(wb.group_ids(sid))
+        assert isinstance(app.screen, ViewerScreen) and len(app.screen.body.splitlines()) == len(wb.messages.group_ids(sid))
         await pilot.press("escape")
         await type_and_enter(pilot, "/message show 3")
         assert isinstance(app.screen, ViewerScreen) and "Show me the journal code." in app.screen.body
@@ -287,19 +287,19 @@ async def test_slash_commands(tmp_path):
         await type_and_enter(pilot, "/context drop 2")
         assert any(i.reason == "dropped_by_user" for i in main.view.plan.excluded)
         await type_and_enter(pilot, "/pin 4")
-        assert ("group:4", "sticky") in {(p.target, p.kind) for p in wb.pins(sid)}
+        assert ("group:4", "sticky") in {(p.target, p.kind) for p in wb.pins.list(sid)}
         await type_and_enter(pilot, "/pin lease card:ledgerlite.ledger.Ledger.post task")
-        assert ("card:ledgerlite.ledger.Ledger.post", "leased") in {(p.target, p.kind) for p in wb.pins(sid)}
-        pin_id = next(p.id for p in wb.pins(sid) if p.target == "group:4")
+        assert ("card:ledgerlite.ledger.Ledger.post", "leased") in {(p.target, p.kind) for p in wb.pins.list(sid)}
+        pin_id = next(p.id for p in wb.pins.list(sid) if p.target == "group:4")
         await type_and_enter(pilot, f"/pin remove {pin_id}")
-        assert "group:4" not in {p.target for p in wb.pins(sid)}
+        assert "group:4" not in {p.target for p in wb.pins.list(sid)}
 
-        groups = wb.group_ids(sid)
+        groups = wb.messages.group_ids(sid)
         await type_and_enter(pilot, f"/message remove {groups[1]}")
-        assert groups[1] not in wb.group_ids(sid) and main.chat.block(groups[1]) is None
-        before = wb.group_ids(sid)
+        assert groups[1] not in wb.messages.group_ids(sid) and main.chat.block(groups[1]) is None
+        before = wb.messages.group_ids(sid)
         await type_and_enter(pilot, "/undo")
-        assert wb.group_ids(sid) == before[:-1]
+        assert wb.messages.group_ids(sid) == before[:-1]
 
         await type_and_enter(pilot, "/theme ctxbench-light")
         assert app.theme == "ctxbench-light"
@@ -324,10 +324,10 @@ async def test_sending_a_message_stores_it_plans_and_streams_the_reply(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        groups_before = wb.group_ids(sid)
+        wb, sid = main.session.wb, main.session.session_id
+        groups_before = wb.messages.group_ids(sid)
         await type_and_enter(pilot, "How is Money rounded?")
-        history = wb.history(sid)
+        history = wb.messages.history(sid)
         new_group = history[-1].group_id
         assert new_group not in groups_before
         roles = [m.role for m in history if m.group_id == new_group]
@@ -338,7 +338,7 @@ async def test_sending_a_message_stores_it_plans_and_streams_the_reply(tmp_path)
         assert block is not None and block.query(AssistantBubble)
         line = block.attachment()
         assert line is not None and "4 cards" in str(line.render())
-        plans = wb.list_plans(sid)
+        plans = wb.plans.list(sid)
         assert plans  # the turn's plan is stored
 
 

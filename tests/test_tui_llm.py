@@ -19,14 +19,14 @@ from textual.widgets import Markdown
 from ctxbench.config import LLMConfig
 from ctxbench.records.turns import UsageCheck
 from ctxbench.llm.replay import replay
-from ctxbench.llm.state import extract_state, state_span
+from ctxbench.records.state import extract_state, state_span
 from ctxbench.tui.app import CtxbenchApp
-from ctxbench.tui.bridge import LaunchOptions
+from ctxbench.service.options import LaunchOptions
 from ctxbench.tui.present import meter_state, model_label, split_state, usage_text
 from ctxbench.tui.screens.overlay import ContextOverlay
 from ctxbench.tui.screens.replay import ReplayScreen
 from ctxbench.tui.screens.viewer import ViewerScreen
-from ctxbench.tui.widgets.chat import AssistantBubble, StatePanel, TurnBlock, UsageLine
+from ctxbench.tui.widgets.bubbles import AssistantBubble, StatePanel, TurnBlock, UsageLine
 from llm_server import LLMServer, Reply
 from tui_helpers import make_app, quiet_config, settle
 
@@ -74,18 +74,18 @@ async def test_context_rebuild_streams_a_state_block_stores_it_and_replans(tmp_p
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        history_before = wb.history(sid)
-        assert wb.state_block(sid) == ""
+        wb, sid = main.session.wb, main.session.session_id
+        history_before = wb.messages.history(sid)
+        assert wb.memory.state(sid) == ""
         assert not [i for i in main.view.plan.included if i.kind == "state"]
         system_before = dict(main.meter.state.sections)["system"]
         blocks_before = {id(b) for b in main.chat.query(TurnBlock)}
 
         await type_and_enter(pilot, "/context rebuild")
 
-        state = wb.state_block(sid)
+        state = wb.memory.state(sid)
         assert state.startswith("### STATE\nGoal: ")
-        assert wb.history(sid) == history_before  # the rebuild prompt is not a turn of the history
+        assert wb.messages.history(sid) == history_before  # the rebuild prompt is not a turn of the history
         assert main.state_block == state
         # the plan and the meter picked the new state up
         state_items = [i for i in main.view.plan.included if i.kind == "state"]
@@ -114,7 +114,7 @@ async def test_context_rebuild_from_the_palette(tmp_path):
         await pilot.press("enter")
         await settle(pilot)
         main = app.main_screen
-        assert main.bridge.wb.state_block(main.bridge.session_id).startswith("### STATE")
+        assert main.session.wb.memory.state(main.session.session_id).startswith("### STATE")
 
 
 async def test_undo_removes_the_last_turn_and_rebuilds_the_state(tmp_path):
@@ -122,17 +122,17 @@ async def test_undo_removes_the_last_turn_and_rebuilds_the_state(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        groups = wb.group_ids(sid)
+        wb, sid = main.session.wb, main.session.session_id
+        groups = wb.messages.group_ids(sid)
         await type_and_enter(pilot, "A question that will be undone")
-        assert "Goal: A question that will be undone" in wb.state_block(sid)
+        assert "Goal: A question that will be undone" in wb.memory.state(sid)
         await type_and_enter(pilot, "/undo")
         for _ in range(50):  # the rebuild starts once the undo's replan is in
             await settle(pilot)
-            if main.chat.query(".rebuild") and not main._turn_running:
+            if main.chat.query(".rebuild") and not main.turn_running:
                 break
-        assert wb.group_ids(sid) == groups
-        assert wb.state_block(sid).startswith("### STATE\nGoal: Where are the reports rendered?")
+        assert wb.messages.group_ids(sid) == groups
+        assert wb.memory.state(sid).startswith("### STATE\nGoal: Where are the reports rendered?")
         assert [i for i in main.view.plan.included if i.kind == "state"]
 
 
@@ -141,13 +141,13 @@ async def test_context_drop_and_restore(tmp_path):
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        gid = wb.group_ids(sid)[1]
+        wb, sid = main.session.wb, main.session.session_id
+        gid = wb.messages.group_ids(sid)[1]
         await type_and_enter(pilot, f"/context drop {gid}")
-        assert all(m.status == "dropped" for m in wb.group(sid, gid))
+        assert all(m.status == "dropped" for m in wb.messages.group(sid, gid))
         assert main.chat.block(gid).has_class("-dropped")
         await type_and_enter(pilot, f"/context restore {gid}")
-        assert all(m.status == "active" for m in wb.group(sid, gid))
+        assert all(m.status == "active" for m in wb.messages.group(sid, gid))
         assert not main.chat.block(gid).has_class("-dropped")
 
 
@@ -155,30 +155,27 @@ async def test_context_drop_and_restore(tmp_path):
 
 async def test_one_turn_runner_per_session_closed_with_the_app(tmp_path, monkeypatch):
     import ctxbench.llm.loop as loop
+    import ctxbench.service.model as model
 
     made: list[object] = []
-    closed: list[object] = []
 
     class CountingRunner(loop.TurnRunner):
         def __post_init__(self) -> None:
             made.append(self)
             super().__post_init__()
 
-    monkeypatch.setattr(loop, "TurnRunner", CountingRunner)
+    monkeypatch.setattr(model, "TurnRunner", CountingRunner)  # the one place runners are built
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
-        bridge = app.main_screen.bridge
+        session = app.main_screen.session
         await type_and_enter(pilot, "first question")
         await type_and_enter(pilot, "second question")
         await type_and_enter(pilot, "/context rebuild")
-        assert len(made) == 1 and bridge.runner is made[0]
-        traces = bridge.traces
-        assert made[0].traces is traces
-        monkeypatch.setattr(traces, "close", lambda: closed.append(traces))
-        wb = bridge.wb
-    assert closed == [traces]  # the app closed the session's trace store on the way out
-    assert wb._conn is None  # and the session's store
+        assert len(made) == 1 and session.runner is made[0]
+        wb = session.wb
+        assert made[0].traces is wb.traces  # model calls are recorded in the session's own database
+    assert wb._database is None  # the app closed the session's store on the way out
 
 
 # -- 3. usage badge ---------------------------------------------------------------------------------
@@ -189,12 +186,12 @@ async def test_offline_turn_shows_estimated_and_reported_tokens_dimly(tmp_path):
         await settle(pilot)
         main = app.main_screen
         await type_and_enter(pilot, "How is Money rounded?")
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        group = wb.history(sid)[-1].group_id
+        wb, sid = main.session.wb, main.session.session_id
+        group = wb.messages.history(sid)[-1].group_id
         line = main.chat.block(group).query_one(UsageLine)
         assert not line.mismatch
         (check,) = main.usage_checks
-        report = wb.usage_reports(check.plan_id)[-1]
+        report = wb.plans.usage_reports(check.plan_id)[-1]
         assert check.estimated == report.estimated > 0 and check.reported == report.reported
         assert str(line.render()) == f"est {check.estimated:,} · reported {check.reported:,} prompt tok · offline"
 
@@ -206,8 +203,8 @@ async def test_usage_badge_when_the_provider_reports_far_more_than_estimated(tmp
             await settle(pilot)
             main = app.main_screen
             await type_and_enter(pilot, "Where are the reports rendered?")
-            wb, sid = main.bridge.wb, main.bridge.session_id
-            group = wb.history(sid)[-1].group_id
+            wb, sid = main.session.wb, main.session.session_id
+            group = wb.messages.history(sid)[-1].group_id
             line = main.chat.block(group).query_one(UsageLine)
             (check,) = main.usage_checks
             assert check.reported == 50_000 and check.mismatch
@@ -215,7 +212,7 @@ async def test_usage_badge_when_the_provider_reports_far_more_than_estimated(tmp
             text = str(line.render())
             assert text.startswith("⚠ ") and check.badge in text and "loopback" in text
             # the reply's state block was stored and shows as a panel
-            assert wb.state_block(sid) == extract_state(STATE_REPLY)
+            assert wb.memory.state(sid) == extract_state(STATE_REPLY)
             assert main.chat.block(group).query_one(StatePanel).body.startswith("Goal: ship it\nContext: money.py")
 
 
@@ -237,10 +234,10 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
-        s = main.desired
-        expected = list(replay(wb, sid, mode=s["mode"], budget=s["budget"], strategy=s["strategy"],
-                               window_groups=s["window_groups"]))
+        wb, sid = main.session.wb, main.session.session_id
+        s = main.settings
+        expected = list(replay(wb, sid, mode=s.mode, budget=s.budget, strategy=s.strategy,
+                               window_groups=s.window_groups))
         assert len(expected) == 5
 
         await type_and_enter(pilot, "/replay")
@@ -278,10 +275,10 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
 
         await pilot.press("m")  # light -> heavy, for the replay only
         await settle(pilot)
-        heavy = list(replay(wb, sid, mode="heavy", budget=s["budget"], strategy=s["strategy"],
-                            window_groups=s["window_groups"], only_turn=4))[0]
+        heavy = list(replay(wb, sid, mode="heavy", budget=s.budget, strategy=s.strategy,
+                            window_groups=s.window_groups, only_turn=4))[0]
         assert screen.step.plan.mode == "heavy" and screen.step.plan.plan_id == heavy.plan.plan_id
-        assert main.desired["mode"] == "light"
+        assert main.settings.mode == "light"
 
         await pilot.press("enter")
         await pilot.pause()
@@ -291,7 +288,7 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
         await pilot.press("escape")
         await pilot.pause()
         assert app.screen is main
-        assert heavy.plan.plan_id not in {p.plan_id for p in wb.list_plans(sid, limit=1000)}  # nothing stored
+        assert heavy.plan.plan_id not in {p.plan_id for p in wb.plans.list(sid, limit=1000)}  # nothing stored
 
 
 async def test_replay_starts_at_a_given_turn_and_clamps(tmp_path):
@@ -312,14 +309,14 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_it_as_partial(tmp_path
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             main = app.main_screen
-            wb, sid = main.bridge.wb, main.bridge.session_id
+            wb, sid = main.session.wb, main.session.session_id
             await type_and_enter(pilot, "Tell me slowly", wait=False)
             bubble = await wait_for(pilot, lambda: streaming_bubble(main), "the reply to start streaming")
-            assert main._turn_running
+            assert main.turn_running
             await pilot.press("escape")
             await settle(pilot)
-            assert not main._turn_running
-            stored = wb.history(sid)[-1]
+            assert not main.turn_running
+            stored = wb.messages.history(sid)[-1]
             assert stored.role == "assistant" and stored.partial
             assert stored.content and full.startswith(stored.content) and len(stored.content) < len(full)
             assert bubble.has_class("-partial") and not bubble.has_class("-streaming")
@@ -334,17 +331,17 @@ async def test_a_history_refresh_during_a_reply_keeps_the_live_turn(tmp_path):
         async with app.run_test(size=(120, 40)) as pilot:
             await settle(pilot)
             main = app.main_screen
-            wb, sid = main.bridge.wb, main.bridge.session_id
+            wb, sid = main.session.wb, main.session.session_id
             await type_and_enter(pilot, "Keep going", wait=False)
             live = await wait_for(pilot, lambda: streaming_bubble(main), "the reply to start streaming")
-            first = wb.group_ids(sid)[1]
+            first = wb.messages.group_ids(sid)[1]
             main.run_slash(f"/context drop {first}")  # replans and re-reads the history mid-reply
             main.run_slash("/undo")  # refused while the reply arrives
             assert "reply is still arriving" in main.last_command_error
             await settle(pilot)
             assert main.chat.block(first).has_class("-dropped")
             assert live.is_attached and live.text == full and not live.has_class("-partial")
-            group = wb.history(sid)[-1].group_id
+            group = wb.messages.history(sid)[-1].group_id
             assert live in main.chat.block(group).query(AssistantBubble)
             assert len([b for b in main.chat.query(TurnBlock) if b.group_id == group]) == 1
 
@@ -359,9 +356,9 @@ async def test_escape_before_the_first_token_says_so(tmp_path):
             await wait_for(pilot, lambda: server.received, "the request to reach the server")
             await pilot.press("escape")
             await settle(pilot)
-            wb, sid = main.bridge.wb, main.bridge.session_id
-            assert wb.history(sid)[-1].role == "user"  # nothing of the reply to keep
-            block = main.chat.block(wb.history(sid)[-1].group_id)
+            wb, sid = main.session.wb, main.session.session_id
+            assert wb.messages.history(sid)[-1].role == "user"  # nothing of the reply to keep
+            block = main.chat.block(wb.messages.history(sid)[-1].group_id)
             assert "cancelled before the model replied" in str(block.query_one(".cancel-note").render())
 
 
@@ -376,9 +373,9 @@ async def test_model_suggestions_appear_under_the_suggested_pins_delimiter(tmp_p
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
-        wb, sid = main.bridge.wb, main.bridge.session_id
+        wb, sid = main.session.wb, main.session.session_id
         await type_and_enter(pilot, SUGGEST)
-        tools = [m for m in wb.history(sid) if m.role == "tool"]
+        tools = [m for m in wb.messages.history(sid) if m.role == "tool"]
         assert tools[-1].tool_name == "suggest_pins" and "suggested 2 pin(s)" in tools[-1].content
         targets = [s.target for s in main.view.suggestions]
         assert targets[:2] == ["card:ledgerlite.money.Money.round", "card:ledgerlite.reports.render_balance"]
@@ -399,13 +396,13 @@ async def test_model_suggestions_appear_under_the_suggested_pins_delimiter(tmp_p
         table.move_cursor(row=delimiter + 1, animate=False)
         await pilot.press("ctrl+y")
         await settle(pilot)
-        assert any(p.target == targets[0] and p.kind == "sticky" for p in wb.pins(sid))
+        assert any(p.target == targets[0] and p.kind == "sticky" for p in wb.pins.list(sid))
         rows = overlay.shown_rows
         nxt = next(n for n, r in enumerate(rows) if r.target == targets[1] and r.kind == "suggestion")
         table.move_cursor(row=nxt, animate=False)
         await pilot.press("ctrl+n")
         await settle(pilot)
-        traces = main.bridge.traces
+        traces = main.session.wb.traces
         assert [s.target for s in traces.suggestions(sid, "accepted")] == [targets[0]]
         assert [s.target for s in traces.suggestions(sid, "rejected")] == [targets[1]]
         assert not {targets[0], targets[1]} & {s.target for s in main.view.suggestions}
@@ -516,7 +513,7 @@ async def test_history_replies_render_their_state_as_a_panel(tmp_path):
         await settle(pilot)
         main = app.main_screen
         await type_and_enter(pilot, "What is the state now?")
-        snap = main.bridge.snapshot()
+        snap = main.session.snapshot()
         await main.chat.show_history(snap.history, snap.dropped)  # as after a reload
         await pilot.pause()
         last = list(main.chat.query(AssistantBubble))[-1]

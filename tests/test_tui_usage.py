@@ -129,7 +129,7 @@ async def test_prompt_placeholder_fits_at_80x24(tmp_path):
 
 async def test_over_budget_attachment_line_is_whole_at_80x24(tmp_path):
     # At 80 columns the over-budget attachment line ended in "ctrl+o" — the hint lost its "details".
-    from ctxbench.tui.widgets.chat import AttachmentLine
+    from ctxbench.tui.widgets.bubbles import AttachmentLine
 
     app = make_app(tmp_path)
     async with app.run_test(size=(80, 24)) as pilot:

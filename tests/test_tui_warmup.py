@@ -1,9 +1,10 @@
 """Warm-up of the embedding model in the workbench: a failed load is reported in the embedder's slot."""
-from types import SimpleNamespace
-
 from ctxbench.config import Config
 from ctxbench.retrieval.embedder import EmbedderError
-from ctxbench.tui import warmup
+from ctxbench.service.options import LaunchOptions
+from ctxbench.service.session import WorkbenchSession
+
+from retrieval_fixture import write_repo
 
 
 class _BrokenEmbedder:
@@ -17,15 +18,19 @@ class _BrokenEmbedder:
         raise EmbedderError("bundled model.safetensors sha256 mismatch")
 
 
-def test_failed_model_load_turns_semantic_off_in_the_embedder_slot(monkeypatch):
-    monkeypatch.setattr(warmup, "make_embedder", lambda config: _BrokenEmbedder())
-    seen = []
-    retriever = SimpleNamespace(embedder=None)
-    bridge = SimpleNamespace(config=Config(), semantic_ready=False)
-    result = warmup.warm_semantic(bridge, retriever, lambda slot, text, frac, state=None: seen.append((slot, text, state)))
-    assert result is True
-    assert retriever.embedder is None
-    assert bridge.semantic_ready is False
-    assert seen[-1][0] == "embedder"
-    assert seen[-1][2] == "error"
-    assert "sha256 mismatch" in seen[-1][1]
+def test_failed_model_load_turns_semantic_off_in_the_embedder_slot(tmp_path):
+    options = LaunchOptions(db_path=tmp_path / "w.db", repo=write_repo(tmp_path / "repo"),
+                            embedder_factory=lambda config: _BrokenEmbedder())
+    session = WorkbenchSession(options, Config())
+    session.open()
+    try:
+        seen = []
+        session.attach_repository(seen.append)
+        assert session.retrieval_ready  # keyword and graph retrieval carry on
+        assert session.attached.retriever.embedder is None
+        assert session.semantic_ready is False
+        assert seen[-1].slot == "embedder"
+        assert seen[-1].state == "error"
+        assert "sha256 mismatch" in seen[-1].text
+    finally:
+        session.close()

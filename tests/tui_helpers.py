@@ -12,7 +12,7 @@ from pathlib import Path
 from ctxbench.config import Config
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.tui.app import CtxbenchApp
-from ctxbench.tui.bridge import LaunchOptions
+from ctxbench.service.options import LaunchOptions
 
 LONG_RESULT = "\n".join(f"    line {n}: balance += entry.amount  # running total" for n in range(120))
 
@@ -65,7 +65,7 @@ class FixedRetriever:
     def __init__(self) -> None:
         self.calls: list[tuple[str, str]] = []
 
-    def retrieve(self, query: str, *, mode: str) -> RetrievalSet:
+    def retrieve(self, query: str, *, mode: str, **context) -> RetrievalSet:
         self.calls.append((query, mode))
         hits = tuple(
             RetrievalHit(symbol=sym, path=path, line=line, score=score, why=f"keyword score {score}",
@@ -112,7 +112,7 @@ async def settle(pilot, rounds: int = 200) -> None:
         await pilot.pause()
         main = app.main_screen
         busy = any(w.is_running for w in app.workers)
-        if not busy and main.ready and not main.meter.pending and not main._turn_running:
+        if not busy and main.ready and not main.meter.pending and not main.turn_running:
             await pilot.pause()
             if not any(w.is_running for w in app.workers):
                 return

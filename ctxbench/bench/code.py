@@ -7,7 +7,7 @@ symbols among its first k hits, averaged over queries. ``plan_all_gold`` is the 
 for which every gold symbol is an included ``symbol_card`` of a plan built at ``budget`` tokens
 with an empty history and the query as the current turn.
 
-The fused retrieval goes through the app's own seam (``llm.wiring.ModeRetriever``) once per Context
+The fused retrieval goes through the app's own seam (``service.attach.ModeRetrieval``) once per Context
 Mode, with what a fresh session passes (the names and paths the query mentions, no pins, no
 activation) and the scaffold folded to the plan's share: the Light plan is checked on the Light set
 (no graph expansion), the Heavy plan on the Heavy set, as users get them. Recall is the Heavy set's
@@ -194,16 +194,16 @@ def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all
                    budget: int = PLAN_BUDGET, pinned: bool = True) -> CodeBenchReport:
     """Run every variant over the queries of ``split`` with the same retriever (same index, same machine).
 
-    ``fused`` retrieves through ``ModeRetriever`` per mode, as the Workbench does for a fresh session.
+    ``fused`` retrieves through ``ModeRetrieval`` per mode, as the Workbench does for a fresh session.
     """
-    from ctxbench.llm.wiring import ModeRetriever
+    from ctxbench.service.attach import ModeRetrieval
     from ctxbench.retrieval.mentions import mentions
     from ctxbench.tokens import get_tokenizer
 
     chosen = select_split(queries, split)
     config = retriever.config
     tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
-    seam = ModeRetriever(retriever, config, tokenizer)
+    seam = ModeRetrieval(retriever, config, tokenizer, cache_size=0)
     k_max = max(KS)
     modes = ("heavy", "light") if plans else ("heavy",)  # heavy first: its set gives recall and the timing
     figures: dict[str, Figures] = {}

@@ -127,7 +127,7 @@ def _median_phases(results: list[Any]) -> tuple[tuple[str, Any], ...]:
 def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     """Cold index, unchanged re-index and a one-file change, without embedding."""
     from ctxbench.codegraph.index import build_index
-    from ctxbench.store.db import connect
+    from ctxbench.store.database import Database
 
     cold_runs: list[float] = []
     cold_cpu: list[float] = []
@@ -136,13 +136,14 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     for i in range(ctx.repeat):
         ctx.progress(f"cold index {i + 1}/{ctx.repeat}")
         path = ctx.workdir / f"cold{i}.db"
-        conn = connect(path)
+        database = Database(path)
+        conn = database.dedicated_connection()
         with _Clock() as clock:
             result = build_index(ctx.repo, conn, ctx.config)
         cold_runs.append(clock.wall)
         cold_cpu.append(clock.cpu)
         cold_results.append(result)
-        conn.close()
+        database.close()
         if i == ctx.repeat - 1:
             for suffix in ("", "-wal", "-shm"):
                 src = Path(str(path) + suffix)
@@ -153,7 +154,8 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     ctx.shared["counts"] = (("files", last.files), ("symbols", last.symbols), ("edges", last.edges),
                             ("cards", last.cards), ("parse_errors", len(last.parse_errors)))
 
-    conn = connect(db_path)
+    database = Database(db_path)
+    conn = database.dedicated_connection()
     ctx.progress("unchanged re-index")
     warm_runs: list[float] = []
     warm_cpu: list[float] = []
@@ -181,7 +183,7 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
         finally:
             target.write_text(original, encoding="utf-8")
             build_index(ctx.repo, conn, ctx.config)
-    conn.close()
+    database.close()
     out = [
         PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
                     (("files_parsed", last.files_parsed), *_median_phases(cold_results)), tuple(cold_cpu)),
@@ -210,10 +212,11 @@ def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
     """Loading the index for retrieval, PageRank (plain and personalized) and the scaffold."""
     from ctxbench.codegraph import index as index_mod
     from ctxbench.codegraph.graph import pagerank, personalization
-    from ctxbench.store.db import connect
+    from ctxbench.store.database import Database
     from ctxbench.tokens import get_tokenizer
 
-    conn = connect(ctx.shared["db_path"])
+    database = Database(ctx.shared["db_path"])
+    conn = database.dedicated_connection()
     load_runs: list[float] = []
     for _ in range(ctx.repeat):
         index_mod._LOADED.clear()
@@ -252,7 +255,7 @@ def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
         t0 = time.perf_counter()
         text = build_scaffold(index.graph, index.symbols, budget, tokenizer, config=ctx.config.index, scores=scores)
         scaffold_runs.append(time.perf_counter() - t0)
-    conn.close()
+    database.close()
     return [
         PhaseTiming("load_index (from the store)", tuple(load_runs), None,
                     (("symbols", len(index.symbols)), ("graph_edges", index.graph.number_of_edges()))),

@@ -48,11 +48,12 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
     """Cold embedding of every card (fresh vector cache) and the reuse pass."""
     from ctxbench.codegraph.index import load_index
     from ctxbench.retrieval.vectors import embed_cards
-    from ctxbench.store.db import connect
+    from ctxbench.store.database import Database
 
     ctx.progress("loading the embedding model")
     embedder = _load_embedder(ctx)
-    conn = connect(ctx.shared["db_path"])
+    database = Database(ctx.shared["db_path"])
+    conn = database.dedicated_connection()
     cards = list(load_index(ctx.repo, conn, ctx.config).cards.values())
     per_card: list[float] = []
     rates: list[float] = []
@@ -68,7 +69,7 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
         rates.append(stats.cards_per_second)
     ctx.progress("re-embedding with the cache full")
     reuse = embed_cards(cards, conn, embedder)
-    conn.close()
+    database.close()
     return [
         PhaseTiming("embed cold (seconds per card)", tuple(per_card), 1.0 / EMBED_TARGET_CARDS_PER_S,
                     (("cards_embedded", embedded), ("cards_per_s", round(statistics.median(rates), 1)),
@@ -88,10 +89,11 @@ def _has_vectors(conn) -> bool:
 def retrieve_group(ctx: PerfContext) -> list[PhaseTiming]:
     """One query with the model and both indexes warm (fused semantic + keyword + graph)."""
     from ctxbench.retrieval.retriever import Retriever
-    from ctxbench.store.db import connect
+    from ctxbench.store.database import Database
 
     embedder = _load_embedder(ctx)
-    conn = connect(ctx.shared["db_path"])
+    database = Database(ctx.shared["db_path"])
+    conn = database.dedicated_connection()
     retriever = Retriever(conn, ctx.repo, ctx.config, embedder)
     ctx.progress("warming the retriever (vector and keyword indexes)")
     retriever.prepare(wait_for_model=True)
@@ -105,7 +107,7 @@ def retrieve_group(ctx: PerfContext) -> list[PhaseTiming]:
             result = retriever.retrieve(query)
             times.append(time.perf_counter() - t0)
             semantic += int(result.semantic_available)
-    conn.close()
+    database.close()
     ordered = sorted(times)
     p95 = ordered[min(len(ordered) - 1, int(round(0.95 * (len(ordered) - 1))))]
     return [

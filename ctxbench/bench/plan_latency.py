@@ -16,7 +16,6 @@ import dataclasses
 import gc
 import json
 import random
-import sqlite3
 import statistics
 import time
 from dataclasses import dataclass
@@ -28,7 +27,7 @@ from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner import build_plan
 from ctxbench.records.plans import PlanInputs
-from ctxbench.store.search import fts_query
+from ctxbench.store.search import MemoryGroupIndex
 from ctxbench.tokens import Tokenizer
 
 DEFAULT_TURNS = 1000
@@ -97,30 +96,6 @@ def synthetic_session(turns: int = DEFAULT_TURNS, seed: int = SEED, session_id: 
 def queries(seed: int = SEED, count: int = QUERY_COUNT) -> list[str]:
     rng = random.Random(seed + 1)
     return [f"{rng.choice(_VERBS)} the {rng.choice(_TOPICS)} and {rng.choice(_TOPICS)} handling" for _ in range(count)]
-
-
-class KeywordIndex:
-    """An in-memory SQLite FTS5 table of the session's turns, ranked by BM25 with the store's own query (``store.search.fts_query``)."""
-
-    def __init__(self, history: Sequence[Message]) -> None:
-        self.conn = sqlite3.connect(":memory:")
-        self.conn.execute("CREATE VIRTUAL TABLE turns USING fts5(content)")
-        texts: dict[int, list[str]] = {}
-        for m in history:
-            if m.status == "active" and m.content:
-                texts.setdefault(m.group_id, []).append(m.content)
-        self.conn.executemany("INSERT INTO turns (rowid, content) VALUES (?, ?)",
-                              [(gid, "\n".join(parts)) for gid, parts in texts.items()])
-        self.conn.commit()
-
-    def ranking(self, query: str, limit: int = KEYWORD_LIMIT) -> tuple[int, ...]:
-        expr = fts_query(query)
-        if not expr:
-            return ()
-        rows = self.conn.execute(
-            "SELECT rowid FROM turns WHERE turns MATCH ? ORDER BY bm25(turns), rowid LIMIT ?", (expr, limit)
-        )
-        return tuple(int(r[0]) for r in rows)
 
 
 def semantic_ranking(history: Sequence[Message], query: str) -> tuple[tuple[int, float], ...]:
@@ -252,13 +227,13 @@ def run(
         q: (Message(id=len(messages) + 1, session_id="bench", branch_id="main", group_id=last_group, role="user", content=q),)
         for q in qs
     }
-    index = KeywordIndex(history)
+    index = MemoryGroupIndex(history)
     keyword_samples: list[float] = []
     keyword: dict[str, tuple[int, ...]] = {}
     for _ in range(max(1, repeat // len(qs) + 1)):
         for q in qs:
             t0 = time.perf_counter()
-            keyword[q] = index.ranking(q)
+            keyword[q] = index.ranking(q, KEYWORD_LIMIT)
             keyword_samples.append((time.perf_counter() - t0) * 1000)
     semantic = {q: semantic_ranking(history, q) for q in qs}
 

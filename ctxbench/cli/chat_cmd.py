@@ -9,7 +9,6 @@ is refused (exit 2) before anything is stored.
 """
 from __future__ import annotations
 
-import dataclasses
 import sys
 from pathlib import Path
 
@@ -46,14 +45,12 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
     from ctxbench.llm.client import CancelToken
-    from ctxbench.records.turns import (
-        ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded,
-    )
-    from ctxbench.llm.loop import TurnRunner
-    from ctxbench.llm.providers import ProviderError, make_client, resolve_llm_config
-    from ctxbench.llm.wiring import attach_repository
+    from ctxbench.records.errors import ProviderError, UnknownSession
+    from ctxbench.records.turns import ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.session import UnknownSession, Workbench
+    from ctxbench.service.attach import attach_repository
+    from ctxbench.service.model import make_runner, resolve_model
+    from ctxbench.service.workbench import Workbench
 
     if not message.strip():
         fail("empty message: say something to the model", 2)
@@ -64,21 +61,20 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         except ConfigError as exc:
             fail(str(exc), 2)
     try:
-        llm = resolve_llm_config(config.llm, base_url=base_url, model=model, api_key_env=api_key_env,
-                                 context_limit=context_limit, timeout_s=timeout_s)
+        config = resolve_model(config, base_url=base_url, model=model, api_key_env=api_key_env,
+                               context_limit=context_limit, timeout_s=timeout_s)
     except ProviderError as exc:
         fail(str(exc), 2)
-    config = dataclasses.replace(config, llm=llm)
     cancel = CancelToken()
     finished: TurnFinished | None = None
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
-            code = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
+            attached = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
             if session_id is None:
-                session_id = wb.create_session(" ".join(message.split())[:60], repo)
+                session_id = wb.new_session(" ".join(message.split())[:60], repo)
             else:
-                wb.session_info(session_id)
-            runner = TurnRunner(wb, make_client(llm), config, code=code)
+                wb.sessions.info(session_id)
+            runner = make_runner(wb, config, attached.code if attached is not None else None)
             out = _Out()
             try:
                 for event in runner.run(session_id, message, cancel=cancel, mode=mode, budget=budget):
@@ -100,8 +96,6 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 cancel.cancel()
                 out.end_line()
                 fail(f"interrupted; the partial reply is stored (session {session_id})", EXIT_INTERRUPTED)
-            finally:
-                runner.traces.close()
             out.end_line()
     except UnknownSession as exc:
         fail(str(exc), 2)

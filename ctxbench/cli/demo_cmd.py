@@ -66,7 +66,7 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
             mode: str | None, budget: int | None, strategy: str | None, theme: str | None, no_index: bool,
             base_url: str | None, model: str | None, api_key_env: str | None, context_limit: int | None,
             timeout_s: float | None, session_name: str | None, no_tui: bool, keep_db: bool) -> None:
-    from ctxbench.tui.bridge import LaunchOptions
+    from ctxbench.service.options import LaunchOptions
 
     config = offline(get_config(config_path))
     files = demo_files(session_name)
@@ -99,24 +99,24 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
 
 
 def _has_sessions(db_path: Path, config) -> bool:
-    from ctxbench.session import Workbench
+    from ctxbench.service.workbench import Workbench
 
     with Workbench(db_path=db_path, config=config) as wb:
-        return bool(wb.list_sessions())
+        return bool(wb.sessions.list())
 
 
 def print_demo_plan(options, config) -> None:
     """Open the demo session as the workbench would and print the plan of its last turn."""
-    from ctxbench.tui.bridge import Bridge
+    from ctxbench.cli.plan_cmd import render_plan
+    from ctxbench.service.session import WorkbenchSession
     from ctxbench.tui.present import attachment_for
 
-    bridge = Bridge(options, config)
-    snapshot = bridge.open()
-    if options.repo is not None and options.index_repo:
-        bridge.prepare_retrieval(lambda slot, text, progress, state="busy": None)
-    view = bridge.plan(store=True)
-    click.echo(f"session {snapshot.session_id} · {snapshot.title} · {len(snapshot.history)} messages")
-    from ctxbench.cli.plan_cmd import render_plan
-
-    render_plan(view.plan, footer=attachment_for(view.plan).text())
-    bridge.wb.close()
+    session = WorkbenchSession(options, config)
+    try:
+        snapshot = session.open()
+        session.attach_repository(lambda progress: None)
+        view = session.plan(store=True)
+        click.echo(f"session {snapshot.session_id} · {snapshot.title} · {len(snapshot.history)} messages")
+        render_plan(view.plan, footer=attachment_for(view.plan).text())
+    finally:
+        session.close()

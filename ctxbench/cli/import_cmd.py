@@ -18,7 +18,8 @@ from ctxbench.cli.common import config_option, db_option, fail, get_config, reso
 @db_option
 @config_option
 def command(file: Path, fmt: str, title: str | None, db_path: Path | None, config_path: Path | None) -> None:
-    from ctxbench.session import TRANSCRIPT_FORMATS, TranscriptError, Workbench
+    from ctxbench.service.workbench import TRANSCRIPT_FORMATS, Workbench
+    from ctxbench.records.transcripts import TranscriptError
 
     if fmt not in TRANSCRIPT_FORMATS:
         fail(f"transcript format {fmt!r} is not supported; supported: {', '.join(sorted(TRANSCRIPT_FORMATS))}", 2)
@@ -26,7 +27,7 @@ def command(file: Path, fmt: str, title: str | None, db_path: Path | None, confi
     try:
         with Workbench(resolve_db(db_path), config) as wb:
             session_id = wb.import_file(file, fmt, title=(title or "").strip() or None)
-            info = wb.session_info(session_id)
+            info = wb.sessions.info(session_id)
     except TranscriptError as exc:
         fail(f"{file}: {exc}; nothing imported" if exc.line else f"{exc}; nothing imported", 2)
     click.echo(f"imported {info.message_count} messages in {info.group_count} groups from {file.name}")

@@ -4,25 +4,11 @@ from __future__ import annotations
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
-
-
-def make_embedder(conn: Any, root: str, config: Any) -> Callable:
-    """An embed callable over the retrieval package's embedder and vector cache."""
-    from ctxbench.retrieval.embedder import Embedder
-    from ctxbench.retrieval.vectors import load_or_build_index
-
-    embedder = Embedder(config.embedding)  # loads on first encode: an unchanged index never waits for it
-
-    def embed(cards, progress):
-        _, stats = load_or_build_index(conn, root, cards, embedder, config.embedding, progress)
-        return stats
-
-    return embed
 
 
 class _TerminalProgress:
@@ -57,28 +43,24 @@ class _TerminalProgress:
 @db_option
 @config_option
 def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | None, config_path: Path | None) -> None:
-    from ctxbench.codegraph.index import build_index, normalize_root
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.store.db import connect
+    from ctxbench.service.attach import index_repository
+    from ctxbench.service.workbench import Workbench
 
     config = get_config(config_path)
-    root = normalize_root(path or Path.cwd())
-    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
-    embed = None if no_embed else make_embedder(conn, root, config)
     show_bar = not as_json and sys.stderr.isatty()
     try:
-        if show_bar:
-            with _TerminalProgress() as bar:
-                result = build_index(root, conn, config, progress=bar, embed=embed)
-        else:
-            result = build_index(root, conn, config, embed=embed)
+        with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
+            if show_bar:
+                with _TerminalProgress() as bar:
+                    result = index_repository(wb, path or Path.cwd(), bar, embed=not no_embed)
+            else:
+                result = index_repository(wb, path or Path.cwd(), embed=not no_embed)
     except EmbedderError as exc:  # a bad model checksum or load failure is a clear error, not a traceback
         fail(str(exc))
         return
-    finally:
-        conn.close()
     data = result.to_json()
-    if embed is None:
+    if no_embed:
         data["embed_note"] = "--no-embed: cards not embedded"
     if as_json:
         emit_json(data)

@@ -58,18 +58,19 @@ def find_repo_root(start: Path) -> Path:
 def check_model(config, options) -> None:
     """Fail with a one-line reason before the app starts when the model flags cannot make a client."""
     from ctxbench.cli.common import fail
-    from ctxbench.llm.providers import ProviderError, resolve_llm_config
+    from ctxbench.records.errors import ProviderError
+    from ctxbench.service.model import resolve_model
 
     try:
-        resolve_llm_config(config.llm, **options.llm_flags(), environ=None if options.llm_from_env else {})
+        resolve_model(config, from_env=options.llm_from_env, **options.llm_flags())
     except ProviderError as exc:
         fail(str(exc), 2)
 
 
 def run_workbench(options, config) -> None:
-    from ctxbench.tui.app import CtxbenchApp, first_paint_hook_from_env
+    from ctxbench.tui.app import CtxbenchApp
 
-    app = CtxbenchApp(options, config, first_paint_hook=first_paint_hook_from_env())
+    app = CtxbenchApp(options, config)
     app.run()
     if app.return_code not in (None, 0):
         raise SystemExit(app.return_code)
@@ -83,7 +84,7 @@ def command(repo: Path | None, db_path: Path | None, config_path: Path | None, s
             new_session: bool, mode: str | None, budget: int | None, strategy: str | None, theme: str | None,
             no_index: bool, base_url: str | None, model: str | None, api_key_env: str | None,
             context_limit: int | None, timeout_s: float | None) -> None:
-    from ctxbench.tui.bridge import LaunchOptions
+    from ctxbench.service.options import LaunchOptions
 
     config = get_config(config_path)
     root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())

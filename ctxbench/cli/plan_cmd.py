@@ -97,10 +97,10 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Non
     """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
 
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
-    same model ranks earlier turns for the semantic history strategy (``llm.wiring.attach_repository``).
+    same model ranks earlier turns for the semantic history strategy (``service.attach.attach_repository``).
     """
     from ctxbench.cli.repo_support import stderr_progress
-    from ctxbench.llm.wiring import attach_repository
+    from ctxbench.service.attach import attach_repository
 
     with stderr_progress(quiet) as progress:
         attach_repository(wb, repo, progress, semantic=semantic)
@@ -112,11 +112,11 @@ def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
     parsed = wb.parse_transcript(transcript)
     title = TRANSCRIPT_TITLE.format(name=transcript.name)
     wanted = [(m.role, m.content, tuple(m.tool_calls), m.tool_call_id) for m in parsed.messages]
-    for info in wb.list_sessions(wb.repo):
+    for info in wb.sessions.list(wb.repo):
         if info.title != title or info.message_count != len(wanted):
             continue
-        stored = [(m.role, m.content, tuple(m.tool_calls), m.tool_call_id) for m in wb.all_messages(info.id)]
-        if stored == wanted and not (wb.pins(info.id) or wb.state_block(info.id) or wb.scratchpad(info.id)):
+        stored = [(m.role, m.content, tuple(m.tool_calls), m.tool_call_id) for m in wb.messages.all(info.id)]
+        if stored == wanted and not (wb.pins.list(info.id) or wb.memory.state(info.id) or wb.memory.scratchpad(info.id)):
             return info.id, True
     return wb.import_transcript(parsed, title=title), False
 
@@ -158,7 +158,9 @@ def command(
     config_path: Path | None,
 ) -> None:
     from ctxbench.retrieval.embedder import EmbedderError
-    from ctxbench.session import NotFound, SettingsError, TranscriptError, Workbench
+    from ctxbench.service.workbench import Workbench
+    from ctxbench.records.transcripts import TranscriptError
+    from ctxbench.records.errors import NotFound, SettingsError
 
     if not query.strip():
         fail(EMPTY_QUERY, 2)
@@ -180,7 +182,7 @@ def command(
                     click.echo(f"{'using' if reused else 'imported'} {transcript.name} as session {session_id}",
                                err=True)
             elif session_id is None:
-                session_id = wb.latest_session()
+                session_id = wb.sessions.latest()
                 if session_id is None:
                     fail("no sessions yet: pass --transcript FILE or run `ctxbench import FILE` first", 2)
             if repo is not None:
@@ -189,10 +191,9 @@ def command(
                 wb.embedder = ready_embedder(config)
             tools_tokens = 0
             if offer_tools:
-                from ctxbench.llm.tools import offered_tools
-                from ctxbench.llm.tools import tools_tokens as count_tools
+                from ctxbench.service.model import offered_tools_tokens
 
-                tools_tokens = count_tools(offered_tools(config.llm, 0), wb.tokenizer)
+                tools_tokens = offered_tools_tokens(config, wb.tokenizer)
             plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups,
                            tools_tokens=tools_tokens)
     except (NotFound, SettingsError, TranscriptError) as exc:

@@ -32,12 +32,13 @@ _QUERY_CHARS = 48
 def command(session_id: str, mode: str | None, budget: int | None, strategy: str | None, window_groups: int | None,
             only_turn: int | None, store: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.llm.replay import replay
-    from ctxbench.session import SettingsError, UnknownSession, Workbench
+    from ctxbench.service.workbench import Workbench
+    from ctxbench.records.errors import SettingsError, UnknownSession
 
     rows: list[dict] = []
     try:
         with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
-            wb.session_info(session_id)
+            wb.sessions.info(session_id)
             for step in replay(wb, session_id, mode=mode, budget=budget, strategy=strategy,
                                window_groups=window_groups, store=store, only_turn=only_turn):
                 if only_turn is not None and not as_json:

@@ -1,9 +1,9 @@
 """What the commands working on a repository's code index share: progress on stderr, opening the retriever.
 
-``opened_retriever`` connects to the database, indexes the repository (incrementally, embedding
-its cards and waiting for the model unless ``semantic`` is off) through the same
-``llm.wiring.open_code_retriever`` the app and ``chat`` use, shows progress on stderr, and closes
-everything afterwards. ``EmbedderError`` (a model that cannot load) propagates to the command.
+``opened_retriever`` opens the database, indexes the repository (incrementally, embedding its cards
+and waiting for the model unless ``semantic`` is off) through the same ``service.attach.attach_repository``
+the app and ``chat`` use, shows progress on stderr, and closes everything afterwards. ``EmbedderError``
+(a model that cannot load) propagates to the command.
 """
 from __future__ import annotations
 
@@ -68,15 +68,12 @@ def stderr_progress(quiet: bool = False) -> Iterator[StderrProgress | None]:
 def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic: bool,
                      quiet: bool = False) -> Iterator[tuple[Any, Any]]:
     """``(Retriever, CodeIndex)`` for ``repo`` in the user's database (or ``db_path``), ready to answer:
-    indexed, and with ``semantic`` its cards embedded and the model loaded. The connection is closed after."""
+    indexed, and with ``semantic`` its cards embedded and the model loaded. The database is closed after."""
     from ctxbench.cli.common import resolve_db
-    from ctxbench.llm.wiring import open_code_retriever
-    from ctxbench.store.db import connect
+    from ctxbench.service.attach import attach_repository
+    from ctxbench.service.workbench import Workbench
 
-    conn = connect(resolve_db(db_path))  # a StoreError is the CLI's one-line error (exit 2)
-    try:
+    with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
         with stderr_progress(quiet) as progress:
-            retriever, index = open_code_retriever(repo, conn, config, semantic=semantic, progress=progress)
-        yield retriever, index
-    finally:
-        conn.close()
+            attached = attach_repository(wb, repo, progress, semantic=semantic)
+        yield attached.retriever, attached.index

@@ -14,10 +14,10 @@ from ctxbench.cli.common import config_option, db_option, emit_json, get_config,
 @db_option
 @config_option
 def command(as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
-    from ctxbench.session import Workbench
+    from ctxbench.service.workbench import Workbench
 
     with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
-        found = wb.list_sessions()
+        found = wb.sessions.list()
     if as_json:
         emit_json([dataclasses.asdict(s) for s in found])
         return

@@ -16,13 +16,14 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 @config_option
 def command(plan_id: str, as_json: bool, as_messages: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.cli.plan_cmd import render_plan
-    from ctxbench.session import UnknownPlan, Workbench
+    from ctxbench.service.workbench import Workbench
+    from ctxbench.records.errors import UnknownPlan
 
     if as_json and as_messages:
         fail("give --json or --messages, not both", 2)
     try:
         with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
-            plan = wb.get_plan(plan_id)
+            plan = wb.plans.get(plan_id)
     except UnknownPlan as exc:
         fail(f"{exc} (list a session's plans in the workbench, or run `ctxbench plan`)", 2)
     if as_messages:

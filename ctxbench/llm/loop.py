@@ -23,7 +23,7 @@ cancel (the token, or the consumer closing the generator) stores it the same way
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterator
 
 from ctxbench.config import Config
@@ -59,9 +59,10 @@ from ctxbench.records.turns import (
     UsageCheck,
     UsageRecorded,
 )
-from ctxbench.llm.state import REBUILD_PROMPT, extract_state
+from ctxbench.llm.prompts import REBUILD_PROMPT
+from ctxbench.records.state import extract_state
 from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
-from ctxbench.llm.traces import TraceStore
+from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message, ToolCall
 
 CAP_REACHED_RESULT = "not run: the tool round limit of this turn was reached"
@@ -84,31 +85,20 @@ class TurnRunner:
     :mod:`ctxbench.records.turns`; iterate them in a worker thread and set ``cancel`` from the UI.
     """
 
-    workbench: Any  # ctxbench.session.Workbench
+    workbench: UnitOfWork
     client: ChatClient
     config: Config | None = None
     code: CodeContext | None = None
-    traces: TraceStore | None = None
     offer_tools: bool = True
-    _owns_traces: bool = field(default=False, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.config is None:
             self.config = self.workbench.config
-        self._owns_traces = self.traces is None
-        if self.traces is None:
-            self.traces = TraceStore(self.workbench.db_path)
 
-    def close(self) -> None:
-        """Close the trace store's connection if this runner opened it."""
-        if self._owns_traces and self.traces is not None:
-            self.traces.close()
-
-    def __enter__(self) -> "TurnRunner":
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    @property
+    def traces(self) -> Any:
+        """Where model calls, tool traces and suggestions are recorded: the workbench's ``traces``."""
+        return self.workbench.traces
 
     def tools_for_round(self, round_no: int) -> tuple[dict[str, Any], ...]:
         """The tool schemas the call of ``round_no`` offers (none after the cap or with tools off)."""
@@ -134,7 +124,7 @@ class TurnRunner:
         """One user turn with the tool loop; ends with one TurnFinished."""
         cancel = cancel or CancelToken()
         # Intent: stored before anything can fail
-        user = self.workbench.append_message(session_id, "user", text, parsing_strategy=self.client.parsing_strategy)
+        user = self.workbench.messages.append(session_id, "user", text, parsing_strategy=self.client.parsing_strategy)
         group_id = user.group_id
         yield TurnStarted(session_id, group_id, user)
         try:
@@ -167,7 +157,7 @@ class TurnRunner:
                            mode=mode, budget=budget, strategy=strategy,
                            tools_tokens=tools_tokens(tools, wb.tokenizer))
             if retrieval is None:
-                retrieval = wb.get_retrieval_set(plan.retrieval_set_id)
+                retrieval = wb.plans.retrieval_set(plan.retrieval_set_id)
             plans.append(plan)
             plan_ids.append(plan.plan_id)
             yield PlanReady(plan, round_no)
@@ -192,7 +182,7 @@ class TurnRunner:
             if result.completion is None:  # failed or cancelled: keep what arrived
                 partial = None
                 if result.text:
-                    partial = wb.append_message(session_id, "assistant", result.text, group_id=group_id,
+                    partial = wb.messages.append(session_id, "assistant", result.text, group_id=group_id,
                                                 parsing_strategy=strategy_tag, partial=True)
                     yield AssistantStored(plan.plan_id, partial)
                     assistant_texts.append(result.text)
@@ -218,7 +208,7 @@ class TurnRunner:
             usage_checks.append(check)
             yield UsageRecorded(check)
 
-            message = wb.append_message(session_id, "assistant", completion.content, group_id=group_id,
+            message = wb.messages.append(session_id, "assistant", completion.content, group_id=group_id,
                                         tool_calls=completion.tool_calls, parsing_strategy=strategy_tag)
             yield AssistantStored(plan.plan_id, message)
             self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id, round=round_no,
@@ -230,7 +220,7 @@ class TurnRunner:
                 reply = completion.content
                 block = extract_state(completion.content)
                 if block:
-                    wb.set_state_block(session_id, block)
+                    wb.memory.set_state(session_id, block)
                     state_block = block
                     yield StateUpdated(session_id, block)
 
@@ -240,7 +230,7 @@ class TurnRunner:
             for call in completion.tool_calls:
                 if not run_tools or cancel.cancelled:
                     note = CANCELLED_RESULT if cancel.cancelled else CAP_REACHED_RESULT
-                    stored = wb.append_message(session_id, "tool", note, group_id=group_id, tool_call_id=call.id,
+                    stored = wb.messages.append(session_id, "tool", note, group_id=group_id, tool_call_id=call.id,
                                                tool_name=call.name, parsing_strategy=strategy_tag)
                     self._trace_tool(plan.plan_id, session_id, group_id, call, False, message, stored, 0.0)
                     yield ToolFinished(plan.plan_id, call, False, stored, 0.0)
@@ -249,7 +239,7 @@ class TurnRunner:
                 started = time.perf_counter()
                 outcome = toolbox.run(call)
                 elapsed = (time.perf_counter() - started) * 1000.0
-                stored = wb.append_message(session_id, "tool", outcome.content, group_id=group_id,
+                stored = wb.messages.append(session_id, "tool", outcome.content, group_id=group_id,
                                            tool_call_id=call.id, tool_name=call.name, parsing_strategy=strategy_tag)
                 self._trace_tool(plan.plan_id, session_id, group_id, call, outcome.ok, message, stored, elapsed)
                 for suggestion in outcome.suggestions:
@@ -270,7 +260,6 @@ class TurnRunner:
             user_text=text,
             assistant_texts=tuple(assistant_texts),
             usage=tuple(usage_checks),
-            traces=self.traces,
             config=self.config,
             code=self.code,
         )
@@ -308,7 +297,7 @@ class TurnRunner:
             yield UsageRecorded(check)
             block = extract_state(completion.content)
             if block:
-                wb.set_state_block(session_id, block)
+                wb.memory.set_state(session_id, block)
                 yield StateUpdated(session_id, block)
             else:
                 status, error_line = "failed", "the model's reply had no ### STATE block; the state is unchanged"
@@ -325,7 +314,7 @@ class TurnRunner:
     def _record_usage(self, plan_id: str, estimated: int, completion: Any) -> UsageCheck:
         """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""
         reported = completion.usage.prompt_tokens
-        self.workbench.record_usage(plan_id, estimated, reported, completion.model)
+        self.workbench.plans.record_usage(plan_id, estimated, reported, completion.model)
         return reflection.check_usage(plan_id, estimated, reported, completion.model,
                                       self.config.llm.usage_mismatch_ratio)
 
@@ -359,7 +348,7 @@ class TurnRunner:
             result.cancelled = True
             result.text = "".join(pieces)
             if group_id is not None and result.text and request.plan is not None:
-                self.workbench.append_message(request.plan.session_id, "assistant", result.text, group_id=group_id,
+                self.workbench.messages.append(request.plan.session_id, "assistant", result.text, group_id=group_id,
                                               parsing_strategy=self.client.parsing_strategy, partial=True)
             raise
 

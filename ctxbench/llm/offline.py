@@ -29,7 +29,8 @@ from ctxbench.llm.client import (
     ToolCallStarted,
     Usage,
 )
-from ctxbench.llm.state import REBUILD_PROMPT, STATE_HEADING
+from ctxbench.llm.prompts import REBUILD_PROMPT
+from ctxbench.records.state import STATE_HEADING
 from ctxbench.llm.tools import tools_tokens
 from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import count_messages, get_tokenizer

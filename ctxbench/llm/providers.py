@@ -15,6 +15,7 @@ from typing import Mapping
 
 from ctxbench.config import LLMConfig
 from ctxbench.llm.client import ChatClient
+from ctxbench.records.errors import ProviderError
 
 PROVIDERS = ("offline", "openai")
 
@@ -27,10 +28,6 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("CTXBENCH_LLM_CONTEXT_LIMIT", "context_limit"),
     ("CTXBENCH_LLM_TIMEOUT", "timeout_s"),
 )
-
-
-class ProviderError(ValueError):
-    """The LLM settings cannot make a client (unknown provider, missing model)."""
 
 
 def resolve_llm_config(

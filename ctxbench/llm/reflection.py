@@ -12,19 +12,19 @@
 - **Suggestions**: high activation that is not pinned, and the model's own ``suggest_pins``,
   shown under the overlay's ``suggested pins`` delimiter until the user decides.
 
-The writes (activation, reference counts, promotions, lease countdown) are one transaction on the
-Workbench's connection: a failure half-way leaves all of them as they were. Reference counts are
+The writes (activation, reference counts, promotions, lease countdown) are one transaction of the
+workbench's unit of work: a failure half-way leaves all of them as they were. Reference counts are
 also idempotent per turn, so reflecting on the same turn again does not count it twice.
 """
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, Iterable, Iterator
+from typing import Any, Iterable
 
 from ctxbench.config import Config
 from ctxbench.records.turns import Reflection, UsageCheck
+from ctxbench.llm.ports import UnitOfWork
 from ctxbench.llm.suggestions import open_suggestions
 from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
 
@@ -147,21 +147,8 @@ def _card_snapshots(plans: Iterable[Any]) -> dict[str, tuple[str, str]]:
     return out
 
 
-@contextmanager
-def _one_transaction(workbench: Any) -> Iterator[None]:
-    """The Workbench's lock, then one transaction on its connection that its own writes join.
-
-    The lock comes first, as in every Workbench method, so a thread waiting inside a Workbench
-    method for the transaction never holds the lock this one needs.
-    """
-    from ctxbench.store import db
-
-    with getattr(workbench, "_lock", None) or nullcontext(), db.transaction(workbench.conn):
-        yield
-
-
 def reflect(
-    workbench: Any,
+    workbench: UnitOfWork,
     session_id: str,
     group_id: int,
     *,
@@ -169,7 +156,6 @@ def reflect(
     user_text: str,
     assistant_texts: tuple[str, ...],
     usage: tuple[UsageCheck, ...],
-    traces: Any,
     config: Config,
     code: Any = None,
 ) -> Reflection:
@@ -181,13 +167,12 @@ def reflect(
     vocab = plan_vocabulary(plans, code)
     by_user = find_references(user_text, vocab)
     by_model = find_references("\n".join(assistant_texts), vocab)
-    traces.prepare()  # the llm tables exist before the transaction (creating them needs the write lock)
-    with _one_transaction(workbench):
+    with workbench.transaction():
         scores, expired, promoted = _reflect_writes(workbench, session_id, group_id, plans, by_user, by_model,
-                                                    traces, cfg, activation_rules, pin_rules)
+                                                    cfg, activation_rules, pin_rules)
 
     # suggestions: the model's own (until decided) and high activation that no pin covers
-    suggestions = open_suggestions(workbench, session_id, traces)
+    suggestions = open_suggestions(workbench, session_id)
     return Reflection(
         session_id=session_id,
         turn=group_id,
@@ -201,25 +186,25 @@ def reflect(
     )
 
 
-def _reflect_writes(workbench: Any, session_id: str, group_id: int, plans: tuple[Any, ...],
-                    by_user: tuple[str, ...], by_model: tuple[str, ...], traces: Any, cfg: Any,
+def _reflect_writes(workbench: UnitOfWork, session_id: str, group_id: int, plans: tuple[Any, ...],
+                    by_user: tuple[str, ...], by_model: tuple[str, ...], cfg: Any,
                     activation_rules: Any, pin_rules: Any) -> tuple[dict[str, float], list[str], list[str]]:
     """Activation, reference counts, promotion and lease countdown (inside the caller's transaction)."""
-    pins = workbench.pins(session_id)
+    pins = workbench.pins.list(session_id)
     in_plan = plan_item_ids(plans, pins)
 
     # activation: decay, then gains for the plan's items and the references
     scores = activation_rules.update_activation(
-        workbench.activation(session_id), in_plan, by_model, by_user, cfg.activation)
-    workbench.set_activation(session_id, scores)
+        workbench.activation.scores(session_id), in_plan, by_model, by_user, cfg.activation)
+    workbench.activation.set(session_id, scores)
 
     # promotion: items referenced in enough turns become leased (never sticky)
-    counts = traces.count_references(session_id, group_id, set(by_model) | set(by_user), conn=workbench.conn)
+    counts = workbench.traces.count_references(session_id, group_id, set(by_model) | set(by_user))
     promoted: list[str] = []
     promoted_ids: set[str] = set()
     for before, after in zip(pins, pin_rules.promote(pins, counts, cfg.pins)):
         if after != before:
-            workbench.update_pin(session_id, before.id, kind=after.kind, ttl=after.ttl, source=after.source)
+            workbench.pins.update(session_id, before.id, kind=after.kind, ttl=after.ttl, source=after.source)
             promoted.append(before.id)
             promoted_ids.add(before.id)
     pinned = {p.target for p in pins}
@@ -228,7 +213,7 @@ def _reflect_writes(workbench: Any, session_id: str, group_id: int, plans: tuple
     for target, (label, content) in sorted(snapshots.items()):
         if (target not in pinned and target in referenced_now
                 and counts.get(target, 0) >= cfg.pins.promote_after_turns):
-            pin = workbench.add_pin(session_id, target, "leased", label=label, content=content, source="promotion")
+            pin = workbench.pins.add(session_id, target, "leased", label=label, content=content, source="promotion")
             promoted.append(pin.id)
             promoted_ids.add(pin.id)
 
@@ -239,8 +224,8 @@ def _reflect_writes(workbench: Any, session_id: str, group_id: int, plans: tuple
     for pin in ageing:
         after = survivors.get(pin.id)
         if after is None:
-            workbench.remove_pin(session_id, pin.id)
+            workbench.pins.remove(session_id, pin.id)
             expired.append(pin.id)
         elif after.ttl != pin.ttl:
-            workbench.update_pin(session_id, pin.id, ttl=after.ttl)
+            workbench.pins.update(session_id, pin.id, ttl=after.ttl)
     return scores, expired, promoted

@@ -8,19 +8,11 @@ state versions but not which turn saw which). Plans are built, not stored, unles
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Iterator
 
+from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message
-
-
-@dataclass(frozen=True)
-class ReplayStep:
-    turn: int  # 1-based position among the session's user turns
-    group_id: int
-    user_message: Message
-    plan: Any  # ContextPlan
-    history_messages: int  # messages the planner could choose from
+from ctxbench.records.views import ReplayStep
 
 
 def user_turns(history: tuple[Message, ...]) -> list[Message]:
@@ -35,7 +27,7 @@ def user_turns(history: tuple[Message, ...]) -> list[Message]:
 
 
 def replay(
-    workbench: Any,
+    workbench: UnitOfWork,
     session_id: str,
     *,
     mode: str | None = None,
@@ -48,7 +40,7 @@ def replay(
     """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given)."""
     from ctxbench.planner import build_plan
 
-    for turn, user in enumerate(user_turns(workbench.history(session_id)), start=1):
+    for turn, user in enumerate(user_turns(workbench.messages.history(session_id)), start=1):
         if only_turn is not None and turn != only_turn:
             continue
         inputs = workbench.plan_inputs(session_id, None, current_group=user.group_id, mode=mode, budget=budget,
@@ -65,5 +57,5 @@ def replay(
         )
         plan = build_plan(inputs, workbench.config.planner, workbench.tokenizer)
         if store:
-            workbench.store_plan(inputs, plan)
+            workbench.plans.save(inputs, plan)
         yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in before if m.status == "active"))

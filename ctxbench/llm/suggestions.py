@@ -10,39 +10,41 @@ from __future__ import annotations
 from typing import Any
 
 from ctxbench.records.turns import PinSuggestionView
-from ctxbench.llm.traces import TraceStore
+from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
 
 
 
-def open_suggestions(workbench: Any, session_id: str, traces: TraceStore | None = None) -> tuple[PinSuggestionView, ...]:
+def open_suggestions(workbench: UnitOfWork, session_id: str) -> tuple[PinSuggestionView, ...]:
     """The suggestions to show now: the model's open ones, then activation's, none already pinned or rejected."""
     from ctxbench.planner import activation as activation_rules
 
-    own = traces is None
-    traces = traces or TraceStore(workbench.db_path)
-    try:
-        scores = workbench.activation(session_id)
-        pins = workbench.pins(session_id)
-        pinned = {p.target for p in pins}
-        decided = {s.target for status in ("accepted", "rejected") for s in traces.suggestions(session_id, status)}
-        out: dict[str, PinSuggestionView] = {}
-        for s in traces.suggestions(session_id):
-            if s.target not in pinned:
-                out[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
-        for target in activation_rules.suggest_pins(scores, pins, workbench.config.planner.activation):
-            if target.startswith(ACTIVATION_SUGGESTION_PREFIXES) and target not in out and target not in decided:
-                out[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation",
-                                                scores[target])
-        return tuple(out.values())
-    finally:
-        if own:
-            traces.close()
+    traces = workbench.traces
+    scores = workbench.activation.scores(session_id)
+    pins = workbench.pins.list(session_id)
+    pinned = {p.target for p in pins}
+    decided = {s.target for status in ("accepted", "rejected") for s in traces.suggestions(session_id, status)}
+    out: dict[str, PinSuggestionView] = {}
+    for s in traces.suggestions(session_id):
+        if s.target not in pinned:
+            out[s.target] = PinSuggestionView(s.target, s.reason, s.source, scores.get(s.target, 0.0))
+    for target in activation_rules.suggest_pins(scores, pins, workbench.config.planner.activation):
+        if target.startswith(ACTIVATION_SUGGESTION_PREFIXES) and target not in out and target not in decided:
+            out[target] = PinSuggestionView(target, f"activation {scores[target]:.2f}", "activation", scores[target])
+    return tuple(out.values())
 
 
-def decide(workbench: Any, session_id: str, target: str, *, accept: bool, kind: str = "leased",
-           scope: str = "turn", content: str = "", label: str = "", code: Any = None,
-           traces: TraceStore | None = None) -> Any:
+def record_decision(workbench: UnitOfWork, session_id: str, target: str, *, accept: bool) -> None:
+    """Store the user's answer to a suggestion, so it is not raised again (whoever raised it)."""
+    traces = workbench.traces
+    source = next((s.source for s in traces.suggestions(session_id) if s.target == target), "activation")
+    with workbench.transaction():
+        traces.add_suggestion(session_id, target, "", source, "")
+        traces.decide_suggestion(session_id, target, accepted=accept)
+
+
+def decide(workbench: UnitOfWork, session_id: str, target: str, *, accept: bool, kind: str = "leased",
+           scope: str = "turn", content: str = "", label: str = "", code: Any = None) -> Any:
     """The user accepts (returns the new Pin) or rejects (returns None) a suggestion.
 
     An accepted card gets its card text as the pin's content (from ``code`` when given) so it
@@ -50,19 +52,11 @@ def decide(workbench: Any, session_id: str, target: str, *, accept: bool, kind: 
     """
     if kind not in ("sticky", "leased"):
         raise ValueError("an accepted suggestion becomes a sticky or a leased pin")
-    own = traces is None
-    traces = traces or TraceStore(workbench.db_path)
-    try:
-        source = next((s.source for s in traces.suggestions(session_id) if s.target == target), "activation")
-        traces.add_suggestion(session_id, target, "", source, "")
-        traces.decide_suggestion(session_id, target, accepted=accept)
-        if not accept:
-            return None
-        if not content and target.startswith("card:") and code is not None:
-            card = getattr(getattr(code, "index", None), "cards", {}).get(target[len("card:"):])
-            if card is not None:
-                content = card.render()
-        return workbench.add_pin(session_id, target, kind, scope=scope, label=label, content=content, source="user")
-    finally:
-        if own:
-            traces.close()
+    record_decision(workbench, session_id, target, accept=accept)
+    if not accept:
+        return None
+    if not content and target.startswith("card:") and code is not None:
+        card = getattr(getattr(code, "index", None), "cards", {}).get(target[len("card:"):])
+        if card is not None:
+            content = card.render()
+    return workbench.pins.add(session_id, target, kind, scope=scope, label=label, content=content, source="user")

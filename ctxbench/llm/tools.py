@@ -1,7 +1,7 @@
 """The tools offered to the model, as OpenAI function schemas, and their executors.
 
 - ``request_code_context(symbol)``: a symbol card expanded to its body, from the code index;
-- ``query_db(sql)``: read-only SQL over this session's messages (see :mod:`ctxbench.llm.querydb`);
+- ``query_db(sql)``: read-only SQL over this session's messages (see :mod:`ctxbench.store.querydb`);
 - ``manage_scratchpad(action, content)``: read, replace or append to the session's scratchpad;
 - ``save_memo(content, tags)`` / ``retrieve_memos(query, tags)``: global memos;
 - ``suggest_pins(items, reason)``: the model proposes pins; the user decides (never sticky by itself).
@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Callable, Protocol
 
 from ctxbench.config import LLMConfig
 from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import Tokenizer
+from ctxbench.llm.ports import UnitOfWork
 
 SCRATCHPAD_ACTIONS = ("read", "update", "append")
 
@@ -154,16 +154,6 @@ class CodeContext(Protocol):
         """The full body of ``symbol`` (or a file), or None when the index does not know it."""
 
 
-class WorkbenchLike(Protocol):  # the parts of ctxbench.session.Workbench the tools use
-    db_path: Path
-
-    def scratchpad(self, session_id: str) -> str: ...
-    def set_scratchpad(self, session_id: str, content: str) -> None: ...
-    def add_memo(self, content: str, tags: Any = ()) -> Any: ...
-    def search_memos(self, query: str, limit: int | None = None) -> Any: ...
-    def memos(self) -> Any: ...
-
-
 def normalise_pin_target(item: str) -> str:
     """A model's pin suggestion as a pin target: ``group:12``, ``path:src/x.py`` or ``card:pkg.mod.f``."""
     item = item.strip().strip("`'\"")
@@ -181,7 +171,7 @@ def normalise_pin_target(item: str) -> str:
 class ToolBox:
     """Runs the model's tool calls for one session."""
 
-    workbench: WorkbenchLike
+    workbench: UnitOfWork
     session_id: str
     config: LLMConfig
     code: CodeContext | None = None
@@ -235,7 +225,7 @@ class ToolBox:
     def _query(self, args: dict[str, Any]) -> tuple[str, bool, tuple[PinSuggestion, ...]]:
         import sqlite3
 
-        from ctxbench.llm.querydb import QueryRefused, run_query
+        from ctxbench.store.querydb import QueryRefused, run_query
 
         sql = str(args.get("sql") or "").strip()
         if not sql:
@@ -257,13 +247,13 @@ class ToolBox:
         content = args.get("content")
         if action not in SCRATCHPAD_ACTIONS:
             return f"error: action must be one of {', '.join(SCRATCHPAD_ACTIONS)}", False, ()
-        current = self.workbench.scratchpad(self.session_id)
+        current = self.workbench.memory.scratchpad(self.session_id)
         if action == "read":
             return current or "(the scratchpad is empty)", True, ()
         if not isinstance(content, str):
             return f"error: {action} needs content (a string)", False, ()
         new = content if action == "update" else (current.rstrip("\n") + "\n" + content if current else content)
-        self.workbench.set_scratchpad(self.session_id, new)
+        self.workbench.memory.set_scratchpad(self.session_id, new)
         if self.on_scratchpad is not None:
             self.on_scratchpad(new)
         return f"scratchpad {'replaced' if action == 'update' else 'appended'} ({len(new)} chars)", True, ()
@@ -275,7 +265,7 @@ class ToolBox:
             return "error: save_memo needs content", False, ()
         if not isinstance(tags, list):
             return "error: tags must be a list of strings", False, ()
-        memo = self.workbench.add_memo(content, [str(t) for t in tags])
+        memo = self.workbench.memory.add_memo(content, [str(t) for t in tags])
         return f"memo {memo.id} saved with tags {', '.join(memo.tags) or '(none)'}", True, ()
 
     def _retrieve_memos(self, args: dict[str, Any]) -> tuple[str, bool, tuple[PinSuggestion, ...]]:
@@ -284,10 +274,10 @@ class ToolBox:
         if not query.strip() and not tags:
             return "error: retrieve_memos needs a query or tags", False, ()
         limit = self.config.retrieve_memos_max
-        found = list(self.workbench.search_memos(" ".join([query, *tags]).strip(), limit))
+        found = list(self.workbench.memory.search_memos(" ".join([query, *tags]).strip(), limit))
         if tags:
             wanted = {t.lower() for t in tags}
-            tagged = [m for m in self.workbench.memos() if wanted & {t.lower() for t in m.tags}]
+            tagged = [m for m in self.workbench.memory.memos() if wanted & {t.lower() for t in m.tags}]
             found = list({m.id: m for m in [*tagged, *found]}.values())[:limit]
         if not found:
             return "(no memos found)", True, ()

@@ -36,3 +36,7 @@ class SettingsError(ValueError):
 
 class StoreError(RuntimeError):
     """The database cannot be opened or is from a newer ctxbench."""
+
+
+class ProviderError(ValueError):
+    """The LLM settings cannot make a client (unknown provider, missing model, a base URL that is no URL)."""

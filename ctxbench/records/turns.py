@@ -1,11 +1,12 @@
 """Events of one turn, in the order a consumer sees them.
 
-The turn runner (:mod:`ctxbench.llm.loop`) is a generator of these frozen records; the TUI
-renders them as they come (from a worker thread, through ``call_from_thread``) and the CLI prints
-or collects them. A turn always ends with exactly one :class:`TurnFinished`.
+The turn runner (:mod:`ctxbench.llm.loop`) is a generator of these frozen records; the service
+passes them on (each plan as a :class:`TurnPlanned` carrying what the screens show with it), the TUI
+posts each one to its screen in one typed message and the CLI prints or collects them. A turn always
+ends with exactly one :class:`TurnFinished`.
 
 Intent      TurnStarted                          the user's message is stored (before any call)
-Context     PlanReady                            the plan for this model call (one per round)
+Context     PlanReady (TurnPlanned from the service) the plan for this model call (one per round)
 Action      CallStarted, Retrying, ReplyDelta,   streaming; ToolCallRequested as the model names a tool
             ToolCallRequested, AssistantStored
 Feedback    ToolStarted, ToolFinished,           tool rounds; usage vs estimate per call
@@ -16,9 +17,11 @@ end         TurnFailed | TurnCancelled (if so), then TurnFinished
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Union
 
 from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.plans import ContextPlan
+from ctxbench.records.views import PlanView
 
 
 @dataclass(frozen=True)
@@ -30,8 +33,16 @@ class TurnStarted:
 
 @dataclass(frozen=True)
 class PlanReady:
-    plan: Any  # ContextPlan
+    plan: ContextPlan
     round: int  # 0 for the turn's first call, then one per tool round
+
+
+@dataclass(frozen=True)
+class TurnPlanned:
+    """A plan of the turn as the workbench shows it (the service's form of PlanReady, with pins and suggestions)."""
+
+    view: PlanView
+    round: int
 
 
 @dataclass(frozen=True)

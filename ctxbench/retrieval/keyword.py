@@ -15,34 +15,11 @@ from typing import Iterable, Sequence
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import RetrievalConfig
 from ctxbench.retrieval.vectors import card_set_digest, split_identifier
-from ctxbench.store.db import migrate, transaction
+from ctxbench.store import code_search
 
-COMPONENT = "keyword"
-MIGRATIONS = (
-    """
-    CREATE VIRTUAL TABLE code_fts USING fts5(
-        repo UNINDEXED, symbol_id UNINDEXED, name, ident, signature, doc, path,
-        tokenize = 'porter unicode61'
-    );
-    CREATE TABLE code_fts_state (repo TEXT PRIMARY KEY, card_set TEXT NOT NULL);
-    """,
-    # v2: a low-weight body column (identifiers and words of the card's excerpt)
-    """
-    DROP TABLE code_fts;
-    DELETE FROM code_fts_state;
-    CREATE VIRTUAL TABLE code_fts USING fts5(
-        repo UNINDEXED, symbol_id UNINDEXED, name, ident, signature, doc, path, body,
-        tokenize = 'porter unicode61'
-    );
-    """,
-)
 _TEXT_VERSION = "k2"  # bump when the indexed text changes
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    migrate(conn, COMPONENT, MIGRATIONS)
 
 
 def identifier_tokens(text: str) -> str:
@@ -57,10 +34,10 @@ def identifier_tokens(text: str) -> str:
     return " ".join(out)
 
 
-def _row(repo: str, card: SymbolCard) -> tuple[str, ...]:
+def _row(card: SymbolCard) -> tuple[str, ...]:
+    """A card's row: its symbol id, then the text of each of ``code_search.COLUMNS``."""
     name = card.symbol_id.rsplit(".", 1)[-1]
     return (
-        repo,
         card.symbol_id,
         identifier_tokens(name),
         identifier_tokens(card.symbol_id),
@@ -73,18 +50,10 @@ def _row(repo: str, card: SymbolCard) -> tuple[str, ...]:
 
 def sync_keyword_index(conn: sqlite3.Connection, repo: str, cards: Sequence[SymbolCard]) -> bool:
     """Make the FTS rows of ``repo`` match ``cards``; returns True when they had to be rewritten."""
-    ensure_schema(conn)
     digest = card_set_digest(cards, _TEXT_VERSION)
-    row = conn.execute("SELECT card_set FROM code_fts_state WHERE repo = ?", (repo,)).fetchone()
-    if row is not None and row[0] == digest:
+    if code_search.card_set(conn, repo) == digest:
         return False
-    with transaction(conn):
-        conn.execute("DELETE FROM code_fts WHERE repo = ?", (repo,))
-        conn.executemany(
-            "INSERT INTO code_fts(repo, symbol_id, name, ident, signature, doc, path, body) VALUES (?,?,?,?,?,?,?,?)",
-            [_row(repo, c) for c in cards],
-        )
-        conn.execute("INSERT OR REPLACE INTO code_fts_state(repo, card_set) VALUES (?, ?)", (repo, digest))
+    code_search.replace_rows(conn, repo, [_row(c) for c in cards], digest)
     return True
 
 
@@ -119,32 +88,14 @@ def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
     match = fts_query(query, config.keyword_stopwords)
     if not match or limit <= 0:
         return []
-    w = tuple(config.keyword_column_weights) + (0.0,) * (6 - len(config.keyword_column_weights))
-    weights = ", ".join(str(float(x)) for x in (0.0, 0.0, *w[:6]))
-    try:
-        rows = conn.execute(
-            f"SELECT symbol_id, bm25(code_fts, {weights}) AS rank FROM code_fts "
-            "WHERE code_fts MATCH ? AND repo = ? ORDER BY rank LIMIT ?",
-            (match, repo, limit),
-        ).fetchall()
-    except sqlite3.OperationalError:  # a term FTS5 still refuses: answer nothing rather than fail the turn
-        return []
-    return [(r[0], -float(r[1])) for r in rows]
+    columns = len(code_search.COLUMNS)
+    weights = (tuple(config.keyword_column_weights) + (0.0,) * columns)[:columns]
+    return code_search.search(conn, repo, match, weights, limit)
 
 
 def symbols_matching(conn: sqlite3.Connection, repo: str, terms: Sequence[str], symbol_ids: Iterable[str]
                      ) -> set[str]:
     """Which of ``symbol_ids`` match at least one of ``terms`` (words as ``query_terms`` gives them)."""
-    ids = list(dict.fromkeys(symbol_ids))
-    if not terms or not ids:
+    if not terms:
         return set()
-    match = _match(terms)
-    marks = ",".join("?" * len(ids))
-    try:
-        rows = conn.execute(
-            f"SELECT symbol_id FROM code_fts WHERE code_fts MATCH ? AND repo = ? AND symbol_id IN ({marks})",
-            (match, repo, *ids),
-        ).fetchall()
-    except sqlite3.OperationalError:
-        return set()
-    return {r[0] for r in rows}
+    return code_search.matching(conn, repo, _match(terms), symbol_ids)

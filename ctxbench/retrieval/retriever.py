@@ -60,7 +60,7 @@ class IndexView:
     """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold.
 
     ``scaffold`` is the scaffold at the default budget; ``scaffold_at(tokens)`` folds it to any other
-    size (``llm.wiring.ModeRetriever`` fits it to each plan's share).
+    size (``service.attach.ModeRetrieval`` fits it to each plan's share).
     """
 
     repo_key: str
@@ -112,6 +112,14 @@ class Retriever:
                 self.embedder.wait()
             if self.embedder.ready:
                 self._vector_index(view, progress)
+
+    @property
+    def semantic_ready(self) -> bool:
+        """True once the embedder is loaded and the vector index of the current cards is built."""
+        view = self._index
+        embedder = self.embedder
+        return bool(embedder is not None and embedder.ready and view is not None and self._vectors is not None
+                    and self._vectors_version == view.version)
 
     def _sync_keyword(self, view: IndexView) -> None:
         with self._lock:

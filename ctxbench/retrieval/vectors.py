@@ -20,29 +20,7 @@ import numpy as np
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import EmbeddingConfig
-from ctxbench.store.db import migrate, transaction
-
-COMPONENT = "vectors"
-MIGRATIONS = (
-    """
-    CREATE TABLE card_vectors (
-        card_hash TEXT NOT NULL,
-        model TEXT NOT NULL,
-        dim INTEGER NOT NULL,
-        vector BLOB NOT NULL,
-        PRIMARY KEY (card_hash, model)
-    ) WITHOUT ROWID;
-    CREATE TABLE vector_indexes (
-        repo TEXT NOT NULL,
-        model TEXT NOT NULL,
-        card_set TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        count INTEGER NOT NULL,
-        file TEXT NOT NULL,
-        PRIMARY KEY (repo, model)
-    );
-    """,
-)
+from ctxbench.store.vectors import database_file, index_row, load_vectors, save_index_row, save_vectors
 
 # Bump when embed_text changes: cached vectors of the old text are then not reused.
 EMBED_TEXT_VERSION = "t1"
@@ -51,10 +29,6 @@ Progress = Callable[[int, int], None]
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    migrate(conn, COMPONENT, MIGRATIONS)
 
 
 def split_identifier(text: str) -> list[str]:
@@ -102,38 +76,6 @@ class EmbedStats:
         return self.embedded / self.seconds if self.seconds > 0 else 0.0
 
 
-def _blob(vector: np.ndarray) -> bytes:
-    return np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def load_vectors(conn: sqlite3.Connection, card_hashes: Iterable[str], key: str) -> dict[str, np.ndarray]:
-    """Cached vectors for the given card hashes under the (full) model key."""
-    ensure_schema(conn)
-    wanted = list(dict.fromkeys(card_hashes))
-    found: dict[str, np.ndarray] = {}
-    step = 500
-    for start in range(0, len(wanted), step):
-        chunk = wanted[start:start + step]
-        marks = ",".join("?" * len(chunk))
-        for row in conn.execute(
-            f"SELECT card_hash, vector FROM card_vectors WHERE model = ? AND card_hash IN ({marks})", (key, *chunk)
-        ):
-            found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
-    return found
-
-
-def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]], key: str) -> None:
-    """Cache (content hash, vector) rows under the (full) model key, in one transaction."""
-    ensure_schema(conn)
-    if not rows:
-        return
-    with transaction(conn):
-        conn.executemany(
-            "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
-            [(h, key, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in rows],
-        )
-
-
 def embed_cards(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedder, progress: Progress | None = None
                 ) -> EmbedStats:
     """Embed the cards whose hash has no cached vector for this embedder; reuse the rest."""
@@ -145,7 +87,6 @@ def _card_vectors(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedde
     """``embed_cards``, also returning card hash -> vector for every card (cached and new), so a caller
     building an index need not read the vectors it just wrote back from the database."""
     started = time.perf_counter()
-    ensure_schema(conn)
     key = model_key(embedder.key)
     unique: dict[str, SymbolCard] = {}
     for card in cards:
@@ -208,14 +149,6 @@ def build_faiss(vectors: np.ndarray, config: EmbeddingConfig):
     return index, kind
 
 
-def database_file(conn: sqlite3.Connection) -> Path | None:
-    """The main database's file, or None for an in-memory database."""
-    for row in conn.execute("PRAGMA database_list"):
-        if row[1] == "main":
-            return Path(row[2]) if row[2] else None
-    return None
-
-
 def index_file(db_file: Path, repo_key: str, key: str) -> Path:
     tag = hashlib.sha256(f"{repo_key}\x00{key}".encode()).hexdigest()[:12]
     return db_file.with_name(f"{db_file.stem}.{tag}.faiss")
@@ -229,22 +162,20 @@ def load_or_build_index(conn: sqlite3.Connection, repo_key: str, cards: Sequence
     """
     import faiss
 
-    ensure_schema(conn)
     key = model_key(embedder.key)
     ordered = sorted({c.symbol_id: c for c in cards}.values(), key=lambda c: c.symbol_id)
     ids = [c.symbol_id for c in ordered]
     digest = card_set_digest(ordered, key)
     db_file = database_file(conn)
     path = index_file(db_file, repo_key, key) if db_file is not None else None
-    row = conn.execute("SELECT card_set, kind, file FROM vector_indexes WHERE repo = ? AND model = ?",
-                       (repo_key, key)).fetchone()
-    if path is not None and row is not None and row[0] == digest and Path(row[2]).is_file():
+    row = index_row(conn, repo_key, key)
+    if path is not None and row is not None and row.card_set == digest and row.file.is_file():
         try:
-            index = faiss.read_index(str(row[2]))
+            index = faiss.read_index(str(row.file))
         except RuntimeError:
             index = None
         if index is not None and index.ntotal == len(ids):
-            return VectorIndex(index, ids, row[1]), EmbedStats(0, len(ids), 0.0)
+            return VectorIndex(index, ids, row.kind), EmbedStats(0, len(ids), 0.0)
     cached, stats = _card_vectors(ordered, conn, embedder, progress)
     matrix = np.vstack([cached[c.card_hash] for c in ordered]) if ordered else np.zeros((0, 0), np.float32)
     index, kind = build_faiss(matrix, config)
@@ -252,9 +183,5 @@ def load_or_build_index(conn: sqlite3.Connection, repo_key: str, cards: Sequence
         tmp = path.with_suffix(".faiss.tmp")
         faiss.write_index(index, str(tmp))
         tmp.replace(path)
-        with transaction(conn):
-            conn.execute(
-                "INSERT OR REPLACE INTO vector_indexes(repo, model, card_set, kind, count, file) VALUES (?,?,?,?,?,?)",
-                (repo_key, key, digest, kind, len(ids), str(path)),
-            )
+        save_index_row(conn, repo_key, key, digest, kind, len(ids), path)
     return VectorIndex(index, ids, kind), stats

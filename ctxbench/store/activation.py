@@ -4,7 +4,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Mapping
 
+from ctxbench.store import sessions as session_store
 from ctxbench.store.clock import now_iso
+from ctxbench.store.db import Connections
 
 
 def scores(conn: sqlite3.Connection, session_id: str) -> dict[str, float]:
@@ -22,3 +24,19 @@ def set_scores(conn: sqlite3.Connection, session_id: str, new_scores: Mapping[st
         "ON CONFLICT (session_id, item_id) DO UPDATE SET score = excluded.score, updated_at = excluded.updated_at",
         [(session_id, item, float(score), stamp) for item, score in sorted(new_scores.items())],
     )
+
+
+class Activation:
+    """Activation scores of a session's items (``card:…``, ``path:…``, ``group:…``)."""
+
+    def __init__(self, database: Connections) -> None:
+        self._db = database
+
+    def scores(self, session_id: str) -> dict[str, float]:
+        with self._db.connection() as conn:
+            return scores(conn, session_id)
+
+    def set(self, session_id: str, new_scores: Mapping[str, float], *, replace: bool = True) -> None:
+        with self._db.transaction() as conn:
+            session_store.require_session(conn, session_id)
+            set_scores(conn, session_id, new_scores, replace=replace)

@@ -10,11 +10,20 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence, Union
+from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence, Union
 
 from ctxbench.records.errors import StoreError
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
+
+
+class Connections(Protocol):
+    """What a repository needs of its database (``store.database.Database``): a connection for a block of
+    work, and one inside a transaction (joining the caller's when one is open on the thread)."""
+
+    def connection(self) -> ContextManager[sqlite3.Connection]: ...
+
+    def transaction(self) -> ContextManager[sqlite3.Connection]: ...
 
 # how long a statement waits for another connection's write lock before "database is locked"
 BUSY_TIMEOUT_S = 30.0

@@ -1,6 +1,6 @@
 """Context layers of their own: the ``### STATE`` block (history kept), the scratchpad (one per
 session) and memos (global, searchable by keyword).
-Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+:class:`Memory` is the repository the service uses; the module functions are the SQL.
 """
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from typing import Sequence
 
 from ctxbench.records.plans import Memo
 from ctxbench.store.clock import now_iso
+from ctxbench.store import sessions as session_store
+from ctxbench.store.db import Connections
 from ctxbench.store.search import fts_query
 from ctxbench.records.sessions import StateVersion
 
@@ -94,3 +96,54 @@ def search_memos(conn: sqlite3.Connection, query: str, limit: int) -> tuple[Memo
         (match, limit),
     )
     return tuple(_memo(r) for r in rows)
+
+
+class Memory:
+    """The session's ``### STATE`` versions and scratchpad, and the global memos."""
+
+    def __init__(self, database: Connections, memo_limit: int) -> None:
+        self._db = database
+        self.memo_limit = memo_limit  # memos a search returns unless told otherwise
+
+    def state(self, session_id: str) -> str:
+        with self._db.connection() as conn:
+            session_store.require_session(conn, session_id)
+            return state_block(conn, session_id)
+
+    def set_state(self, session_id: str, content: str) -> None:
+        """Record a new ``### STATE`` version (earlier ones are kept)."""
+        with self._db.transaction() as conn:
+            session_store.require_session(conn, session_id)
+            set_state_block(conn, session_id, content)
+
+    def state_history(self, session_id: str) -> tuple[StateVersion, ...]:
+        with self._db.connection() as conn:
+            return state_history(conn, session_id)
+
+    def scratchpad(self, session_id: str) -> str:
+        with self._db.connection() as conn:
+            session_store.require_session(conn, session_id)
+            return scratchpad(conn, session_id)
+
+    def set_scratchpad(self, session_id: str, content: str) -> None:
+        with self._db.transaction() as conn:
+            session_store.require_session(conn, session_id)
+            set_scratchpad(conn, session_id, content)
+
+    def memos(self) -> tuple[Memo, ...]:
+        """All memos (global, not per session), oldest first."""
+        with self._db.connection() as conn:
+            return list_memos(conn)
+
+    def add_memo(self, content: str, tags: Sequence[str] = ()) -> Memo:
+        with self._db.transaction() as conn:
+            return add_memo(conn, content, tags)
+
+    def remove_memo(self, memo_id: int) -> bool:
+        with self._db.transaction() as conn:
+            return remove_memo(conn, memo_id)
+
+    def search_memos(self, query: str, limit: int | None = None) -> tuple[Memo, ...]:
+        """Memos ranked by keyword relevance to ``query`` (``memo_limit`` at most unless ``limit`` says)."""
+        with self._db.connection() as conn:
+            return search_memos(conn, query, self.memo_limit if limit is None else limit)

@@ -3,22 +3,23 @@
 Each group has a row in ``message_groups`` whose ``n`` is the rowid of the group's text in the
 FTS5 table ``group_search``; that text is rebuilt from the group's *active* messages whenever
 they change, so dropped and deleted messages never match a keyword search.
-Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+
+:class:`Messages` is the repository the service uses; the module functions are the SQL.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.records.vocab import ROLES
+from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
 from ctxbench.store import sessions
 from ctxbench.store.clock import now_iso
-from ctxbench.records.errors import UnknownGroup
+from ctxbench.records.errors import NotFound, UnknownGroup
+from ctxbench.store.db import Connections
 from ctxbench.records.sessions import NewMessage
 
-STATUSES = ("active", "dropped")
 
 
 def _tool_calls_json(calls: Sequence[ToolCall]) -> str:
@@ -208,7 +209,7 @@ def group_branch(conn: sqlite3.Connection, session_id: str, group_id: int) -> st
 
 def set_group_status(conn: sqlite3.Connection, session_id: str, group_id: int, status: str) -> int:
     """Mark every message of a group active or dropped; returns how many messages changed."""
-    if status not in STATUSES:
+    if status not in MESSAGE_STATUSES:
         raise ValueError(f"unknown status {status!r}")
     _group_row(conn, session_id, group_id)
     cur = conn.execute(
@@ -264,3 +265,137 @@ def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> N
     if text:
         conn.execute("INSERT INTO group_search (rowid, content) VALUES (?, ?)", (n, text))
 
+
+
+# -- the repository -----------------------------------------------------------------------------------
+
+# prompt tokens of one message: (role, content, tool calls, tool_call_id) -> tokens
+CountTokens = Callable[[str, str, Sequence[ToolCall], "str | None"], int]
+
+
+class Messages:
+    """A session's messages and Turns (groups) on its active branch: append, read, drop, delete.
+
+    ``count`` gives the tokens of a message (the service's tokenizer); stored messages carry them.
+    """
+
+    def __init__(self, database: Connections, count: CountTokens) -> None:
+        self._db = database
+        self._count = count
+
+    # -- reading ---------------------------------------------------------------------------------
+    def history(self, session_id: str) -> tuple[Message, ...]:
+        """The active branch's active messages, oldest first."""
+        with self._db.connection() as conn:
+            return branch_messages(conn, session_id, sessions.active_branch(conn, session_id))
+
+    def all(self, session_id: str) -> tuple[Message, ...]:
+        """The active branch's messages including dropped ones, oldest first."""
+        with self._db.connection() as conn:
+            return branch_messages(conn, session_id, sessions.active_branch(conn, session_id), include_dropped=True)
+
+    def group(self, session_id: str, group_id: int) -> tuple[Message, ...]:
+        """Every message of one group (any status); UnknownGroup when there is none."""
+        with self._db.connection() as conn:
+            sessions.require_session(conn, session_id)
+            found = group_messages(conn, session_id, group_id)
+        if not found:
+            raise UnknownGroup(f"session {session_id} has no group {group_id}")
+        return found
+
+    def group_ids(self, session_id: str) -> tuple[int, ...]:
+        """Groups visible on the active branch (any status), oldest first."""
+        with self._db.connection() as conn:
+            return tuple(branch_group_ids(conn, session_id, sessions.active_branch(conn, session_id)))
+
+    # -- writing ---------------------------------------------------------------------------------
+    def append(
+        self,
+        session_id: str,
+        role: str,
+        content: str,
+        *,
+        group_id: int | None = None,
+        tool_calls: Sequence[ToolCall] = (),
+        tool_call_id: str | None = None,
+        tool_name: str | None = None,
+        parsing_strategy: str = "openai",
+        partial: bool = False,
+        flags: Sequence[str] = (),
+    ) -> Message:
+        """Store one message on the active branch and return it (committed, or part of the caller's
+        transaction). Without ``group_id`` a user or system message starts a new group and any other
+        message joins the branch's latest group."""
+        if role not in ROLES:
+            raise ValueError(f"unknown role {role!r}; expected one of {', '.join(ROLES)}")
+        if role == "tool" and not tool_call_id:
+            raise ValueError("a tool message needs the tool_call_id it answers")
+        if tool_calls and role != "assistant":
+            raise ValueError("only assistant messages carry tool calls")
+        if group_id is not None and group_id < 1:
+            raise ValueError(f"group ids start at 1, got {group_id}")
+        tokens = self._count(role, content, tool_calls, tool_call_id)
+        with self._db.transaction() as conn:
+            branch_id = sessions.active_branch(conn, session_id)
+            if group_id is None:
+                groups = branch_group_ids(conn, session_id, branch_id)
+                if role in ("user", "system") or not groups:
+                    group_id = sessions.allocate_group(conn, session_id)
+                else:
+                    group_id = groups[-1]
+            (stored,) = insert_messages(conn, session_id, branch_id, [NewMessage(
+                group_id=group_id, role=role, content=content, tool_calls=tuple(tool_calls),
+                tool_call_id=tool_call_id, tool_name=tool_name, parsing_strategy=parsing_strategy, tokens=tokens,
+                flags=tuple(flags), partial=partial)])
+        return stored
+
+    def insert(self, session_id: str, new: Sequence[NewMessage]) -> list[Message]:
+        """Store prepared messages (an import) on the session's active branch."""
+        with self._db.transaction() as conn:
+            return insert_messages(conn, session_id, sessions.active_branch(conn, session_id), new)
+
+    def update(self, session_id: str, message_id: int, content: str, *, partial: bool = False) -> Message:
+        """Rewrite a stored message's text, e.g. a streamed reply as it grows or when it ends."""
+        with self._db.transaction() as conn:
+            current = get_message(conn, message_id)
+            if current is None or current.session_id != session_id:
+                raise NotFound(f"session {session_id} has no message {message_id}")
+            tokens = self._count(current.role, content, current.tool_calls, current.tool_call_id)
+            return update_message(conn, message_id, content=content, tokens=tokens, partial=partial)
+
+    def set_flags(self, session_id: str, message_id: int, flags: Sequence[str]) -> None:
+        with self._db.transaction() as conn:
+            current = get_message(conn, message_id)
+            if current is None or current.session_id != session_id:
+                raise NotFound(f"session {session_id} has no message {message_id}")
+            set_flags(conn, message_id, flags)
+
+    def drop(self, session_id: str, group_id: int) -> None:
+        """Mark a group dropped: kept in the store, left out of plans and keyword search."""
+        self._set_status(session_id, group_id, "dropped")
+
+    def restore(self, session_id: str, group_id: int) -> None:
+        """Undo a drop."""
+        self._set_status(session_id, group_id, "active")
+
+    def _set_status(self, session_id: str, group_id: int, status: str) -> None:
+        with self._db.transaction() as conn:
+            sessions.require_session(conn, session_id)
+            set_group_status(conn, session_id, group_id, status)
+
+    def remove(self, session_id: str, group_id: int) -> None:
+        """Permanently delete a group's messages."""
+        with self._db.transaction() as conn:
+            sessions.require_session(conn, session_id)
+            delete_group(conn, session_id, group_id)
+
+    def undo(self, session_id: str) -> int | None:
+        """Delete the last group written on the active branch; returns its id (None: nothing to undo)."""
+        with self._db.transaction() as conn:
+            branch_id = sessions.active_branch(conn, session_id)
+            for group_id in reversed(branch_group_ids(conn, session_id, branch_id)):
+                if group_branch(conn, session_id, group_id) != branch_id:
+                    return None  # the rest belongs to the parent branch; undo never reaches across a fork
+                delete_group(conn, session_id, group_id)
+                return group_id
+            return None

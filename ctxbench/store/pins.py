@@ -1,17 +1,19 @@
 """Pins per session. One pin per target: pinning a target again updates the existing pin.
 
 Pin ids are ``p<n>`` with ``n`` never reused, so a plan that names ``pin:p3`` stays unambiguous.
-Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+:class:`Pins` is the repository the service uses; the module functions are the SQL.
 """
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
+from typing import Any, Callable
 
 from ctxbench.records.plans import Pin
 from ctxbench.records.vocab import LEASE_SCOPES, PIN_KINDS
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPin
+from ctxbench.store import sessions as session_store
+from ctxbench.store.db import Connections
 
 _EDITABLE = ("kind", "label", "content", "scope", "ttl", "source")
 
@@ -104,3 +106,40 @@ def remove_pin(conn: sqlite3.Connection, session_id: str, pin_id: str) -> None:
     cur = conn.execute("DELETE FROM pins WHERE session_id = ? AND n = ?", (session_id, pin_number(pin_id)))
     if cur.rowcount == 0:
         raise UnknownPin(f"session {session_id} has no pin {pin_id}")
+
+
+class Pins:
+    """A session's pins. ``lease_ttl(scope)`` is the lease length (turns) a leased pin gets by default."""
+
+    def __init__(self, database: Connections, lease_ttl: Callable[[str], int]) -> None:
+        self._db = database
+        self._lease_ttl = lease_ttl
+
+    def list(self, session_id: str) -> tuple[Pin, ...]:
+        with self._db.connection() as conn:
+            session_store.require_session(conn, session_id)
+            return list_pins(conn, session_id)
+
+    def add(self, session_id: str, target: str, kind: str, *, scope: str = "turn", ttl: int | None = None,
+            label: str = "", content: str = "", source: str = "user") -> Pin:
+        """Pin ``target`` (``group:12``, ``card:pkg.mod.f``, ``text:<label>``); pinning it again updates it.
+
+        A leased pin without ``ttl`` gets the lease length of its scope; only the user makes a pin sticky.
+        """
+        if kind == "sticky" and source != "user":
+            raise ValueError("only the user makes a pin sticky")
+        if ttl is None:
+            ttl = self._lease_ttl(scope) if kind == "leased" else 0
+        with self._db.transaction() as conn:
+            turn = session_store.next_group_id(conn, session_id)
+            return add_pin(conn, session_id, target, kind, scope=scope, ttl=ttl, label=label, content=content,
+                           source=source, created_turn=turn)
+
+    def update(self, session_id: str, pin_id: str, **changes: Any) -> Pin:
+        """Change a pin's kind, label, content, scope, ttl or source."""
+        with self._db.transaction() as conn:
+            return update_pin(conn, session_id, pin_id, **changes)
+
+    def remove(self, session_id: str, pin_id: str) -> None:
+        with self._db.transaction() as conn:
+            remove_pin(conn, session_id, pin_id)

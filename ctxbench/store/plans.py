@@ -10,7 +10,7 @@ Deleting a session deletes its plans (foreign key) and then, with :func:`forget_
 plan messages it owned and the retrieval sets no remaining plan uses; deleting a turn drops the
 plan messages of its messages that no stored plan refers to (:func:`collect_messages`; a stored
 plan keeps what it was sent).
-Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+:class:`Plans` is the repository the service uses; the module functions are the SQL.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ import dataclasses
 import hashlib
 import json
 import sqlite3
+import threading
 import zlib
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -28,6 +29,9 @@ from ctxbench.store import codec
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.records.sessions import PlanSummary, UsageReport
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
+from ctxbench.store import sessions as session_store
+from ctxbench.store.db import Connections
 
 
 ENCODING_FULL = "json"  # schema v1: inputs and result as full JSON text
@@ -238,3 +242,63 @@ def record_usage(conn: sqlite3.Connection, plan_id: str, estimated: int, reporte
 def usage_reports(conn: sqlite3.Connection, plan_id: str) -> tuple[UsageReport, ...]:
     rows = conn.execute("SELECT * FROM usage_reports WHERE plan_id = ? ORDER BY id", (plan_id,))
     return tuple(UsageReport(r["plan_id"], int(r["estimated"]), r["reported"], r["model"], r["created_at"]) for r in rows)
+
+
+STORED_MESSAGE_CACHE = 50_000  # messages remembered as already in plan_messages before the memory is reset
+
+
+class Plans:
+    """Stored plans with their inputs, retrieval sets and usage reports.
+
+    It remembers which messages are already in ``plan_messages``, so the next plan of a long session
+    does not serialise its whole history again.
+    """
+
+    def __init__(self, database: Connections) -> None:
+        self._db = database
+        self._stored_messages: dict[Message, str] = {}
+        self._cache_lock = threading.Lock()
+
+    def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
+        """Store a plan with its inputs (a PlanId already stored is left as it is)."""
+        with self._cache_lock:  # plans are written one at a time anyway (one writer per database file)
+            with self._db.transaction() as conn:
+                written = save_plan(conn, inputs, plan, self._stored_messages)
+            if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
+                self._stored_messages.clear()
+            self._stored_messages.update(written)
+
+    def get(self, plan_id: str) -> ContextPlan:
+        """A stored plan, rebuilt exactly (same items, same ``messages()`` payload)."""
+        with self._db.connection() as conn:
+            return get_plan(conn, plan_id)
+
+    def inputs(self, plan_id: str) -> PlanInputs:
+        """The inputs a stored plan was built from (to replay or explain it)."""
+        with self._db.connection() as conn:
+            return get_plan_inputs(conn, plan_id)
+
+    def list(self, session_id: str, limit: int = 50) -> list[PlanSummary]:
+        with self._db.connection() as conn:
+            session_store.require_session(conn, session_id)
+            return list_plans(conn, session_id, limit)
+
+    def retrieval_set(self, retrieval_id: str) -> RetrievalSet | None:
+        if retrieval_id == EMPTY_RETRIEVAL_SET.id:
+            return EMPTY_RETRIEVAL_SET
+        with self._db.connection() as conn:
+            return get_retrieval_set(conn, retrieval_id)
+
+    def save_retrieval_set(self, retrieval: RetrievalSet) -> None:
+        """Store a RetrievalSet (one already stored under its id is left as it is)."""
+        with self._db.transaction() as conn:
+            save_retrieval_set(conn, retrieval)
+
+    def record_usage(self, plan_id: str, estimated: int, reported: int | None, model: str) -> UsageReport:
+        """Record estimated vs provider-reported prompt tokens for a stored plan."""
+        with self._db.transaction() as conn:
+            return record_usage(conn, plan_id, estimated, reported, model)
+
+    def usage_reports(self, plan_id: str) -> tuple[UsageReport, ...]:
+        with self._db.connection() as conn:
+            return usage_reports(conn, plan_id)

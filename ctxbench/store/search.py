@@ -9,8 +9,12 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from typing import Iterable
 
+from ctxbench.records.messages import Message
 from ctxbench.store import messages as message_store
+from ctxbench.store import sessions as session_store
+from ctxbench.store.db import Connections
 
 # Conversational fillers and common English function words; none says what a turn is about.
 STOP_WORDS: frozenset[str] = frozenset(
@@ -70,3 +74,42 @@ def search_groups(
             if len(out) >= limit:
                 break
     return tuple(out)
+
+
+class GroupSearch:
+    """BM25 keyword search over a session's Turns on its active branch."""
+
+    def __init__(self, database: Connections, default_limit: int) -> None:
+        self._db = database
+        self.default_limit = default_limit
+
+    def groups(self, session_id: str, query: str, limit: int | None = None) -> tuple[int, ...]:
+        """Group ids of the active branch ranked by BM25 relevance to ``query`` (``default_limit`` at most)."""
+        limit = self.default_limit if limit is None else limit
+        with self._db.connection() as conn:
+            return search_groups(conn, session_id, session_store.active_branch(conn, session_id), query, limit)
+
+
+class MemoryGroupIndex:
+    """An in-memory FTS5 table of some turns' text, ranked by BM25 with the same query as :func:`search_groups`:
+    for callers that have a session's messages but no database (``ctxbench bench plan-latency``)."""
+
+    def __init__(self, history: Iterable[Message]) -> None:
+        self.conn = sqlite3.connect(":memory:")
+        self.conn.execute("CREATE VIRTUAL TABLE turns USING fts5(content)")
+        texts: dict[int, list[str]] = {}
+        for m in history:
+            if m.status == "active" and m.content:
+                texts.setdefault(m.group_id, []).append(m.content)
+        self.conn.executemany("INSERT INTO turns (rowid, content) VALUES (?, ?)",
+                              [(gid, "\n".join(parts)) for gid, parts in texts.items()])
+        self.conn.commit()
+
+    def ranking(self, query: str, limit: int) -> tuple[int, ...]:
+        expr = fts_query(query)
+        if not expr or limit <= 0:
+            return ()
+        rows = self.conn.execute(
+            "SELECT rowid FROM turns WHERE turns MATCH ? ORDER BY bm25(turns), rowid LIMIT ?", (expr, limit)
+        )
+        return tuple(int(r[0]) for r in rows)

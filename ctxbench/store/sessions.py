@@ -2,18 +2,23 @@
 
 Every session starts with a branch named ``main``; a branch forks from a message of its
 parent and sees the parent's messages up to that fork point plus its own.
-Callers wrap writes in :func:`ctxbench.store.db.transaction`.
+
+:class:`Sessions` and :class:`Branches` are the repositories the service uses (each call on a
+connection the :class:`~ctxbench.store.database.Database` lends, each write one transaction or part
+of the caller's); the module functions below them are the SQL, shared with the other store modules.
 """
 from __future__ import annotations
 
 import json
 import secrets
 import sqlite3
+from pathlib import Path
 from typing import Any, Mapping
 
 from ctxbench.store.clock import now_iso
-from ctxbench.records.errors import UnknownBranch, UnknownSession
+from ctxbench.records.errors import NotFound, UnknownBranch, UnknownSession
 from ctxbench.records.sessions import BranchInfo, SessionInfo
+from ctxbench.store.db import Connections
 
 MAIN_BRANCH = "main"
 _ID_BYTES = 6
@@ -230,3 +235,102 @@ def lineage(conn: sqlite3.Connection, branch_id: str) -> list[tuple[str, int | N
             limit = fork if limit is None else min(fork, limit)
         current = branch.parent_id
     return out
+
+
+# -- repositories -------------------------------------------------------------------------------------
+
+class Sessions:
+    """Sessions: create, list, rename, delete; their settings overrides and group ids."""
+
+    def __init__(self, database: Connections) -> None:
+        self._db = database
+
+    def create(self, title: str = "", repo: str | None = None) -> str:
+        with self._db.transaction() as conn:
+            return create_session(conn, title, repo)
+
+    def require(self, session_id: str) -> None:
+        """Raise UnknownSession unless the session exists."""
+        with self._db.connection() as conn:
+            require_session(conn, session_id)
+
+    def list(self, repo: str | Path | None = None) -> list[SessionInfo]:
+        """Sessions, most recently active first (only those of the repository at ``repo`` when given)."""
+        with self._db.connection() as conn:
+            return list_sessions(conn, str(Path(repo).resolve()) if repo is not None else None)
+
+    def info(self, session_id: str) -> SessionInfo:
+        with self._db.connection() as conn:
+            return session_info(conn, session_id)
+
+    def latest(self, repo: str | Path | None = None) -> str | None:
+        """The most recently active session (of ``repo`` when given), or None."""
+        found = self.list(repo)
+        return found[0].id if found else None
+
+    def rename(self, session_id: str, title: str) -> None:
+        with self._db.transaction() as conn:
+            set_title(conn, session_id, title)
+
+    def delete(self, session_id: str) -> None:
+        with self._db.transaction() as conn:
+            delete_session(conn, session_id)
+
+    def overrides(self, session_id: str) -> dict[str, Any]:
+        with self._db.connection() as conn:
+            return settings_overrides(conn, session_id)
+
+    def set_overrides(self, session_id: str, overrides: Mapping[str, Any]) -> None:
+        with self._db.transaction() as conn:
+            set_settings_overrides(conn, session_id, overrides)
+
+    def next_group_id(self, session_id: str) -> int:
+        """The id the next new group will get (not reserved)."""
+        with self._db.connection() as conn:
+            return next_group_id(conn, session_id)
+
+    def allocate_group(self, session_id: str) -> int:
+        """Reserve a new group id for a Turn about to be written."""
+        with self._db.transaction() as conn:
+            return allocate_group(conn, session_id)
+
+
+class Branches:
+    """Branches of a session: the active one, forks and switches."""
+
+    def __init__(self, database: Connections) -> None:
+        self._db = database
+
+    def list(self, session_id: str) -> list[BranchInfo]:
+        with self._db.connection() as conn:
+            return list_branches(conn, session_id)
+
+    def active_id(self, session_id: str) -> str:
+        with self._db.connection() as conn:
+            return active_branch(conn, session_id)
+
+    def active(self, session_id: str) -> BranchInfo:
+        with self._db.connection() as conn:
+            return get_branch(conn, active_branch(conn, session_id))
+
+    def fork(self, session_id: str, name: str, *, at_message_id: int | None = None, switch: bool = True) -> str:
+        """A new branch off the active one, seeing its messages up to ``at_message_id`` (default: all)."""
+        from ctxbench.store.messages import branch_messages
+
+        with self._db.transaction() as conn:
+            parent = active_branch(conn, session_id)
+            visible = branch_messages(conn, session_id, parent, include_dropped=True)
+            if at_message_id is None:
+                at_message_id = visible[-1].id if visible else 0
+            elif at_message_id not in {m.id for m in visible}:
+                raise NotFound(f"message {at_message_id} is not on the active branch of {session_id}")
+            branch_id = create_branch(conn, session_id, name, parent, at_message_id)
+            if switch:
+                set_active_branch(conn, session_id, branch_id)
+            return branch_id
+
+    def switch(self, session_id: str, name_or_id: str) -> str:
+        with self._db.transaction() as conn:
+            branch = find_branch(conn, session_id, name_or_id)
+            set_active_branch(conn, session_id, branch.id)
+            return branch.id

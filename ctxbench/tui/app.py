@@ -1,16 +1,15 @@
 """The ctxbench workbench: a Textual app around one session of the engine."""
 from __future__ import annotations
 
-import os
-import time
-from pathlib import Path
-
+from textual import on
 from textual.app import App
 
 from ctxbench.config import Config
-from ctxbench.tui.bridge import LaunchOptions
-from ctxbench.tui.commands import WorkbenchCommands
+from ctxbench.records.errors import ProviderError
+from ctxbench.service.model import resolve_model
+from ctxbench.service.options import LaunchOptions
 from ctxbench.tui.keymap import keymap_from_config
+from ctxbench.tui.palette import RunCommand, WorkbenchCommands
 from ctxbench.tui.screens.main import MainScreen
 from ctxbench.tui.theme_files import VARIABLE_DEFAULTS, load_themes
 
@@ -23,13 +22,11 @@ class CtxbenchApp(App[None]):
     COMMANDS = App.COMMANDS | {WorkbenchCommands}
     ENABLE_COMMAND_PALETTE = True
 
-    def __init__(self, options: LaunchOptions | None = None, config: Config | None = None, *,
-                 first_paint_hook=None) -> None:
+    def __init__(self, options: LaunchOptions | None = None, config: Config | None = None) -> None:
         super().__init__()
         self.options = options or LaunchOptions()
         self.llm_errors: list[str] = []
         self.config_ = with_model(config or Config(), self.options, self.llm_errors)
-        self._first_paint_hook = first_paint_hook
         self.theme_errors: list[str] = []
         self.keymap_errors: list[str] = []
         themes, self.theme_errors = load_themes()
@@ -43,52 +40,28 @@ class CtxbenchApp(App[None]):
         self.keymap_errors = [f"ui.keymap: unknown binding id {b!r}" for b in unknown]
         if keymap:
             self.set_keymap(keymap)
+        self.main_screen = MainScreen(self.options, self.config_)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(VARIABLE_DEFAULTS)
 
-    @property
-    def main_screen(self) -> MainScreen:
-        for screen in self.screen_stack:
-            if isinstance(screen, MainScreen):
-                return screen
-        raise LookupError("no main screen")
-
     def on_mount(self) -> None:
-        self.push_screen(MainScreen(self.options, self.config_, first_paint_hook=self._first_paint_hook))
+        self.push_screen(self.main_screen)
         for problem in (*self.theme_errors, *self.keymap_errors, *self.llm_errors):
             self.notify(problem, severity="warning", timeout=8)
+
+    @on(RunCommand)
+    def _run_command(self, message: RunCommand) -> None:
+        """A palette entry: run it on the main screen, whichever screen the palette was opened over."""
+        self.main_screen.run_command(message.command)
 
 
 def with_model(config: Config, options: LaunchOptions, errors: list[str]) -> Config:
     """``config`` with its ``llm`` section resolved once: the config file, then CTXBENCH_LLM_* (unless
     ``options.llm_from_env`` is off), then the flags. A bad combination keeps the config's model
     and says why in ``errors``."""
-    import dataclasses
-
-    from ctxbench.llm.providers import ProviderError, resolve_llm_config
-
     try:
-        llm = resolve_llm_config(config.llm, **options.llm_flags(), environ=None if options.llm_from_env else {})
+        return resolve_model(config, from_env=options.llm_from_env, **options.llm_flags())
     except ProviderError as exc:
         errors.append(f"model: {exc}")
         return config
-    return dataclasses.replace(config, llm=llm)
-
-
-FIRST_PAINT_ENV = "CTXBENCH_BENCH_FIRST_PAINT"  # file to write the first-paint time to (ctxbench bench ui)
-START_ENV = "CTXBENCH_BENCH_T0"  # wall-clock time the benchmark started the process
-
-
-def first_paint_hook_from_env():
-    """When ``ctxbench bench ui`` runs the app: a hook that records the first paint and quits."""
-    target = os.environ.get(FIRST_PAINT_ENV)
-    if not target:
-        return None
-
-    def hook(app: CtxbenchApp) -> None:
-        start = float(os.environ.get(START_ENV, "0") or 0)
-        Path(target).write_text(f"{time.time() - start:.6f}\n")
-        app.exit()
-
-    return hook

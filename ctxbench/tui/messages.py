@@ -1,16 +1,20 @@
-"""Messages the engine workers post to the UI. Workers never touch widgets: they post these."""
+"""Messages the engine workers post to the screens. Workers never touch widgets: they post these.
+
+Every payload is a record of ``ctxbench.records`` (or a plain string): a turn's events arrive one by one
+in :class:`TurnProgress`, each carrying the very event the service yielded.
+"""
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 from textual.message import Message
+
+from ctxbench.records.turns import TurnEvent, TurnPlanned
+from ctxbench.records.views import PlanView, Progress, ReplayPage, SessionSnapshot
 
 
 class SessionLoaded(Message):
     """The session is open: its id, title, settings and history."""
 
-    def __init__(self, snapshot: Any) -> None:  # bridge.SessionSnapshot
+    def __init__(self, snapshot: SessionSnapshot) -> None:
         super().__init__()
         self.snapshot = snapshot
 
@@ -18,76 +22,50 @@ class SessionLoaded(Message):
 class HistoryChanged(Message):
     """Messages were dropped, removed or restored: the chat pane re-reads the history."""
 
-    def __init__(self, snapshot: Any) -> None:
+    def __init__(self, snapshot: SessionSnapshot) -> None:
         super().__init__()
         self.snapshot = snapshot
 
 
 class PlanReady(Message):
-    """A plan was built (a replan after a setting changed, or the plan of a new turn)."""
+    """A plan was built (a replan after a setting or an action, or a plan of a running turn)."""
 
-    def __init__(self, view: Any, generation: int, requested_at: float = 0.0) -> None:  # bridge.PlanView
+    def __init__(self, view: PlanView) -> None:
         super().__init__()
         self.view = view
-        self.generation = generation
-        self.requested_at = requested_at
 
 
 class PlanFailed(Message):
-    def __init__(self, error: str, generation: int) -> None:
+    def __init__(self, error: str) -> None:
         super().__init__()
         self.error = error
-        self.generation = generation
 
 
-@dataclass(frozen=True)
-class StatusUpdate:
-    """One slot of the status line (``index``, ``embedder``, ``turn``): replaced on each update."""
+class StatusChanged(Message):
+    """One slot of the status line (``index``, ``embedder``, ``turn``) changed."""
 
-    slot: str
-    text: str
-    state: str = "busy"  # busy | ready | error | idle
-    progress: float | None = None  # 0..1 when known
-
-
-class Status(Message):
-    def __init__(self, update: StatusUpdate) -> None:
+    def __init__(self, progress: Progress) -> None:
         super().__init__()
-        self.update = update
+        self.progress = progress
 
 
-class TurnStarted(Message):
-    """The user's message is stored; its group id is known."""
+class RetrievalReady(Message):
+    """The code index (``semantic=False``) or the embedder too (``semantic=True``) is ready: replan."""
 
-    def __init__(self, user_message: Any, local_id: int) -> None:
+    def __init__(self, semantic: bool) -> None:
         super().__init__()
-        self.user_message = user_message
-        self.local_id = local_id
+        self.semantic = semantic
 
 
-class ReplyChunk(Message):
-    def __init__(self, local_id: int, text: str) -> None:
+class ActionDone(Message):
+    """An engine action (pin, drop, undo, …) finished: its note for the user, and the new history when it
+    changed the session's messages."""
+
+    def __init__(self, note: str | None, history: SessionSnapshot | None = None, *, rebuild_state: bool = False) -> None:
         super().__init__()
-        self.local_id = local_id
-        self.text = text
-
-
-class ToolEvent(Message):
-    """A tool call or a tool result inside a running turn (the tool loop arrives with the model loop)."""
-
-    def __init__(self, local_id: int, message: Any) -> None:
-        super().__init__()
-        self.local_id = local_id
-        self.message = message
-
-
-class TurnFinished(Message):
-    def __init__(self, local_id: int, reply: Any = None, error: str = "", cancelled: bool = False) -> None:
-        super().__init__()
-        self.local_id = local_id
-        self.reply = reply
-        self.error = error
-        self.cancelled = cancelled
+        self.note = note
+        self.history = history
+        self.rebuild_state = rebuild_state  # the action asks for the ### STATE to be rebuilt afterwards
 
 
 class Notice(Message):
@@ -99,37 +77,40 @@ class Notice(Message):
         self.severity = severity
 
 
-class RetrievalReady(Message):
-    """The code index (and later the embedder) is ready: plans may now carry cards."""
+class ShowText(Message):
+    """Text read in a worker, to show in a viewer (a listing, a turn's messages, an item's preview)."""
 
-    def __init__(self, semantic: bool) -> None:
+    def __init__(self, title: str, body: str, language: str = "text", subtitle: str = "", wrap: bool = True) -> None:
         super().__init__()
-        self.semantic = semantic
+        self.title = title
+        self.body = body
+        self.language = language
+        self.subtitle = subtitle
+        self.wrap = wrap
 
 
-class UsageReported(Message):
-    """A model call of a running turn came back: estimated vs reported prompt tokens (llm.events.UsageCheck)."""
+class TurnProgress(Message):
+    """One event of a running turn (or ``/context rebuild``), as the service yielded it."""
 
-    def __init__(self, local_id: int, check: Any) -> None:
+    def __init__(self, local_id: int, event: TurnEvent | TurnPlanned) -> None:
         super().__init__()
         self.local_id = local_id
-        self.check = check
+        self.event = event
 
 
-class StateStored(Message):
-    """A new ``### STATE`` block is the session's state (from a reply or ``/context rebuild``)."""
+class TurnCrashed(Message):
+    """The turn's worker raised: the turn ends with this error (the service ends every turn it runs)."""
 
-    def __init__(self, block: str) -> None:
+    def __init__(self, local_id: int, error: str) -> None:
         super().__init__()
-        self.block = block
+        self.local_id = local_id
+        self.error = error
 
 
 class ReplayReady(Message):
-    """A replayed turn's plan is built (``llm.replay.ReplayStep``, or an error line)."""
+    """A replayed turn's plan is built, for the settings key it was asked for."""
 
-    def __init__(self, key: tuple, total: int, step: Any = None, error: str = "") -> None:
+    def __init__(self, key: tuple, page: ReplayPage) -> None:
         super().__init__()
         self.key = key  # (turn, mode, budget, strategy, window_groups)
-        self.total = total  # user turns in the session
-        self.step = step
-        self.error = error
+        self.page = page

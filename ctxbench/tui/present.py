@@ -175,7 +175,7 @@ class ReplyParts:
 
 
 def split_state(text: str) -> ReplyParts:
-    from ctxbench.llm.state import state_span
+    from ctxbench.records.state import state_span
 
     span = state_span(text)
     if span is None:
@@ -223,3 +223,26 @@ def model_label(llm) -> str:
         where = where.removeprefix(prefix)
     where = where.split("/", 1)[0]
     return f"{llm.model} @ {where}"
+
+
+# -- listings --------------------------------------------------------------------------------------
+
+def message_listing(messages, limit: int = 0) -> str:
+    """``/message list``: one line per turn with its status, size and first words."""
+    groups: dict[int, list] = {}
+    for m in messages:
+        groups.setdefault(m.group_id, []).append(m)
+    items = list(groups.items())
+    if limit:
+        items = items[-limit:]
+    lines = []
+    for gid, ms in items:
+        status = "dropped" if any(m.status == "dropped" for m in ms) else "active"
+        tokens = sum(m.tokens for m in ms)
+        first = next((m for m in ms if m.role in ("user", "system")), ms[0])
+        words = " ".join(first.content.split())[:70]
+        tools = sum(1 for m in ms if m.role == "tool")
+        extra = f" +{tools} tool" if tools else ""
+        lines.append(f"{gid:>5}  {status:<7} {len(ms):>3} msg{extra:<9} {tokens:>7,} tok  {first.role}: {words}")
+    return "\n".join(lines) or "no turns yet"
+

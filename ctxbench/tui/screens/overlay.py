@@ -7,8 +7,7 @@ accept, reject), each of which replans at once and refreshes this list.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -17,111 +16,26 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
-from ctxbench.tui.bridge import PlanView, Suggestion
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.present import mode_label, tok
+from ctxbench.tui.screens.overlay_rows import (
+    KIND_SHORT,
+    MANDATORY_IDS,
+    PIN_BADGE,
+    PIN_BADGE_SHORT,
+    SECTION_SHORT,
+    SUGGESTED_BADGE,
+    OverlayRow,
+    build_rows,
+    column_widths,
+    filter_rows,
+    fit_label,
+)
 
-if TYPE_CHECKING:  # pragma: no cover
-    from ctxbench.records.plans import PlanItem
-
-SECTION_SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf"}
-PIN_BADGE = {"sticky": "★ sticky", "leased": "◐ leased", "ephemeral": "○ ephem"}
-PIN_BADGE_SHORT = {"sticky": "★", "leased": "◐", "ephemeral": "○"}
-SUGGESTED_BADGE = ("+ sugg", "+")
-KIND_SHORT = {"system_prompt": "prompt", "system_message": "sys msg", "history_atom": "atom",
-              "current_turn": "current", "symbol_card": "card", "scratchpad": "scratch",
-              "tool_definitions": "tools"}
-MANDATORY_IDS = ("system", "current")
-ROW_KINDS = ("included", "excluded", "suggestion", "divider")
-
-
-@dataclass(frozen=True)
-class OverlayRow:
-    key: str
-    kind: str  # included | excluded | suggestion | divider
-    item: "PlanItem | None" = None
-    suggestion: Suggestion | None = None
-    pin: str = ""  # the pin kind shown as a badge
-    text: str = ""  # divider text
-
-    @property
-    def target(self) -> str:
-        if self.item is not None:
-            return self.item.id
-        if self.suggestion is not None:
-            return self.suggestion.target
-        return ""
-
-    def haystack(self) -> str:
-        if self.item is not None:
-            i = self.item
-            return " ".join((i.id, i.kind, i.section, i.label, i.reason, self.pin, i.detail)).lower()
-        if self.suggestion is not None:
-            s = self.suggestion
-            return " ".join((s.target, s.label, s.why, "suggested")).lower()
-        return ""
-
-
-def build_rows(view: PlanView) -> list[OverlayRow]:
-    rows: list[OverlayRow] = []
-    plan = view.plan
-    for kind, items in (("included", plan.included), ("excluded", plan.excluded)):
-        if kind == "excluded" and items:
-            rows.append(OverlayRow("div:excluded", "divider", text=f"excluded ({len(items)})"))
-        for item in items:
-            pin = item.pin or (p.kind if (p := view.pin_for(item.id)) else "")
-            rows.append(OverlayRow(f"{kind[:3]}:{item.id}", kind, item=item, pin=pin))
-    rows.append(OverlayRow("div:suggested", "divider", text=f"suggested pins ({len(view.suggestions)})"))
-    for s in view.suggestions:
-        rows.append(OverlayRow(f"sug:{s.target}", "suggestion", suggestion=s))
-    return rows
-
-
-def fit_label(label: str, width: int, style: str = "") -> Text:
-    """``label`` in ``width`` cells; a long ``card pkg.mod.Name`` / ``path a/b/c.py`` keeps its
-    kind word and the tail of the name (the part that tells two cards apart), not its head."""
-    word, _, name = label.partition(" ")
-    if len(label) > width and word in ("card", "path") and name and width > len(word) + 4:
-        room = width - len(word) - 2
-        label = f"{word} …{name[-room:]}"
-    return Text(label, style=style, no_wrap=True, overflow="ellipsis")
-
-
-def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
-    """Rows whose text holds every word of ``text``; a delimiter stays when something stays below it."""
-    words = text.lower().split()
-    if not words:
-        return rows
-    kept = [r for r in rows if r.kind == "divider" or all(w in r.haystack() for w in words)]
-    out: list[OverlayRow] = []
-    for n, row in enumerate(kept):
-        if row.kind == "divider":
-            following = kept[n + 1] if n + 1 < len(kept) else None
-            if row.key == "div:suggested" or (following is not None and following.kind != "divider"):
-                out.append(row)
-        else:
-            out.append(row)
-    return out
-
-
-LABEL_MIN = 22  # cells: "suggested pins (NN)" and the tail of a dotted name
-
-
-def column_widths(width: int) -> dict[str, int]:
-    """Column widths for a table ``width`` cells wide (each column also takes 2 cells of padding)."""
-    wide = width >= 110
-    widths = {"pin": 8 if wide else 1, "section": 9 if wide else 4, "kind": 14 if wide else 9,
-              "tokens": 7, "reason": 15, "score": 6}
-    fixed = sum(widths.values()) + 2 * 7
-    if width - fixed - 2 < LABEL_MIN:
-        # very narrow (80x24): tokens, reason and score give way so the label column keeps the
-        # delimiter and enough of a name to tell two cards apart
-        widths.update(tokens=6, reason=11, score=5)
-        fixed = sum(widths.values()) + 2 * 7
-    widths["label"] = max(10, width - fixed - 2)
-    return widths
-
+OverlayAction = Callable[..., None]  # (action, row, **kwargs): pin, lease, unpin, drop, accept, reject
+Preview = Callable[[OverlayRow], None]
 
 FILTER_DEBOUNCE_ROWS = 200  # long plans: refilter once typing pauses, not on every key
 FILTER_DEBOUNCE_S = 0.15
@@ -146,11 +60,16 @@ class FilterInput(Input, inherit_bindings=False):
 
 
 class ContextOverlay(ModalScreen[None]):
+    """Shows a PlanView; ``on_action`` runs an action on the selected row (the main screen replans and calls
+    :meth:`show_view` with the new plan), ``on_preview`` shows the selected item in full."""
+
     BINDINGS = bindings(OVERLAY_KEYS)
 
-    def __init__(self, view: PlanView | None) -> None:
+    def __init__(self, view: PlanView | None, on_action: OverlayAction, on_preview: Preview) -> None:
         super().__init__()
         self.view = view
+        self.on_action = on_action
+        self.on_preview = on_preview
         self.rows: list[OverlayRow] = []
         self.shown_rows: list[OverlayRow] = []
         self._widths: dict[str, int] = {}
@@ -342,13 +261,13 @@ class ContextOverlay(ModalScreen[None]):
         row = self.selected_row
         if row is None or row.kind == "divider":
             return
-        self._main().preview_item(row)
+        self.on_preview(row)
 
     def _act(self, action: str, **kwargs) -> None:
         row = self.selected_row
         if row is None or row.kind == "divider":
             return
-        self._main().overlay_action(action, row, **kwargs)
+        self.on_action(action, row, **kwargs)
 
     def action_pin_sticky(self) -> None:
         self._act("pin_sticky")
@@ -367,11 +286,3 @@ class ContextOverlay(ModalScreen[None]):
 
     def action_reject(self) -> None:
         self._act("reject")
-
-    def _main(self):
-        from ctxbench.tui.screens.main import MainScreen
-
-        for screen in reversed(self.app.screen_stack):
-            if isinstance(screen, MainScreen):
-                return screen
-        raise RuntimeError("the main screen is gone")

@@ -5,13 +5,13 @@ For turn *k* the planner sees what existed when the user sent that message (see
 a mode / strategy picked here with ``m`` / ``s``. Each turn shows the budget meter, the token
 figures per section, the included and excluded counts (excluded by reason) and the items.
 Plans are built in a worker, one turn at a time, and kept while the screen is open; nothing is
-stored.
+stored. Closing the screen dismisses it with no result: what was tried here changes nothing.
 """
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual import on
@@ -20,15 +20,17 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Static
 
+from ctxbench.records.plans import ContextPlan
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import ReplayPage, ReplayStep
 from ctxbench.records.vocab import STRATEGIES
+from ctxbench.service.session import WorkbenchSession
+from ctxbench.service.text import render_messages
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
 from ctxbench.tui.present import METER_SECTIONS, meter_state, mode_label, next_mode, one_line, tok
 from ctxbench.tui.screens.overlay import KIND_SHORT, SECTION_SHORT
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
-
-if TYPE_CHECKING:  # pragma: no cover
-    from ctxbench.tui.bridge import Bridge
 
 USER_LINES = 3  # lines of the turn's user message shown above the meter
 COLUMNS = ("section", "kind", "label", "tok", "reason")
@@ -42,7 +44,7 @@ def column_widths(width: int) -> dict[str, int]:
     return widths
 
 
-def replay_summary(step: Any) -> str:
+def replay_summary(step: ReplayStep) -> str:
     """``plan_… · 7,950 / 8,000 tok · 45 included · 120 excluded (100 over_budget, 20 …) · …``"""
     plan = step.plan
     reasons = Counter(i.reason for i in plan.excluded)
@@ -53,7 +55,7 @@ def replay_summary(step: Any) -> str:
             f" · {step.history_messages} earlier messages to choose from")
 
 
-def section_figures(plan: Any) -> str:
+def section_figures(plan: ContextPlan) -> str:
     """Tokens per section, in the meter's order: ``system 455 · pins 0 · history 6,623 · …``."""
     by_name = dict(plan.sections)
     return " · ".join(f"{name} {tok(int(by_name.get(name, 0)))}" for name in METER_SECTIONS)
@@ -62,15 +64,15 @@ def section_figures(plan: Any) -> str:
 class ReplayScreen(ModalScreen[None]):
     BINDINGS = bindings(REPLAY_KEYS)
 
-    def __init__(self, bridge: "Bridge", settings: dict[str, Any], *, start: int = 1) -> None:
+    def __init__(self, session: WorkbenchSession, settings: SessionSettings, *, start: int = 1) -> None:
         super().__init__()
-        self.bridge = bridge
-        self.settings = dict(settings)
+        self.session = session
+        self.settings = settings
         self.turn = max(1, start)
         self.total = 0
-        self.step: Any = None  # the ReplayStep shown
+        self.step: ReplayStep | None = None  # the step shown
         self.error = ""
-        self._cache: dict[tuple, Any] = {}
+        self._cache: dict[tuple, ReplayStep] = {}
         self._wanted: tuple = ()
         self._widths: dict[str, int] = {}
 
@@ -109,7 +111,7 @@ class ReplayScreen(ModalScreen[None]):
     # -- plans ----------------------------------------------------------------------------------------
     def key(self) -> tuple:
         s = self.settings
-        return (self.turn, s.get("mode"), s.get("budget"), s.get("strategy"), s.get("window_groups"))
+        return (self.turn, s.mode, s.budget, s.strategy, s.window_groups)
 
     def _request(self) -> None:
         key = self.key()
@@ -119,25 +121,21 @@ class ReplayScreen(ModalScreen[None]):
             return
         self.query_one(BudgetMeter).pending = True
         self._title(planning=True)
-        self.run_worker(partial(self._plan_worker, key, dict(self.settings)), thread=True, group="replay",
+        self.run_worker(partial(self._plan_worker, key, self.settings), thread=True, group="replay",
                         name=f"replay turn {key[0]}", exit_on_error=False)
 
-    def _plan_worker(self, key: tuple, settings: dict[str, Any]) -> None:
-        bridge = self.bridge
+    def _plan_worker(self, key: tuple, settings: SessionSettings) -> None:
         try:
-            with bridge.lock:
-                total = len(bridge.replay_turns())
-                step = bridge.replay_step(min(key[0], total), settings) if total else None
+            page = self.session.replay(key[0], settings)
         except Exception as exc:  # noqa: BLE001 - shown on the screen
-            self.post_message(msg.ReplayReady(key, self.total, error=f"{type(exc).__name__}: {exc}"))
-            return
-        self.post_message(msg.ReplayReady(key, total, step,
-                                          "" if step is not None else "this session has no user turns yet"))
+            page = ReplayPage(self.total, None, f"{type(exc).__name__}: {exc}")
+        self.post_message(msg.ReplayReady(key, page))
 
     @on(msg.ReplayReady)
     def _ready(self, message: msg.ReplayReady) -> None:
-        self.total = message.total
-        step = message.step
+        page = message.page
+        self.total = page.total
+        step = page.step
         key = message.key if step is None else (step.turn, *message.key[1:])  # a turn past the end: the last
         if step is not None:
             self._cache[key] = step
@@ -146,15 +144,15 @@ class ReplayScreen(ModalScreen[None]):
         self.turn = key[0]
         self._wanted = key
         self.query_one(BudgetMeter).pending = False
-        if message.error:
-            self.error = message.error
+        if page.error or step is None:
+            self.error = page.error
             self.step = None
             self._title()
-            self.query_one("#replay-summary", Static).update(Text(f"✗ {message.error}"))
+            self.query_one("#replay-summary", Static).update(Text(f"✗ {page.error}"))
             return
         self._show(step)
 
-    def _show(self, step: Any) -> None:
+    def _show(self, step: ReplayStep) -> None:
         self.step = step
         self.error = ""
         plan = step.plan
@@ -190,8 +188,8 @@ class ReplayScreen(ModalScreen[None]):
             plan = self.step.plan
             bits += [mode_label(plan.mode), plan.strategy]
         else:
-            bits += [mode_label(str(s.get("mode") or "")), str(s.get("strategy") or "")]
-        window = s.get("window_groups")
+            bits += [mode_label(s.mode), s.strategy]
+        window = s.window_groups
         bits.append("all turns" if not window else f"last {window} turns")
         if planning:
             bits.append("planning…")
@@ -216,19 +214,19 @@ class ReplayScreen(ModalScreen[None]):
             self._request()
 
     def action_cycle_mode(self) -> None:
-        self.settings["mode"] = next_mode(str(self.settings.get("mode") or ""), self.bridge.config.planner.mode_names)
+        mode = next_mode(self.settings.mode, self.session.config.planner.mode_names)
+        self.settings = dataclasses.replace(self.settings, mode=mode)
         self._request()
 
     def action_cycle_strategy(self) -> None:
-        current = str(self.settings.get("strategy") or "")
+        current = self.settings.strategy
         at = STRATEGIES.index(current) if current in STRATEGIES else -1
-        self.settings["strategy"] = STRATEGIES[(at + 1) % len(STRATEGIES)]
+        self.settings = dataclasses.replace(self.settings, strategy=STRATEGIES[(at + 1) % len(STRATEGIES)])
         self._request()
 
     def action_payload(self) -> None:
         if self.step is None:
             return
-        from ctxbench.tui.bridge import render_messages
         from ctxbench.tui.screens.viewer import ViewerScreen
 
         plan = self.step.plan

@@ -5,7 +5,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ctxbench.tui.messages import StatusUpdate
+from ctxbench.records.views import Progress
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
@@ -20,16 +20,16 @@ class StatusLine(Widget):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        self._slots: dict[str, StatusUpdate] = {}
+        self._slots: dict[str, Progress] = {}
 
-    def set_slot(self, update: StatusUpdate) -> None:
+    def set_slot(self, update: Progress) -> None:
         if update.state == "idle":
             self._slots.pop(update.slot, None)
         else:
             self._slots[update.slot] = update
         self.refresh()
 
-    def slot(self, name: str) -> StatusUpdate | None:
+    def slot(self, name: str) -> Progress | None:
         return self._slots.get(name)
 
     def render(self) -> Text:
@@ -40,8 +40,8 @@ class StatusLine(Widget):
         for update in self._slots.values():
             mark = {"busy": "◌", "ready": "●", "error": "✗"}.get(update.state, "·")
             text = update.text
-            if update.progress is not None and update.state == "busy":
-                text += f" {int(update.progress * 100)}%"
+            if update.fraction is not None and update.state == "busy":
+                text += f" {int(update.fraction * 100)}%"
             style = self.get_component_rich_style(f"status-line--{update.state}")
             line.append("  ")
             line.append(f"{mark} {text}", style=style)

@@ -1,4 +1,4 @@
-"""The ``### STATE`` block of seed 001: the model's Global Anchor, parsed from its replies.
+"""The ``### STATE`` block of seed 001 (the model's Global Anchor): its format, and where it is in a reply.
 
 A reply ends with::
 
@@ -21,13 +21,6 @@ STATE_FIELDS = ("Goal", "Context", "Resolved", "Technical Anchors")
 
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s*STATE\s*:?\s*$")
 _END = re.compile(r"^\s{0,3}(#{1,3}\s+\S|```|~~~)")
-
-REBUILD_PROMPT = (
-    "Rewrite the session state from the conversation in your context window only. Reply with nothing but a "
-    "`### STATE` block with the lines Goal:, Context:, Resolved: and Technical Anchors:, accurate to the "
-    "messages you can see now (earlier state may be out of date)."
-)
-
 
 def is_state_heading(line: str) -> bool:
     """True for a ``### STATE`` heading line (any level 1-6, optional colon)."""

@@ -13,12 +13,11 @@ The ``llm`` component of the store (its own schema version, beside ``core``) hol
 
 The plan itself, its RetrievalSet and the usage report live in the ``core`` tables
 (:mod:`ctxbench.store.plans`); together they are everything a call is attributable to.
+:class:`Traces` is the repository over them; it shares the session's database and its transactions.
 """
 from __future__ import annotations
 
 import sqlite3
-import threading
-from pathlib import Path
 from typing import Iterable
 
 from ctxbench.store import db
@@ -89,39 +88,18 @@ CREATE TABLE reference_turns (
 MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
 
 
-class TraceStore:
-    """The ``llm`` tables of one database file (own connection; WAL lets it sit beside the Workbench's)."""
+class Traces:
+    """The ``llm`` tables of one database: model calls, tool traces, pin suggestions, reference counts."""
 
-    def __init__(self, db_path: Path | str) -> None:
-        self.db_path = db_path
-        self._lock = threading.RLock()
-        self._conn: sqlite3.Connection | None = None
-
-    @property
-    def conn(self) -> sqlite3.Connection:
-        with self._lock:
-            if self._conn is None:
-                conn = db.connect(self.db_path)
-                db.migrate(conn, COMPONENT, MIGRATIONS)
-                self._conn = conn
-            return self._conn
-
-    def prepare(self) -> None:
-        """Open the connection and create the tables now (before another connection's transaction needs them)."""
-        _ = self.conn
-
-    def close(self) -> None:
-        with self._lock:
-            if self._conn is not None:
-                self._conn.close()
-                self._conn = None
+    def __init__(self, database: db.Connections) -> None:
+        self._db = database
 
     def record_call(self, *, plan_id: str, session_id: str, group_id: int, round: int, provider: str, model: str,
                     status: str, finish_reason: str = "", error: str = "", assistant_message_id: int | None = None,
                     tools_offered: int = 0) -> ModelCall:
-        with self._lock, db.transaction(self.conn):
+        with self._db.transaction() as conn:
             stamp = now_iso()
-            cur = self.conn.execute(
+            cur = conn.execute(
                 "INSERT INTO model_calls (plan_id, session_id, group_id, round, provider, model, status, finish_reason, "
                 "error, assistant_message_id, tools_offered, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (plan_id, session_id, group_id, round, provider, model, status, finish_reason, error,
@@ -133,9 +111,9 @@ class TraceStore:
     def record_tool(self, *, plan_id: str, session_id: str, group_id: int, tool_call_id: str, name: str,
                     arguments: str, ok: bool, call_message_id: int | None, result_message_id: int | None,
                     result_chars: int, duration_ms: float) -> ToolTrace:
-        with self._lock, db.transaction(self.conn):
+        with self._db.transaction() as conn:
             stamp = now_iso()
-            cur = self.conn.execute(
+            cur = conn.execute(
                 "INSERT INTO tool_traces (plan_id, session_id, group_id, tool_call_id, name, arguments, ok, "
                 "call_message_id, result_message_id, result_chars, duration_ms, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -147,16 +125,16 @@ class TraceStore:
 
     def calls(self, *, plan_id: str | None = None, session_id: str | None = None) -> tuple[ModelCall, ...]:
         sql, params = _where(plan_id=plan_id, session_id=session_id)
-        with self._lock:
-            rows = self.conn.execute(f"SELECT * FROM model_calls{sql} ORDER BY id", params).fetchall()
+        with self._db.connection() as conn:
+            rows = conn.execute(f"SELECT * FROM model_calls{sql} ORDER BY id", params).fetchall()
         return tuple(ModelCall(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["round"], r["provider"],
                                r["model"], r["status"], r["finish_reason"], r["error"], r["assistant_message_id"],
                                r["tools_offered"], r["created_at"]) for r in rows)
 
     def tool_traces(self, *, plan_id: str | None = None, session_id: str | None = None) -> tuple[ToolTrace, ...]:
         sql, params = _where(plan_id=plan_id, session_id=session_id)
-        with self._lock:
-            rows = self.conn.execute(f"SELECT * FROM tool_traces{sql} ORDER BY id", params).fetchall()
+        with self._db.connection() as conn:
+            rows = conn.execute(f"SELECT * FROM tool_traces{sql} ORDER BY id", params).fetchall()
         return tuple(ToolTrace(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["tool_call_id"], r["name"],
                                r["arguments"], bool(r["ok"]), r["call_message_id"], r["result_message_id"],
                                r["result_chars"], r["duration_ms"], r["created_at"]) for r in rows)
@@ -165,8 +143,8 @@ class TraceStore:
 
     def add_suggestion(self, session_id: str, target: str, reason: str, source: str, plan_id: str) -> None:
         """Record a suggestion; one already decided (accepted/rejected) is not reopened."""
-        with self._lock, db.transaction(self.conn):
-            self.conn.execute(
+        with self._db.transaction() as conn:
+            conn.execute(
                 "INSERT INTO pin_suggestions (session_id, target, reason, source, plan_id, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id, target) DO UPDATE SET "
                 "reason = excluded.reason, plan_id = excluded.plan_id WHERE pin_suggestions.status = 'open'",
@@ -174,38 +152,32 @@ class TraceStore:
             )
 
     def suggestions(self, session_id: str, status: str = "open") -> tuple[StoredSuggestion, ...]:
-        with self._lock:
-            rows = self.conn.execute(
+        with self._db.connection() as conn:
+            rows = conn.execute(
                 "SELECT * FROM pin_suggestions WHERE session_id = ? AND status = ? ORDER BY id", (session_id, status)
             ).fetchall()
         return tuple(StoredSuggestion(r["id"], r["session_id"], r["target"], r["reason"], r["source"], r["plan_id"],
                                       r["status"], r["created_at"]) for r in rows)
 
     def decide_suggestion(self, session_id: str, target: str, accepted: bool) -> bool:
-        """Mark a model suggestion accepted or rejected (the caller adds the pin when accepted)."""
-        with self._lock, db.transaction(self.conn):
-            cur = self.conn.execute(
+        """Mark a suggestion accepted or rejected (the caller adds the pin when accepted)."""
+        with self._db.transaction() as conn:
+            cur = conn.execute(
                 "UPDATE pin_suggestions SET status = ? WHERE session_id = ? AND target = ?",
                 ("accepted" if accepted else "rejected", session_id, target),
             )
             return cur.rowcount > 0
 
-
     # -- references (for promotion) -----------------------------------------------------------
 
-    def count_references(self, session_id: str, turn: int, items: Iterable[str],
-                         conn: sqlite3.Connection | None = None) -> dict[str, int]:
+    def count_references(self, session_id: str, turn: int, items: Iterable[str]) -> dict[str, int]:
         """Count one more turn for each item referenced in ``turn``; returns all counts.
 
-        Idempotent per turn: counting the same turn again (a retried reflection) changes nothing.
-        ``conn``: another connection to the same database whose open transaction the counts join
-        (the reflection's, so they commit or roll back with activation and pins); the tables must
-        exist already (touch :attr:`conn` first).
+        Idempotent per turn: counting the same turn again (a retried reflection) changes nothing. Inside
+        the caller's transaction (the reflection's) the counts commit or roll back with it.
         """
-        if conn is not None:
+        with self._db.transaction() as conn:
             return _count_references(conn, session_id, turn, items)
-        with self._lock, db.transaction(self.conn):
-            return _count_references(self.conn, session_id, turn, items)
 
 
 def _count_references(conn: sqlite3.Connection, session_id: str, turn: int, items: Iterable[str]) -> dict[str, int]:

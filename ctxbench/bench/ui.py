@@ -1,0 +1,213 @@
+"""How fast the workbench paints and answers the mode hotkey (``ctxbench bench ui``).
+
+1. First paint: ``ctxbench demo`` is started in a fresh process on a pseudo-terminal, several times;
+   the time from just before the process starts to the terminal receiving the first frame of the main
+   screen (its ``CTX:`` indicator) is reported — interpreter start-up and imports included, what the user
+   waits for. The app knows nothing of this: the bench reads the terminal.
+2. Mode hotkey → meter: the app runs headless on a repository (default: textual's own source), its
+   index built and retrieval warm before timing; ctrl+t is pressed again and again. The probes live
+   here, not in the app: a message hook sees the key arrive and the plan come back, a watcher sees
+   the indicator change, and a callback after the meter's next refresh sees it painted.
+"""
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+FIRST_PAINT_TARGET_S = 0.8
+MODE_TARGET_MS = 50.0
+TERMINAL_SIZE = (120, 36)
+FIRST_FRAME_MARK = b"CTX:"  # the mode indicator: drawn in the main screen's first frame
+WARM_POLL_S = 0.05
+PRESS_POLL_S = 0.001
+
+
+class BenchError(RuntimeError):
+    """The app under test did not get as far as the bench needs."""
+
+
+@dataclass(frozen=True)
+class Stats:
+    runs: int
+    p50: float
+    p95: float
+    max: float
+    mean: float
+
+    @staticmethod
+    def of(values: list[float]) -> "Stats":
+        ordered = sorted(values)
+        p95 = ordered[min(len(ordered) - 1, max(0, int(round(0.95 * len(ordered))) - 1))]
+        return Stats(len(values), statistics.median(ordered), p95, ordered[-1], statistics.fmean(ordered))
+
+
+def default_repo() -> Path:
+    import importlib.util
+
+    spec = importlib.util.find_spec("textual")
+    assert spec is not None and spec.origin is not None
+    return Path(spec.origin).parent
+
+
+# -- first paint -------------------------------------------------------------------------------------------
+
+def first_paint_once(timeout_s: float = 60.0) -> float:
+    """Seconds from starting ``ctxbench demo`` to its first frame on a pseudo-terminal."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    with tempfile.TemporaryDirectory(prefix="ctxbench-bench-ui-") as tmp:
+        env = dict(os.environ, TERM=os.environ.get("TERM", "xterm-256color"), HF_HUB_OFFLINE="1",
+                   CTXBENCH_DB=str(Path(tmp) / "demo.db"))
+        master, slave = pty.openpty()
+        cols, rows = TERMINAL_SIZE
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        painted = threading.Event()
+        seen_at: list[float] = []
+
+        def drain() -> None:
+            tail = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                if not painted.is_set():
+                    tail = (tail + chunk)[-(len(chunk) + len(FIRST_FRAME_MARK)):]
+                    if FIRST_FRAME_MARK in tail:
+                        seen_at.append(time.perf_counter())
+                        painted.set()
+
+        reader = threading.Thread(target=drain, daemon=True)
+        started = time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "demo", "--no-index"], stdin=slave,
+                                stdout=slave, stderr=slave, env=env, close_fds=True, start_new_session=True)
+        reader.start()
+        os.close(slave)
+        try:
+            if not painted.wait(timeout_s):
+                raise BenchError("the demo did not paint within the time limit")
+        finally:
+            proc.kill()
+            proc.wait()
+            os.close(master)
+        return seen_at[0] - started
+
+
+def first_paint(runs: int) -> Stats:
+    first_paint_once()  # warm the OS file cache; not counted
+    return Stats.of([first_paint_once() for _ in range(runs)])
+
+
+# -- mode hotkey -------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ModeReport:
+    repo: str
+    symbols: int
+    semantic: bool
+    indicator_ms: Stats
+    meter_ms: Stats
+    painted_ms: Stats
+    warmup_s: float
+
+
+class _Probe:
+    """Times of one press: the key arriving, the indicator changing, the plan applied, the meter painted."""
+
+    def __init__(self) -> None:
+        self.pressed = self.indicator = self.meter = self.painted = 0.0
+        self.expecting = False
+
+    def reset(self) -> None:
+        self.pressed = self.indicator = self.meter = self.painted = 0.0
+        self.expecting = True
+
+
+async def mode_latency(repo: Path, presses: int, semantic: bool, config) -> ModeReport:
+    from textual.events import Key
+
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.tui import messages as msg
+    from ctxbench.tui.app import CtxbenchApp
+    from ctxbench.tui.widgets.mode_indicator import ModeIndicator
+
+    probe = _Probe()
+    holder: dict[str, object] = {}
+
+    def hook(message) -> None:
+        if not probe.expecting:
+            return
+        if isinstance(message, Key) and message.key == "ctrl+t" and not probe.pressed:
+            probe.pressed = time.perf_counter()
+        elif isinstance(message, msg.PlanReady) and probe.pressed and not probe.meter:
+            main = holder["main"]
+
+            def applied() -> None:  # runs right after the screen has handled the plan
+                probe.meter = time.perf_counter()
+                main.meter.call_after_refresh(painted)  # type: ignore[attr-defined]
+
+            def painted() -> None:
+                probe.painted = time.perf_counter()
+
+            main.call_next(applied)  # type: ignore[attr-defined]
+
+    with tempfile.TemporaryDirectory(prefix="ctxbench-bench-ui-") as tmp:
+        options = LaunchOptions(db_path=Path(tmp) / "bench.db", repo=repo, new_session=True, title="bench ui",
+                                mode="light", warm_embedder=semantic)
+        app = CtxbenchApp(options, config)
+        app._disable_notifications = True
+        started = time.perf_counter()
+        async with app.run_test(size=TERMINAL_SIZE, message_hook=hook) as pilot:
+            main = app.main_screen
+            holder["main"] = main
+            while True:  # the index is built and retrieval plugged in (and the embedder warm, if asked)
+                session = main.session
+                warm = session is not None and session.retrieval_ready and (session.semantic_ready or not semantic)
+                if warm and not any(w.is_running for w in app.workers) and not main.meter.pending:
+                    break
+                await asyncio.sleep(WARM_POLL_S)
+            warmup = time.perf_counter() - started
+            main.prompt.value = "How does the compositor decide which widgets to repaint after a style change?"
+            await pilot.pause()
+            main.request_plan()
+            await app.workers.wait_for_complete()
+            await pilot.pause()
+
+            def indicator_changed(_mode: str) -> None:
+                if probe.expecting and not probe.indicator:
+                    probe.indicator = time.perf_counter()
+
+            main.watch(main.query_one(ModeIndicator), "mode", indicator_changed, init=False)
+            indicator: list[float] = []
+            meter: list[float] = []
+            painted: list[float] = []
+            for _ in range(presses):
+                probe.reset()
+                await pilot.press("ctrl+t")
+                while not (probe.painted and probe.indicator) or main.meter.pending:
+                    await asyncio.sleep(PRESS_POLL_S)
+                probe.expecting = False
+                indicator.append((probe.indicator - probe.pressed) * 1000)
+                meter.append((probe.meter - probe.pressed) * 1000)
+                painted.append((probe.painted - probe.pressed) * 1000)
+            attached = main.session.attached if main.session is not None else None
+            symbols = attached.symbols if attached is not None else 0
+        return ModeReport(str(repo), symbols, semantic, Stats.of(indicator), Stats.of(meter), Stats.of(painted),
+                          warmup)
+
+
+def run_mode_latency(repo: Path, presses: int, semantic: bool, config) -> ModeReport:
+    return asyncio.run(mode_latency(repo, presses, semantic, config))

@@ -1,0 +1,79 @@
+"""What the service hands a front end about an open session: its snapshot, a plan with what the screens
+show beside it, the suggested pins, a replayed turn, and the progress of background work."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxbench.records.messages import Message
+from ctxbench.records.plans import ContextPlan, Pin
+from ctxbench.records.sessions import SessionSettings
+
+
+@dataclass(frozen=True)
+class SessionSnapshot:
+    session_id: str
+    title: str
+    repo: str | None
+    settings: SessionSettings
+    history: tuple[Message, ...]  # active and dropped messages of the active branch, oldest first
+    dropped: frozenset[int]
+    pins: tuple[Pin, ...]
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    """A suggested pin: shown dimmed under the overlay's ``suggested pins`` delimiter."""
+
+    target: str
+    label: str
+    score: float
+    why: str
+    content: str = ""
+
+
+@dataclass(frozen=True)
+class PlanView:
+    """A plan and what the screens show with it."""
+
+    plan: ContextPlan
+    settings: SessionSettings | None
+    pins: tuple[Pin, ...]
+    suggestions: tuple[Suggestion, ...]
+    group_id: int | None  # the turn planned (None: a draft that is not stored yet)
+    draft: bool = False
+
+    def pin_for(self, item_id: str) -> Pin | None:
+        if item_id.startswith("pin:"):
+            wanted = item_id[4:]
+            return next((p for p in self.pins if p.id == wanted), None)
+        return next((p for p in self.pins if p.target == item_id), None)
+
+
+@dataclass(frozen=True)
+class ReplayStep:
+    """The plan turn ``turn`` would get now."""
+
+    turn: int  # 1-based position among the session's user turns
+    group_id: int
+    user_message: Message
+    plan: ContextPlan
+    history_messages: int  # messages the planner could choose from
+
+
+@dataclass(frozen=True)
+class ReplayPage:
+    """A replayed turn (or why there is none) and how many user turns the session has."""
+
+    total: int
+    step: ReplayStep | None
+    error: str = ""
+
+
+@dataclass(frozen=True)
+class Progress:
+    """One slot of background work (``index``, ``embedder``, ``turn``): replaced on each update."""
+
+    slot: str
+    text: str
+    state: str = "busy"  # busy | ready | error | idle
+    fraction: float | None = None  # 0..1 when known

@@ -1,0 +1,231 @@
+"""The one path that attaches a repository to a workbench: index it, plug its retrieval into plans.
+
+``attach_repository(workbench, repo)`` indexes the repository incrementally (progress through a
+callback), opens a :class:`~ctxbench.retrieval.retriever.Retriever` on a connection of its own (indexing
+and retrieval never make the session's reads wait), plugs a :class:`ModeRetrieval` into the workbench's
+``retriever`` seam and returns the :class:`AttachedRepository`. Every front end uses it: ``chat``,
+``plan``, ``retrieve`` and ``index`` on the command line, the workbench's warm-up, the benchmarks.
+
+Semantic search, three ways:
+
+- ``semantic=True`` (default): the embedding model loads while the files are parsed, the cards are
+  embedded as part of indexing and the vector index is built; a model that cannot load raises
+  ``EmbedderError``. The same model ranks earlier turns for the semantic history strategy.
+- ``semantic=True, wait_for_model=False``: the model loads in the background; until it is ready the
+  RetrievalSets say so and retrieval answers from keyword, names and the graph.
+- ``semantic=False``: no model; :meth:`AttachedRepository.warm_semantic` adds one later (the workbench
+  does this in a background worker, with progress).
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Mapping, Sequence
+
+from ctxbench.codegraph.code_context import IndexCodeContext
+from ctxbench.config import Config
+from ctxbench.records.plans import Pin
+from ctxbench.records.retrieval import RetrievalSet
+from ctxbench.tokens import Tokenizer
+
+SCAFFOLD_CACHE_SIZE = 16  # fitted scaffolds kept (one per budget share seen)
+RETRIEVAL_CACHE_SIZE = 32  # retrieval sets kept: cycling the Context Mode on one query reuses them
+
+IndexProgress = Callable[[str, int, int], None]  # (phase, done, total)
+EmbedProgress = Callable[[int, int], None]  # (done, total)
+
+
+class ModeRetrieval:
+    """Code retrieval as plans ask for it (the workbench's ``CodeRetrieval`` seam) over one Retriever.
+
+    Graph expansion only where the mode's profile asks for neighbours; the planner decides how many
+    cards of the set each mode uses. Pins, activation scores and mentioned names boost their symbols
+    and, through personalized PageRank, the symbols close to them in the code graph. The orientation
+    scaffold is folded to the plan's own share of its budget. The last sets are remembered by
+    everything they depend on, so cycling the Context Mode on one turn replans without searching again.
+    """
+
+    def __init__(self, retriever: Any, config: Config, tokenizer: Tokenizer,
+                 cache_size: int = RETRIEVAL_CACHE_SIZE) -> None:
+        self.retriever = retriever
+        self.config = config
+        self.tokenizer = tokenizer
+        self._scaffolds: OrderedDict[tuple[str, int], str] = OrderedDict()
+        self._sets: OrderedDict[tuple, RetrievalSet] = OrderedDict()
+        self._cache_size = cache_size
+        self._lock = threading.Lock()
+
+    @property
+    def semantic_ready(self) -> bool:
+        """The model is loaded and the cards' vectors are indexed: plans get semantic search."""
+        return self.retriever.semantic_ready
+
+    def retrieve(self, query: str, *, mode: str, budget: int | None = None, pins: Sequence[Pin] = (),
+                 activation: Mapping[str, float] | None = None, mentioned: Sequence[str] = (),
+                 k: int | None = None) -> RetrievalSet:
+        from ctxbench.retrieval.retriever import SOURCES
+
+        key = (query, mode, budget, tuple(pins), tuple(sorted((activation or {}).items())), tuple(mentioned), k,
+               self.semantic_ready)
+        with self._lock:
+            found = self._sets.get(key)
+            if found is not None:
+                self._sets.move_to_end(key)
+                return found
+        profile = self.config.planner.mode(mode)
+        sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
+        result = self.retriever.retrieve(query, k, sources=sources, pins=pins, activation=activation,
+                                         mentioned=mentioned, scaffold=self.scaffold_for(mode, budget))
+        with self._lock:
+            self._sets[key] = result
+            while len(self._sets) > self._cache_size:
+                self._sets.popitem(last=False)
+        return result
+
+    def scaffold_for(self, mode: str, budget: int | None) -> str | None:
+        """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the
+        index cannot fold it (the view's own scaffold is used). Off, which shows no scaffold, lists the
+        one the default mode would send (the largest share when that is Off too)."""
+        view = self.retriever.index
+        build = getattr(view, "scaffold_at", None)
+        if build is None:
+            return None
+        from ctxbench.planner.modes import share_tokens
+
+        planner = self.config.planner
+        profile = planner.mode(mode)
+        share = profile.scaffold_share
+        if not profile.auto_retrieve:
+            share = planner.mode(planner.default_mode).scaffold_share or max(m.scaffold_share for m in planner.modes)
+        cap = share_tokens(planner.default_budget if budget is None else budget, share)
+        key = (str(view.version), cap)
+        with self._lock:
+            text = self._scaffolds.get(key)
+        if text is None:
+            text = fit_scaffold(build, cap, self.tokenizer)
+            with self._lock:
+                self._scaffolds[key] = text
+                while len(self._scaffolds) > SCAFFOLD_CACHE_SIZE:
+                    self._scaffolds.popitem(last=False)
+        return text
+
+
+def fit_scaffold(build: Callable[[int], str], cap: int, tokenizer: Tokenizer) -> str:
+    """The largest scaffold ``build(tokens)`` whose plan item (its rendered system message) takes at most ``cap``
+    tokens, counted the way the planner counts it; "" when not even the navigation note fits."""
+    from ctxbench.planner.render import scaffold_message
+    from ctxbench.tokens import count_message
+
+    overhead = count_message(tokenizer, scaffold_message(""))
+    tokens = cap - overhead
+    while tokens > 0:
+        text = build(tokens)
+        if not text.strip():
+            return ""
+        used = count_message(tokenizer, scaffold_message(text))
+        if used <= cap:
+            return text
+        tokens -= used - cap  # token merges across the header: shrink by the excess and build again
+    return ""
+
+
+@dataclass
+class AttachedRepository:
+    """An indexed repository plugged into a workbench."""
+
+    root: Path
+    index: Any  # codegraph.index.CodeIndex
+    retriever: Any  # retrieval.retriever.Retriever
+    retrieval: ModeRetrieval  # what the workbench's plans ask
+    code: IndexCodeContext  # what request_code_context reads
+    files: int = 0  # files the last indexing run saw
+
+    @property
+    def semantic_ready(self) -> bool:
+        return self.retrieval.semantic_ready
+
+    @property
+    def symbols(self) -> int:
+        return len(self.index.cards)
+
+    def warm_semantic(self, workbench: Any, embedder: Any, progress: EmbedProgress | None = None) -> None:
+        """Load ``embedder`` (waiting for it), embed the cards and build the vector index; plans use semantic
+        search from then on, and the semantic history strategy ranks with the same model unless the
+        workbench has one of its own. A model that cannot load raises ``EmbedderError``."""
+        from ctxbench.retrieval.embedder import EmbedderError
+
+        embedder.start_loading()
+        if not embedder.wait():
+            raise EmbedderError(str(embedder.error or "the embedding model did not load"))
+        self.retriever.embedder = embedder
+        self.retriever.prepare(progress)
+        if workbench.embedder is None:
+            workbench.embedder = embedder
+
+
+def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
+                      semantic: bool = True, embedder: Any = None, wait_for_model: bool = True
+                      ) -> AttachedRepository | None:
+    """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return it (None without a repo).
+
+    ``embedder``: the model to use (default: the configured one, loading in the background from here on).
+    Import errors are bugs and propagate.
+    """
+    if repo is None:
+        return None
+    from ctxbench.codegraph.index import build_index, load_index, normalize_root
+    from ctxbench.retrieval.retriever import Retriever, view_of
+
+    config = workbench.config
+    root = normalize_root(repo)
+    if semantic and embedder is None:
+        from ctxbench.retrieval.embedder import Embedder
+
+        embedder = Embedder(config.embedding)
+    if not semantic:
+        embedder = None
+    conn = workbench.database.dedicated_connection()
+    embed = None
+    if embedder is not None:
+        embedder.start_loading()  # overlaps the model load with parsing
+        if wait_for_model:
+            from ctxbench.retrieval.vectors import embed_cards
+
+            # indexing fills the vector cache; retriever.prepare() below builds the FAISS index once from it
+            def embed(cards: Any, embed_progress: Any) -> Any:
+                return embed_cards(cards, conn, embedder, embed_progress)
+
+    result = build_index(root, conn, config, progress=progress, embed=embed)
+    index = load_index(root, conn, config)
+    retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, workbench.tokenizer))
+    retriever.prepare(wait_for_model=embedder is not None and wait_for_model)
+    attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, workbench.tokenizer),
+                                  IndexCodeContext(index, config), files=getattr(result, "files", 0))
+    if embedder is not None and workbench.embedder is None:
+        workbench.embedder = embedder
+    workbench.retriever = attached.retrieval
+    return attached
+
+
+def index_repository(workbench: Any, repo: Path, progress: IndexProgress | None = None, *, embed: bool = True) -> Any:
+    """Index ``repo`` incrementally (``ctxbench index``) and return the ``IndexResult``. With ``embed`` the cards
+    are embedded and the vector index built; the model loads only when a card needs embedding, so an
+    unchanged repository never waits for it. A model that cannot load raises ``EmbedderError``."""
+    from ctxbench.codegraph.index import build_index, normalize_root
+
+    root = normalize_root(repo)
+    conn = workbench.database.dedicated_connection()
+    embed_fn = None
+    if embed:
+        from ctxbench.retrieval.embedder import Embedder
+        from ctxbench.retrieval.vectors import load_or_build_index
+
+        embedder = Embedder(workbench.config.embedding)  # loads on first encode
+
+        def embed_fn(cards: Any, embed_progress: Any) -> Any:
+            _, stats = load_or_build_index(conn, root, cards, embedder, workbench.config.embedding, embed_progress)
+            return stats
+
+    return build_index(root, conn, workbench.config, progress=progress, embed=embed_fn)

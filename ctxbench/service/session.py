@@ -1,0 +1,401 @@
+"""One open session of the workbench: what the screens (and the demo's ``--no-tui``) ask of the engine.
+
+Every method is synchronous and meant for a worker thread, never a UI thread. Results are frozen
+records (``records.views``); a turn is a generator of typed events (``records.turns``, with each plan
+the turn makes as a :class:`~ctxbench.records.turns.TurnPlanned` carrying its :class:`PlanView`), so a
+front end renders what arrives and never reaches into the engine.
+
+Settings are values: a front end holds the :class:`~ctxbench.records.sessions.SessionSettings` it shows
+and passes it to :meth:`WorkbenchSession.plan`; the session checks a new value once, stores it when it
+differs from the stored one, and plans with it as given (nothing is read back).
+"""
+from __future__ import annotations
+
+import dataclasses
+import threading
+from pathlib import Path
+from typing import Callable, Iterator
+
+from ctxbench.config import Config
+from ctxbench.llm.client import CancelToken
+from ctxbench.llm.loop import TurnRunner
+from ctxbench.records.messages import Message
+from ctxbench.records.plans import ContextPlan, Pin, PlanItem
+from ctxbench.records.sessions import SETTING_NAMES, SessionSettings
+from ctxbench.records.turns import PlanReady, ReflectionDone, TurnEvent, TurnPlanned, TurnStarted
+from ctxbench.records.views import PlanView, Progress, ReplayPage, SessionSnapshot, Suggestion
+from ctxbench.records.vocab import PIN_TARGET_PREFIXES
+from ctxbench.service.attach import AttachedRepository, attach_repository
+from ctxbench.service.model import make_runner, offered_tools_tokens
+from ctxbench.service.options import LaunchOptions
+from ctxbench.service.text import render_messages
+from ctxbench.service.workbench import Workbench
+
+__all__ = ["CancelToken", "WorkbenchSession"]
+
+SessionEvent = TurnEvent | TurnPlanned
+StatusSink = Callable[[Progress], None]
+
+
+class WorkbenchSession:
+    """One session of the workbench, opened by :meth:`open`."""
+
+    def __init__(self, options: LaunchOptions, config: Config) -> None:
+        self.options = options
+        self.config = config
+        self.workbench: Workbench | None = None
+        self.session_id = ""
+        self.settings: SessionSettings | None = None  # as stored
+        self.rejected: set[str] = set()  # suggestions the user rejected in this session
+        self.attached: AttachedRepository | None = None
+        self.reflection = None  # the last turn's Reflection
+        self._lock = threading.RLock()  # settings writes and the runner's creation
+        self._runner: TurnRunner | None = None
+        self._closed = False
+
+    # -- opening and closing ----------------------------------------------------------------------------
+    def open(self) -> SessionSnapshot:
+        opts = self.options
+        wb = Workbench(db_path=opts.db_path, config=self.config, repo=opts.repo)
+        self.workbench = wb
+        if opts.session_id:
+            wb.sessions.info(opts.session_id)  # raises UnknownSession
+            sid = opts.session_id
+        elif opts.import_file is not None:
+            sid = wb.import_file(opts.import_file, opts.import_format, title=opts.title or None)
+        else:
+            repo = str(wb.repo) if wb.repo else None
+            sid = (None if opts.new_session else wb.sessions.latest(repo)) or wb.sessions.create(opts.title, repo)
+        self.session_id = sid
+        if opts.retriever is not None:
+            wb.retriever = opts.retriever
+        changes = {k: v for k, v in (("mode", opts.mode), ("budget", opts.budget), ("strategy", opts.strategy))
+                   if v is not None}
+        self.settings = wb.update_settings(sid, **changes) if changes else wb.settings(sid)
+        return self.snapshot()
+
+    @property
+    def wb(self) -> Workbench:
+        if self.workbench is None:
+            raise RuntimeError("the session is not open yet")
+        return self.workbench
+
+    def snapshot(self) -> SessionSnapshot:
+        wb, sid = self.wb, self.session_id
+        info = wb.sessions.info(sid)
+        messages = wb.messages.all(sid)
+        dropped = frozenset(m.group_id for m in messages if m.status == "dropped")
+        return SessionSnapshot(sid, info.title, info.repo, self.stored_settings(), messages, dropped, wb.pins.list(sid))
+
+    def stored_settings(self) -> SessionSettings:
+        if self.settings is None:
+            self.settings = self.wb.settings(self.session_id)
+        return self.settings
+
+    def settle(self) -> None:
+        """What was just loaded lives as long as the session: collect once, then keep it out of the
+        collector's way, so full collections do not pause plans (``ctxbench.heap``)."""
+        from ctxbench.heap import settle
+
+        settle()
+
+    def close(self) -> None:
+        """Close the session's store (the front end is leaving)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._runner = None
+            if self.workbench is not None:
+                self.workbench.close()
+
+    # -- code retrieval -----------------------------------------------------------------------------------
+    def attach_repository(self, status: StatusSink, *, on_keyword_ready: Callable[[], None] = lambda: None,
+                          on_semantic_ready: Callable[[], None] = lambda: None) -> None:
+        """Index the session's repository and plug its retrieval in (plans get cards from then on), then warm
+        the embedding model and build the vector index (plans get semantic search). Progress through
+        ``status`` in the ``index`` and ``embedder`` slots; a model that cannot load turns semantic off."""
+        wb, opts = self.wb, self.options
+        if wb.repo is None or not opts.index_repo or opts.retriever is not None:
+            return
+        from ctxbench.retrieval.embedder import Embedder, EmbedderError
+
+        def indexing(phase: str, done: int, total: int) -> None:
+            status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))
+
+        status(Progress("index", "indexing…"))
+        attached = attach_repository(wb, wb.repo, indexing, semantic=False)
+        self.attached = attached
+        status(Progress("index", f"{attached.files} files · {attached.symbols} symbols", "ready"))
+        on_keyword_ready()
+        if not opts.warm_embedder:
+            return
+        embedder = (opts.embedder_factory or Embedder)(self.config.embedding)
+        status(Progress("embedder", "embedder warming…"))
+
+        def embedding(done: int, total: int) -> None:
+            status(Progress("embedder", "embedding", fraction=(done / total) if total else None))
+
+        try:
+            attached.warm_semantic(wb, embedder, embedding)
+        except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
+            status(Progress("embedder", f"semantic search off: {exc}", "error"))
+            return
+        status(Progress("embedder", "semantic ready", "ready"))
+        on_semantic_ready()
+
+    @property
+    def retrieval_ready(self) -> bool:
+        return self.wb.retriever is not None
+
+    @property
+    def semantic_ready(self) -> bool:
+        retriever = self.wb.retriever
+        return bool(getattr(retriever, "semantic_ready", False))
+
+    # -- plans --------------------------------------------------------------------------------------------
+    def check_settings(self, settings: SessionSettings) -> SessionSettings:
+        return self.wb.rules.check(settings)
+
+    def use_settings(self, settings: SessionSettings) -> SessionSettings:
+        """Make ``settings`` the session's: checked, and stored when it differs from what is stored."""
+        with self._lock:
+            stored = self.stored_settings()
+            if settings == stored:
+                return stored
+            self.wb.rules.check(settings)
+            changes = {name: getattr(settings, name) for name in SETTING_NAMES
+                       if getattr(settings, name) != getattr(stored, name)}
+            self.settings = self.wb.update_settings(self.session_id, **changes)
+            return self.settings
+
+    def tools_tokens(self) -> int:
+        """Tokens of the tool definitions the next turn's first call offers, so the live plan budgets them."""
+        return offered_tools_tokens(self.config, self.wb.tokenizer)
+
+    def plan(self, draft: str = "", settings: SessionSettings | None = None, *, store: bool = False,
+             group_id: int | None = None) -> PlanView:
+        """The current plan under ``settings`` (default: the stored ones; a new value is stored first): for
+        ``draft`` (the next turn) if given, else for the latest turn."""
+        wb, sid = self.wb, self.session_id
+        settings = self.use_settings(settings) if settings is not None else self.stored_settings()
+        tools = self.tools_tokens()  # the meter shows the whole prompt the next call sends
+        if draft.strip():
+            plan = wb.plan(sid, draft, settings, store=store, tools_tokens=tools)
+            return self.view_of(plan, None, draft=True)
+        group = group_id if group_id is not None else self.last_user_group()
+        plan = wb.plan(sid, None if group is not None else "", settings, current_group=group, store=store,
+                       tools_tokens=tools)
+        return self.view_of(plan, group)
+
+    def last_user_group(self) -> int | None:
+        for m in reversed(self.wb.messages.history(self.session_id)):
+            if m.role == "user":
+                return m.group_id
+        return None
+
+    def view_of(self, plan: ContextPlan, group_id: int | None, *, draft: bool = False) -> PlanView:
+        pins = self.wb.pins.list(self.session_id)
+        return PlanView(plan, self.stored_settings(), pins, self.suggestions(plan, pins), group_id, draft)
+
+    def suggestions(self, plan: ContextPlan, pins: tuple[Pin, ...]) -> tuple[Suggestion, ...]:
+        """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
+        then high activation; with neither, the best-scored symbol cards that are not pinned."""
+        from ctxbench.llm.suggestions import open_suggestions
+
+        pinned = {p.target for p in pins}
+        labels = {i.id: i.label for i in plan.items}
+        found: list[Suggestion] = []
+        for s in open_suggestions(self.wb, self.session_id):
+            why = f"{s.source}: {s.reason}" if s.reason and s.source == "model" else (s.reason or s.source)
+            label = labels.get(s.target) or s.target.replace(":", " ", 1)  # card:x -> "card x", as plans say
+            found.append(Suggestion(s.target, label, float(s.score), why))
+        if not found:
+            cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
+                           key=lambda i: (-i.score, i.id))
+            found = [Suggestion(i.id, i.label, i.score, "retrieval score") for i in cards]
+        found = [s for s in found if s.target not in pinned and s.target not in self.rejected]
+        return tuple(found[: self.config.planner.activation.max_suggestions])
+
+    # -- what an item holds -------------------------------------------------------------------------------
+    def item_content(self, item: PlanItem, plan: ContextPlan) -> tuple[str, str]:
+        """The full text of a plan item and a language for highlighting."""
+        if item.id.startswith("card:"):
+            card = self.card_text(item.id[5:], plan)
+            if card:
+                return card, "python"
+        if item.messages:
+            return render_messages(item.messages), "text"
+        wb, sid = self.wb, self.session_id
+        if item.id.startswith(("group:", "atom:")):
+            parts = item.id.split(":")
+            try:
+                messages = wb.messages.group(sid, int(parts[1]))
+            except Exception as exc:  # noqa: BLE001 - shown to the user
+                return f"cannot read {item.id}: {exc}", "text"
+            if item.id.startswith("atom:") and len(parts) > 2:
+                wanted = {int(x) for x in parts[2:] if x.isdigit()} | set(item.message_ids)
+                messages = tuple(m for m in messages if m.id in wanted) or messages
+            return render_messages([m.to_openai() for m in messages]), "text"
+        pin = next((p for p in wb.pins.list(sid) if p.target == item.id or f"pin:{p.id}" == item.id), None)
+        if pin is not None and pin.content:
+            return pin.content, "python" if pin.target.startswith("card:") else "text"
+        return item.detail or item.label, "text"
+
+    def suggestion_content(self, suggestion: Suggestion, plan: ContextPlan | None) -> tuple[str, str]:
+        """What a suggested pin would pin, and a language for highlighting."""
+        if suggestion.target.startswith("card:") and plan is not None:
+            card = self.card_text(suggestion.target[5:], plan)
+            if card:
+                return card, "python"
+        return suggestion.content or suggestion.label, "text"
+
+    def card_text(self, symbol: str, plan: ContextPlan) -> str:
+        wb = self.wb
+        retrieval = wb.plans.retrieval_set(plan.retrieval_set_id) if plan.retrieval_set_id else None
+        if retrieval is None and wb.retriever is not None:
+            retrieval = wb.retriever.retrieve(plan.query, mode=plan.mode, budget=plan.budget, pins=(),
+                                              activation={}, mentioned=())
+        if retrieval is not None:
+            for hit in retrieval.hits:
+                if hit.symbol == symbol:
+                    return hit.excerpt or hit.card_text
+        return ""
+
+    def group(self, group_id: int) -> tuple[Message, ...]:
+        return self.wb.messages.group(self.session_id, group_id)
+
+    def all_messages(self) -> tuple[Message, ...]:
+        return self.wb.messages.all(self.session_id)
+
+    def pins(self) -> tuple[Pin, ...]:
+        return self.wb.pins.list(self.session_id)
+
+    # -- pins, drops and the history ----------------------------------------------------------------------
+    def pin_item(self, item_id: str, kind: str, *, scope: str = "turn", label: str = "",
+                 plan: ContextPlan | None = None) -> Pin:
+        wb, sid = self.wb, self.session_id
+        if item_id.startswith("pin:"):
+            existing = next((p for p in wb.pins.list(sid) if p.id == item_id[4:]), None)
+            if existing is None:
+                raise ValueError(f"no pin {item_id[4:]}")
+            return wb.pins.update(sid, existing.id, kind=kind, scope=scope,
+                                  **({"ttl": self._ttl(scope)} if kind == "leased" else {}))
+        if not item_id.startswith(PIN_TARGET_PREFIXES):
+            raise ValueError(f"{item_id} cannot be pinned")
+        content = ""
+        if item_id.startswith("card:") and plan is not None:
+            content = self.card_text(item_id[5:], plan)
+        if item_id.startswith("path:"):  # a file the model suggested: pinned with its text
+            body = self.attached.code.expand(item_id) if self.attached is not None else None
+            if not body:
+                raise ValueError(f"cannot read {item_id[5:]} (no code index, or not a file of the repository)")
+            content = body
+        return wb.pins.add(sid, item_id, kind, scope=scope, label=label or item_id, content=content)
+
+    def pin_text(self, text: str, label: str) -> Pin:
+        return self.wb.pins.add(self.session_id, f"text:{label}", "sticky", label=label, content=text)
+
+    def _ttl(self, scope: str) -> int:
+        pins = self.config.planner.pins
+        return pins.task_lease_ttl if scope == "task" else pins.default_lease_ttl
+
+    def unpin(self, item_id: str) -> bool:
+        for pin in self.wb.pins.list(self.session_id):
+            if pin.target == item_id or f"pin:{pin.id}" == item_id or pin.id == item_id:
+                self.wb.pins.remove(self.session_id, pin.id)
+                return True
+        return False
+
+    def drop(self, item_id: str) -> str:
+        """Leave an item out of the context; returns what was done, for the status line."""
+        if item_id.startswith(("group:", "atom:")):
+            gid = int(item_id.split(":")[1])
+            self.wb.messages.drop(self.session_id, gid)
+            return f"dropped turn {gid}"
+        if self.unpin(item_id):
+            return f"unpinned {item_id}"
+        if item_id.startswith("card:"):
+            self.rejected.add(item_id)
+            return f"{item_id} will not be suggested again (cards come and go with the mode and the query)"
+        raise ValueError(f"{item_id} is mandatory or not a turn; it cannot be dropped")
+
+    def restore(self, group_id: int) -> None:
+        self.wb.messages.group(self.session_id, group_id)  # raises for an unknown group
+        self.wb.messages.restore(self.session_id, group_id)
+
+    def remove(self, group_id: int) -> None:
+        self.wb.messages.group(self.session_id, group_id)  # raises for an unknown group
+        self.wb.messages.remove(self.session_id, group_id)
+
+    def undo(self) -> int | None:
+        """Remove the last turn; its group id, or None when there is nothing to undo."""
+        return self.wb.messages.undo(self.session_id)
+
+    def has_state(self) -> bool:
+        return bool(self.wb.memory.state(self.session_id).strip())
+
+    def accept(self, suggestion: Suggestion, plan: ContextPlan | None) -> Pin:
+        from ctxbench.llm.suggestions import record_decision
+
+        pin = self.pin_item(suggestion.target, "sticky", label=suggestion.label, plan=plan)
+        record_decision(self.wb, self.session_id, suggestion.target, accept=True)
+        return pin
+
+    def reject(self, suggestion: Suggestion) -> None:
+        from ctxbench.llm.suggestions import record_decision
+
+        self.rejected.add(suggestion.target)
+        record_decision(self.wb, self.session_id, suggestion.target, accept=False)
+
+    # -- turns --------------------------------------------------------------------------------------------
+    @property
+    def runner(self) -> TurnRunner:
+        """The session's TurnRunner, made on first use and kept for every turn and rebuild."""
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the session is closed")
+            if self._runner is None:
+                self._runner = make_runner(self.wb, self.config)
+            self._runner.code = self.attached.code if self.attached is not None else None  # may have come up since
+            return self._runner
+
+    def run_turn(self, text: str, cancel: CancelToken) -> Iterator[SessionEvent]:
+        """The user's turn with the tool loop, event by event (ends with one TurnFinished)."""
+        group_id: int | None = None
+        for event in self.runner.run(self.session_id, text, cancel=cancel):
+            if isinstance(event, TurnStarted):
+                group_id = event.group_id
+            elif isinstance(event, PlanReady):
+                yield TurnPlanned(self.view_of(event.plan, group_id), event.round)
+                continue
+            elif isinstance(event, ReflectionDone):
+                self.reflection = event.reflection
+            yield event
+
+    def rebuild_state(self, cancel: CancelToken) -> Iterator[SessionEvent]:
+        """``/context rebuild``: the model writes the ``### STATE`` afresh from the current window. Its plan is
+        the rebuild prompt's, not the next turn's, so the meter keeps the turn's plan: no TurnPlanned."""
+        for event in self.runner.rebuild_state(self.session_id, cancel=cancel):
+            if not isinstance(event, PlanReady):
+                yield event
+
+    # -- replay -------------------------------------------------------------------------------------------
+    def replay(self, turn: int, settings: SessionSettings) -> ReplayPage:
+        """The plan user turn ``turn`` (1-based; past the end: the last) would get under ``settings``."""
+        from ctxbench.llm.replay import replay, user_turns
+
+        total = len(user_turns(self.wb.messages.history(self.session_id)))
+        if not total:
+            return ReplayPage(0, None, "this session has no user turns yet")
+        wanted = {name: getattr(settings, name) for name in ("mode", "budget", "strategy", "window_groups")}
+        step = next(replay(self.wb, self.session_id, only_turn=min(turn, total), **wanted), None)
+        return ReplayPage(total, step)
+
+    def with_settings(self, **changes: object) -> SessionSettings:
+        """The stored settings with ``changes`` (not checked, not stored: a value for :meth:`plan`)."""
+        return dataclasses.replace(self.stored_settings(), **changes)
+
+
+def repo_name(repo: str | Path | None) -> str:
+    return Path(repo).name if repo else ""

@@ -1,0 +1,345 @@
+"""The workbench as a unit of work: one database, its repositories, and plans built from them.
+
+A :class:`Workbench` opens its database on first use and exposes one repository per concern —
+``sessions``, ``branches``, ``messages``, ``search``, ``pins``, ``memory``, ``activation``, ``plans``,
+``traces``, ``vectors`` — each call on a connection the database lends to the calling thread, each
+write its own transaction unless the caller holds one: ``with wb.transaction(): …`` makes several
+repository calls commit or roll back together. Every method is safe from any thread.
+
+What is more than storage lives here: a session's settings (the config defaults under its overrides,
+checked once by :mod:`ctxbench.service.settings`), importing a transcript as a new session, and the
+plan of a turn (its inputs read from the store, code retrieval asked through :attr:`retriever`, the
+earlier turns ranked by :attr:`embedder` for the semantic strategy).
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import sqlite3
+import threading
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+from ctxbench.config import Config, default_db_path, load_config
+from ctxbench.records.errors import UnknownGroup
+from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
+from ctxbench.records.sessions import NewMessage, SessionSettings
+from ctxbench.records.transcripts import Transcript, TranscriptError
+from ctxbench.service.settings import SettingsRules
+from ctxbench.store import messages as message_store
+from ctxbench.store import sessions as session_store
+from ctxbench.store.activation import Activation
+from ctxbench.store.database import Database
+from ctxbench.store.memory import Memory
+from ctxbench.store.messages import Messages
+from ctxbench.store.pins import Pins
+from ctxbench.store.plans import Plans
+from ctxbench.store.search import GroupSearch
+from ctxbench.store.sessions import Branches, Sessions
+from ctxbench.store.traces import Traces
+from ctxbench.store.vectors import VectorCache
+from ctxbench.tokens import Tokenizer, count_message, get_tokenizer
+
+# format name -> "module:function" taking a path and returning a Transcript (imported lazily).
+TRANSCRIPT_FORMATS: dict[str, str] = {
+    "openai": "ctxbench.transcripts.openai:parse_file",
+    "claude-code": "ctxbench.transcripts.claude_code:parse_file",
+    "aider": "ctxbench.transcripts.aider:parse_file",
+}
+
+
+class CodeRetrieval(Protocol):
+    """Code retrieval as a plan asks for it (``service.attach.AttachedRepository`` is the product's).
+
+    ``budget`` is the plan's token budget (the scaffold is folded to its share of it); ``pins`` the
+    session's live pins; ``activation`` its activation scores (``card:…``, ``path:…``, ``group:…``);
+    ``mentioned`` the names and paths the query mentions (``retrieval.mentions``).
+    """
+
+    def retrieve(self, query: str, *, mode: str, budget: int | None, pins: Sequence[Pin],
+                 activation: Mapping[str, float], mentioned: Sequence[str]) -> RetrievalSet: ...
+
+
+class HistoryEmbedder(Protocol):
+    """What the semantic history strategy needs of an embedder (``retrieval.embedder.Embedder``)."""
+
+    key: str
+    ready: bool
+    error: Any
+
+    def encode(self, texts: list[str], **kwargs: Any) -> Any: ...
+
+
+class Workbench:
+    """Sessions, messages, pins, memory layers and plans over one database."""
+
+    def __init__(self, db_path: Path | None = None, config: Config | None = None, repo: Path | None = None) -> None:
+        self.db_path: Path = Path(db_path) if db_path is not None else default_db_path()
+        self.config: Config = config if config is not None else load_config()
+        self.repo: Path | None = Path(repo).resolve() if repo is not None else None
+        # code retrieval for plans (None: plans get the empty RetrievalSet); set by service.attach
+        self.retriever: CodeRetrieval | None = None
+        # the embedder ranking earlier turns for the semantic strategy (None: it falls back to recency)
+        self.embedder: HistoryEmbedder | None = None
+        self.rules = SettingsRules(self.config)
+        self._database: Database | None = None
+        self._open_lock = threading.Lock()
+        self._tokenizer: Tokenizer | None = None
+        self._inspect: sqlite3.Connection | None = None
+        pins = self.config.planner.pins
+        self.sessions = Sessions(self)
+        self.branches = Branches(self)
+        self.messages = Messages(self, self._count)
+        self.search = GroupSearch(self, self.config.planner.hybrid.keyword_candidates)
+        self.pins = Pins(self, lambda scope: pins.task_lease_ttl if scope == "task" else pins.default_lease_ttl)
+        self.memory = Memory(self, self.config.planner.memo_candidates)
+        self.activation = Activation(self)
+        self.plans = Plans(self)
+        self.traces = Traces(self)
+        self.vectors = VectorCache(self)
+
+    # -- the unit of work ---------------------------------------------------------------------------
+    @property
+    def database(self) -> Database:
+        """The database, opened (and its schema brought up to date) on first use."""
+        with self._open_lock:
+            if self._database is None:
+                self._database = Database(self.db_path)
+            return self._database
+
+    def connection(self) -> AbstractContextManager[sqlite3.Connection]:
+        """A connection for a block of reads (the repositories' calls inside the block share it)."""
+        return self.database.connection()
+
+    def transaction(self) -> AbstractContextManager[sqlite3.Connection]:
+        """One transaction for a block of work: every repository write inside it commits or rolls back
+        with it (a transaction already open on the thread is joined)."""
+        return self.database.transaction()
+
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """A connection of its own for direct SQL (inspection, tools, tests); the product goes through
+        the repositories. Closed with the workbench."""
+        if self._inspect is None:
+            self._inspect = self.database.dedicated_connection()
+        return self._inspect
+
+    @property
+    def tokenizer(self) -> Tokenizer:
+        if self._tokenizer is None:
+            cfg = self.config.tokenizer
+            self._tokenizer = get_tokenizer(cfg.name, cfg.cache_size)
+        return self._tokenizer
+
+    def close(self) -> None:
+        with self._open_lock:
+            database, self._database, self._inspect = self._database, None, None
+        if database is not None:
+            database.close()
+
+    def __enter__(self) -> "Workbench":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _count(self, role: str, content: str, tool_calls: Sequence[ToolCall], tool_call_id: str | None) -> int:
+        probe = Message(0, "", "", 0, role, content, tuple(tool_calls), tool_call_id)
+        return count_message(self.tokenizer, probe.to_openai())
+
+    # -- settings -----------------------------------------------------------------------------------
+    def settings(self, session_id: str) -> SessionSettings:
+        """The session's settings: its stored overrides over the config defaults."""
+        return self.rules.merge(self.sessions.overrides(session_id))
+
+    def update_settings(self, session_id: str, **changes: Any) -> SessionSettings:
+        """Override settings for this session (each value checked); None returns to the config default."""
+        checked = self.rules.check_changes(changes)
+        with self.transaction():
+            overrides = self.sessions.overrides(session_id)
+            for key, value in checked.items():
+                if value is None:
+                    overrides.pop(key, None)
+                else:
+                    overrides[key] = value
+            self.sessions.set_overrides(session_id, overrides)
+        return self.rules.merge(overrides)
+
+    def new_session(self, title: str = "", repo: Path | None = None) -> str:
+        """A new session (of ``repo``, else of the workbench's repository when it has one)."""
+        path = Path(repo).resolve() if repo is not None else self.repo
+        return self.sessions.create(title, str(path) if path else None)
+
+    # -- import -------------------------------------------------------------------------------------
+    def parse_transcript(self, path: Path, format: str = "openai") -> Transcript:
+        target = TRANSCRIPT_FORMATS.get(format)
+        if target is None:
+            raise TranscriptError(
+                0, f"unknown transcript format {format!r}; supported: {', '.join(sorted(TRANSCRIPT_FORMATS))}"
+            )
+        module_name, attr = target.split(":")
+        parse: Callable[[Path], Transcript] = getattr(importlib.import_module(module_name), attr)
+        return parse(Path(path))
+
+    def import_file(self, path: Path, format: str = "openai", *, title: str | None = None) -> str:
+        """Import a transcript as a new session; all or nothing. Raises TranscriptError."""
+        transcript = self.parse_transcript(path, format)
+        return self.import_transcript(transcript, title=title if title is not None else Path(path).stem)
+
+    def import_transcript(self, transcript: Transcript, *, title: str = "") -> str:
+        """Store a parsed transcript as a new session in one transaction; returns its id."""
+        new = [
+            NewMessage(group_id=m.group + 1, role=m.role, content=m.content, tool_calls=m.tool_calls,
+                       tool_call_id=m.tool_call_id, tool_name=m.tool_name, parsing_strategy=m.parsing_strategy,
+                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags)
+            for m in transcript.messages
+        ]
+        with self.transaction():
+            session_id = self.sessions.create(title or transcript.source, str(self.repo) if self.repo else None)
+            self.messages.insert(session_id, new)
+        return session_id
+
+    # -- plans --------------------------------------------------------------------------------------
+    def plan_inputs(
+        self,
+        session_id: str,
+        query: str | None,
+        settings: SessionSettings | None = None,
+        *,
+        retrieval: RetrievalSet | None = None,
+        current_group: int | None = None,
+        tools_tokens: int = 0,
+        **overrides: Any,
+    ) -> PlanInputs:
+        """Everything the planner needs for one call, read from the store.
+
+        ``settings`` is the value to plan with (default: the session's stored settings); ``overrides``
+        (``mode=``, ``budget=``, ``strategy=``, ``window_groups=``) replace fields of it; the result is
+        checked once. Without ``current_group`` the current turn is a pending user message holding
+        ``query`` (id 0, not stored, in the group the next user message will get). With it, the stored
+        messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
+        defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
+        offers; the plan counts them against its budget.
+        """
+        base = settings if settings is not None else self.settings(session_id)
+        wanted = self.rules.check(dataclasses.replace(
+            base, **{k: v for k, v in overrides.items() if v is not None}))
+        with self.connection() as conn:  # one snapshot of the session for the whole read
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
+        if retrieval is None:
+            retrieval = self._retrieve(inputs.query, wanted, inputs.pins, session_id)
+        inputs = dataclasses.replace(inputs, retrieval=retrieval, tools_tokens=tools_tokens)
+        if wanted.strategy == "semantic":
+            ranking = self._semantic_ranking(inputs)
+            if ranking:
+                inputs = dataclasses.replace(inputs, semantic_ranking=ranking)
+        return inputs
+
+    def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
+                     current_group: int | None) -> PlanInputs:
+        branch_id = session_store.active_branch(conn, session_id)
+        visible = message_store.branch_messages(conn, session_id, branch_id, include_dropped=True)
+        if current_group is None:
+            if query is None:
+                raise ValueError("a plan needs the user's query or a current group")
+            pending = Message(id=0, session_id=session_id, branch_id=branch_id,
+                              group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
+                              parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
+            current: tuple[Message, ...] = (pending,)
+            history = visible
+        else:
+            current = tuple(m for m in visible if m.group_id == current_group and m.status == "active")
+            if not current:
+                raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
+            history = tuple(m for m in visible if m.group_id != current_group)
+            if query is None:
+                query = next((m.content for m in current if m.role == "user"), "")
+        keyword_ranking: tuple[int, ...] = ()
+        if s.strategy == "hybrid":
+            keyword_ranking = tuple(g for g in self.search.groups(session_id, query) if g != current_group)
+        return PlanInputs(
+            session_id=session_id,
+            query=query,
+            history=history,
+            current_turn=current,
+            budget=s.budget,
+            mode=s.mode,
+            strategy=s.strategy,
+            window_groups=s.window_groups,
+            provider_family=s.provider_family,
+            system_prompt=self.config.planner.system_prompt,
+            pins=self.pins.list(session_id),
+            dropped_groups=tuple(g for g in _dropped_groups(visible) if g != current_group),
+            state_block=self.memory.state(session_id),
+            scratchpad=self.memory.scratchpad(session_id),
+            memos=self.memory.search_memos(query),
+            keyword_ranking=keyword_ranking,
+            tokenizer=self.tokenizer.name,
+        )
+
+    def _retrieve(self, query: str, settings: SessionSettings, pins: Sequence[Pin], session_id: str) -> RetrievalSet:
+        """The turn's RetrievalSet, steered by the session's live pins, its activation scores and what the
+        query mentions. With no retriever attached, plans get the empty set."""
+        if self.retriever is None:
+            return EMPTY_RETRIEVAL_SET
+        from ctxbench.retrieval.mentions import mentions
+
+        live = tuple(p for p in pins if not (p.kind == "leased" and p.ttl <= 0))
+        return self.retriever.retrieve(query, mode=settings.mode, budget=settings.budget, pins=live,
+                                       activation=self.activation.scores(session_id), mentioned=mentions(query))
+
+    def history_embedder(self) -> HistoryEmbedder | None:
+        """The embedder the semantic history strategy ranks with, when it is ready; None while it loads,
+        after it failed to load, or when there is none."""
+        embedder = self.embedder
+        if embedder is not None and embedder.ready and embedder.error is None:
+            return embedder
+        return None
+
+    def _semantic_ranking(self, inputs: PlanInputs) -> tuple[tuple[int, float], ...]:
+        """Earlier turns most similar to the query (empty without a ready embedder)."""
+        embedder = self.history_embedder()
+        if embedder is None:
+            return ()
+        from ctxbench.retrieval.embedder import EmbedderError
+        from ctxbench.retrieval.history_vectors import rank_turns
+
+        try:
+            ranking, _ = rank_turns(inputs.history, inputs.query, embedder, self.vectors,
+                                    self.config.planner.semantic, skip_groups=inputs.dropped_groups)
+        except EmbedderError:
+            return ()
+        return ranking
+
+    def plan(
+        self,
+        session_id: str,
+        query: str | None,
+        settings: SessionSettings | None = None,
+        *,
+        retrieval: RetrievalSet | None = None,
+        current_group: int | None = None,
+        store: bool = True,
+        tools_tokens: int = 0,
+        **overrides: Any,
+    ) -> ContextPlan:
+        """Build (and by default store) the ContextPlan for a user turn (arguments: see plan_inputs)."""
+        inputs = self.plan_inputs(session_id, query, settings, retrieval=retrieval, current_group=current_group,
+                                  tools_tokens=tools_tokens, **overrides)
+        from ctxbench.planner import build_plan  # imported on first use
+
+        plan = build_plan(inputs, self.config.planner, self.tokenizer)
+        if store:
+            self.plans.save(inputs, plan)
+        return plan
+
+
+def _dropped_groups(messages: Sequence[Message]) -> tuple[int, ...]:
+    """Groups (in order of their first message) none of whose ``messages`` is active."""
+    has_active: dict[int, bool] = {}
+    for m in messages:
+        has_active[m.group_id] = has_active.get(m.group_id, False) or m.status == "active"
+    return tuple(g for g, active in has_active.items() if not active)

@@ -1,0 +1,125 @@
+"""Store component ``vectors``: the embedding cache and the FAISS index files of each repository.
+
+``card_vectors`` caches one vector per (content hash, embedder key), so unchanged text is never
+embedded twice (cards of the code index and, with the same table, turns of the semantic history
+strategy); ``vector_indexes`` names the FAISS file built for a repository's card set and model, and
+the digest of that card set, so an unchanged index is read from its file instead of rebuilt. The FAISS
+logic lives in :mod:`ctxbench.retrieval.vectors`; this module is its SQL.
+"""
+from __future__ import annotations
+
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import numpy as np
+
+from ctxbench.store.db import Connections, migrate, transaction
+
+COMPONENT = "vectors"
+MIGRATIONS = (
+    """
+    CREATE TABLE card_vectors (
+        card_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        dim INTEGER NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (card_hash, model)
+    ) WITHOUT ROWID;
+    CREATE TABLE vector_indexes (
+        repo TEXT NOT NULL,
+        model TEXT NOT NULL,
+        card_set TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        count INTEGER NOT NULL,
+        file TEXT NOT NULL,
+        PRIMARY KEY (repo, model)
+    );
+    """,
+)
+_SQL_PARAMS = 500  # hashes per IN (...) query
+
+
+def ensure_schema(conn: sqlite3.Connection) -> None:
+    """Bring the component up to date on a connection that did not come from a Database (tests, tools)."""
+    migrate(conn, COMPONENT, MIGRATIONS)
+
+
+def _blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype=np.float32).tobytes()
+
+
+def load_vectors(conn: sqlite3.Connection, hashes: Iterable[str], key: str) -> dict[str, np.ndarray]:
+    """Cached vectors for the given content hashes under the (full) model key."""
+    ensure_schema(conn)
+    wanted = list(dict.fromkeys(hashes))
+    found: dict[str, np.ndarray] = {}
+    for start in range(0, len(wanted), _SQL_PARAMS):
+        chunk = wanted[start:start + _SQL_PARAMS]
+        marks = ",".join("?" * len(chunk))
+        for row in conn.execute(
+            f"SELECT card_hash, vector FROM card_vectors WHERE model = ? AND card_hash IN ({marks})", (key, *chunk)
+        ):
+            found[row[0]] = np.frombuffer(row[1], dtype=np.float32)
+    return found
+
+
+def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]], key: str) -> None:
+    """Cache (content hash, vector) rows under the (full) model key, in one transaction."""
+    ensure_schema(conn)
+    if not rows:
+        return
+    with transaction(conn):
+        conn.executemany(
+            "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
+            [(h, key, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in rows],
+        )
+
+
+def database_file(conn: sqlite3.Connection) -> Path | None:
+    """The main database's file, or None for an in-memory database."""
+    for row in conn.execute("PRAGMA database_list"):
+        if row[1] == "main":
+            return Path(row[2]) if row[2] else None
+    return None
+
+
+@dataclass(frozen=True)
+class IndexRow:
+    """The FAISS file last built for a repository and model: the card set it holds, its kind and path."""
+
+    card_set: str
+    kind: str
+    file: Path
+
+
+def index_row(conn: sqlite3.Connection, repo: str, key: str) -> IndexRow | None:
+    ensure_schema(conn)
+    row = conn.execute("SELECT card_set, kind, file FROM vector_indexes WHERE repo = ? AND model = ?",
+                       (repo, key)).fetchone()
+    return IndexRow(row[0], row[1], Path(row[2])) if row is not None else None
+
+
+def save_index_row(conn: sqlite3.Connection, repo: str, key: str, card_set: str, kind: str, count: int,
+                   file: Path) -> None:
+    with transaction(conn):
+        conn.execute(
+            "INSERT OR REPLACE INTO vector_indexes(repo, model, card_set, kind, count, file) VALUES (?,?,?,?,?,?)",
+            (repo, key, card_set, kind, count, str(file)),
+        )
+
+
+class VectorCache:
+    """The vector cache as a repository: ``load`` / ``save`` on connections the database lends."""
+
+    def __init__(self, database: Connections) -> None:
+        self._db = database
+
+    def load(self, hashes: Iterable[str], key: str) -> dict[str, np.ndarray]:
+        with self._db.connection() as conn:
+            return load_vectors(conn, hashes, key)
+
+    def save(self, rows: Sequence[tuple[str, np.ndarray]], key: str) -> None:
+        with self._db.transaction() as conn:
+            save_vectors(conn, rows, key)

@@ -1,0 +1,71 @@
+"""The workbench's actions in the command palette (ctrl+p): each runs the matching slash command.
+
+The provider posts :class:`RunCommand` to the app, which hands it to the main screen's command
+controller, so the palette and the input run the very same command strings.
+"""
+from __future__ import annotations
+
+from functools import partial
+
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.message import Message
+
+from ctxbench.records.vocab import STRATEGIES
+
+CYCLE_MODE = "cycle"  # the palette's entry for the mode hotkey (not a slash command)
+
+STRATEGY_HELP = {
+    "window": "last N turns",
+    "hybrid": "keyword + recency (RRF)",
+    "levels": "permanent / session / working / volatile",
+    "semantic": "embedding similarity + recency + importance",
+}
+
+PALETTE_ENTRIES: tuple[tuple[str, str, str], ...] = (
+    ("Context Mode: cycle Off → Light → Heavy", "", CYCLE_MODE),
+    ("Context Mode: Off", "never auto-retrieve", "/mode off"),
+    ("Context Mode: Light", "scaffold + thin cards", "/mode light"),
+    ("Context Mode: Heavy", "more cards, excerpts, graph neighbours", "/mode heavy"),
+    ("Context: open the overlay", "every candidate with its reason", "/context"),
+    ("Context: show the payload", "the exact messages sent to the model", "/context show"),
+    ("Context: rebuild the ### STATE", "the model rewrites it from the current window", "/context rebuild"),
+    ("Replay: step through the turns", "the plan each turn would get under the current settings", "/replay"),
+    ("Context: history window all turns", "", "/context window 0"),
+    ("Context: history window last 10 turns", "", "/context window 10"),
+    ("Context: history window last 25 turns", "", "/context window 25"),
+    ("Budget: 4,000 tokens", "", "/budget 4000"),
+    ("Budget: 8,000 tokens", "", "/budget 8000"),
+    ("Budget: 16,000 tokens", "", "/budget 16000"),
+    ("Budget: 32,000 tokens", "", "/budget 32000"),
+    *((f"Strategy: {name}", STRATEGY_HELP.get(name, ""), f"/strategy {name}") for name in STRATEGIES),
+    ("Undo", "remove the last turn (and rebuild the ### STATE)", "/undo"),
+    ("Messages: list the turns", "", "/message list"),
+    ("Pins: list", "", "/pin list"),
+    ("Help: slash commands", "", "/help"),
+)
+
+
+class RunCommand(Message):
+    """Run a slash command line (or :data:`CYCLE_MODE`) on the main screen."""
+
+    def __init__(self, command: str) -> None:
+        super().__init__()
+        self.command = command
+
+
+class WorkbenchCommands(Provider):
+    """The workbench's actions in the command palette; each runs the matching slash command."""
+
+    def _run(self, command: str) -> None:
+        self.app.post_message(RunCommand(command))
+
+    async def discover(self) -> Hits:
+        for title, help_, command in PALETTE_ENTRIES:
+            yield DiscoveryHit(title, partial(self._run, command), help=help_ or command)
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        for title, help_, command in PALETTE_ENTRIES:
+            score = matcher.match(f"{title} {command}")
+            if score > 0:
+                yield Hit(score, matcher.highlight(title), partial(self._run, command), help=help_ or command)

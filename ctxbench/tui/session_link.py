@@ -1,0 +1,182 @@
+"""The screens' link to the engine: every call to the session service runs in a thread worker.
+
+A :class:`SessionLink` belongs to one screen (its ``host``): it runs the service's calls in that
+screen's thread workers and the results come back as typed messages (``tui.messages``) posted to
+the host. Nothing here touches a widget.
+
+- planning runs in an exclusive worker group: a newer request cancels the older one, and a cancelled
+  worker's plan is dropped, so the meter only ever shows the newest request's plan;
+- actions (pin, drop, undo, …) run one after another in their own group and then replan, so a plan
+  never misses an action that was asked for before it;
+- a turn (or ``/context rebuild``) streams the service's events, one message per event.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from textual.dom import DOMNode
+from textual.message import Message
+from textual.worker import get_current_worker
+
+from ctxbench.config import Config
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import Progress
+from ctxbench.service.options import LaunchOptions
+from ctxbench.service.session import CancelToken, WorkbenchSession
+from ctxbench.tui import messages as msg
+
+
+
+@dataclass(frozen=True)
+class ActionOutcome:
+    """What an action says to the user, and whether the ``### STATE`` should be rebuilt afterwards."""
+
+    note: str | None
+    rebuild_state: bool = False
+
+
+Action = Callable[[WorkbenchSession], "str | ActionOutcome | None"]
+
+
+class SessionLink:
+    """The open session of one screen, reached only through workers."""
+
+    def __init__(self, host: DOMNode, options: LaunchOptions, config: Config) -> None:
+        self.host = host
+        self.options = options
+        self.config = config
+        self.session: WorkbenchSession | None = None  # set once the session is open
+        self.turn_cancel: CancelToken | None = None  # the running turn's cancel token (None: no turn runs)
+
+    @property
+    def open(self) -> bool:
+        return self.session is not None
+
+    def _post(self, message: Message) -> None:
+        self.host.post_message(message)
+
+    # -- opening ------------------------------------------------------------------------------------------
+    def start(self) -> None:
+        """Open the session, plan its latest turn, then index the repository and warm the model."""
+        self.host.run_worker(self._open, thread=True, group="engine", name="open session", exit_on_error=False)
+
+    def _open(self) -> None:
+        session = WorkbenchSession(self.options, self.config)
+        try:
+            snapshot = session.open()
+        except Exception as exc:  # noqa: BLE001 - shown in the status line; nothing else can run
+            self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {exc}", "error")))
+            return
+        self.session = session
+        self._post(msg.SessionLoaded(snapshot))
+        try:
+            self._post(msg.PlanReady(session.plan()))
+        except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
+            self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+        session.settle()  # the history and the planner's caches now live as long as the app
+        try:
+            session.attach_repository(lambda progress: self._post(msg.StatusChanged(progress)),
+                                      on_keyword_ready=lambda: self._post(msg.RetrievalReady(False)),
+                                      on_semantic_ready=lambda: self._post(msg.RetrievalReady(True)))
+            session.settle()  # the code index and vectors are long-lived too
+        except Exception as exc:  # noqa: BLE001 - shown in the status line; plans go on without cards
+            self._post(msg.StatusChanged(Progress("index", f"indexing failed: {type(exc).__name__}: {exc}",
+                                                  "error")))
+
+    def close(self) -> None:
+        """Leaving: stop a running reply, then close the session's store."""
+        if self.turn_cancel is not None:
+            self.turn_cancel.cancel()
+        if self.session is not None:
+            self.session.close()
+
+    # -- plans --------------------------------------------------------------------------------------------
+    def plan(self, settings: SessionSettings, draft: str) -> None:
+        """Replan under ``settings`` (stored when they changed) for ``draft`` or the latest turn."""
+        if self.session is None:
+            return
+        session = self.session
+
+        def work() -> None:
+            worker = get_current_worker()
+            try:
+                view = session.plan(draft, settings)
+            except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
+                if not worker.is_cancelled:
+                    self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+                return
+            if not worker.is_cancelled:  # a newer request is planning: this plan is stale
+                self._post(msg.PlanReady(view))
+
+        self.host.run_worker(work, thread=True, group="plan", name="plan", exclusive=True, exit_on_error=False)
+
+    # -- actions ------------------------------------------------------------------------------------------
+    def act(self, action: Action, *, history: bool = False) -> None:
+        """Run ``action`` on the session, then post what it says (and the new history when it changed it)."""
+        if self.session is None:
+            self._post(msg.Notice("the session is still opening", "warning"))
+            return
+        session = self.session
+
+        def work() -> None:
+            try:
+                said = action(session)
+                outcome = said if isinstance(said, ActionOutcome) else ActionOutcome(said)
+                snapshot = session.snapshot() if history else None
+            except (ValueError, LookupError) as exc:
+                self._post(msg.Notice(str(exc), "error"))
+                self._post(msg.ActionDone(None))
+                return
+            except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
+                self._post(msg.Notice(f"{type(exc).__name__}: {exc}", "error"))
+                self._post(msg.ActionDone(None))
+                return
+            self._post(msg.ActionDone(outcome.note, snapshot, rebuild_state=outcome.rebuild_state))
+
+        self.host.run_worker(work, thread=True, group="action", name="action", exit_on_error=False)
+
+    def read(self, reader: Callable[[WorkbenchSession], msg.ShowText]) -> None:
+        """Read something for a viewer in a worker (a listing, a turn's messages, an item in full)."""
+        if self.session is None:
+            self._post(msg.Notice("the session is still opening", "warning"))
+            return
+        session = self.session
+
+        def work() -> None:
+            try:
+                self._post(reader(session))
+            except Exception as exc:  # noqa: BLE001 - shown to the user
+                self._post(msg.Notice(str(exc), "error"))
+
+        self.host.run_worker(work, thread=True, group="view", name="read", exit_on_error=False)
+
+    # -- turns --------------------------------------------------------------------------------------------
+    @property
+    def turn_running(self) -> bool:
+        return self.turn_cancel is not None
+
+    def run_turn(self, local_id: int, text: str, *, rebuild: bool = False) -> None:
+        """Run the user's turn (or ``/context rebuild``) and stream its events to the host."""
+        assert self.session is not None
+        session = self.session
+        cancel = CancelToken()
+        self.turn_cancel = cancel
+
+        def work() -> None:
+            try:
+                events = session.rebuild_state(cancel) if rebuild else session.run_turn(text, cancel)
+                for event in events:
+                    self._post(msg.TurnProgress(local_id, event))
+            except Exception as exc:  # noqa: BLE001 - the turn's failure is shown in the chat
+                self._post(msg.TurnCrashed(local_id, f"{type(exc).__name__}: {exc}"))
+
+        self.host.run_worker(work, thread=True, group="turn", name="rebuild state" if rebuild else "turn",
+                             exit_on_error=False)
+
+    def turn_ended(self) -> None:
+        self.turn_cancel = None
+
+    def cancel_turn(self) -> None:
+        if self.turn_cancel is not None:
+            self.turn_cancel.cancel()

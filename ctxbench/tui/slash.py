@@ -1,0 +1,320 @@
+"""Slash commands: the controller that runs each row of ``SLASH_COMMANDS``.
+
+Each handler is registered for the name of its command (``@handles("context window")``) and a test
+checks that the table and the registry name the same commands. A handler parses its arguments, then
+changes a setting on the screen, runs an engine action through the screen's link (a worker, then a
+replan), or opens a screen. A bad argument is a ``ValueError`` / ``LookupError`` the controller shows
+with the command's usage.
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Callable, Protocol
+
+from textual.app import App
+
+from ctxbench.config import Config
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import PlanView
+from ctxbench.records.vocab import STRATEGIES
+from ctxbench.service.session import WorkbenchSession
+from ctxbench.tui import messages as msg
+from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, help_text, parse
+from ctxbench.tui.session_link import ActionOutcome, SessionLink
+
+Handler = Callable[["SlashController", tuple[str, ...]], None]
+HANDLERS: dict[str, Handler] = {}
+PIN_TEXT_LABEL = 40  # characters of a pinned note shown as its label
+
+
+def handles(name: str) -> Callable[[Handler], Handler]:
+    """Register a method as the handler of the slash command ``name``."""
+
+    def register(method: Handler) -> Handler:
+        HANDLERS[name] = method
+        return method
+
+    return register
+
+
+class SlashHost(Protocol):
+    """What the controller needs of the main screen."""
+
+    app: App
+    config: Config
+    link: SessionLink
+    view: PlanView | None
+    settings: SessionSettings | None
+
+    @property
+    def turn_running(self) -> bool: ...
+
+    def change_settings(self, **changes: object) -> None: ...
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None) -> None: ...
+
+    def show_viewer(self, title: str, body: str, language: str = "text", subtitle: str = "",
+                    wrap: bool = True) -> None: ...
+
+    def show_payload(self, as_json: bool = False) -> None: ...
+
+    def open_overlay(self) -> None: ...
+
+    def open_replay(self, start: int) -> None: ...
+
+    def request_rebuild(self) -> None: ...
+
+
+class SlashController:
+    """Runs slash command lines typed in the input or chosen in the palette."""
+
+    def __init__(self, host: SlashHost) -> None:
+        self.host = host
+        self.last_error = ""
+
+    def run(self, line: str) -> None:
+        try:
+            parsed = parse(line)
+        except CommandError as exc:
+            self.host.notify(str(exc), title="command", severity="error")
+            self.last_error = str(exc)
+            return
+        try:
+            HANDLERS[parsed.command.name](self, parsed.args)
+        except (ValueError, LookupError) as exc:
+            self.host.notify(f"{parsed.command.usage}: {exc}", title="command", severity="error")
+            self.last_error = str(exc)
+
+    # -- helpers ------------------------------------------------------------------------------------------
+    @staticmethod
+    def _int(args: tuple[str, ...], what: str) -> int:
+        if len(args) != 1:
+            raise ValueError(f"expected one {what}")
+        try:
+            return int(args[0].removeprefix("group:").replace(",", "").replace("_", ""))
+        except ValueError:
+            raise ValueError(f"{args[0]!r} is not a number") from None
+
+    def _need_session(self) -> None:
+        if not self.host.link.open:
+            raise LookupError("the session is still opening")
+
+    def _not_while_replying(self) -> None:
+        if self.host.turn_running:
+            raise ValueError("a reply is still arriving (esc cancels it); this would change the turn it belongs to")
+
+    def _plan(self):
+        return self.host.view.plan if self.host.view is not None else None
+
+    @staticmethod
+    def _target(args: tuple[str, ...]) -> str:
+        if len(args) != 1:
+            raise ValueError("expected one target: a turn id (12, group:12), card:SYMBOL or pin:ID")
+        raw = args[0]
+        if raw.isdigit():
+            return f"group:{raw}"
+        if raw.startswith(("group:", "atom:", "card:", "memo:", "text:", "pin:")):
+            return raw
+        raise ValueError(f"cannot pin {raw!r}: give a turn id (12), group:12 or card:SYMBOL")
+
+    def _read(self, title: str, read: Callable[[WorkbenchSession], str], subtitle: str = "",
+              wrap: bool = True) -> None:
+        self._need_session()
+        self.host.link.read(lambda session: msg.ShowText(title, read(session), "text", subtitle, wrap))
+
+    # -- context ------------------------------------------------------------------------------------------
+    @handles("context window")
+    def context_window(self, args: tuple[str, ...]) -> None:
+        n = self._int(args, "number of turns")
+        if n < 0:
+            raise ValueError("the window is 0 (all turns) or more")
+        self.host.change_settings(window_groups=n)
+
+    @handles("context show")
+    def context_show(self, args: tuple[str, ...]) -> None:
+        if self.host.view is None:
+            raise LookupError("no plan yet")
+        self.host.show_payload(as_json=bool(args and args[0] == "json"))
+
+    @handles("context rebuild")
+    def context_rebuild(self, args: tuple[str, ...]) -> None:
+        self._need_session()
+        self.host.request_rebuild()
+
+    @handles("context")
+    def context_overlay(self, args: tuple[str, ...]) -> None:
+        self.host.open_overlay()
+
+    @handles("context drop")
+    def context_drop(self, args: tuple[str, ...]) -> None:
+        gid = self._int(args, "turn id (GID)")
+        self._need_session()
+        self.host.link.act(lambda s: s.drop(f"group:{gid}"), history=True)
+
+    @handles("context restore")
+    def context_restore(self, args: tuple[str, ...]) -> None:
+        gid = self._int(args, "turn id (GID)")
+        self._need_session()
+
+        def restore(session: WorkbenchSession) -> str:
+            session.restore(gid)
+            return f"restored turn {gid}"
+
+        self.host.link.act(restore, history=True)
+
+    @handles("replay")
+    def replay(self, args: tuple[str, ...]) -> None:
+        self._need_session()
+        self.host.open_replay(self._int(args, "turn number") if args else 1)
+
+    # -- the history --------------------------------------------------------------------------------------
+    @handles("undo")
+    def undo(self, args: tuple[str, ...]) -> None:
+        self._need_session()
+        self._not_while_replying()
+
+        def undo(session: WorkbenchSession) -> ActionOutcome:
+            gid = session.undo()
+            if gid is None:
+                return ActionOutcome("nothing to undo")
+            if session.has_state():  # seed 001: the state came from replies that may be gone; the model rewrites it
+                return ActionOutcome(f"removed the last turn ({gid}); rebuilding the state", rebuild_state=True)
+            return ActionOutcome(f"removed the last turn ({gid})")
+
+        self.host.link.act(undo, history=True)
+
+    @handles("message list")
+    def message_list(self, args: tuple[str, ...]) -> None:
+        from ctxbench.tui.present import message_listing
+
+        limit = self._int(args, "number of turns") if args else 0
+        self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit),
+                   "GID · status · messages · tokens · first words — /message show GID", wrap=False)
+
+    @handles("message show")
+    def message_show(self, args: tuple[str, ...]) -> None:
+        from ctxbench.service.text import render_messages
+
+        gid = self._int(args, "turn id (GID)")
+        self._need_session()
+
+        def read(session: WorkbenchSession) -> msg.ShowText:
+            group = session.group(gid)
+            status = "dropped" if any(m.status == "dropped" for m in group) else "active"
+            return msg.ShowText(f"Turn {gid} ({status})", render_messages([m.to_openai() for m in group]))
+
+        self.host.link.read(read)
+
+    @handles("message remove")
+    def message_remove(self, args: tuple[str, ...]) -> None:
+        gid = self._int(args, "turn id (GID)")
+        self._need_session()
+        self._not_while_replying()
+
+        def remove(session: WorkbenchSession) -> str:
+            session.remove(gid)
+            return f"removed turn {gid}"
+
+        self.host.link.act(remove, history=True)
+
+    # -- pins ---------------------------------------------------------------------------------------------
+    @handles("pin")
+    def pin(self, args: tuple[str, ...]) -> None:
+        target = self._target(args)
+        plan = self._plan()
+        self.host.link.act(lambda s: f"pinned {target} sticky ({s.pin_item(target, 'sticky', plan=plan).id})")
+
+    @handles("pin lease")
+    def pin_lease(self, args: tuple[str, ...]) -> None:
+        if not args:
+            raise ValueError("expected a target and optionally turn|task")
+        scope = args[1] if len(args) > 1 else "turn"
+        if scope not in ("turn", "task"):
+            raise ValueError("the lease scope is turn or task")
+        target = self._target(args[:1])
+        plan = self._plan()
+        self.host.link.act(
+            lambda s: f"leased {target} for this {scope} ({s.pin_item(target, 'leased', scope=scope, plan=plan).id})")
+
+    @handles("pin text")
+    def pin_text(self, args: tuple[str, ...]) -> None:
+        if not args:
+            raise ValueError("expected the text to pin")
+        text = " ".join(args)
+        label = text if len(text) <= PIN_TEXT_LABEL else text[:PIN_TEXT_LABEL - 1] + "…"
+        self.host.link.act(lambda s: f"pinned a note ({s.pin_text(text, label).id})")
+
+    @handles("pin remove")
+    def pin_remove(self, args: tuple[str, ...]) -> None:
+        if len(args) != 1:
+            raise ValueError("expected a pin id, e.g. p3")
+        pin_id = args[0]
+        target = self._target((pin_id,)) if pin_id.isdigit() or ":" in pin_id else None
+
+        def remove(session: WorkbenchSession) -> str:
+            if not session.unpin(pin_id) and not (target is not None and session.unpin(target)):
+                raise ValueError(f"no pin {pin_id}")
+            return f"removed pin {pin_id}"
+
+        self.host.link.act(remove)
+
+    @handles("pin list")
+    def pin_list(self, args: tuple[str, ...]) -> None:
+        def listing(session: WorkbenchSession) -> str:
+            lines = [f"{p.id:<5} {p.kind:<9} {p.target:<40} {p.scope if p.kind == 'leased' else '':<5} "
+                     f"{'ttl ' + str(p.ttl) if p.kind == 'leased' else ''}  {p.label}" for p in session.pins()]
+            return "\n".join(lines) or "no pins yet — pin from the overlay (ctrl+o) or with /pin TARGET"
+
+        self._read("Pins", listing)
+
+    # -- settings -----------------------------------------------------------------------------------------
+    @handles("mode")
+    def mode(self, args: tuple[str, ...]) -> None:
+        known = self.host.config.planner.mode_names
+        if len(args) != 1:
+            raise ValueError(f"expected {', '.join(known)}")
+        mode = args[0].lower()
+        if mode not in known:
+            raise ValueError(f"unknown mode {mode!r}; known: {', '.join(known)}")
+        self.host.change_settings(mode=mode)
+
+    @handles("budget")
+    def budget(self, args: tuple[str, ...]) -> None:
+        n = self._int(args, "number of tokens")
+        if n <= 0:
+            raise ValueError("the budget is a positive number of tokens")
+        self.host.change_settings(budget=n)
+
+    @handles("strategy")
+    def strategy(self, args: tuple[str, ...]) -> None:
+        if len(args) != 1 or args[0] not in STRATEGIES:
+            raise ValueError(f"expected one of {', '.join(STRATEGIES)}")
+        self.host.change_settings(strategy=args[0])
+
+    # -- the app ------------------------------------------------------------------------------------------
+    @handles("theme")
+    def theme(self, args: tuple[str, ...]) -> None:
+        app = self.host.app
+        names = sorted(app.available_themes)
+        if not args:
+            self.host.notify(f"current: {app.theme}\nthemes: " + ", ".join(names), title="/theme NAME")
+            return
+        if args[0] not in names:
+            close = difflib.get_close_matches(args[0], names, n=3)
+            raise ValueError(f"unknown theme {args[0]!r}" + (f"; did you mean {', '.join(close)}?" if close else ""))
+        app.theme = args[0]
+
+    @handles("help")
+    def help(self, args: tuple[str, ...]) -> None:
+        self.host.show_viewer("Slash commands", help_text(), "text", "the same actions are in the palette (ctrl+p)")
+
+    @handles("quit")
+    def quit(self, args: tuple[str, ...]) -> None:
+        self.host.app.exit()
+
+
+def unhandled_commands() -> list[str]:
+    """Rows of the table without a handler, and handlers without a row (both should be empty)."""
+    names = {c.name for c in SLASH_COMMANDS}
+    return sorted(names ^ set(HANDLERS))
