@@ -312,10 +312,10 @@ async def test_a_bad_command_says_so_and_lists_close_ones(tmp_path):
         main = app.main_screen
         before = main.view.plan.plan_id
         await type_and_enter(pilot, "/contxt show")
-        assert "unknown command /contxt" in main.last_command_error
-        assert "/context show" in main.last_command_error
+        assert "unknown command /contxt" in main.slash.last_error
+        assert "/context show" in main.slash.last_error
         await type_and_enter(pilot, "/mode turbo")
-        assert "unknown mode 'turbo'" in main.last_command_error
+        assert "unknown mode 'turbo'" in main.slash.last_error
         assert main.view.plan.plan_id == before
 
 

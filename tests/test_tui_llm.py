@@ -86,7 +86,7 @@ async def test_context_rebuild_streams_a_state_block_stores_it_and_replans(tmp_p
         state = wb.memory.state(sid)
         assert state.startswith("### STATE\nGoal: ")
         assert wb.messages.history(sid) == history_before  # the rebuild prompt is not a turn of the history
-        assert main.state_block == state
+        assert main.feed.state_block == state
         # the plan and the meter picked the new state up
         state_items = [i for i in main.view.plan.included if i.kind == "state"]
         assert len(state_items) == 1 and state_items[0].section == "system"
@@ -190,7 +190,7 @@ async def test_offline_turn_shows_estimated_and_reported_tokens_dimly(tmp_path):
         group = wb.messages.history(sid)[-1].group_id
         line = main.chat.block(group).query_one(UsageLine)
         assert not line.mismatch
-        (check,) = main.usage_checks
+        (check,) = main.feed.usage_checks
         report = wb.plans.usage_reports(check.plan_id)[-1]
         assert check.estimated == report.estimated > 0 and check.reported == report.reported
         assert str(line.render()) == f"est {check.estimated:,} · reported {check.reported:,} prompt tok · offline"
@@ -206,7 +206,7 @@ async def test_usage_badge_when_the_provider_reports_far_more_than_estimated(tmp
             wb, sid = main.session.wb, main.session.session_id
             group = wb.messages.history(sid)[-1].group_id
             line = main.chat.block(group).query_one(UsageLine)
-            (check,) = main.usage_checks
+            (check,) = main.feed.usage_checks
             assert check.reported == 50_000 and check.mismatch
             assert line.mismatch and line.has_class("-mismatch")
             text = str(line.render())
@@ -337,7 +337,7 @@ async def test_a_history_refresh_during_a_reply_keeps_the_live_turn(tmp_path):
             first = wb.messages.group_ids(sid)[1]
             main.run_slash(f"/context drop {first}")  # replans and re-reads the history mid-reply
             main.run_slash("/undo")  # refused while the reply arrives
-            assert "reply is still arriving" in main.last_command_error
+            assert "reply is still arriving" in main.slash.last_error
             await settle(pilot)
             assert main.chat.block(first).has_class("-dropped")
             assert live.is_attached and live.text == full and not live.has_class("-partial")

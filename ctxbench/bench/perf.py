@@ -15,10 +15,11 @@ import shutil
 import statistics
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+from ctxbench.bench.perf_records import PerfContext, PhaseTiming
 from ctxbench.config import Config
 
 COLD_TARGET_S = 2.0  # parse + graph + cards, no embedding, textual's source (issue 3)
@@ -31,54 +32,6 @@ CHANGED_FILE_COMMENT = "\n// ctxbench perf probe {n}\n"
 def _change_marker(path: Path, n: int) -> str:
     """Text appended to change a file: a new function in Python, a comment elsewhere."""
     return (CHANGED_FILE_MARKER if path.suffix == ".py" else CHANGED_FILE_COMMENT).format(n=n)
-
-
-@dataclass(frozen=True)
-class PhaseTiming:
-    name: str
-    runs: tuple[float, ...]  # wall-clock seconds of each run
-    target_s: float | None = None
-    detail: tuple[tuple[str, Any], ...] = ()
-    cpu_runs: tuple[float, ...] = ()  # process CPU seconds of each run (steadier on a shared machine)
-
-    @property
-    def median_s(self) -> float:
-        return statistics.median(self.runs) if self.runs else 0.0
-
-    @property
-    def best_s(self) -> float:
-        return min(self.runs) if self.runs else 0.0
-
-    @property
-    def cpu_median_s(self) -> float | None:
-        return statistics.median(self.cpu_runs) if self.cpu_runs else None
-
-    @property
-    def meets(self) -> bool | None:
-        return None if self.target_s is None else self.median_s <= self.target_s
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "median_s": round(self.median_s, 4),
-            "best_s": round(self.best_s, 4),
-            "runs_s": [round(r, 4) for r in self.runs],
-            **({"cpu_median_s": round(self.cpu_median_s, 4)} if self.cpu_runs else {}),
-            "target_s": self.target_s,
-            "meets": self.meets,
-            **({"detail": dict(self.detail)} if self.detail else {}),
-        }
-
-
-@dataclass
-class PerfContext:
-    source: Path  # the repository measured (never written to)
-    repo: Path  # its scratch copy
-    workdir: Path
-    config: Config
-    repeat: int
-    progress: Callable[[str], None]
-    shared: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

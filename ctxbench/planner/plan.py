@@ -50,7 +50,8 @@ from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
-from ctxbench.planner.strategies import StrategyContext, get_strategy
+from ctxbench.planner.strategies import get_strategy
+from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 
 PLAN_FORMAT_VERSION = 1

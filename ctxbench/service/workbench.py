@@ -38,7 +38,8 @@ from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
 from ctxbench.store.search import GroupSearch
-from ctxbench.store.sessions import Branches, Sessions
+from ctxbench.store.branches import Branches
+from ctxbench.store.sessions import Sessions
 from ctxbench.store.traces import Traces
 from ctxbench.store.vectors import VectorCache
 from ctxbench.tokens import Tokenizer, count_message, get_tokenizer

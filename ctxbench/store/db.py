@@ -25,6 +25,8 @@ class Connections(Protocol):
 
     def transaction(self) -> ContextManager[sqlite3.Connection]: ...
 
+SQL_PARAMS = 500  # values per IN (...) list (SQLite allows at most 32,766 variables per statement)
+
 # how long a statement waits for another connection's write lock before "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
@@ -148,3 +150,10 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
             raise
         else:
             conn.commit()
+
+
+def in_chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
+    """``items`` in slices of at most ``SQL_PARAMS``, each with its ``?,?,…`` placeholders for ``IN (...)``."""
+    for start in range(0, len(items), SQL_PARAMS):
+        chunk = items[start : start + SQL_PARAMS]
+        yield chunk, ",".join("?" * len(chunk))

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
-from ctxbench.store import sessions
+from ctxbench.store import plans, sessions
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import NotFound, UnknownGroup
 from ctxbench.store.db import Connections
@@ -225,8 +225,6 @@ def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> in
 
     Their copies in ``plan_messages`` go too unless a stored plan refers to them (a plan keeps what it was sent).
     """
-    from ctxbench.store import plans
-
     row = _group_row(conn, session_id, group_id)
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (row["n"],))
     ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND group_id = ?",

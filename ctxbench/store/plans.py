@@ -6,7 +6,7 @@ deleting history never changes a stored plan) and the full JSON of its result, e
 with its rendered messages, compressed; :func:`get_plan` rebuilds a ContextPlan whose
 ``messages()`` payload is identical to the one that was sent.
 
-Deleting a session deletes its plans (foreign key) and then, with :func:`forget_session`, the
+Deleting a session deletes its plans (foreign key) and then (``sessions.delete_session``) the
 plan messages it owned and the retrieval sets no remaining plan uses; deleting a turn drops the
 plan messages of its messages that no stored plan refers to (:func:`collect_messages`; a stored
 plan keeps what it was sent).
@@ -20,12 +20,12 @@ import json
 import sqlite3
 import threading
 import zlib
-from typing import Any, Iterator, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.retrieval import RetrievalSet
-from ctxbench.store import codec
+from ctxbench.store import codec, db
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.records.sessions import PlanSummary, UsageReport
@@ -39,14 +39,6 @@ ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as pla
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
-_SQL_PARAMS = 500  # keys per IN (...) query
-
-
-def _chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
-    """``items`` in slices of at most ``_SQL_PARAMS``, each with its ``?,?,…`` placeholders for ``IN (...)``."""
-    for start in range(0, len(items), _SQL_PARAMS):
-        chunk = items[start : start + _SQL_PARAMS]
-        yield chunk, ",".join("?" * len(chunk))
 
 
 def message_key(data: str) -> str:
@@ -124,7 +116,7 @@ def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
 def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
     wanted = sorted(set(keys))
     found: dict[str, Message] = {}
-    for chunk, marks in _chunks(wanted):
+    for chunk, marks in db.in_chunks(wanted):
         for r in conn.execute(f"SELECT key, data FROM plan_messages WHERE key IN ({marks})", chunk):
             found[r["key"]] = codec.loads(Message, r["data"])
     missing = set(wanted) - set(found)
@@ -172,20 +164,6 @@ def list_plans(conn: sqlite3.Connection, session_id: str, limit: int) -> list[Pl
     return out
 
 
-def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
-    """Delete a session's plans, the plan messages of its messages and the retrieval sets only it used."""
-    used = [r[0] for r in conn.execute(
-        "SELECT DISTINCT retrieval_id FROM plans WHERE session_id = ? AND retrieval_id IS NOT NULL", (session_id,))]
-    conn.execute("DELETE FROM plans WHERE session_id = ?", (session_id,))  # usage reports follow (foreign key)
-    conn.execute("DELETE FROM plan_messages WHERE session_id = ?", (session_id,))
-    for chunk, marks in _chunks(used):
-        conn.execute(
-            f"DELETE FROM retrieval_sets WHERE id IN ({marks}) "
-            "AND NOT EXISTS (SELECT 1 FROM plans WHERE plans.retrieval_id = retrieval_sets.id)",
-            chunk,
-        )
-
-
 def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Sequence[int]) -> int:
     """Delete the plan messages of ``message_ids`` (deleted from history) that no stored plan refers to.
 
@@ -194,7 +172,7 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
     """
     candidates: dict[str, int] = {}
     ids = sorted(set(message_ids))
-    for chunk, marks in _chunks(ids):
+    for chunk, marks in db.in_chunks(ids):
         for r in conn.execute(
             f"SELECT key FROM plan_messages WHERE session_id = ? AND message_id IN ({marks})", (session_id, *chunk)
         ):
@@ -212,7 +190,7 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
         if not candidates:
             return 0
     keys = sorted(candidates)
-    for chunk, marks in _chunks(keys):
+    for chunk, marks in db.in_chunks(keys):
         conn.execute(f"DELETE FROM plan_messages WHERE key IN ({marks})", chunk)
     return len(keys)
 

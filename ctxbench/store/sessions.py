@@ -15,8 +15,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any, Mapping
 
+from ctxbench.store import db
 from ctxbench.store.clock import now_iso
-from ctxbench.records.errors import NotFound, UnknownBranch, UnknownSession
+from ctxbench.records.errors import UnknownBranch, UnknownSession
 from ctxbench.records.sessions import BranchInfo, SessionInfo
 from ctxbench.store.db import Connections
 
@@ -109,19 +110,31 @@ UNLINKED_SESSION_TABLES = ("model_calls", "tool_traces", "pin_suggestions", "ref
 
 def delete_session(conn: sqlite3.Connection, session_id: str) -> None:
     """Delete a session and everything stored for it: messages, plans and what only they referenced."""
-    from ctxbench.store import plans
-
     require_session(conn, session_id)
     # FTS rows are not covered by foreign keys
     conn.execute(
         "DELETE FROM group_search WHERE rowid IN (SELECT n FROM message_groups WHERE session_id = ?)", (session_id,)
     )
-    plans.forget_session(conn, session_id)
+    _forget_plans(conn, session_id)
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table in UNLINKED_SESSION_TABLES:
         if table in present:
             conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+
+
+def _forget_plans(conn: sqlite3.Connection, session_id: str) -> None:
+    """Delete a session's plans, the plan messages of its messages and the retrieval sets only it used."""
+    used = [r[0] for r in conn.execute(
+        "SELECT DISTINCT retrieval_id FROM plans WHERE session_id = ? AND retrieval_id IS NOT NULL", (session_id,))]
+    conn.execute("DELETE FROM plans WHERE session_id = ?", (session_id,))  # usage reports follow (foreign key)
+    conn.execute("DELETE FROM plan_messages WHERE session_id = ?", (session_id,))
+    for chunk, marks in db.in_chunks(used):
+        conn.execute(
+            f"DELETE FROM retrieval_sets WHERE id IN ({marks}) "
+            "AND NOT EXISTS (SELECT 1 FROM plans WHERE plans.retrieval_id = retrieval_sets.id)",
+            chunk,
+        )
 
 
 # -- settings overrides ---------------------------------------------------------------------
@@ -293,44 +306,3 @@ class Sessions:
         """Reserve a new group id for a Turn about to be written."""
         with self._db.transaction() as conn:
             return allocate_group(conn, session_id)
-
-
-class Branches:
-    """Branches of a session: the active one, forks and switches."""
-
-    def __init__(self, database: Connections) -> None:
-        self._db = database
-
-    def list(self, session_id: str) -> list[BranchInfo]:
-        with self._db.connection() as conn:
-            return list_branches(conn, session_id)
-
-    def active_id(self, session_id: str) -> str:
-        with self._db.connection() as conn:
-            return active_branch(conn, session_id)
-
-    def active(self, session_id: str) -> BranchInfo:
-        with self._db.connection() as conn:
-            return get_branch(conn, active_branch(conn, session_id))
-
-    def fork(self, session_id: str, name: str, *, at_message_id: int | None = None, switch: bool = True) -> str:
-        """A new branch off the active one, seeing its messages up to ``at_message_id`` (default: all)."""
-        from ctxbench.store.messages import branch_messages
-
-        with self._db.transaction() as conn:
-            parent = active_branch(conn, session_id)
-            visible = branch_messages(conn, session_id, parent, include_dropped=True)
-            if at_message_id is None:
-                at_message_id = visible[-1].id if visible else 0
-            elif at_message_id not in {m.id for m in visible}:
-                raise NotFound(f"message {at_message_id} is not on the active branch of {session_id}")
-            branch_id = create_branch(conn, session_id, name, parent, at_message_id)
-            if switch:
-                set_active_branch(conn, session_id, branch_id)
-            return branch_id
-
-    def switch(self, session_id: str, name_or_id: str) -> str:
-        with self._db.transaction() as conn:
-            branch = find_branch(conn, session_id, name_or_id)
-            set_active_branch(conn, session_id, branch.id)
-            return branch.id

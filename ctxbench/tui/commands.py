@@ -11,7 +11,7 @@ import shlex
 from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
-from ctxbench.records.vocab import STRATEGIES
+from ctxbench.records.vocab import PIN_TARGET_PREFIXES, STRATEGIES
 
 
 @dataclass(frozen=True)
@@ -122,3 +122,30 @@ def slash_suggestions() -> list[str]:
     """Completions for the input: every command name, two-word ones first."""
     names = sorted((c.name for c in SLASH_COMMANDS), key=lambda n: (-n.count(" "), n))
     return ["/" + n + " " if _BY_NAME[n].args else "/" + n for n in names]
+
+
+# -- arguments --------------------------------------------------------------------------------------
+
+def int_arg(args: tuple[str, ...], what: str) -> int:
+    """The one number of ``args`` (``12``, ``group:12``, ``8,000`` and ``8_000`` read as numbers)."""
+    if len(args) != 1:
+        raise ValueError(f"expected one {what}")
+    try:
+        return int(args[0].removeprefix("group:").replace(",", "").replace("_", ""))
+    except ValueError:
+        raise ValueError(f"{args[0]!r} is not a number") from None
+
+
+PIN_TARGET_HINT = "give a turn id (12), group:12 or card:SYMBOL"
+
+
+def pin_target(args: tuple[str, ...]) -> str:
+    """The one pin target of ``args``: a turn id becomes ``group:ID``; prefixed targets are taken as given."""
+    if len(args) != 1:
+        raise ValueError("expected one target: a turn id (12, group:12), card:SYMBOL or pin:ID")
+    raw = args[0]
+    if raw.isdigit():
+        return f"group:{raw}"
+    if raw.startswith((*PIN_TARGET_PREFIXES, "pin:")):  # pin:ID re-pins an existing pin
+        return raw
+    raise ValueError(f"cannot pin {raw!r}: {PIN_TARGET_HINT}")

@@ -225,6 +225,46 @@ def model_label(llm) -> str:
     return f"{llm.model} @ {where}"
 
 
+# -- the status line and first words ---------------------------------------------------------------
+
+def status_detail(settings, repo_name: str, title: str, model: str) -> str:
+    """``repo · strategy · window · model`` after the session's title (the repository only when the title
+    does not already name it)."""
+    parts = []
+    if repo_name and repo_name not in title:
+        parts.append(repo_name)
+    if settings is not None:
+        parts.append(settings.strategy)
+        parts.append("all turns" if not settings.window_groups else f"last {settings.window_groups} turns")
+    parts.append(model)
+    return " · ".join(parts)
+
+
+def new_session_note(keymap: dict[str, str]) -> str:
+    from ctxbench.tui.keymap import describe_key
+
+    return (f"A new session. Type a message and press Enter. "
+            f"{describe_key('ctxbench.mode_cycle', keymap)} cycles the Context Mode (Off → Light → Heavy), "
+            f"{describe_key('ctxbench.overlay', keymap)} shows every candidate and why, "
+            f"/help lists the commands.")
+
+
+# -- the payload --------------------------------------------------------------------------------
+
+def payload_view(plan, as_json: bool = False) -> tuple[str, str, str, str]:
+    """The exact ``messages`` of a plan for the viewer: (title, body, language, subtitle)."""
+    import json
+
+    from ctxbench.service.text import render_messages
+
+    payload = plan.messages()
+    subtitle = (f"{len(payload)} messages · {tok(plan.used_tokens)} / {tok(plan.budget)} tok · "
+                f"{mode_label(plan.mode)} · {plan.strategy} · esc closes")
+    if as_json:
+        return f"Payload of {plan.plan_id} (JSON)", json.dumps(payload, indent=2, ensure_ascii=False), "json", subtitle
+    return f"Payload of {plan.plan_id}", render_messages(payload), "text", subtitle
+
+
 # -- listings --------------------------------------------------------------------------------------
 
 def message_listing(messages, limit: int = 0) -> str:

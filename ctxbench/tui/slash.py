@@ -19,7 +19,7 @@ from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import STRATEGIES
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.tui import messages as msg
-from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, help_text, parse
+from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, help_text, int_arg, parse, pin_target
 from ctxbench.tui.session_link import ActionOutcome, SessionLink
 
 Handler = Callable[["SlashController", tuple[str, ...]], None]
@@ -87,15 +87,6 @@ class SlashController:
             self.last_error = str(exc)
 
     # -- helpers ------------------------------------------------------------------------------------------
-    @staticmethod
-    def _int(args: tuple[str, ...], what: str) -> int:
-        if len(args) != 1:
-            raise ValueError(f"expected one {what}")
-        try:
-            return int(args[0].removeprefix("group:").replace(",", "").replace("_", ""))
-        except ValueError:
-            raise ValueError(f"{args[0]!r} is not a number") from None
-
     def _need_session(self) -> None:
         if not self.host.link.open:
             raise LookupError("the session is still opening")
@@ -107,17 +98,6 @@ class SlashController:
     def _plan(self):
         return self.host.view.plan if self.host.view is not None else None
 
-    @staticmethod
-    def _target(args: tuple[str, ...]) -> str:
-        if len(args) != 1:
-            raise ValueError("expected one target: a turn id (12, group:12), card:SYMBOL or pin:ID")
-        raw = args[0]
-        if raw.isdigit():
-            return f"group:{raw}"
-        if raw.startswith(("group:", "atom:", "card:", "memo:", "text:", "pin:")):
-            return raw
-        raise ValueError(f"cannot pin {raw!r}: give a turn id (12), group:12 or card:SYMBOL")
-
     def _read(self, title: str, read: Callable[[WorkbenchSession], str], subtitle: str = "",
               wrap: bool = True) -> None:
         self._need_session()
@@ -126,7 +106,7 @@ class SlashController:
     # -- context ------------------------------------------------------------------------------------------
     @handles("context window")
     def context_window(self, args: tuple[str, ...]) -> None:
-        n = self._int(args, "number of turns")
+        n = int_arg(args, "number of turns")
         if n < 0:
             raise ValueError("the window is 0 (all turns) or more")
         self.host.change_settings(window_groups=n)
@@ -148,13 +128,13 @@ class SlashController:
 
     @handles("context drop")
     def context_drop(self, args: tuple[str, ...]) -> None:
-        gid = self._int(args, "turn id (GID)")
+        gid = int_arg(args, "turn id (GID)")
         self._need_session()
         self.host.link.act(lambda s: s.drop(f"group:{gid}"), history=True)
 
     @handles("context restore")
     def context_restore(self, args: tuple[str, ...]) -> None:
-        gid = self._int(args, "turn id (GID)")
+        gid = int_arg(args, "turn id (GID)")
         self._need_session()
 
         def restore(session: WorkbenchSession) -> str:
@@ -166,7 +146,7 @@ class SlashController:
     @handles("replay")
     def replay(self, args: tuple[str, ...]) -> None:
         self._need_session()
-        self.host.open_replay(self._int(args, "turn number") if args else 1)
+        self.host.open_replay(int_arg(args, "turn number") if args else 1)
 
     # -- the history --------------------------------------------------------------------------------------
     @handles("undo")
@@ -188,7 +168,7 @@ class SlashController:
     def message_list(self, args: tuple[str, ...]) -> None:
         from ctxbench.tui.present import message_listing
 
-        limit = self._int(args, "number of turns") if args else 0
+        limit = int_arg(args, "number of turns") if args else 0
         self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit),
                    "GID · status · messages · tokens · first words — /message show GID", wrap=False)
 
@@ -196,7 +176,7 @@ class SlashController:
     def message_show(self, args: tuple[str, ...]) -> None:
         from ctxbench.service.text import render_messages
 
-        gid = self._int(args, "turn id (GID)")
+        gid = int_arg(args, "turn id (GID)")
         self._need_session()
 
         def read(session: WorkbenchSession) -> msg.ShowText:
@@ -208,7 +188,7 @@ class SlashController:
 
     @handles("message remove")
     def message_remove(self, args: tuple[str, ...]) -> None:
-        gid = self._int(args, "turn id (GID)")
+        gid = int_arg(args, "turn id (GID)")
         self._need_session()
         self._not_while_replying()
 
@@ -221,7 +201,7 @@ class SlashController:
     # -- pins ---------------------------------------------------------------------------------------------
     @handles("pin")
     def pin(self, args: tuple[str, ...]) -> None:
-        target = self._target(args)
+        target = pin_target(args)
         plan = self._plan()
         self.host.link.act(lambda s: f"pinned {target} sticky ({s.pin_item(target, 'sticky', plan=plan).id})")
 
@@ -232,7 +212,7 @@ class SlashController:
         scope = args[1] if len(args) > 1 else "turn"
         if scope not in ("turn", "task"):
             raise ValueError("the lease scope is turn or task")
-        target = self._target(args[:1])
+        target = pin_target(args[:1])
         plan = self._plan()
         self.host.link.act(
             lambda s: f"leased {target} for this {scope} ({s.pin_item(target, 'leased', scope=scope, plan=plan).id})")
@@ -250,7 +230,7 @@ class SlashController:
         if len(args) != 1:
             raise ValueError("expected a pin id, e.g. p3")
         pin_id = args[0]
-        target = self._target((pin_id,)) if pin_id.isdigit() or ":" in pin_id else None
+        target = pin_target((pin_id,)) if pin_id.isdigit() or ":" in pin_id else None
 
         def remove(session: WorkbenchSession) -> str:
             if not session.unpin(pin_id) and not (target is not None and session.unpin(target)):
@@ -281,7 +261,7 @@ class SlashController:
 
     @handles("budget")
     def budget(self, args: tuple[str, ...]) -> None:
-        n = self._int(args, "number of tokens")
+        n = int_arg(args, "number of tokens")
         if n <= 0:
             raise ValueError("the budget is a positive number of tokens")
         self.host.change_settings(budget=n)

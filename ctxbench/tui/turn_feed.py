@@ -1,14 +1,15 @@
-"""A running turn on screen: each event the service yields, applied to the chat pane and the status line.
+"""Turns on screen: starting one (or ``/context rebuild``), each event the service yields applied to the chat
+pane and the status line, and its end.
 
 :class:`TurnFeed` keeps what a turn has shown so far (its reply, its error, whether it was cancelled)
 and, for the whole app run, the usage checks of every model call and the last ``### STATE`` stored.
-The main screen hands it every :class:`~ctxbench.tui.messages.TurnProgress`; plans of the turn go to
-``show_plan``, and the end of a turn to ``finished``.
+The main screen hands it every :class:`~ctxbench.tui.messages.TurnProgress`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Awaitable, Callable
+import itertools
+from dataclasses import dataclass
+from typing import Protocol
 
 from ctxbench.records.messages import Message
 from ctxbench.records.turns import (
@@ -27,7 +28,11 @@ from ctxbench.records.turns import (
     UsageCheck,
     UsageRecorded,
 )
+from ctxbench.config import Config
 from ctxbench.records.views import PlanView, Progress
+from ctxbench.tui.present import model_label
+from ctxbench.tui.session_link import SessionLink
+from ctxbench.tui.widgets.bubbles import CANCELLED_EARLY
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.status_line import StatusLine
 
@@ -40,45 +45,80 @@ class TurnState:
     reply: Message | None = None  # the last stored assistant message
     error: str = ""
     cancelled: bool = False
-    usage: list[UsageCheck] = field(default_factory=list)
 
 
-@dataclass(frozen=True)
-class TurnOutcome:
-    local_id: int
-    rebuild: bool
-    reply: Message | None
-    error: str
-    cancelled: bool
+class TurnHost(Protocol):
+    """What the feed needs of the main screen."""
+
+    config: Config
+    link: SessionLink
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    @property
+    def status(self) -> StatusLine: ...
+
+    def notify(self, message: str, *, severity: str = "information", timeout: float | None = None) -> None: ...
+
+    async def show_plan(self, view: PlanView) -> None: ...
+
+    def request_plan(self) -> None: ...
 
 
 class TurnFeed:
-    def __init__(self, chat: Callable[[], ChatPane], status: Callable[[], StatusLine],
-                 show_plan: Callable[[PlanView], Awaitable[None]],
-                 finished: Callable[[TurnOutcome], Awaitable[None]]) -> None:
-        self._chat = chat
-        self._status = status
-        self._show_plan = show_plan
-        self._finished = finished
+    def __init__(self, host: TurnHost) -> None:
+        self.host = host
+        self._local = itertools.count(1)
         self._turns: dict[int, TurnState] = {}
         self.usage_checks: list[UsageCheck] = []  # every model call's estimated vs reported prompt tokens
         self.state_block = ""  # the last ### STATE stored while the app ran
 
-    def begin(self, local_id: int, *, rebuild: bool = False) -> None:
-        self._turns[local_id] = TurnState(rebuild=rebuild)
+    # -- starting -----------------------------------------------------------------------------------------
+    def _busy(self) -> bool:
+        if not self.host.link.open:
+            self.host.notify("the session is still opening", severity="warning")
+            return True
+        if self.host.link.turn_running:
+            self.host.notify("a reply is still arriving; esc cancels it", severity="warning")
+            return True
+        return False
+
+    async def send(self, text: str) -> None:
+        """The user's turn: shown at once, run in a worker."""
+        if self._busy():
+            return
+        local = next(self._local)
+        self._turns[local] = TurnState()
+        await self.host.chat.add_pending_turn(local, text)
+        self.host.link.run_turn(local, text)
+
+    async def rebuild_state(self) -> None:
+        """``/context rebuild``: the model rewrites the ``### STATE`` from the current window, streamed into the
+        chat like a reply; the plan and the meter pick the new state up."""
+        if self._busy():
+            return
+        local = next(self._local)
+        self._turns[local] = TurnState(rebuild=True)
+        label = model_label(self.host.config.llm)
+        model = "the " + label if label == "offline model" else label
+        await self.host.chat.add_pending_rebuild(
+            local, f"↻ /context rebuild: asking {model} for a fresh ### STATE from the current window (esc cancels)")
+        self._turn_status("rebuilding the state…")
+        self.host.link.run_turn(local, "", rebuild=True)
 
     def _turn_status(self, text: str) -> None:
-        self._status().set_slot(Progress("turn", text))
+        self.host.status.set_slot(Progress("turn", text))
 
     async def apply(self, local_id: int, event: TurnEvent | TurnPlanned) -> None:
         turn = self._turns.setdefault(local_id, TurnState())
-        chat = self._chat()
+        chat = self.host.chat
         match event:
             case TurnStarted():
                 chat.confirm_turn(local_id, event.user_message.group_id)
                 self._turn_status("thinking…")
             case TurnPlanned():
-                await self._show_plan(event.view)
+                await self.host.show_plan(event.view)
             case ReplyDelta():
                 self._turn_status("replying… (esc cancels)")
                 await chat.append_reply(local_id, event.text)
@@ -112,6 +152,19 @@ class TurnFeed:
         await self.end(local_id)
 
     async def end(self, local_id: int) -> None:
+        """The turn is over: finish its reply (partial when cut off), say how it ended, replan."""
         turn = self._turns.pop(local_id, TurnState())
-        self._status().set_slot(Progress("turn", "", "idle"))
-        await self._finished(TurnOutcome(local_id, turn.rebuild, turn.reply, turn.error, turn.cancelled))
+        host = self.host
+        host.link.turn_ended()
+        host.status.set_slot(Progress("turn", "", "idle"))
+        await host.chat.finish_reply(
+            local_id, partial=turn.cancelled or bool(turn.error), error=turn.error, cancelled=turn.cancelled,
+            cancel_note="⊘ rebuild cancelled; the state is unchanged" if turn.rebuild else CANCELLED_EARLY,
+            rebuild=turn.rebuild)
+        if turn.cancelled:
+            stored = turn.reply is not None and turn.reply.partial
+            host.notify("reply cancelled; the partial reply is stored" if stored else
+                        ("rebuild cancelled" if turn.rebuild else "reply cancelled"), severity="warning")
+        elif turn.rebuild and not turn.error:
+            host.notify("state rebuilt from the current window", timeout=2)
+        host.request_plan()  # new state, activation, leases

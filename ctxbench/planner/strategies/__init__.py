@@ -5,23 +5,7 @@ Each strategy is a function ``select(selection, budget, context)`` that records 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Callable
-
-from ctxbench.config import PlannerConfig
-from ctxbench.planner.budget import Budget, HistorySelection
-from ctxbench.records.plans import PlanInputs
-
-
-@dataclass
-class StrategyContext:
-    inputs: PlanInputs
-    config: PlannerConfig
-    plan_budget: int  # the whole plan's budget (levels scale their shares by it)
-    notes: list[str] = field(default_factory=list)
-
-
-Strategy = Callable[[HistorySelection, Budget, StrategyContext], None]
+from ctxbench.planner.strategies.context import Strategy
 
 
 def get_strategy(name: str) -> Strategy:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ctxbench.config import HybridConfig
 from ctxbench.planner.budget import Budget, HistorySelection
-from ctxbench.planner.strategies import StrategyContext
+from ctxbench.planner.strategies.context import StrategyContext
 
 
 def rrf_scores(

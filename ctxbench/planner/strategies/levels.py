@@ -24,7 +24,7 @@ from functools import lru_cache
 from ctxbench.config import LevelsConfig
 from ctxbench.planner.atoms import ATOM_USER, Atom, GroupView
 from ctxbench.planner.budget import Budget, HistorySelection
-from ctxbench.planner.strategies import StrategyContext
+from ctxbench.planner.strategies.context import StrategyContext
 
 PERMANENT = "permanent"
 SESSION = "session"

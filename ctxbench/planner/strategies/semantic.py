@@ -14,7 +14,8 @@ notes and falls back to the rolling window.
 from __future__ import annotations
 
 from ctxbench.planner.budget import Budget, HistorySelection
-from ctxbench.planner.strategies import StrategyContext, window
+from ctxbench.planner.strategies import window
+from ctxbench.planner.strategies.context import StrategyContext
 
 FALLBACK_NOTE = ("semantic: no similarity ranking for this query (no embedder ready, or no earlier turn "
                  "similar enough); fell back to recency")

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ctxbench.planner.budget import FULL, Budget, HistorySelection
-from ctxbench.planner.strategies import StrategyContext
+from ctxbench.planner.strategies.context import StrategyContext
 
 REASON = "recent_window"
 

@@ -1,17 +1,13 @@
 """The main screen: chat pane, budget meter, Context Mode indicator and the input — layout and wiring.
 
-The engine is reached through the screen's :class:`~ctxbench.tui.session_link.SessionLink` (thread
-workers that post messages back), slash commands through the
-:class:`~ctxbench.tui.slash.SlashController`, a running turn's events through the
-:class:`~ctxbench.tui.turn_feed.TurnFeed`. The screen holds the settings it shows as one
-:class:`~ctxbench.records.sessions.SessionSettings` value: a key changes the indicator at once and asks
-for a plan under the new value; the plan catches up.
+The engine is reached through a SessionLink (thread workers posting messages back), slash commands
+through a SlashController, a turn's events through a TurnFeed. The screen holds the settings it shows
+as one SessionSettings value: a key changes the indicator at once and asks for a plan under the new
+value; the plan catches up.
 """
 from __future__ import annotations
 
 import dataclasses
-import itertools
-import json
 from typing import Any
 
 from textual import on
@@ -23,21 +19,22 @@ from textual.widgets import Footer, Input
 
 from ctxbench.config import Config
 from ctxbench.records.sessions import SessionSettings
-from ctxbench.records.views import PlanView, Progress
+from ctxbench.records.views import PlanView
 from ctxbench.service.options import LaunchOptions
-from ctxbench.service.text import render_messages
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import MAIN_KEYS, bindings, describe_key
-from ctxbench.tui.present import attachment_for, meter_state, mode_label, model_label, next_mode, tok
+from ctxbench.tui.present import (
+    attachment_for, meter_state, model_label, new_session_note, next_mode, payload_view, status_detail, tok,
+)
 from ctxbench.tui.screens.overlay import ContextOverlay
+from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
 from ctxbench.tui.screens.overlay_rows import OverlayRow
 from ctxbench.tui.screens.replay import ReplayScreen
 from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
-from ctxbench.tui.turn_feed import TurnFeed, TurnOutcome
+from ctxbench.tui.turn_feed import TurnFeed
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
-from ctxbench.tui.widgets.bubbles import CANCELLED_EARLY
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
@@ -53,13 +50,12 @@ class MainScreen(Screen[None]):
         self.config = config
         self.link = SessionLink(self, options, config)
         self.slash = SlashController(self)
-        self.feed = TurnFeed(lambda: self.chat, lambda: self.status, self._show_plan, self._turn_finished)
+        self.feed = TurnFeed(self)
         self.view: PlanView | None = None  # the plan the meter and the overlay show
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
         self.ready = False  # the session is open and its history shown
         self.overlay: ContextOverlay | None = None
-        self._local = itertools.count(1)
         self._preview_timer: Timer | None = None
         self._draft = ""
 
@@ -97,18 +93,6 @@ class MainScreen(Screen[None]):
     def turn_running(self) -> bool:
         return self.link.turn_running
 
-    @property
-    def last_command_error(self) -> str:
-        return self.slash.last_error
-
-    @property
-    def usage_checks(self) -> list:
-        return self.feed.usage_checks
-
-    @property
-    def state_block(self) -> str:
-        return self.feed.state_block
-
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
         self.status.detail = f"opening session… · {model_label(self.config.llm)}"
@@ -128,26 +112,14 @@ class MainScreen(Screen[None]):
         self._status_detail()
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history:
-            keymap = dict(self.config.ui.keymap)
-            await self.chat.add_note(
-                f"A new session. Type a message and press Enter. "
-                f"{describe_key('ctxbench.mode_cycle', keymap)} cycles the Context Mode (Off → Light → Heavy), "
-                f"{describe_key('ctxbench.overlay', keymap)} shows every candidate and why, "
-                f"/help lists the commands.")
+            await self.chat.add_note(new_session_note(dict(self.config.ui.keymap)))
         self.ready = True
 
     def _status_detail(self) -> None:
-        s = self.settings
-        parts = []
         repo = self.session.wb.repo if self.session is not None else None
-        if repo is not None and repo.name not in self.session_title:
-            parts.append(repo.name)
-        if s is not None:
-            parts.append(s.strategy)
-            parts.append("all turns" if not s.window_groups else f"last {s.window_groups} turns")
-        parts.append(model_label(self.config.llm))
         self.status.title = self.session_title
-        self.status.detail = " · ".join(parts)
+        self.status.detail = status_detail(self.settings, repo.name if repo else "", self.session_title,
+                                           model_label(self.config.llm))
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -180,9 +152,9 @@ class MainScreen(Screen[None]):
     @on(msg.PlanReady)
     async def _plan_ready(self, message: msg.PlanReady) -> None:
         self.meter.pending = False
-        await self._show_plan(message.view)
+        await self.show_plan(message.view)
 
-    async def _show_plan(self, view: PlanView) -> None:
+    async def show_plan(self, view: PlanView) -> None:
         self.view = view
         self.meter.state = meter_state(view.plan)
         if view.group_id is not None:
@@ -206,7 +178,7 @@ class MainScreen(Screen[None]):
             await self.chat.show_history(message.history.history, message.history.dropped)
         self.request_plan()
         if message.rebuild_state:
-            await self.rebuild_state()
+            await self.feed.rebuild_state()
 
     # -- settings -----------------------------------------------------------------------------------------
     def change_settings(self, **changes: Any) -> None:
@@ -235,17 +207,8 @@ class MainScreen(Screen[None]):
         self.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle, wrap=wrap))
 
     def show_payload(self, as_json: bool = False) -> None:
-        if self.view is None:
-            return
-        plan = self.view.plan
-        payload = plan.messages()
-        subtitle = (f"{len(payload)} messages · {tok(plan.used_tokens)} / {tok(plan.budget)} tok · "
-                    f"{mode_label(plan.mode)} · {plan.strategy} · esc closes")
-        if as_json:
-            self.show_viewer(f"Payload of {plan.plan_id} (JSON)", json.dumps(payload, indent=2, ensure_ascii=False),
-                             "json", subtitle)
-        else:
-            self.show_viewer(f"Payload of {plan.plan_id}", render_messages(payload), "text", subtitle)
+        if self.view is not None:
+            self.show_viewer(*payload_view(self.view.plan, as_json))
 
     def action_show_payload(self) -> None:
         self.run_slash("/context show")
@@ -272,47 +235,13 @@ class MainScreen(Screen[None]):
     # -- the overlay's actions ----------------------------------------------------------------------------
     def preview_item(self, row: OverlayRow) -> None:
         """Enter in the overlay: the candidate in full (read in a worker, shown in a viewer)."""
-        view = self.view
-        if view is None:
-            return
-
-        def read(session) -> msg.ShowText:
-            if row.item is not None:
-                body, language = session.item_content(row.item, view.plan)
-                item = row.item
-                return msg.ShowText(f"{item.id} · {item.kind} · {tok(item.tokens)} tok · {item.reason}", body, language)
-            assert row.suggestion is not None
-            body, language = session.suggestion_content(row.suggestion, view.plan)
-            return msg.ShowText(f"suggested pin {row.suggestion.target} · {row.suggestion.why}", body, language)
-
-        self.link.read(read)
+        if self.view is not None:
+            self.link.read(preview_reader(row, self.view.plan))
 
     def overlay_action(self, action: str, row: OverlayRow, **kwargs: Any) -> None:
         """An overlay key: change pins or drops in a worker, then replan (the overlay shows the new plan)."""
         plan = self.view.plan if self.view is not None else None
-        target = row.target
-        label = row.item.label if row.item is not None else (row.suggestion.label if row.suggestion else target)
-        suggestion = row.suggestion
-
-        def run(session) -> str | None:
-            if action == "pin_sticky":
-                return f"pinned {target} sticky ({session.pin_item(target, 'sticky', label=label, plan=plan).id})"
-            if action == "lease":
-                scope = kwargs.get("scope", "turn")
-                pin = session.pin_item(target, "leased", scope=scope, label=label, plan=plan)
-                return f"leased {target} for this {scope} ({pin.ttl} turns)"
-            if action == "unpin":
-                return f"unpinned {target}" if session.unpin(target) else f"{target} was not pinned"
-            if action == "drop":
-                return session.drop(target)
-            if action == "accept" and suggestion is not None:
-                return f"accepted suggestion: {target} pinned sticky ({session.accept(suggestion, plan).id})"
-            if action == "reject" and suggestion is not None:
-                session.reject(suggestion)
-                return f"rejected suggestion {target}"
-            return None
-
-        self.link.act(run, history=action == "drop")
+        self.link.act(overlay_action(action, row, plan, **kwargs), history=action == "drop")
 
     # -- input --------------------------------------------------------------------------------------------
     def run_slash(self, line: str) -> None:
@@ -352,40 +281,12 @@ class MainScreen(Screen[None]):
         self._preview_timer = self.set_timer(self.config.ui.preview_delay_s, self.request_plan)
 
     # -- turns --------------------------------------------------------------------------------------------
-    def _busy(self) -> bool:
-        if not self.link.open:
-            self.notify("the session is still opening", severity="warning")
-            return True
-        if self.turn_running:
-            self.notify("a reply is still arriving; esc cancels it", severity="warning")
-            return True
-        return False
-
     async def send(self, text: str) -> None:
-        if self._busy():
-            return
-        local = next(self._local)
-        self.feed.begin(local)
-        await self.chat.add_pending_turn(local, text)
-        self.link.run_turn(local, text)
+        await self.feed.send(text)
 
     def request_rebuild(self) -> None:
         """``/context rebuild`` from a command: start it once the current message is handled."""
-        self.call_later(self.rebuild_state)
-
-    async def rebuild_state(self) -> None:
-        """``/context rebuild``: the model rewrites the ``### STATE`` from the current window, streamed into the
-        chat like a reply; the plan and the meter pick the new state up."""
-        if self._busy():
-            return
-        local = next(self._local)
-        self.feed.begin(local, rebuild=True)
-        label = model_label(self.config.llm)
-        model = "the " + label if label == "offline model" else label
-        await self.chat.add_pending_rebuild(
-            local, f"↻ /context rebuild: asking {model} for a fresh ### STATE from the current window (esc cancels)")
-        self.status.set_slot(Progress("turn", "rebuilding the state…"))
-        self.link.run_turn(local, "", rebuild=True)
+        self.call_later(self.feed.rebuild_state)
 
     @on(msg.TurnProgress)
     async def _turn_progress(self, message: msg.TurnProgress) -> None:
@@ -394,21 +295,6 @@ class MainScreen(Screen[None]):
     @on(msg.TurnCrashed)
     async def _turn_crashed(self, message: msg.TurnCrashed) -> None:
         await self.feed.crashed(message.local_id, message.error)
-
-    async def _turn_finished(self, outcome: TurnOutcome) -> None:
-        self.link.turn_ended()
-        rebuild = outcome.rebuild
-        await self.chat.finish_reply(
-            outcome.local_id, partial=outcome.cancelled or bool(outcome.error), error=outcome.error,
-            cancelled=outcome.cancelled,
-            cancel_note="⊘ rebuild cancelled; the state is unchanged" if rebuild else CANCELLED_EARLY, rebuild=rebuild)
-        if outcome.cancelled:
-            stored = outcome.reply is not None and outcome.reply.partial
-            self.notify("reply cancelled; the partial reply is stored" if stored else
-                        ("rebuild cancelled" if rebuild else "reply cancelled"), severity="warning")
-        elif rebuild and not outcome.error:
-            self.notify("state rebuilt from the current window", timeout=2)
-        self.request_plan()  # new state, activation, leases
 
     def action_cancel_turn(self) -> None:
         self.link.cancel_turn()

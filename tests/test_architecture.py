@@ -1,0 +1,159 @@
+"""The shape of the house, checked on the source: layers, no cycles, a thin UI, one owner of connections.
+
+An ast walk over ``ctxbench/`` reads every import, function-local ones included (a lazy import is still
+a dependency). ``from pkg import sub`` is an import of ``pkg.sub``; ``from pkg import name`` of ``pkg``.
+"""
+from __future__ import annotations
+
+import ast
+import collections
+from pathlib import Path
+
+import networkx as nx
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1] / "ctxbench"
+
+# The layer order, bottom up, written once. A module may import from its own package and from packages of
+# lower layers; packages that share a layer do not import each other.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("records",),
+    ("tokens", "heap"),
+    ("config",),
+    ("store",),
+    ("codegraph", "transcripts"),
+    ("retrieval",),
+    ("planner",),
+    ("llm",),
+    ("service",),
+    ("tui",),
+    ("bench",),
+    ("cli",),
+    ("__main__",),
+)
+TUI_MAY_IMPORT = ("tui", "service", "records", "config")
+MAX_TUI_FILE_LINES = 300
+
+
+def _modules() -> dict[str, Path]:
+    mods: dict[str, Path] = {}
+    for path in ROOT.rglob("*.py"):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        mods[".".join(parts)] = path
+    return mods
+
+
+MODULES = _modules()
+
+
+def _imports(module: str, source: str, is_package: bool = False) -> set[str]:
+    """The ctxbench modules ``module`` (whose text is ``source``) imports."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = module.split(".") if is_package else module.split(".")[:-1]
+                base = base[: len(base) - (node.level - 1)]
+                source = ".".join(base + ([node.module] if node.module else []))
+            else:
+                source = node.module or ""
+            submodules = [f"{source}.{a.name}" for a in node.names if f"{source}.{a.name}" in MODULES]
+            targets = submodules if len(submodules) == len(node.names) else [*submodules, source]
+        for target in targets:
+            if target.split(".")[0] != "ctxbench":
+                continue
+            while target not in MODULES and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target != module:
+                found.add(target)
+    return found
+
+
+EDGES = {module: _imports(module, path.read_text(encoding="utf-8"), path.name == "__init__.py")
+         for module, path in MODULES.items()}
+
+
+def _package(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _layer(package: str) -> int:
+    for n, names in enumerate(LAYERS):
+        if package in names:
+            return n
+    raise AssertionError(f"package {package!r} is in no layer: add it to LAYERS")
+
+
+def test_every_package_has_a_layer():
+    packages = {_package(m) for m in MODULES} - {""}
+    assert all(_layer(p) >= 0 for p in packages)
+
+
+def test_no_module_imports_from_a_package_above_it_or_beside_it():
+    wrong = []
+    for module, targets in EDGES.items():
+        mine = _package(module)
+        if not mine:
+            continue
+        for target in targets:
+            theirs = _package(target)
+            if theirs and theirs != mine and _layer(theirs) >= _layer(mine):
+                wrong.append(f"{module} -> {target}")
+    assert wrong == []
+
+
+def test_no_import_cycles_between_modules():
+    graph = nx.DiGraph([(a, b) for a, targets in EDGES.items() for b in targets])
+    assert list(nx.simple_cycles(graph)) == []
+
+
+def test_the_tui_imports_only_the_service_the_records_the_config_and_itself():
+    wrong = [f"{m} -> {t}" for m, targets in EDGES.items() if _package(m) == "tui"
+             for t in targets if _package(t) not in TUI_MAY_IMPORT]
+    assert wrong == []
+
+
+def test_no_file_under_tui_is_over_300_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "tui").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TUI_FILE_LINES}
+    assert long == {}
+
+
+def _opens_a_connection(node: ast.AST, store_connect: set[str]) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute) and func.attr == "connect" and isinstance(func.value, ast.Name):
+        return func.value.id in ("sqlite3", "db")
+    return isinstance(func, ast.Name) and func.id in store_connect
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if _package(m) != "store"))
+def test_only_the_store_opens_database_connections(module):
+    """Schema, migrations and connections belong to store/; everyone else borrows from a store.Database."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    store_connect = {alias.asname or alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                     and node.module == "ctxbench.store.db" for alias in node.names if alias.name == "connect"}
+    assert not [node.lineno for node in ast.walk(tree) if _opens_a_connection(node, store_connect)]
+
+
+def test_tables_are_created_only_in_the_store():
+    creators = collections.Counter()
+    for module, path in MODULES.items():
+        if "CREATE TABLE" in path.read_text(encoding="utf-8") or "CREATE VIRTUAL TABLE" in path.read_text(
+                encoding="utf-8"):
+            creators[_package(module)] += 1
+    assert set(creators) == {"store"}
+
+
+def test_the_walk_sees_lazy_and_submodule_imports():
+    """A function-local import (the kind that hid the old cycles) counts; ``from pkg import sub`` is ``pkg.sub``."""
+    source = ("from ctxbench.planner import render\n"
+              "def f():\n    from ctxbench.tui.app import CtxbenchApp\n")
+    assert _imports("ctxbench.llm.probe", source) == {"ctxbench.planner.render", "ctxbench.tui.app"}
