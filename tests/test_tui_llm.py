@@ -155,7 +155,6 @@ async def test_context_drop_and_restore(tmp_path):
 
 async def test_one_turn_runner_per_session_closed_with_the_app(tmp_path, monkeypatch):
     import ctxbench.llm.loop as loop
-    import ctxbench.service.model as model
 
     made: list[object] = []
 
@@ -164,7 +163,7 @@ async def test_one_turn_runner_per_session_closed_with_the_app(tmp_path, monkeyp
             made.append(self)
             super().__post_init__()
 
-    monkeypatch.setattr(model, "TurnRunner", CountingRunner)  # the one place runners are built
+    monkeypatch.setattr(loop, "TurnRunner", CountingRunner)
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)

@@ -13,7 +13,7 @@ the host. Nothing here touches a widget.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from textual.dom import DOMNode
 from textual.message import Message
@@ -23,8 +23,10 @@ from ctxbench.config import Config
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import Progress
 from ctxbench.service.options import LaunchOptions
-from ctxbench.service.session import CancelToken, WorkbenchSession
 from ctxbench.tui import messages as msg
+
+if TYPE_CHECKING:  # the engine loads in the first worker, never before the first paint
+    from ctxbench.service.session import CancelToken, WorkbenchSession
 
 
 
@@ -36,7 +38,7 @@ class ActionOutcome:
     rebuild_state: bool = False
 
 
-Action = Callable[[WorkbenchSession], "str | ActionOutcome | None"]
+Action = Callable[["WorkbenchSession"], "str | ActionOutcome | None"]
 
 
 class SessionLink:
@@ -46,8 +48,8 @@ class SessionLink:
         self.host = host
         self.options = options
         self.config = config
-        self.session: WorkbenchSession | None = None  # set once the session is open
-        self.turn_cancel: CancelToken | None = None  # the running turn's cancel token (None: no turn runs)
+        self.session: "WorkbenchSession | None" = None  # set once the session is open
+        self.turn_cancel: "CancelToken | None" = None  # the running turn's cancel token (None: no turn runs)
 
     @property
     def open(self) -> bool:
@@ -62,6 +64,8 @@ class SessionLink:
         self.host.run_worker(self._open, thread=True, group="engine", name="open session", exit_on_error=False)
 
     def _open(self) -> None:
+        from ctxbench.service.session import WorkbenchSession
+
         session = WorkbenchSession(self.options, self.config)
         try:
             snapshot = session.open()
@@ -136,7 +140,7 @@ class SessionLink:
 
         self.host.run_worker(work, thread=True, group="action", name="action", exit_on_error=False)
 
-    def read(self, reader: Callable[[WorkbenchSession], msg.ShowText]) -> None:
+    def read(self, reader: Callable[["WorkbenchSession"], msg.ShowText]) -> None:
         """Read something for a viewer in a worker (a listing, a turn's messages, an item in full)."""
         if self.session is None:
             self._post(msg.Notice("the session is still opening", "warning"))
@@ -158,6 +162,8 @@ class SessionLink:
 
     def run_turn(self, local_id: int, text: str, *, rebuild: bool = False) -> None:
         """Run the user's turn (or ``/context rebuild``) and stream its events to the host."""
+        from ctxbench.service.session import CancelToken
+
         assert self.session is not None
         session = self.session
         cancel = CancelToken()

@@ -1,26 +1,30 @@
 """Slash commands: the controller that runs each row of ``SLASH_COMMANDS``.
 
-Each handler is registered for the name of its command (``@handles("context window")``) and a test
-checks that the table and the registry name the same commands. A handler parses its arguments, then
-changes a setting on the screen, runs an engine action through the screen's link (a worker, then a
-replan), or opens a screen. A bad argument is a ``ValueError`` / ``LookupError`` the controller shows
-with the command's usage.
+Each handler is registered for its command's name (``@handles("context window")``; a test checks the
+table and the registry agree). A handler parses its arguments, then changes a setting on the screen,
+runs an engine action through the screen's link (a worker, then a replan), or opens a screen. A bad
+argument is a ``ValueError`` / ``LookupError``, shown with the command's usage.
 """
 from __future__ import annotations
 
 import difflib
-from typing import Callable, Protocol
+from typing import TYPE_CHECKING, Callable
 
-from textual.app import App
-
-from ctxbench.config import Config
-from ctxbench.records.sessions import SessionSettings
-from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import STRATEGIES
-from ctxbench.service.session import WorkbenchSession
 from ctxbench.tui import messages as msg
-from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, help_text, int_arg, parse, pin_target
-from ctxbench.tui.session_link import ActionOutcome, SessionLink
+from ctxbench.tui.commands import (
+    SLASH_COMMANDS,
+    CommandError,
+    help_text,
+    int_arg,
+    parse,
+    pin_target,
+)
+from ctxbench.tui.host import SlashHost
+from ctxbench.tui.session_link import ActionOutcome
+
+if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
+    from ctxbench.service.session import WorkbenchSession
 
 Handler = Callable[["SlashController", tuple[str, ...]], None]
 HANDLERS: dict[str, Handler] = {}
@@ -35,35 +39,6 @@ def handles(name: str) -> Callable[[Handler], Handler]:
         return method
 
     return register
-
-
-class SlashHost(Protocol):
-    """What the controller needs of the main screen."""
-
-    app: App
-    config: Config
-    link: SessionLink
-    view: PlanView | None
-    settings: SessionSettings | None
-
-    @property
-    def turn_running(self) -> bool: ...
-
-    def change_settings(self, **changes: object) -> None: ...
-
-    def notify(self, message: str, *, title: str = "", severity: str = "information",
-               timeout: float | None = None) -> None: ...
-
-    def show_viewer(self, title: str, body: str, language: str = "text", subtitle: str = "",
-                    wrap: bool = True) -> None: ...
-
-    def show_payload(self, as_json: bool = False) -> None: ...
-
-    def open_overlay(self) -> None: ...
-
-    def open_replay(self, start: int) -> None: ...
-
-    def request_rebuild(self) -> None: ...
 
 
 class SlashController:

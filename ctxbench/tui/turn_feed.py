@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import itertools
 from dataclasses import dataclass
-from typing import Protocol
 
 from ctxbench.records.messages import Message
 from ctxbench.records.turns import (
     AssistantStored,
-    Retrying,
     ReplyDelta,
+    Retrying,
     StateUpdated,
     ToolFinished,
     ToolStarted,
@@ -28,13 +27,10 @@ from ctxbench.records.turns import (
     UsageCheck,
     UsageRecorded,
 )
-from ctxbench.config import Config
-from ctxbench.records.views import PlanView, Progress
+from ctxbench.records.views import Progress
+from ctxbench.tui.host import TurnHost
 from ctxbench.tui.present import model_label
-from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.widgets.bubbles import CANCELLED_EARLY
-from ctxbench.tui.widgets.chat import ChatPane
-from ctxbench.tui.widgets.status_line import StatusLine
 
 
 @dataclass
@@ -45,25 +41,6 @@ class TurnState:
     reply: Message | None = None  # the last stored assistant message
     error: str = ""
     cancelled: bool = False
-
-
-class TurnHost(Protocol):
-    """What the feed needs of the main screen."""
-
-    config: Config
-    link: SessionLink
-
-    @property
-    def chat(self) -> ChatPane: ...
-
-    @property
-    def status(self) -> StatusLine: ...
-
-    def notify(self, message: str, *, severity: str = "information", timeout: float | None = None) -> None: ...
-
-    async def show_plan(self, view: PlanView) -> None: ...
-
-    def request_plan(self) -> None: ...
 
 
 class TurnFeed:

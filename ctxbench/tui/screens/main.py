@@ -22,10 +22,8 @@ from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView
 from ctxbench.service.options import LaunchOptions
 from ctxbench.tui import messages as msg
+from ctxbench.tui import present
 from ctxbench.tui.keymap import MAIN_KEYS, bindings, describe_key
-from ctxbench.tui.present import (
-    attachment_for, meter_state, model_label, new_session_note, next_mode, payload_view, status_detail, tok,
-)
 from ctxbench.tui.screens.overlay import ContextOverlay
 from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
 from ctxbench.tui.screens.overlay_rows import OverlayRow
@@ -95,7 +93,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
-        self.status.detail = f"opening session… · {model_label(self.config.llm)}"
+        self.status.detail = f"opening session… · {present.model_label(self.config.llm)}"
         self.prompt.focus()
         self.link.start()
 
@@ -112,14 +110,14 @@ class MainScreen(Screen[None]):
         self._status_detail()
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history:
-            await self.chat.add_note(new_session_note(dict(self.config.ui.keymap)))
+            await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
         self.ready = True
 
     def _status_detail(self) -> None:
         repo = self.session.wb.repo if self.session is not None else None
         self.status.title = self.session_title
-        self.status.detail = status_detail(self.settings, repo.name if repo else "", self.session_title,
-                                           model_label(self.config.llm))
+        self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
+                                           present.model_label(self.config.llm))
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -156,7 +154,7 @@ class MainScreen(Screen[None]):
 
     async def show_plan(self, view: PlanView) -> None:
         self.view = view
-        self.meter.state = meter_state(view.plan)
+        self.meter.state = present.meter_state(view.plan)
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
         if self.overlay is not None:
@@ -168,7 +166,7 @@ class MainScreen(Screen[None]):
         self.notify(message.error, title="planning failed", severity="error")
 
     def attachment_text(self, view: PlanView) -> str:
-        return attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
+        return present.attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
 
     @on(msg.ActionDone)
     async def _action_done(self, message: msg.ActionDone) -> None:
@@ -189,13 +187,13 @@ class MainScreen(Screen[None]):
             return  # still opening: the session's own settings arrive with it
         self.settings = dataclasses.replace(self.settings, **changes)
         if "budget" in changes:
-            self.notify(f"budget {tok(self.settings.budget)} tokens", timeout=1.5)
+            self.notify(f"budget {present.tok(self.settings.budget)} tokens", timeout=1.5)
         self._status_detail()
         self.request_plan()
 
     def action_cycle_mode(self) -> None:
         current = self.settings.mode if self.settings is not None else self.query_one(ModeIndicator).mode
-        self.change_settings(mode=next_mode(current, self.config.planner.mode_names))
+        self.change_settings(mode=present.next_mode(current, self.config.planner.mode_names))
 
     def action_budget_step(self, direction: int) -> None:
         step = self.config.ui.budget_step
@@ -208,7 +206,7 @@ class MainScreen(Screen[None]):
 
     def show_payload(self, as_json: bool = False) -> None:
         if self.view is not None:
-            self.show_viewer(*payload_view(self.view.plan, as_json))
+            self.show_viewer(*present.payload_view(self.view.plan, as_json))
 
     def action_show_payload(self) -> None:
         self.run_slash("/context show")

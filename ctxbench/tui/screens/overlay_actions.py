@@ -1,14 +1,16 @@
 """What the overlay's keys do to the session: each builds an action for the screen's link to run in a worker."""
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxbench.records.plans import ContextPlan
-from ctxbench.service.session import WorkbenchSession
 from ctxbench.tui import messages as msg
 from ctxbench.tui.present import tok
 from ctxbench.tui.screens.overlay_rows import OverlayRow
 from ctxbench.tui.session_link import Action
+
+if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
+    from ctxbench.service.session import WorkbenchSession
 
 
 def overlay_action(action: str, row: OverlayRow, plan: ContextPlan | None, **kwargs: Any) -> Action:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections import Counter
 from functools import partial
+from typing import TYPE_CHECKING
 
 from rich.text import Text
 from textual import on
@@ -24,13 +25,22 @@ from ctxbench.records.plans import ContextPlan
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import ReplayPage, ReplayStep
 from ctxbench.records.vocab import STRATEGIES
-from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
-from ctxbench.tui.present import METER_SECTIONS, meter_state, mode_label, next_mode, one_line, tok
+from ctxbench.tui.present import (
+    METER_SECTIONS,
+    meter_state,
+    mode_label,
+    next_mode,
+    one_line,
+    tok,
+)
 from ctxbench.tui.screens.overlay import KIND_SHORT, SECTION_SHORT
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
+
+if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
+    from ctxbench.service.session import WorkbenchSession
 
 USER_LINES = 3  # lines of the turn's user message shown above the meter
 COLUMNS = ("section", "kind", "label", "tok", "reason")

@@ -10,7 +10,14 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 
 from ctxbench.records.state import is_state_heading
-from ctxbench.tui.present import Tier, one_line, split_state, state_line_parts, tier_note, usage_text
+from ctxbench.tui.present import (
+    Tier,
+    one_line,
+    split_state,
+    state_line_parts,
+    tier_note,
+    usage_text,
+)
 
 
 class UserBubble(Static):

@@ -1,0 +1,62 @@
+"""What the main screen offers the controllers it wires up (slash commands, turns), as protocols, so the
+controllers never import the screen."""
+from __future__ import annotations
+
+from typing import Protocol
+
+from textual.app import App
+
+from ctxbench.config import Config
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import PlanView
+from ctxbench.tui.session_link import SessionLink
+from ctxbench.tui.widgets.chat import ChatPane
+from ctxbench.tui.widgets.status_line import StatusLine
+
+
+class SlashHost(Protocol):
+    """What the controller needs of the main screen."""
+
+    app: App
+    config: Config
+    link: SessionLink
+    view: PlanView | None
+    settings: SessionSettings | None
+
+    @property
+    def turn_running(self) -> bool: ...
+
+    def change_settings(self, **changes: object) -> None: ...
+
+    def notify(self, message: str, *, title: str = "", severity: str = "information",
+               timeout: float | None = None) -> None: ...
+
+    def show_viewer(self, title: str, body: str, language: str = "text", subtitle: str = "",
+                    wrap: bool = True) -> None: ...
+
+    def show_payload(self, as_json: bool = False) -> None: ...
+
+    def open_overlay(self) -> None: ...
+
+    def open_replay(self, start: int) -> None: ...
+
+    def request_rebuild(self) -> None: ...
+
+
+class TurnHost(Protocol):
+    """What the feed needs of the main screen."""
+
+    config: Config
+    link: SessionLink
+
+    @property
+    def chat(self) -> ChatPane: ...
+
+    @property
+    def status(self) -> StatusLine: ...
+
+    def notify(self, message: str, *, severity: str = "information", timeout: float | None = None) -> None: ...
+
+    async def show_plan(self, view: PlanView) -> None: ...
+
+    def request_plan(self) -> None: ...
