@@ -116,12 +116,17 @@ class SessionLink:
         self.host.run_worker(work, thread=True, group="plan", name="plan", exclusive=True, exit_on_error=False)
 
     # -- actions ------------------------------------------------------------------------------------------
-    def act(self, action: Action, *, history: bool = False) -> None:
-        """Run ``action`` on the session, then post what it says (and the new history when it changed it)."""
+    def _ready(self) -> "WorkbenchSession | None":
+        """The open session, or None (and a notice saying so) while it opens."""
         if self.session is None:
             self._post(msg.Notice("the session is still opening", "warning"))
+        return self.session
+
+    def act(self, action: Action, *, history: bool = False) -> None:
+        """Run ``action`` on the session, then post what it says (and the new history when it changed it)."""
+        session = self._ready()
+        if session is None:
             return
-        session = self.session
 
         def work() -> None:
             try:
@@ -142,10 +147,9 @@ class SessionLink:
 
     def read(self, reader: Callable[["WorkbenchSession"], msg.ShowText]) -> None:
         """Read something for a viewer in a worker (a listing, a turn's messages, an item in full)."""
-        if self.session is None:
-            self._post(msg.Notice("the session is still opening", "warning"))
+        session = self._ready()
+        if session is None:
             return
-        session = self.session
 
         def work() -> None:
             try:

@@ -73,6 +73,17 @@ class SlashController:
     def _plan(self):
         return self.host.view.plan if self.host.view is not None else None
 
+    def _on_turn(self, args: tuple[str, ...], done: str, change: Callable[["WorkbenchSession", int], None]) -> None:
+        """Change turn GID (the one argument) in a worker, then show the new history and replan."""
+        gid = int_arg(args, "turn id (GID)")
+        self._need_session()
+
+        def run(session: "WorkbenchSession") -> str:
+            change(session, gid)
+            return f"{done} turn {gid}"
+
+        self.host.link.act(run, history=True)
+
     def _read(self, title: str, read: Callable[[WorkbenchSession], str], subtitle: str = "",
               wrap: bool = True) -> None:
         self._need_session()
@@ -109,14 +120,7 @@ class SlashController:
 
     @handles("context restore")
     def context_restore(self, args: tuple[str, ...]) -> None:
-        gid = int_arg(args, "turn id (GID)")
-        self._need_session()
-
-        def restore(session: WorkbenchSession) -> str:
-            session.restore(gid)
-            return f"restored turn {gid}"
-
-        self.host.link.act(restore, history=True)
+        self._on_turn(args, "restored", lambda session, gid: session.restore(gid))
 
     @handles("replay")
     def replay(self, args: tuple[str, ...]) -> None:
@@ -163,15 +167,8 @@ class SlashController:
 
     @handles("message remove")
     def message_remove(self, args: tuple[str, ...]) -> None:
-        gid = int_arg(args, "turn id (GID)")
-        self._need_session()
         self._not_while_replying()
-
-        def remove(session: WorkbenchSession) -> str:
-            session.remove(gid)
-            return f"removed turn {gid}"
-
-        self.host.link.act(remove, history=True)
+        self._on_turn(args, "removed", lambda session, gid: session.remove(gid))
 
     # -- pins ---------------------------------------------------------------------------------------------
     @handles("pin")
