@@ -54,7 +54,7 @@ class LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> object:
         """Run the command; a store that cannot be opened or used is a one-line error (exit 2) for every command."""
-        from ctxbench.store.db import StoreError
+        from ctxbench.records.errors import StoreError
 
         try:
             return super().invoke(ctx)

@@ -25,7 +25,7 @@ def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans:
             config_path: Path | None) -> None:
     from ctxbench.bench.code import QueryFileError, align_gold, load_queries, run_code_bench, select_split
     from ctxbench.cli.repo_support import opened_retriever, stderr_progress
-    from ctxbench.retrieval.embedder import EmbedderError
+    from ctxbench.records.errors import EmbedderError
 
     config = get_config(config_path)
     try:

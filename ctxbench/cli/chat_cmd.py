@@ -44,12 +44,12 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             api_key_env: str | None, context_limit: int | None, timeout_s: float | None, mode: str | None,
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
-    from ctxbench.llm.client import CancelToken
     from ctxbench.records.errors import ProviderError, UnknownSession
     from ctxbench.records.turns import ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded
-    from ctxbench.retrieval.embedder import EmbedderError
+    from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.model import make_runner, resolve_model
+    from ctxbench.service.session import CancelToken
     from ctxbench.service.workbench import Workbench
 
     if not message.strip():

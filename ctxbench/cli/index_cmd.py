@@ -43,7 +43,7 @@ class _TerminalProgress:
 @db_option
 @config_option
 def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | None, config_path: Path | None) -> None:
-    from ctxbench.retrieval.embedder import EmbedderError
+    from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import index_repository
     from ctxbench.service.workbench import Workbench
 

@@ -84,15 +84,6 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
         console.print(Text(footer))
 
 
-def ready_embedder(config: Any) -> Any:
-    """The configured embedding model, loaded (a CLI call can wait for it). Raises EmbedderError."""
-    from ctxbench.retrieval.embedder import Embedder
-
-    embedder = Embedder(config.embedding)
-    embedder.wait()
-    return embedder
-
-
 def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> None:
     """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
 
@@ -157,7 +148,8 @@ def command(
     db_path: Path | None,
     config_path: Path | None,
 ) -> None:
-    from ctxbench.retrieval.embedder import EmbedderError
+    from ctxbench.records.errors import EmbedderError
+    from ctxbench.service.attach import load_embedder
     from ctxbench.service.workbench import Workbench
     from ctxbench.records.transcripts import TranscriptError
     from ctxbench.records.errors import NotFound, SettingsError
@@ -188,7 +180,7 @@ def command(
             if repo is not None:
                 attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
             elif semantic and (strategy or wb.settings(session_id).strategy) == "semantic":
-                wb.embedder = ready_embedder(config)
+                wb.embedder = load_embedder(config)
             tools_tokens = 0
             if offer_tools:
                 from ctxbench.service.model import offered_tools_tokens

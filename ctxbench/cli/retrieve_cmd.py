@@ -35,7 +35,7 @@ def command(query: str, repo: Path | None, k: int | None, as_json: bool, semanti
             config_path: Path | None) -> None:
     from ctxbench.cli.plan_cmd import EMPTY_QUERY
     from ctxbench.cli.repo_support import opened_retriever
-    from ctxbench.retrieval.embedder import EmbedderError
+    from ctxbench.records.errors import EmbedderError
 
     if not query.strip():
         fail(EMPTY_QUERY, 2)

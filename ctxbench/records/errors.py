@@ -40,3 +40,7 @@ class StoreError(RuntimeError):
 
 class ProviderError(ValueError):
     """The LLM settings cannot make a client (unknown provider, missing model, a base URL that is no URL)."""
+
+
+class EmbedderError(RuntimeError):
+    """The embedding model cannot be used: missing, not what it claims to be, or failed to load."""

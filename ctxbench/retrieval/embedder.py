@@ -23,14 +23,11 @@ import numpy as np
 
 from ctxbench.config import EmbeddingConfig
 from ctxbench.retrieval.vectors import split_identifier
+from ctxbench.records.errors import EmbedderError
 
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
 _HASH_CHUNK = 1 << 20
-
-
-class EmbedderError(RuntimeError):
-    """The embedding model cannot be used: missing, not what it claims to be, or failed to load."""
 
 
 class SupportsEmbedding(Protocol):

@@ -154,7 +154,7 @@ class AttachedRepository:
         """Load ``embedder`` (waiting for it), embed the cards and build the vector index; plans use semantic
         search from then on, and the semantic history strategy ranks with the same model unless the
         workbench has one of its own. A model that cannot load raises ``EmbedderError``."""
-        from ctxbench.retrieval.embedder import EmbedderError
+        from ctxbench.records.errors import EmbedderError
 
         embedder.start_loading()
         if not embedder.wait():
@@ -163,6 +163,15 @@ class AttachedRepository:
         self.retriever.prepare(progress)
         if workbench.embedder is None:
             workbench.embedder = embedder
+
+
+def load_embedder(config: Config) -> Any:
+    """The configured embedding model, loaded (a command-line call can wait for it). Raises EmbedderError."""
+    from ctxbench.retrieval.embedder import Embedder
+
+    embedder = Embedder(config.embedding)
+    embedder.wait()
+    return embedder
 
 
 def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,

@@ -118,7 +118,8 @@ class WorkbenchSession:
         wb, opts = self.wb, self.options
         if wb.repo is None or not opts.index_repo or opts.retriever is not None:
             return
-        from ctxbench.retrieval.embedder import Embedder, EmbedderError
+        from ctxbench.records.errors import EmbedderError
+        from ctxbench.retrieval.embedder import Embedder
 
         def indexing(phase: str, done: int, total: int) -> None:
             status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))

@@ -305,7 +305,7 @@ class Workbench:
         embedder = self.history_embedder()
         if embedder is None:
             return ()
-        from ctxbench.retrieval.embedder import EmbedderError
+        from ctxbench.records.errors import EmbedderError
         from ctxbench.retrieval.history_vectors import rank_turns
 
         try:
