@@ -96,7 +96,10 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
     raw = db.connect(path)
     raw.execute("UPDATE plan_messages SET session_id = NULL, message_id = NULL")
     raw.execute("UPDATE plans SET retrieval_id = NULL")
-    for statement in ("DROP INDEX plan_messages_by_message", "DROP INDEX plans_by_retrieval",
+    undo_v5 = ("DROP INDEX state_by_branch", "ALTER TABLE session_state DROP COLUMN branch_id",
+               "ALTER TABLE branches DROP COLUMN settings", "DROP INDEX plans_by_branch",
+               "ALTER TABLE plans DROP COLUMN branch_id", "ALTER TABLE plans DROP COLUMN group_id")
+    for statement in (*undo_v5, "DROP INDEX plan_messages_by_message", "DROP INDEX plans_by_retrieval",
                       "ALTER TABLE plan_messages DROP COLUMN session_id", "ALTER TABLE plan_messages DROP COLUMN message_id",
                       "ALTER TABLE plans DROP COLUMN retrieval_id"):
         raw.execute(statement)

@@ -45,6 +45,34 @@ class BranchInfo:
 
 
 @dataclass(frozen=True)
+class BranchSummary:
+    """A branch as ``/branch`` and ``ctxbench branch list`` show it."""
+
+    id: str
+    name: str
+    parent: str  # the parent branch's name ("" for the first branch)
+    fork_turn: int | None  # the last turn (group id) of the parent the branch sees; None for the first branch
+    head_turn: int | None  # the newest turn the branch sees
+    turns: int  # turns the branch sees (its parent's up to the fork, then its own)
+    own_turns: int  # turns written on this branch
+    active: bool
+    created_at: str
+
+
+@dataclass(frozen=True)
+class PlanOrigin:
+    """Where a stored plan was made: its session, branch (and where that branch forked), and turn."""
+
+    plan_id: str
+    session_id: str
+    branch_id: str | None  # None for plans stored before branches were recorded (schema v4 and earlier)
+    branch_name: str
+    parent_name: str
+    fork_message_id: int | None
+    group_id: int | None  # the turn planned; None for a draft
+
+
+@dataclass(frozen=True)
 class PlanSummary:
     plan_id: str
     session_id: str

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.sessions import SessionSettings
@@ -18,6 +19,7 @@ class SessionSnapshot:
     history: tuple[Message, ...]  # active and dropped messages of the active branch, oldest first
     dropped: frozenset[int]
     pins: tuple[Pin, ...]
+    branch: str = "main"  # the active branch's name
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,7 @@ class PlanView:
     suggestions: tuple[Suggestion, ...]
     group_id: int | None  # the turn planned (None: a draft that is not stored yet)
     draft: bool = False
+    diff: PlanDiff | None = None  # against the previous turn's last stored plan (None: there is none)
 
     def pin_for(self, item_id: str) -> Pin | None:
         if item_id.startswith("pin:"):

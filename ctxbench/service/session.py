@@ -29,6 +29,7 @@ from ctxbench.service.attach import AttachedRepository, attach_repository
 from ctxbench.service.model import make_runner, offered_tools_tokens
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
+from ctxbench.service.timeline import Timeline
 from ctxbench.service.workbench import Workbench
 
 __all__ = ["CancelToken", "WorkbenchSession"]
@@ -48,6 +49,7 @@ class WorkbenchSession:
         self.settings: SessionSettings | None = None  # as stored
         self.rejected: set[str] = set()  # suggestions the user rejected in this session
         self.attached: AttachedRepository | None = None
+        self.timeline: Timeline | None = None  # set by open()
         self.reflection = None  # the last turn's Reflection
         self._lock = threading.RLock()  # settings writes and the runner's creation
         self._runner: TurnRunner | None = None
@@ -67,6 +69,7 @@ class WorkbenchSession:
             repo = str(wb.repo) if wb.repo else None
             sid = (None if opts.new_session else wb.sessions.latest(repo)) or wb.sessions.create(opts.title, repo)
         self.session_id = sid
+        self.timeline = Timeline(wb, sid)
         if opts.retriever is not None:
             wb.retriever = opts.retriever
         changes = {k: v for k, v in (("mode", opts.mode), ("budget", opts.budget), ("strategy", opts.strategy))
@@ -85,7 +88,8 @@ class WorkbenchSession:
         info = wb.sessions.info(sid)
         messages = wb.messages.all(sid)
         dropped = frozenset(m.group_id for m in messages if m.status == "dropped")
-        return SessionSnapshot(sid, info.title, info.repo, self.stored_settings(), messages, dropped, wb.pins.list(sid))
+        return SessionSnapshot(sid, info.title, info.repo, self.stored_settings(), messages, dropped, wb.pins.list(sid),
+                               wb.branches.active(sid).name)
 
     def stored_settings(self) -> SessionSettings:
         if self.settings is None:
@@ -197,7 +201,8 @@ class WorkbenchSession:
 
     def view_of(self, plan: ContextPlan, group_id: int | None, *, draft: bool = False) -> PlanView:
         pins = self.wb.pins.list(self.session_id)
-        return PlanView(plan, self.stored_settings(), pins, self.suggestions(plan, pins), group_id, draft)
+        diff = self.timeline.previous_turn_diff(plan, group_id) if self.timeline is not None else None
+        return PlanView(plan, self.stored_settings(), pins, self.suggestions(plan, pins), group_id, draft, diff)
 
     def suggestions(self, plan: ContextPlan, pins: tuple[Pin, ...]) -> tuple[Suggestion, ...]:
         """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
@@ -380,6 +385,21 @@ class WorkbenchSession:
         for event in self.runner.rebuild_state(self.session_id, cancel=cancel):
             if not isinstance(event, PlanReady):
                 yield event
+
+    # -- branches -----------------------------------------------------------------------------------------
+    def fork(self, name: str | None = None, at_turn: int | None = None) -> str:
+        """Fork the active branch and switch to the fork; says what was done."""
+        assert self.timeline is not None
+        branch = self.timeline.fork(name, at_turn)
+        self.settings = self.wb.settings(self.session_id)  # the fork's (inherited) settings
+        where = f"at turn {branch.fork_turn}" if branch.fork_turn is not None else "at the start"
+        return f"forked {branch.name} from {branch.parent} {where}; now on {branch.name}"
+
+    def switch(self, name: str) -> str:
+        assert self.timeline is not None
+        branch = self.timeline.switch(name)
+        self.settings = self.wb.settings(self.session_id)  # the branch's own settings
+        return f"now on branch {branch.name} ({branch.turns} turns)"
 
     # -- replay -------------------------------------------------------------------------------------------
     def replay(self, turn: int, settings: SessionSettings) -> ReplayPage:

@@ -1,5 +1,5 @@
-"""Context layers of their own: the ``### STATE`` block (history kept), the scratchpad (one per
-session) and memos (global, searchable by keyword).
+"""Context layers of their own: the ``### STATE`` block (history kept) and the scratchpad, one of each per
+branch, and memos (global, searchable by keyword).
 :class:`Memory` is the repository the service uses; the module functions are the SQL.
 """
 from __future__ import annotations
@@ -18,40 +18,50 @@ from ctxbench.records.sessions import StateVersion
 
 # -- state block ----------------------------------------------------------------------------
 
-def state_block(conn: sqlite3.Connection, session_id: str) -> str:
+def state_block(conn: sqlite3.Connection, branch_id: str) -> str:
     row = conn.execute(
-        "SELECT content FROM session_state WHERE session_id = ? ORDER BY id DESC LIMIT 1", (session_id,)
+        "SELECT content FROM session_state WHERE branch_id = ? ORDER BY id DESC LIMIT 1", (branch_id,)
     ).fetchone()
     return str(row["content"]) if row else ""
 
 
-def set_state_block(conn: sqlite3.Connection, session_id: str, content: str) -> None:
+def set_state_block(conn: sqlite3.Connection, session_id: str, branch_id: str, content: str,
+                    created_at: str | None = None) -> None:
     """Record a new version (unchanged text adds nothing)."""
-    if state_block(conn, session_id) == content:
+    if state_block(conn, branch_id) == content:
         return
     conn.execute(
-        "INSERT INTO session_state (session_id, content, created_at) VALUES (?, ?, ?)",
-        (session_id, content, now_iso()),
+        "INSERT INTO session_state (session_id, branch_id, content, created_at) VALUES (?, ?, ?, ?)",
+        (session_id, branch_id, content, created_at or now_iso()),
     )
 
 
-def state_history(conn: sqlite3.Connection, session_id: str) -> tuple[StateVersion, ...]:
-    rows = conn.execute("SELECT * FROM session_state WHERE session_id = ? ORDER BY id", (session_id,))
+def state_history(conn: sqlite3.Connection, branch_id: str) -> tuple[StateVersion, ...]:
+    rows = conn.execute("SELECT * FROM session_state WHERE branch_id = ? ORDER BY id", (branch_id,))
     return tuple(StateVersion(int(r["id"]), r["content"], r["created_at"]) for r in rows)
+
+
+def state_at(conn: sqlite3.Connection, branch_id: str, moment: str) -> StateVersion | None:
+    """The version that was current at ``moment`` (an ISO time): the newest written at or before it."""
+    row = conn.execute(
+        "SELECT * FROM session_state WHERE branch_id = ? AND created_at <= ? ORDER BY id DESC LIMIT 1",
+        (branch_id, moment),
+    ).fetchone()
+    return StateVersion(int(row["id"]), row["content"], row["created_at"]) if row else None
 
 
 # -- scratchpad -----------------------------------------------------------------------------
 
-def scratchpad(conn: sqlite3.Connection, session_id: str) -> str:
-    row = conn.execute("SELECT content FROM scratchpad WHERE session_id = ?", (session_id,)).fetchone()
+def scratchpad(conn: sqlite3.Connection, branch_id: str) -> str:
+    row = conn.execute("SELECT content FROM scratchpad WHERE branch_id = ?", (branch_id,)).fetchone()
     return str(row["content"]) if row else ""
 
 
-def set_scratchpad(conn: sqlite3.Connection, session_id: str, content: str) -> None:
+def set_scratchpad(conn: sqlite3.Connection, session_id: str, branch_id: str, content: str) -> None:
     conn.execute(
-        "INSERT INTO scratchpad (session_id, content, updated_at) VALUES (?, ?, ?) "
-        "ON CONFLICT (session_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
-        (session_id, content, now_iso()),
+        "INSERT INTO scratchpad (session_id, branch_id, content, updated_at) VALUES (?, ?, ?, ?) "
+        "ON CONFLICT (branch_id) DO UPDATE SET content = excluded.content, updated_at = excluded.updated_at",
+        (session_id, branch_id, content, now_iso()),
     )
 
 
@@ -106,29 +116,26 @@ class Memory:
         self.memo_limit = memo_limit  # memos a search returns unless told otherwise
 
     def state(self, session_id: str) -> str:
+        """The ``### STATE`` of the session's active branch ("" when it has none)."""
         with self._db.connection() as conn:
-            session_store.require_session(conn, session_id)
-            return state_block(conn, session_id)
+            return state_block(conn, session_store.active_branch(conn, session_id))
 
     def set_state(self, session_id: str, content: str) -> None:
-        """Record a new ``### STATE`` version (earlier ones are kept)."""
+        """Record a new ``### STATE`` version on the active branch (earlier ones are kept)."""
         with self._db.transaction() as conn:
-            session_store.require_session(conn, session_id)
-            set_state_block(conn, session_id, content)
+            set_state_block(conn, session_id, session_store.active_branch(conn, session_id), content)
 
     def state_history(self, session_id: str) -> tuple[StateVersion, ...]:
         with self._db.connection() as conn:
-            return state_history(conn, session_id)
+            return state_history(conn, session_store.active_branch(conn, session_id))
 
     def scratchpad(self, session_id: str) -> str:
         with self._db.connection() as conn:
-            session_store.require_session(conn, session_id)
-            return scratchpad(conn, session_id)
+            return scratchpad(conn, session_store.active_branch(conn, session_id))
 
     def set_scratchpad(self, session_id: str, content: str) -> None:
         with self._db.transaction() as conn:
-            session_store.require_session(conn, session_id)
-            set_scratchpad(conn, session_id, content)
+            set_scratchpad(conn, session_id, session_store.active_branch(conn, session_id), content)
 
     def memos(self) -> tuple[Memo, ...]:
         """All memos (global, not per session), oldest first."""

@@ -1,4 +1,4 @@
-"""Pins per session. One pin per target: pinning a target again updates the existing pin.
+"""Pins per branch of a session. One pin per target: pinning a target again updates the existing pin.
 
 Pin ids are ``p<n>`` with ``n`` never reused, so a plan that names ``pin:p3`` stays unambiguous.
 :class:`Pins` is the repository the service uses; the module functions are the SQL.
@@ -50,6 +50,7 @@ def _check(kind: str, scope: str, ttl: int) -> None:
 def add_pin(
     conn: sqlite3.Connection,
     session_id: str,
+    branch_id: str,
     target: str,
     kind: str,
     *,
@@ -64,48 +65,56 @@ def add_pin(
         raise ValueError("a pin needs a target, e.g. group:12 or card:pkg.mod.func")
     _check(kind, scope, ttl)
     conn.execute(
-        "INSERT INTO pins (session_id, target, kind, label, content, scope, ttl, created_turn, source, created_at) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-        "ON CONFLICT (session_id, target) DO UPDATE SET kind = excluded.kind, label = excluded.label, "
+        "INSERT INTO pins (session_id, branch_id, target, kind, label, content, scope, ttl, created_turn, source, "
+        "created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
+        "ON CONFLICT (branch_id, target) DO UPDATE SET kind = excluded.kind, label = excluded.label, "
         "content = excluded.content, scope = excluded.scope, ttl = excluded.ttl, source = excluded.source",
-        (session_id, target, kind, label, content, scope, ttl, created_turn, source, now_iso()),
+        (session_id, branch_id, target, kind, label, content, scope, ttl, created_turn, source, now_iso()),
     )
-    row = conn.execute("SELECT * FROM pins WHERE session_id = ? AND target = ?", (session_id, target)).fetchone()
+    row = conn.execute("SELECT * FROM pins WHERE branch_id = ? AND target = ?", (branch_id, target)).fetchone()
     return _pin(row)
 
 
-def list_pins(conn: sqlite3.Connection, session_id: str) -> tuple[Pin, ...]:
-    rows = conn.execute("SELECT * FROM pins WHERE session_id = ? ORDER BY n", (session_id,))
+def list_pins(conn: sqlite3.Connection, branch_id: str) -> tuple[Pin, ...]:
+    rows = conn.execute("SELECT * FROM pins WHERE branch_id = ? ORDER BY n", (branch_id,))
     return tuple(_pin(r) for r in rows)
 
 
-def get_pin(conn: sqlite3.Connection, session_id: str, pin_id: str) -> Pin:
-    row = conn.execute(
-        "SELECT * FROM pins WHERE session_id = ? AND n = ?", (session_id, pin_number(pin_id))
-    ).fetchone()
+def get_pin(conn: sqlite3.Connection, session_id: str, branch_id: str, pin_id: str) -> Pin:
+    row = conn.execute("SELECT * FROM pins WHERE branch_id = ? AND n = ?", (branch_id, pin_number(pin_id))).fetchone()
     if row is None:
         raise UnknownPin(f"session {session_id} has no pin {pin_id}")
     return _pin(row)
 
 
-def update_pin(conn: sqlite3.Connection, session_id: str, pin_id: str, **changes: Any) -> Pin:
+def update_pin(conn: sqlite3.Connection, session_id: str, branch_id: str, pin_id: str, **changes: Any) -> Pin:
     unknown = set(changes) - set(_EDITABLE)
     if unknown:
         raise ValueError(f"cannot change pin field(s) {', '.join(sorted(unknown))}")
-    current = get_pin(conn, session_id, pin_id)
+    current = get_pin(conn, session_id, branch_id, pin_id)
     merged = {name: changes.get(name, getattr(current, name)) for name in _EDITABLE}
     _check(merged["kind"], merged["scope"], int(merged["ttl"]))
     conn.execute(
         "UPDATE pins SET kind = ?, label = ?, content = ?, scope = ?, ttl = ?, source = ? WHERE n = ?",
         (*(merged[n] for n in _EDITABLE), pin_number(pin_id)),
     )
-    return get_pin(conn, session_id, pin_id)
+    return get_pin(conn, session_id, branch_id, pin_id)
 
 
-def remove_pin(conn: sqlite3.Connection, session_id: str, pin_id: str) -> None:
-    cur = conn.execute("DELETE FROM pins WHERE session_id = ? AND n = ?", (session_id, pin_number(pin_id)))
+def remove_pin(conn: sqlite3.Connection, session_id: str, branch_id: str, pin_id: str) -> None:
+    cur = conn.execute("DELETE FROM pins WHERE branch_id = ? AND n = ?", (branch_id, pin_number(pin_id)))
     if cur.rowcount == 0:
         raise UnknownPin(f"session {session_id} has no pin {pin_id}")
+
+
+def copy_pins(conn: sqlite3.Connection, session_id: str, source_branch: str, target_branch: str) -> None:
+    """A fork inherits its parent's pins (new pin ids; they change independently from then on)."""
+    conn.execute(
+        "INSERT INTO pins (session_id, branch_id, target, kind, label, content, scope, ttl, created_turn, source, "
+        "created_at) SELECT session_id, ?, target, kind, label, content, scope, ttl, created_turn, source, ? "
+        "FROM pins WHERE branch_id = ? ORDER BY n",
+        (target_branch, now_iso(), source_branch),
+    )
 
 
 class Pins:
@@ -116,9 +125,9 @@ class Pins:
         self._lease_ttl = lease_ttl
 
     def list(self, session_id: str) -> tuple[Pin, ...]:
+        """The pins of the session's active branch, oldest first."""
         with self._db.connection() as conn:
-            session_store.require_session(conn, session_id)
-            return list_pins(conn, session_id)
+            return list_pins(conn, session_store.active_branch(conn, session_id))
 
     def add(self, session_id: str, target: str, kind: str, *, scope: str = "turn", ttl: int | None = None,
             label: str = "", content: str = "", source: str = "user") -> Pin:
@@ -132,14 +141,14 @@ class Pins:
             ttl = self._lease_ttl(scope) if kind == "leased" else 0
         with self._db.transaction() as conn:
             turn = session_store.next_group_id(conn, session_id)
-            return add_pin(conn, session_id, target, kind, scope=scope, ttl=ttl, label=label, content=content,
-                           source=source, created_turn=turn)
+            return add_pin(conn, session_id, session_store.active_branch(conn, session_id), target, kind,
+                           scope=scope, ttl=ttl, label=label, content=content, source=source, created_turn=turn)
 
     def update(self, session_id: str, pin_id: str, **changes: Any) -> Pin:
         """Change a pin's kind, label, content, scope, ttl or source."""
         with self._db.transaction() as conn:
-            return update_pin(conn, session_id, pin_id, **changes)
+            return update_pin(conn, session_id, session_store.active_branch(conn, session_id), pin_id, **changes)
 
     def remove(self, session_id: str, pin_id: str) -> None:
         with self._db.transaction() as conn:
-            remove_pin(conn, session_id, pin_id)
+            remove_pin(conn, session_id, session_store.active_branch(conn, session_id), pin_id)

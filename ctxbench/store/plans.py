@@ -28,7 +28,7 @@ from ctxbench.records.retrieval import RetrievalSet
 from ctxbench.store import codec, db
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPlan
-from ctxbench.records.sessions import PlanSummary, UsageReport
+from ctxbench.records.sessions import PlanOrigin, PlanSummary, UsageReport
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.store import sessions as session_store
 from ctxbench.store.db import Connections
@@ -86,10 +86,14 @@ def save_plan(
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
     result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), ZLIB_LEVEL)
+    current = inputs.current_turn[0] if inputs.current_turn else None
+    branch_id = current.branch_id if current is not None and current.branch_id else None
+    group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
     conn.execute(
-        "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS, inputs.retrieval.id),
+        "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id, branch_id, "
+        "group_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS, inputs.retrieval.id,
+         branch_id, group_id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
         save_retrieval_set(conn, inputs.retrieval)
@@ -136,6 +140,36 @@ def get_plan_inputs(conn: sqlite3.Connection, plan_id: str) -> PlanInputs:
     return dataclasses.replace(
         inputs, **{name: tuple(messages[k] for k in body[name]) for name in MESSAGE_FIELDS}
     )
+
+
+def plan_origin(conn: sqlite3.Connection, plan_id: str) -> PlanOrigin:
+    row = conn.execute(
+        "SELECT p.plan_id, p.session_id, p.branch_id, p.group_id, b.name, b.fork_message_id, "
+        "(SELECT name FROM branches parent WHERE parent.id = b.parent_id) AS parent_name "
+        "FROM plans p LEFT JOIN branches b ON b.id = p.branch_id WHERE p.plan_id = ?",
+        (plan_id,),
+    ).fetchone()
+    if row is None:
+        raise UnknownPlan(f"unknown plan {plan_id!r}")
+    return PlanOrigin(row["plan_id"], row["session_id"], row["branch_id"], row["name"] or "", row["parent_name"] or "",
+                      row["fork_message_id"] if row["parent_name"] else None, row["group_id"])
+
+
+def turn_plan_before(conn: sqlite3.Connection, branch_ids: Sequence[str], visible_groups: set[int],
+                     group_id: int | None) -> str | None:
+    """The id of the last plan stored for the latest turn before ``group_id`` (any turn when None) among the
+    turns a branch sees: the plan a turn's plan is compared with."""
+    if not branch_ids:
+        return None
+    marks = ",".join("?" * len(branch_ids))
+    bound = "" if group_id is None else "AND group_id < ?"
+    params: list[object] = [*branch_ids] + ([] if group_id is None else [group_id])
+    rows = conn.execute(
+        f"SELECT plan_id, group_id FROM plans WHERE branch_id IN ({marks}) AND group_id IS NOT NULL {bound} "
+        "ORDER BY group_id DESC, created_at DESC",
+        params,
+    )
+    return next((r["plan_id"] for r in rows if r["group_id"] in visible_groups), None)
 
 
 def list_plans(conn: sqlite3.Connection, session_id: str, limit: int) -> list[PlanSummary]:
@@ -260,6 +294,17 @@ class Plans:
         with self._db.connection() as conn:
             session_store.require_session(conn, session_id)
             return list_plans(conn, session_id, limit)
+
+    def origin(self, plan_id: str) -> PlanOrigin:
+        """The session, branch (and its fork point) and turn a stored plan was made for."""
+        with self._db.connection() as conn:
+            return plan_origin(conn, plan_id)
+
+    def turn_plan_before(self, branch_ids: Sequence[str], visible_groups: set[int], group_id: int | None) -> str | None:
+        """The last stored plan of the latest turn before ``group_id`` among ``visible_groups`` (the turns a branch
+        sees) on ``branch_ids`` (the branch and its ancestors), or None."""
+        with self._db.connection() as conn:
+            return turn_plan_before(conn, branch_ids, visible_groups, group_id)
 
     def retrieval_set(self, retrieval_id: str) -> RetrievalSet | None:
         if retrieval_id == EMPTY_RETRIEVAL_SET.id:

@@ -188,7 +188,75 @@ def _v4_deletable(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX plans_by_retrieval ON plans (retrieval_id)")
 
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable)
+def _v5_branch_scoped(conn: sqlite3.Connection) -> None:
+    """v5: pins, leases, activation, the ``### STATE``, the scratchpad and the settings belong to a branch:
+    a fork inherits them and they are independent afterwards. Rows of earlier versions go to the branch
+    that was active. Plans record the branch and the turn they were made for."""
+    active = "(SELECT active_branch FROM sessions WHERE sessions.id = {table}.session_id)"
+    seq = conn.execute("SELECT seq FROM sqlite_sequence WHERE name = 'pins'").fetchone()
+    conn.execute("""
+        CREATE TABLE pins_v5 (
+            n            INTEGER PRIMARY KEY AUTOINCREMENT,
+            session_id   TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            branch_id    TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+            target       TEXT NOT NULL,
+            kind         TEXT NOT NULL CHECK (kind IN ('sticky', 'leased', 'ephemeral')),
+            label        TEXT NOT NULL DEFAULT '',
+            content      TEXT NOT NULL DEFAULT '',
+            scope        TEXT NOT NULL DEFAULT 'turn' CHECK (scope IN ('turn', 'task')),
+            ttl          INTEGER NOT NULL DEFAULT 0,
+            created_turn INTEGER NOT NULL DEFAULT 0,
+            source       TEXT NOT NULL DEFAULT 'user',
+            created_at   TEXT NOT NULL,
+            UNIQUE (branch_id, target)
+        )""")
+    conn.execute(f"""
+        INSERT INTO pins_v5 (n, session_id, branch_id, target, kind, label, content, scope, ttl, created_turn, source,
+                             created_at)
+        SELECT n, session_id, {active.format(table="pins")}, target, kind, label, content, scope, ttl, created_turn,
+               source, created_at FROM pins""")
+    conn.execute("DROP TABLE pins")
+    conn.execute("ALTER TABLE pins_v5 RENAME TO pins")
+    if seq is not None:  # pin numbers are never reused, also across this rebuild
+        conn.execute("UPDATE sqlite_sequence SET seq = MAX(seq, ?) WHERE name = 'pins'", (int(seq[0]),))
+    conn.execute("""
+        CREATE TABLE activation_v5 (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            branch_id  TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+            item_id    TEXT NOT NULL,
+            score      REAL NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (branch_id, item_id)
+        )""")
+    conn.execute(f"""
+        INSERT INTO activation_v5 (session_id, branch_id, item_id, score, updated_at)
+        SELECT session_id, {active.format(table="activation")}, item_id, score, updated_at FROM activation""")
+    conn.execute("DROP TABLE activation")
+    conn.execute("ALTER TABLE activation_v5 RENAME TO activation")
+    conn.execute("""
+        CREATE TABLE scratchpad_v5 (
+            session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+            branch_id  TEXT NOT NULL REFERENCES branches(id) ON DELETE CASCADE,
+            content    TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            PRIMARY KEY (branch_id)
+        )""")
+    conn.execute(f"""
+        INSERT INTO scratchpad_v5 (session_id, branch_id, content, updated_at)
+        SELECT session_id, {active.format(table="scratchpad")}, content, updated_at FROM scratchpad""")
+    conn.execute("DROP TABLE scratchpad")
+    conn.execute("ALTER TABLE scratchpad_v5 RENAME TO scratchpad")
+    conn.execute("ALTER TABLE session_state ADD COLUMN branch_id TEXT")
+    conn.execute(f"UPDATE session_state SET branch_id = {active.format(table='session_state')}")
+    conn.execute("CREATE INDEX state_by_branch ON session_state (branch_id, id)")
+    conn.execute("ALTER TABLE branches ADD COLUMN settings TEXT NOT NULL DEFAULT '{}'")
+    conn.execute("UPDATE branches SET settings = (SELECT settings FROM sessions WHERE sessions.id = branches.session_id)")
+    conn.execute("ALTER TABLE plans ADD COLUMN branch_id TEXT")
+    conn.execute("ALTER TABLE plans ADD COLUMN group_id INTEGER")
+    conn.execute("CREATE INDEX plans_by_branch ON plans (branch_id, created_at)")
+
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped)
 
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:

@@ -1,4 +1,4 @@
-"""Sessions and branches: rows, listing, per-session settings overrides, group id allocation.
+"""Sessions and branches: rows, listing, per-branch settings overrides, group id allocation.
 
 Every session starts with a branch named ``main``; a branch forks from a message of its
 parent and sees the parent's messages up to that fork point plus its own.
@@ -137,17 +137,17 @@ def _forget_plans(conn: sqlite3.Connection, session_id: str) -> None:
         )
 
 
-# -- settings overrides ---------------------------------------------------------------------
+# -- settings overrides (of the active branch) ---------------------------------------------------------------------
 
 def settings_overrides(conn: sqlite3.Connection, session_id: str) -> dict[str, Any]:
-    return dict(json.loads(require_session(conn, session_id)["settings"]))
+    """The settings the session's active branch overrides (settings belong to a branch since schema v5)."""
+    row = conn.execute("SELECT settings FROM branches WHERE id = ?", (active_branch(conn, session_id),)).fetchone()
+    return dict(json.loads(row["settings"]))
 
 
 def set_settings_overrides(conn: sqlite3.Connection, session_id: str, overrides: Mapping[str, Any]) -> None:
-    require_session(conn, session_id)
-    conn.execute(
-        "UPDATE sessions SET settings = ? WHERE id = ?", (json.dumps(dict(overrides), sort_keys=True), session_id)
-    )
+    conn.execute("UPDATE branches SET settings = ? WHERE id = ?",
+                 (json.dumps(dict(overrides), sort_keys=True), active_branch(conn, session_id)))
 
 
 # -- group ids ------------------------------------------------------------------------------
@@ -218,8 +218,9 @@ def create_branch(
         raise ValueError(f"session {session_id} already has a branch named {name!r}")
     branch_id = new_branch_id()
     conn.execute(
-        "INSERT INTO branches (id, session_id, name, parent_id, fork_message_id, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-        (branch_id, session_id, name, parent_id, fork_message_id, now_iso()),
+        "INSERT INTO branches (id, session_id, name, parent_id, fork_message_id, created_at, settings) "
+        "VALUES (?, ?, ?, ?, ?, ?, (SELECT settings FROM branches WHERE id = ?))",
+        (branch_id, session_id, name, parent_id, fork_message_id, now_iso(), parent_id),
     )
     return branch_id
 
