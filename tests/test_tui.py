@@ -11,19 +11,11 @@ from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.widgets.bubbles import AssistantBubble, AttachmentLine, TurnBlock, UserBubble
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
-from tui_helpers import make_app, quiet_config, settle
+from tui_helpers import type_and_enter, make_app, quiet_config, settle
 
 
 def cards(plan, included=True):
     return [i for i in plan.items if i.kind == "symbol_card" and i.included == included]
-
-
-async def type_and_enter(pilot, text: str) -> None:
-    prompt = pilot.app.main_screen.prompt
-    prompt.focus()
-    prompt.value = text
-    await pilot.press("enter")
-    await settle(pilot)
 
 
 async def test_opens_the_session_with_a_plan_and_an_attachment_line(tmp_path):

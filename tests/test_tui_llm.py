@@ -28,7 +28,7 @@ from ctxbench.tui.screens.replay import ReplayScreen
 from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.widgets.bubbles import AssistantBubble, StatePanel, TurnBlock, UsageLine
 from llm_server import LLMServer, Reply
-from tui_helpers import make_app, quiet_config, settle
+from tui_helpers import type_and_enter, make_app, quiet_config, settle
 
 STATE_REPLY = "Done.\n\n### STATE\nGoal: ship it\nContext: money.py\nResolved: rounding\nTechnical Anchors: 2 places"
 
@@ -38,15 +38,6 @@ def loopback_config(server: LLMServer):
     llm = dataclasses.replace(LLMConfig(), provider="openai", base_url=server.base_url, model="loopback",
                               max_retries=0, timeout_s=10.0)
     return dataclasses.replace(base, llm=llm)
-
-
-async def type_and_enter(pilot, text: str, *, wait: bool = True) -> None:
-    prompt = pilot.app.main_screen.prompt
-    prompt.focus()
-    prompt.value = text
-    await pilot.press("enter")
-    if wait:
-        await settle(pilot)
 
 
 async def wait_for(pilot, predicate, what: str, rounds: int = 1500):

@@ -125,3 +125,13 @@ def quiet_inputs(app) -> None:
     for screen in app.screen_stack:
         for widget in screen.query(Input):
             widget.cursor_blink = False
+
+
+async def type_and_enter(pilot, text: str, *, wait: bool = True) -> None:
+    """Type ``text`` into the prompt and press Enter (then wait for the workbench to settle)."""
+    prompt = pilot.app.main_screen.prompt
+    prompt.focus()
+    prompt.value = text
+    await pilot.press("enter")
+    if wait:
+        await settle(pilot)

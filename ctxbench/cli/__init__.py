@@ -21,6 +21,9 @@ COMMANDS: dict[str, str] = {
     "chat": "ctxbench.cli.chat_cmd:command",
     "replay": "ctxbench.cli.replay_cmd:command",
     "open": "ctxbench.cli.open_cmd:command",
+    "branch": "ctxbench.cli.branch_cmd:command",
+    "diff": "ctxbench.cli.diff_cmd:command",
+    "export": "ctxbench.cli.export_cmd:command",
 }
 
 STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used

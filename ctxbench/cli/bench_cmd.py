@@ -10,6 +10,7 @@ BENCHMARKS: dict[str, str] = {
     "code": "ctxbench.cli.bench_code:command",
     "perf": "ctxbench.cli.bench_perf:command",
     "ui": "ctxbench.cli.bench_ui:command",
+    "timeline": "ctxbench.cli.bench_timeline:command",
 }
 
 

@@ -25,7 +25,7 @@ MIN_LABEL_WIDTH = 20
 TABLE_CHROME = 24  # cell padding, column gaps and edges of the plan table, in characters
 
 
-def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
+def render_plan(plan: ContextPlan, *, footer: str = "", origin=None) -> None:
     """Print a plan as a readable header and one table row per item (included first)."""
     from rich import box
     from rich.console import Console
@@ -34,7 +34,7 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
 
     console = Console(width=max(120, Console().width), highlight=False, soft_wrap=False)
     share = f"{100.0 * plan.used_tokens / plan.budget:.1f}%" if plan.budget else "-"
-    console.print(Text(f"plan {plan.plan_id}   session {plan.session_id}"))
+    console.print(Text(f"plan {plan.plan_id}   session {plan.session_id}" + _branch_line(origin)))
     console.print(Text(f"query: {plan.query}"))
     console.print(Text(
         f"mode {plan.mode} · strategy {plan.strategy} · budget {plan.budget} · used {plan.used_tokens} ({share})"
@@ -82,6 +82,14 @@ def render_plan(plan: ContextPlan, *, footer: str = "") -> None:
     console.print(Text(f"{len(included)} included, {len(plan.excluded)} excluded"))
     if footer:
         console.print(Text(footer))
+
+
+def _branch_line(origin) -> str:
+    """``   branch try-b (forked from main at message 812)`` for a stored plan that recorded its branch."""
+    if origin is None or not origin.branch_name:
+        return ""
+    fork = f" (forked from {origin.parent_name} at message {origin.fork_message_id})" if origin.parent_name else ""
+    return f"   branch {origin.branch_name}{fork}"
 
 
 def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> None:

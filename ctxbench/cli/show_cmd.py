@@ -24,6 +24,7 @@ def command(plan_id: str, as_json: bool, as_messages: bool, db_path: Path | None
     try:
         with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
             plan = wb.plans.get(plan_id)
+            origin = wb.plans.origin(plan_id)
     except UnknownPlan as exc:
         fail(f"{exc} (list a session's plans in the workbench, or run `ctxbench plan`)", 2)
     if as_messages:
@@ -31,4 +32,4 @@ def command(plan_id: str, as_json: bool, as_messages: bool, db_path: Path | None
     elif as_json:
         emit_json(plan.to_json())
     else:
-        render_plan(plan)
+        render_plan(plan, origin=origin)

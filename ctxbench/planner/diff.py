@@ -62,8 +62,6 @@ def diff_plans(before: ContextPlan, after: ContextPlan) -> PlanDiff:
             if item is not None and item.reason == "over_budget" and entered:
                 why = (f"{len(entered)} item{'s' if len(entered) != 1 else ''} entered "
                        f"({entered_tokens:,} tok) and took its place")
-            elif item is None:
-                why = "no longer a candidate"
             left.append(DiffItem(item_id, was.kind, was.label, _side(was), _side(item), why))
     delta = after.used_tokens - before.used_tokens
     return PlanDiff(before.plan_id, after.plan_id, before.used_tokens, after.used_tokens, tuple(entered), tuple(left),

@@ -65,24 +65,31 @@ class ModeRetrieval:
     def retrieve(self, query: str, *, mode: str, budget: int | None = None, pins: Sequence[Pin] = (),
                  activation: Mapping[str, float] | None = None, mentioned: Sequence[str] = (),
                  k: int | None = None) -> RetrievalSet:
+        """The set for ``query`` under ``mode``; the hits do not depend on the budget, only the folded scaffold
+        does, so a new budget (the budget keys, the what-if slider) re-folds the scaffold without searching."""
         from ctxbench.retrieval.retriever import SOURCES
 
-        key = (query, mode, budget, tuple(pins), tuple(sorted((activation or {}).items())), tuple(mentioned), k,
+        key = (query, mode, tuple(pins), tuple(sorted((activation or {}).items())), tuple(mentioned), k,
                self.semantic_ready)
         with self._lock:
             found = self._sets.get(key)
             if found is not None:
                 self._sets.move_to_end(key)
-                return found
-        profile = self.config.planner.mode(mode)
-        sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
-        result = self.retriever.retrieve(query, k, sources=sources, pins=pins, activation=activation,
-                                         mentioned=mentioned, scaffold=self.scaffold_for(mode, budget))
-        with self._lock:
-            self._sets[key] = result
-            while len(self._sets) > self._cache_size:
-                self._sets.popitem(last=False)
-        return result
+        if found is None:
+            profile = self.config.planner.mode(mode)
+            sources = tuple(s for s in SOURCES if s != "graph" or profile.graph_neighbours)
+            found = self.retriever.retrieve(query, k, sources=sources, pins=pins, activation=activation,
+                                            mentioned=mentioned)
+            with self._lock:
+                self._sets[key] = found
+                while len(self._sets) > self._cache_size:
+                    self._sets.popitem(last=False)
+        scaffold = self.scaffold_for(mode, budget)
+        if scaffold is None or scaffold == found.scaffold:
+            return found
+        view = self.retriever.index
+        return RetrievalSet.create(query, found.hits, view.version if view is not None else "",
+                                   semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold)
 
     def scaffold_for(self, mode: str, budget: int | None) -> str | None:
         """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the

@@ -401,6 +401,15 @@ class WorkbenchSession:
         self.settings = self.wb.settings(self.session_id)  # the branch's own settings
         return f"now on branch {branch.name} ({branch.turns} turns)"
 
+    def export(self, path: Path | None = None) -> tuple[Path, int]:
+        """Write the active branch as OpenAI JSONL (default: ``<session>-<branch>.jsonl`` here); (path, messages)."""
+        assert self.timeline is not None
+        branch = self.timeline.active().name
+        target = path if path is not None else Path(f"{self.session_id}-{branch}.jsonl")
+        lines = self.timeline.export_lines()
+        target.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+        return target, len(lines)
+
     # -- replay -------------------------------------------------------------------------------------------
     def replay(self, turn: int, settings: SessionSettings) -> ReplayPage:
         """The plan user turn ``turn`` (1-based; past the end: the last) would get under ``settings``."""

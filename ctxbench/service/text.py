@@ -19,3 +19,29 @@ def render_messages(messages: Iterable[Mapping[str, Any]]) -> str:
             out.append(f"⚙ {fn.get('name')}({fn.get('arguments')})  [{call.get('id')}]")
         out.append("")
     return "\n".join(out)
+
+
+def diff_lines(diff) -> list[str]:
+    """A plan diff (``records.diffs.PlanDiff``) as lines: what entered, what left, what changed, each with its
+    section, tokens and the reason on both sides."""
+    out = [f"{diff.before_id} → {diff.after_id}: {diff.summary} ({diff.tokens_before:,} → {diff.tokens_after:,} tok)"]
+    for title, items in (("entered", diff.entered), ("left", diff.left), ("changed", diff.changed)):
+        if items:
+            out.append(f"{title} ({len(items)}):")
+            out.extend("  " + _diff_item(title, item) for item in items)
+    if diff.empty:
+        out.append("the two plans include the same items with the same tokens")
+    return out
+
+
+def _diff_item(title: str, item) -> str:
+    before, after = item.before, item.after
+    if title == "entered":
+        was = f"was {before.reason}" if before is not None else "was not a candidate"
+        return f"{item.label} [{after.section}, {after.tokens:,} tok] — {after.reason} ({was})"
+    if title == "left":
+        now = after.reason if after is not None else "no longer a candidate"
+        why = f" — {item.why}" if item.why else ""
+        return f"{item.label} [{before.section}, {before.tokens:,} tok] — {now} (was {before.reason}){why}"
+    moved = f"{before.section} → {after.section}, " if before.section != after.section else ""
+    return f"{item.label} [{moved}{before.tokens:,} → {after.tokens:,} tok] — {after.reason}"

@@ -12,7 +12,6 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ctxbench.planner.diff import diff_plans
 from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.errors import UnknownBranch
 from ctxbench.records.messages import Message
@@ -79,40 +78,19 @@ class Timeline:
         before = self.wb.plans.turn_plan_before(self.wb.branches.lineage_ids(self.session_id), visible, group_id)
         if before is None or before == plan.plan_id:
             return None
-        return diff_plans(self.stored_plan(before), plan)
+        return compare(self.stored_plan(before), plan)
 
     # -- what-if ------------------------------------------------------------------------------------------
-    def budget_curve(self, settings: SessionSettings, draft: str, *, limit: int, tools_tokens: int,
-                     group_id: int | None) -> tuple[CurvePoint, ...]:
-        """What the next call would include at budgets from ``CURVE_START`` doubling up to ``limit`` (and at
-        ``limit``): tokens per section and items, so a user sees where more budget stops buying anything."""
-        budgets: list[int] = []
-        b = CURVE_START
-        while b < limit:
-            budgets.append(b)
-            b *= 2
-        budgets.append(limit)
-        points = []
-        for budget in budgets:
-            plan = self.plan(dataclasses.replace(settings, budget=budget), draft, tools_tokens=tools_tokens,
-                             group_id=group_id)
-            sections = tuple((name, tokens) for name, tokens in plan.sections)
-            points.append(CurvePoint(budget, plan.used_tokens, sections, len(plan.included), plan.over_budget))
-        return tuple(points)
-
-    def plan(self, settings: SessionSettings, draft: str, *, tools_tokens: int,
-             group_id: int | None) -> ContextPlan:
-        """The plan the next call would get under ``settings`` (not stored)."""
-        if draft.strip():
-            return self.wb.plan(self.session_id, draft, settings, store=False, tools_tokens=tools_tokens)
-        return self.wb.plan(self.session_id, None if group_id is not None else "", settings, current_group=group_id,
-                            store=False, tools_tokens=tools_tokens)
+    def what_if(self, draft: str, group_id: int | None, tools_tokens: int) -> "WhatIf":
+        """Plans of the next call under other settings, for one what-if screen (what it reads is read once)."""
+        return WhatIf(self.wb, self.session_id, draft, group_id, tools_tokens)
 
     # -- export -------------------------------------------------------------------------------------------
-    def export_lines(self, *, include_dropped: bool = False) -> list[str]:
-        """The active branch as OpenAI JSONL lines (what ``ctxbench import`` reads back as the same messages)."""
-        messages = self.wb.messages.all(self.session_id) if include_dropped else self.wb.messages.history(
-            self.session_id)
+    def export_lines(self, branch: str | None = None, *, include_dropped: bool = False) -> list[str]:
+        """A branch (default: the active one) as OpenAI JSONL lines: what ``ctxbench import`` reads back as the
+        same messages, turns and tool calls."""
+        found = self.wb.branches.find(self.session_id, branch) if branch else self.wb.branches.active(self.session_id)
+        messages = self.wb.messages.of_branch(self.session_id, found.id, include_dropped=include_dropped)
         return [json.dumps(export_message(m), ensure_ascii=False) for m in messages]
 
 
@@ -127,6 +105,62 @@ def export_message(m: Message) -> dict[str, Any]:
     return out
 
 
+def compare(before: ContextPlan, after: ContextPlan) -> PlanDiff:
+    """What changed from one plan to another (``planner.diff.diff_plans``), for front ends."""
+    from ctxbench.planner.diff import diff_plans  # the planner loads with the first plan, not with the app
+
+    return diff_plans(before, after)
+
+
 def diff_stored(workbench: Any, before_id: str, after_id: str) -> PlanDiff:
     """The diff of any two stored plans (of any sessions and branches)."""
-    return diff_plans(workbench.plans.get(before_id), workbench.plans.get(after_id))
+    return compare(workbench.plans.get(before_id), workbench.plans.get(after_id))
+
+
+class WhatIf:
+    """The plans the next call would get under other settings, never stored.
+
+    The session does not change while a what-if screen is open, so what a plan reads from the store (history,
+    pins, state, rankings) is read once per mode / strategy / window and reused for every budget; only the
+    RetrievalSet's folded scaffold and the selection depend on the budget.
+    """
+
+    def __init__(self, workbench: Any, session_id: str, draft: str, group_id: int | None, tools_tokens: int) -> None:
+        self.wb = workbench
+        self.session_id = session_id
+        self.draft = draft
+        self.group_id = None if draft.strip() else group_id
+        self.tools_tokens = tools_tokens
+        self._inputs: dict[SessionSettings, Any] = {}
+
+    def plan(self, settings: SessionSettings) -> ContextPlan:
+        """The plan under ``settings`` (not stored)."""
+        from ctxbench.planner import build_plan
+
+        key = dataclasses.replace(settings, budget=0)
+        inputs = self._inputs.get(key)
+        if inputs is None:
+            query = self.draft if self.draft.strip() else (None if self.group_id is not None else "")
+            inputs = self.wb.plan_inputs(self.session_id, query, settings, current_group=self.group_id,
+                                         tools_tokens=self.tools_tokens)
+            self._inputs[key] = inputs
+        checked = self.wb.rules.check(settings)
+        retrieval = self.wb.retrieval_for(self.session_id, inputs.query, checked, inputs.pins)
+        inputs = dataclasses.replace(inputs, budget=checked.budget, retrieval=retrieval)
+        return build_plan(inputs, self.wb.config.planner, self.wb.tokenizer)
+
+    def curve(self, settings: SessionSettings, limit: int) -> tuple[CurvePoint, ...]:
+        """What the next call would include at budgets from ``CURVE_START`` doubling up to ``limit`` (and at
+        ``limit``): tokens per section and items, so a user sees where more budget stops buying anything."""
+        budgets: list[int] = []
+        b = CURVE_START
+        while b < limit:
+            budgets.append(b)
+            b *= 2
+        budgets.append(limit)
+        points = []
+        for budget in budgets:
+            plan = self.plan(dataclasses.replace(settings, budget=budget))
+            points.append(CurvePoint(budget, plan.used_tokens, tuple(plan.sections), len(plan.included),
+                                     plan.over_budget))
+        return tuple(points)

@@ -231,7 +231,7 @@ class Workbench:
         with self.connection() as conn:  # one snapshot of the session for the whole read
             inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
         if retrieval is None:
-            retrieval = self._retrieve(inputs.query, wanted, inputs.pins, session_id)
+            retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         inputs = dataclasses.replace(inputs, retrieval=retrieval, tools_tokens=tools_tokens)
         if wanted.strategy == "semantic":
             ranking = self._semantic_ranking(inputs)
@@ -281,7 +281,7 @@ class Workbench:
             tokenizer=self.tokenizer.name,
         )
 
-    def _retrieve(self, query: str, settings: SessionSettings, pins: Sequence[Pin], session_id: str) -> RetrievalSet:
+    def retrieval_for(self, session_id: str, query: str, settings: SessionSettings, pins: Sequence[Pin]) -> RetrievalSet:
         """The turn's RetrievalSet, steered by the session's live pins, its activation scores and what the
         query mentions. With no retriever attached, plans get the empty set."""
         if self.retriever is None:

@@ -84,11 +84,16 @@ class Branches:
             elif at_message_id and at_message_id not in {m.id for m in visible}:
                 raise NotFound(f"message {at_message_id} is not on the active branch of {session_id}")
             branch_id = create_branch(conn, session_id, name, parent, at_message_id)
-            _inherit(conn, session_id, parent, branch_id, next((m for m in visible if m.id == at_message_id), None),
-                     at_end=at_message_id == (visible[-1].id if visible else 0))
+            later = next((m for m in visible if m.id > at_message_id), None)  # the parent's next message
+            _inherit(conn, session_id, parent, branch_id, later)
             if switch:
                 set_active_branch(conn, session_id, branch_id)
             return branch_id
+
+    def find(self, session_id: str, name_or_id: str) -> BranchInfo:
+        """A branch of the session by name or id (UnknownBranch when there is none)."""
+        with self._db.connection() as conn:
+            return find_branch(conn, session_id, name_or_id)
 
     def lineage_ids(self, session_id: str) -> list[str]:
         """The active branch and its ancestors, nearest first."""
@@ -116,17 +121,18 @@ def check_name(name: str) -> None:
         raise ValueError(f"a branch name is 1 to {MAX_NAME} letters, digits, '_', '.' or '-', got {name!r}")
 
 
-def _inherit(conn, session_id: str, parent: str, child: str, fork_message, *, at_end: bool) -> None:
-    """Copy the parent's branch-scoped state to the new branch."""
+def _inherit(conn, session_id: str, parent: str, child: str, next_message) -> None:
+    """Copy the parent's branch-scoped state to the new branch; the STATE is the version written before the
+    parent's first message after the fork point (the one the forked turn left), or the current one."""
     pins.copy_pins(conn, session_id, parent, child)
     activation.set_scores(conn, session_id, child, activation.scores(conn, parent), replace=True)
     pad = memory.scratchpad(conn, parent)
     if pad:
         memory.set_scratchpad(conn, session_id, child, pad)
-    if at_end or fork_message is None:
+    if next_message is None:
         state = memory.state_block(conn, parent)
     else:
-        version = memory.state_at(conn, parent, fork_message.created_at)
+        version = memory.state_before(conn, parent, next_message.created_at)
         state = version.content if version is not None else ""
     if state:
         memory.set_state_block(conn, session_id, child, state)

@@ -41,10 +41,10 @@ def state_history(conn: sqlite3.Connection, branch_id: str) -> tuple[StateVersio
     return tuple(StateVersion(int(r["id"]), r["content"], r["created_at"]) for r in rows)
 
 
-def state_at(conn: sqlite3.Connection, branch_id: str, moment: str) -> StateVersion | None:
-    """The version that was current at ``moment`` (an ISO time): the newest written at or before it."""
+def state_before(conn: sqlite3.Connection, branch_id: str, moment: str) -> StateVersion | None:
+    """The version that was current just before ``moment`` (an ISO time): the newest written before it."""
     row = conn.execute(
-        "SELECT * FROM session_state WHERE branch_id = ? AND created_at <= ? ORDER BY id DESC LIMIT 1",
+        "SELECT * FROM session_state WHERE branch_id = ? AND created_at < ? ORDER BY id DESC LIMIT 1",
         (branch_id, moment),
     ).fetchone()
     return StateVersion(int(row["id"]), row["content"], row["created_at"]) if row else None

@@ -292,6 +292,11 @@ class Messages:
         with self._db.connection() as conn:
             return branch_messages(conn, session_id, sessions.active_branch(conn, session_id), include_dropped=True)
 
+    def of_branch(self, session_id: str, branch_id: str, *, include_dropped: bool = False) -> tuple[Message, ...]:
+        """The messages a given branch sees (not necessarily the active one), oldest first."""
+        with self._db.connection() as conn:
+            return branch_messages(conn, session_id, branch_id, include_dropped=include_dropped)
+
     def group(self, session_id: str, group_id: int) -> tuple[Message, ...]:
         """Every message of one group (any status); UnknownGroup when there is none."""
         with self._db.connection() as conn:

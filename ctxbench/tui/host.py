@@ -7,6 +7,7 @@ from typing import Protocol
 from textual.app import App
 
 from ctxbench.config import Config
+from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView
 from ctxbench.tui.session_link import SessionLink
@@ -14,8 +15,8 @@ from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.status_line import StatusLine
 
 
-class SlashHost(Protocol):
-    """What the controller needs of the main screen."""
+class MainHost(Protocol):
+    """What the controllers of the main screen need of it."""
 
     app: App
     config: Config
@@ -24,21 +25,39 @@ class SlashHost(Protocol):
     settings: SessionSettings | None
 
     @property
-    def turn_running(self) -> bool: ...
+    def draft(self) -> str: ...
 
     def change_settings(self, **changes: object) -> None: ...
 
     def notify(self, message: str, *, title: str = "", severity: str = "information",
                timeout: float | None = None) -> None: ...
 
-    def show_viewer(self, title: str, body: str, language: str = "text", subtitle: str = "",
-                    wrap: bool = True) -> None: ...
 
-    def show_payload(self, as_json: bool = False) -> None: ...
+class OnTop(Protocol):
+    """The screens the main screen pushes over itself (``tui.screens.on_top.ScreensOnTop``)."""
+
+    def viewer(self, title: str, body: str, language: str = "text", subtitle: str = "", wrap: bool = True,
+               *, copy_text: str = "", save_as: str = "") -> None: ...
+
+    def payload(self, as_json: bool = False) -> None: ...
 
     def open_overlay(self) -> None: ...
 
-    def open_replay(self, start: int) -> None: ...
+    def replay(self, start: int) -> None: ...
+
+    def diff(self, diff: PlanDiff) -> None: ...
+
+    def whatif(self) -> None: ...
+
+
+class SlashHost(MainHost, Protocol):
+    """What the slash command controller needs of the main screen."""
+
+    @property
+    def turn_running(self) -> bool: ...
+
+    @property
+    def screens(self) -> OnTop: ...
 
     def request_rebuild(self) -> None: ...
 

@@ -59,6 +59,19 @@ OVERLAY_KEYS: tuple[KeySpec, ...] = (
 
 VIEWER_KEYS: tuple[KeySpec, ...] = (
     KeySpec("viewer.close", "escape,q", "close", "Close", key_display="esc"),
+    KeySpec("viewer.copy", "c", "copy", "Copy"),
+    KeySpec("viewer.save", "s", "save", "Save JSON"),
+)
+
+WHATIF_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("whatif.close", "escape,q", "close", "Cancel", priority=True, key_display="esc"),
+    KeySpec("whatif.keep", "enter", "keep", "Keep", priority=True),
+    KeySpec("whatif.less", "left", "budget(-1)", "Budget-", priority=True, key_display="←"),
+    KeySpec("whatif.more", "right", "budget(1)", "Budget+", priority=True, key_display="→"),
+    KeySpec("whatif.halve", "down", "scale(0.5)", "½", priority=True, key_display="↓"),
+    KeySpec("whatif.double", "up", "scale(2)", "×2", priority=True, key_display="↑"),
+    KeySpec("whatif.mode", "m", "cycle_mode", "Mode", priority=True),
+    KeySpec("whatif.strategy", "s", "cycle_strategy", "Strategy", priority=True),
 )
 
 
@@ -81,7 +94,7 @@ REPLAY_KEYS: tuple[KeySpec, ...] = (
     KeySpec("replay.payload", "enter", "payload", "Payload", priority=True),
 )
 
-ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS + REPLAY_KEYS
+ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS + REPLAY_KEYS + WHATIF_KEYS
 BINDING_IDS: frozenset[str] = frozenset(s.id for s in ALL_KEYS)
 
 

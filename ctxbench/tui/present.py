@@ -227,17 +227,27 @@ def model_label(llm) -> str:
 
 # -- the status line and first words ---------------------------------------------------------------
 
-def status_detail(settings, repo_name: str, title: str, model: str) -> str:
-    """``repo · strategy · window · model`` after the session's title (the repository only when the title
-    does not already name it)."""
+def status_detail(settings, repo_name: str, title: str, model: str, branch: str = "") -> str:
+    """``repo · ⎇ branch · strategy · window · model`` after the session's title (the repository only when the
+    title does not already name it)."""
     parts = []
     if repo_name and repo_name not in title:
         parts.append(repo_name)
+    if branch:
+        parts.append(f"⎇ {branch}")
     if settings is not None:
         parts.append(settings.strategy)
         parts.append("all turns" if not settings.window_groups else f"last {settings.window_groups} turns")
     parts.append(model)
     return " · ".join(parts)
+
+
+def diff_line(diff, group_id: int | None) -> str:
+    """The line under a turn's attachment line: what changed since the previous turn's plan, with a link to
+    the whole diff ("" when there is nothing to compare with)."""
+    if diff is None or group_id is None:
+        return ""
+    return f"\nΔ since the previous turn: {diff.summary} · [@click=screen.open_diff({group_id})]diff[/]"
 
 
 def new_session_note(keymap: dict[str, str]) -> str:

@@ -1,14 +1,14 @@
 """Slash commands: the controller that runs each row of ``SLASH_COMMANDS``.
 
-Each handler is registered for its command's name (``@handles("context window")``; a test checks the
-table and the registry agree). A handler parses its arguments, then changes a setting on the screen,
+Each handler is registered for its command's name (``@handles("context window")``, ``slash_base``; a
+test checks the table and the registry agree); the controller inherits the other groups (``slash_timeline``). A handler parses its arguments, then changes a setting on the screen,
 runs an engine action through the screen's link (a worker, then a replan), or opens a screen. A bad
 argument is a ``ValueError`` / ``LookupError``, shown with the command's usage.
 """
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from ctxbench.records.vocab import STRATEGIES
 from ctxbench.tui import messages as msg
@@ -20,33 +20,18 @@ from ctxbench.tui.commands import (
     parse,
     pin_target,
 )
-from ctxbench.tui.host import SlashHost
 from ctxbench.tui.session_link import ActionOutcome
+from ctxbench.tui.slash_base import HANDLERS, SlashBase, handles
+from ctxbench.tui.slash_timeline import TimelineCommands
 
 if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
     from ctxbench.service.session import WorkbenchSession
 
-Handler = Callable[["SlashController", tuple[str, ...]], None]
-HANDLERS: dict[str, Handler] = {}
 PIN_TEXT_LABEL = 40  # characters of a pinned note shown as its label
 
 
-def handles(name: str) -> Callable[[Handler], Handler]:
-    """Register a method as the handler of the slash command ``name``."""
-
-    def register(method: Handler) -> Handler:
-        HANDLERS[name] = method
-        return method
-
-    return register
-
-
-class SlashController:
+class SlashController(TimelineCommands, SlashBase):
     """Runs slash command lines typed in the input or chosen in the palette."""
-
-    def __init__(self, host: SlashHost) -> None:
-        self.host = host
-        self.last_error = ""
 
     def run(self, line: str) -> None:
         try:
@@ -61,34 +46,6 @@ class SlashController:
             self.host.notify(f"{parsed.command.usage}: {exc}", title="command", severity="error")
             self.last_error = str(exc)
 
-    # -- helpers ------------------------------------------------------------------------------------------
-    def _need_session(self) -> None:
-        if not self.host.link.open:
-            raise LookupError("the session is still opening")
-
-    def _not_while_replying(self) -> None:
-        if self.host.turn_running:
-            raise ValueError("a reply is still arriving (esc cancels it); this would change the turn it belongs to")
-
-    def _plan(self):
-        return self.host.view.plan if self.host.view is not None else None
-
-    def _on_turn(self, args: tuple[str, ...], done: str, change: Callable[["WorkbenchSession", int], None]) -> None:
-        """Change turn GID (the one argument) in a worker, then show the new history and replan."""
-        gid = int_arg(args, "turn id (GID)")
-        self._need_session()
-
-        def run(session: "WorkbenchSession") -> str:
-            change(session, gid)
-            return f"{done} turn {gid}"
-
-        self.host.link.act(run, history=True)
-
-    def _read(self, title: str, read: Callable[[WorkbenchSession], str], subtitle: str = "",
-              wrap: bool = True) -> None:
-        self._need_session()
-        self.host.link.read(lambda session: msg.ShowText(title, read(session), "text", subtitle, wrap))
-
     # -- context ------------------------------------------------------------------------------------------
     @handles("context window")
     def context_window(self, args: tuple[str, ...]) -> None:
@@ -101,7 +58,7 @@ class SlashController:
     def context_show(self, args: tuple[str, ...]) -> None:
         if self.host.view is None:
             raise LookupError("no plan yet")
-        self.host.show_payload(as_json=bool(args and args[0] == "json"))
+        self.host.screens.payload(as_json=bool(args and args[0] == "json"))
 
     @handles("context rebuild")
     def context_rebuild(self, args: tuple[str, ...]) -> None:
@@ -110,7 +67,7 @@ class SlashController:
 
     @handles("context")
     def context_overlay(self, args: tuple[str, ...]) -> None:
-        self.host.open_overlay()
+        self.host.screens.open_overlay()
 
     @handles("context drop")
     def context_drop(self, args: tuple[str, ...]) -> None:
@@ -125,7 +82,7 @@ class SlashController:
     @handles("replay")
     def replay(self, args: tuple[str, ...]) -> None:
         self._need_session()
-        self.host.open_replay(int_arg(args, "turn number") if args else 1)
+        self.host.screens.replay(int_arg(args, "turn number") if args else 1)
 
     # -- the history --------------------------------------------------------------------------------------
     @handles("undo")
@@ -259,7 +216,7 @@ class SlashController:
 
     @handles("help")
     def help(self, args: tuple[str, ...]) -> None:
-        self.host.show_viewer("Slash commands", help_text(), "text", "the same actions are in the palette (ctrl+p)")
+        self.host.screens.viewer("Slash commands", help_text(), "text", "the same actions are in the palette (ctrl+p)")
 
     @handles("quit")
     def quit(self, args: tuple[str, ...]) -> None:

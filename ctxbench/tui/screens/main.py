@@ -24,11 +24,7 @@ from ctxbench.service.options import LaunchOptions
 from ctxbench.tui import messages as msg
 from ctxbench.tui import present
 from ctxbench.tui.keymap import MAIN_KEYS, bindings, describe_key
-from ctxbench.tui.screens.overlay import ContextOverlay
-from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
-from ctxbench.tui.screens.overlay_rows import OverlayRow
-from ctxbench.tui.screens.replay import ReplayScreen
-from ctxbench.tui.screens.viewer import ViewerScreen
+from ctxbench.tui.screens.on_top import ScreensOnTop
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
 from ctxbench.tui.turn_feed import TurnFeed
@@ -53,7 +49,8 @@ class MainScreen(Screen[None]):
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
         self.ready = False  # the session is open and its history shown
-        self.overlay: ContextOverlay | None = None
+        self.screens = ScreensOnTop(self)
+        self.branch = ""  # the active branch's name
         self._preview_timer: Timer | None = None
         self._draft = ""
 
@@ -105,19 +102,23 @@ class MainScreen(Screen[None]):
     async def _session_loaded(self, message: msg.SessionLoaded) -> None:
         snap = message.snapshot
         self.session_title = snap.title or snap.session_id
-        self.settings = snap.settings
-        self.query_one(ModeIndicator).mode = snap.settings.mode
-        self._status_detail()
+        self._take(snap)
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
         self.ready = True
 
+    def _take(self, snap) -> None:
+        """The session's (or a branch's) own settings and branch name: indicator and status line."""
+        self.settings, self.branch = snap.settings, snap.branch
+        self.query_one(ModeIndicator).mode = snap.settings.mode
+        self._status_detail()
+
     def _status_detail(self) -> None:
         repo = self.session.wb.repo if self.session is not None else None
         self.status.title = self.session_title
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
-                                           present.model_label(self.config.llm))
+                                                   present.model_label(self.config.llm), self.branch)
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -137,7 +138,7 @@ class MainScreen(Screen[None]):
 
     @on(msg.ShowText)
     def _show_text(self, message: msg.ShowText) -> None:
-        self.show_viewer(message.title, message.body, message.language, message.subtitle, message.wrap)
+        self.screens.viewer(message.title, message.body, message.language, message.subtitle, message.wrap)
 
     # -- plans --------------------------------------------------------------------------------------------
     def request_plan(self) -> None:
@@ -157,8 +158,7 @@ class MainScreen(Screen[None]):
         self.meter.state = present.meter_state(view.plan)
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
-        if self.overlay is not None:
-            self.overlay.show_view(view)
+        self.screens.show_view(view)
 
     @on(msg.PlanFailed)
     def _plan_failed(self, message: msg.PlanFailed) -> None:
@@ -166,13 +166,19 @@ class MainScreen(Screen[None]):
         self.notify(message.error, title="planning failed", severity="error")
 
     def attachment_text(self, view: PlanView) -> str:
-        return present.attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
+        line = present.attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
+        return line + present.diff_line(view.diff, view.group_id)
+
+    def action_open_diff(self, group_id: int) -> None:
+        """The diff line under a turn was clicked."""
+        self.screens.turn_diff(group_id)
 
     @on(msg.ActionDone)
     async def _action_done(self, message: msg.ActionDone) -> None:
         if message.note:
             self.notify(message.note)
         if message.history is not None:
+            self._take(message.history)  # a fork or a switch brings the branch's own settings
             await self.chat.show_history(message.history.history, message.history.dropped)
         self.request_plan()
         if message.rebuild_state:
@@ -201,45 +207,18 @@ class MainScreen(Screen[None]):
         self.change_settings(budget=max(step, current + direction * step))
 
     # -- screens on top -----------------------------------------------------------------------------------
-    def show_viewer(self, title: str, body: str, language: str = "text", subtitle: str = "", wrap: bool = True) -> None:
-        self.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle, wrap=wrap))
-
-    def show_payload(self, as_json: bool = False) -> None:
-        if self.view is not None:
-            self.show_viewer(*present.payload_view(self.view.plan, as_json))
+    @property
+    def draft(self) -> str:
+        return self._draft
 
     def action_show_payload(self) -> None:
         self.run_slash("/context show")
 
     def action_open_overlay(self) -> None:
-        self.open_overlay()
-
-    def open_overlay(self) -> None:
-        if self.overlay is not None:
-            return
-        self.overlay = ContextOverlay(self.view, self.overlay_action, self.preview_item)
-        self.app.push_screen(self.overlay, callback=self._overlay_closed)
-
-    def _overlay_closed(self, _result: None) -> None:
-        self.overlay = None
-
-    def open_replay(self, start: int) -> None:
-        if self.session is not None and self.settings is not None:
-            self.app.push_screen(ReplayScreen(self.session, self.settings, start=start))
+        self.screens.open_overlay()
 
     def action_focus_input(self) -> None:
         self.prompt.focus()
-
-    # -- the overlay's actions ----------------------------------------------------------------------------
-    def preview_item(self, row: OverlayRow) -> None:
-        """Enter in the overlay: the candidate in full (read in a worker, shown in a viewer)."""
-        if self.view is not None:
-            self.link.read(preview_reader(row, self.view.plan))
-
-    def overlay_action(self, action: str, row: OverlayRow, **kwargs: Any) -> None:
-        """An overlay key: change pins or drops in a worker, then replan (the overlay shows the new plan)."""
-        plan = self.view.plan if self.view is not None else None
-        self.link.act(overlay_action(action, row, plan, **kwargs), history=action == "drop")
 
     # -- input --------------------------------------------------------------------------------------------
     def run_slash(self, line: str) -> None:

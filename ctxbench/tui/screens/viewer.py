@@ -1,6 +1,8 @@
 """A scrollable read-only view: the exact payload, a candidate in full, a turn, a listing."""
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.console import RenderableType
 from rich.syntax import Syntax
 from rich.text import Text
@@ -21,8 +23,11 @@ class ViewerScreen(ModalScreen[None]):
     BINDINGS = bindings(VIEWER_KEYS)
 
     def __init__(self, title: str, body: str, *, language: str = "text", subtitle: str = "",
-                 wrap: bool = True, name: str | None = None, id: str | None = None) -> None:
+                 wrap: bool = True, copy_text: str = "", save_as: str = "", name: str | None = None,
+                 id: str | None = None) -> None:
         super().__init__(name=name, id=id)
+        self.copy_text = copy_text  # what ``c`` copies to the clipboard ("" : no copy)
+        self.save_as = save_as  # the file ``s`` writes copy_text to, in the current folder ("": no save)
         self.title_text = title
         self.subtitle_text = subtitle
         self.body = body
@@ -54,3 +59,24 @@ class ViewerScreen(ModalScreen[None]):
 
     def action_close(self) -> None:
         self.dismiss(None)
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action == "copy":
+            return bool(self.copy_text)
+        if action == "save":
+            return bool(self.copy_text and self.save_as)
+        return True
+
+    def action_copy(self) -> None:
+        """Copy to the terminal's clipboard (OSC 52: most terminals and tmux with set-clipboard on)."""
+        self.app.copy_to_clipboard(self.copy_text)
+        self.notify(f"copied {len(self.copy_text):,} characters to the clipboard")
+
+    def action_save(self) -> None:
+        target = Path(self.save_as)
+        try:
+            target.write_text(self.copy_text, encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"cannot write {target}: {exc.strerror or exc}", severity="error")
+            return
+        self.notify(f"saved to {target.resolve()}")

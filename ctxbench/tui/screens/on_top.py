@@ -1,0 +1,108 @@
+"""The screens the main screen pushes over itself, and what each hands back.
+
+The overlay gets its actions as callbacks (it stays open and is refreshed with every new plan); the
+replay, diff and payload views only show; the what-if screen dismisses with the settings the user kept
+(or None), which the main screen then applies. No screen looks for another in the screen stack.
+"""
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING, Any
+
+from ctxbench.records.diffs import PlanDiff
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import PlanView
+from ctxbench.service.text import diff_lines
+from ctxbench.tui import present
+from ctxbench.tui.host import MainHost
+from ctxbench.tui.screens.overlay import ContextOverlay
+from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
+from ctxbench.tui.screens.overlay_rows import OverlayRow
+from ctxbench.tui.screens.replay import ReplayScreen
+from ctxbench.tui.screens.viewer import ViewerScreen
+from ctxbench.tui.screens.whatif import WhatIfScreen
+
+if TYPE_CHECKING:
+    from ctxbench.service.session import WorkbenchSession
+
+
+class ScreensOnTop:
+    def __init__(self, host: MainHost) -> None:
+        self.host = host
+        self.overlay: ContextOverlay | None = None
+        self.diffs: dict[int, PlanDiff] = {}  # each turn's diff with the previous one, as last shown
+
+    @property
+    def _session(self) -> "WorkbenchSession | None":
+        return self.host.link.session
+
+    def viewer(self, title: str, body: str, language: str = "text", subtitle: str = "", wrap: bool = True,
+               *, copy_text: str = "", save_as: str = "") -> None:
+        self.host.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle, wrap=wrap,
+                                               copy_text=copy_text, save_as=save_as))
+
+    def payload(self, as_json: bool = False) -> None:
+        """The exact messages of the current plan; ``c`` copies them, ``s`` saves them as JSON."""
+        if self.host.view is not None:
+            plan = self.host.view.plan
+            title, body, language, subtitle = present.payload_view(plan, as_json)
+            exported = present.payload_view(plan, True)[1]
+            self.viewer(title, body, language, subtitle, copy_text=exported, save_as=f"{plan.plan_id}.messages.json")
+
+    # -- the overlay --------------------------------------------------------------------------------------
+    def open_overlay(self) -> None:
+        if self.overlay is None:
+            self.overlay = ContextOverlay(self.host.view, self._overlay_action, self._preview)
+            self.host.app.push_screen(self.overlay, callback=self._overlay_closed)
+
+    def _overlay_closed(self, _result: None) -> None:
+        self.overlay = None
+
+    def show_view(self, view: PlanView) -> None:
+        """A new plan: the overlay (when open) shows it; its diff is kept for the turn's diff line."""
+        if view.group_id is not None and view.diff is not None:
+            self.diffs[view.group_id] = view.diff
+        if self.overlay is not None:
+            self.overlay.show_view(view)
+
+    def _preview(self, row: OverlayRow) -> None:
+        """Enter in the overlay: the candidate in full (read in a worker, shown in a viewer)."""
+        if self.host.view is not None:
+            self.host.link.read(preview_reader(row, self.host.view.plan))
+
+    def _overlay_action(self, action: str, row: OverlayRow, **kwargs: Any) -> None:
+        """An overlay key: change pins or drops in a worker, then replan (the overlay shows the new plan)."""
+        plan = self.host.view.plan if self.host.view is not None else None
+        self.host.link.act(overlay_action(action, row, plan, **kwargs), history=action == "drop")
+
+    # -- replay, diffs, what-if ---------------------------------------------------------------------------
+    def replay(self, start: int) -> None:
+        if self._session is not None and self.host.settings is not None:
+            self.host.app.push_screen(ReplayScreen(self._session, self.host.settings, start=start))
+
+    def diff(self, diff: PlanDiff) -> None:
+        self.viewer("What changed since the previous turn's plan", "\n".join(diff_lines(diff)), "text",
+                    f"{diff.summary} · esc closes", wrap=False)
+
+    def turn_diff(self, group_id: int) -> None:
+        """The diff line of turn ``group_id`` was clicked."""
+        found = self.diffs.get(group_id)
+        if found is not None:
+            self.diff(found)
+
+    def whatif(self) -> None:
+        """Try budgets, modes and strategies on the next call; the settings the user keeps are applied."""
+        session, settings = self._session, self.host.settings
+        if session is None or settings is None:
+            return
+        view = self.host.view
+        screen = WhatIfScreen(session, settings, self.host.draft, view.group_id if view else None,
+                              self.host.config.llm.context_limit, view.plan if view else None)
+        self.host.app.push_screen(screen, callback=self._keep)
+
+    def _keep(self, kept: SessionSettings | None) -> None:
+        if kept is not None and kept != self.host.settings:
+            current = self.host.settings
+            changes = {f.name: getattr(kept, f.name) for f in dataclasses.fields(kept)
+                       if current is None or getattr(kept, f.name) != getattr(current, f.name)}
+            self.host.change_settings(**changes)
