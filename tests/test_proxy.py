@@ -366,3 +366,29 @@ def test_upstream_url_joins_without_repeating_v1():
     assert upstream_url("https://api.anthropic.com", "/v1/messages?beta=true") == \
         "https://api.anthropic.com/v1/messages?beta=true"
     assert upstream_url("http://h/proxy/", "/v1/x") == "http://h/proxy/v1/x"
+
+
+def test_the_proxy_command_serves_and_logs_each_exchange_without_its_key(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    with Upstream([Answer(text="from the command")]) as up:
+        env = dict(os.environ, HF_HUB_OFFLINE="1")
+        proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "proxy", "--upstream", up.url, "--port", "0",
+                                 "--db", str(tmp_path / "cli.db")], stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            first = proc.stderr.readline()
+            assert first.startswith("ctxbench proxy on http://127.0.0.1:") and "steering off" in first
+            url = first.split()[3]
+            for _ in range(3):
+                proc.stderr.readline()  # the how-to lines
+            client = openai.OpenAI(base_url=url + "/v1", api_key=FAKE_OPENAI_KEY, max_retries=0)
+            reply = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+            assert reply.choices[0].message.content == "from the command"
+            line = proc.stderr.readline()
+            assert line.startswith("POST /v1/chat/completions → 200 ok · #1 s_") and "reported 1,234" in line
+        finally:
+            proc.terminate()
+            out = proc.communicate(timeout=20)[1]
+    assert FAKE_OPENAI_KEY not in first + line + out

@@ -21,6 +21,9 @@ COMMANDS: dict[str, str] = {
     "chat": "ctxbench.cli.chat_cmd:command",
     "replay": "ctxbench.cli.replay_cmd:command",
     "open": "ctxbench.cli.open_cmd:command",
+    "proxy": "ctxbench.cli.proxy_cmd:command",
+    "mcp": "ctxbench.cli.mcp_cmd:command",
+    "serve": "ctxbench.cli.serve_cmd:command",
 }
 
 STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used

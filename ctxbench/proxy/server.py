@@ -199,8 +199,7 @@ class RunningProxy:
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
-        if self.port == 0:
-            self.port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        self.port = _bound_port(site, self.port)
 
     def stop(self) -> None:
         if self._runner is not None:
@@ -224,7 +223,7 @@ def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
-        on_ready(f"http://{host}:{port}")
+        on_ready(f"http://{host}:{_bound_port(site, port)}")
         try:
             await asyncio.Event().wait()
         finally:
@@ -235,3 +234,10 @@ def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[
     except KeyboardInterrupt:
         pass
 
+
+
+def _bound_port(site: web.TCPSite, asked: int) -> int:
+    """The port the site listens on (the one the system chose when ``asked`` is 0)."""
+    server = getattr(site, "_server", None)
+    sockets = getattr(server, "sockets", None) or ()
+    return int(sockets[0].getsockname()[1]) if sockets else asked
