@@ -34,6 +34,7 @@ from ctxbench.tokens import Tokenizer
 PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the history, not a planner
 PLAN_ID_HEX = 20
 PROXY_TRUNCATION_HINT = "\n... [cut by ctxbench: {kept} of {total} characters kept ({tier} tier)]"
+STEERING_NOTE = "proxy steering: on"  # a plan's note when the proxy ran with --steer
 PINNED_BLOCK = "[pinned by the user in ctxbench: {label}]\n{content}"
 LABEL_CHARS = 60
 
@@ -48,6 +49,7 @@ class SteerControls:
     dropped_groups: frozenset[int] = frozenset()
     dropped_items: frozenset[str] = frozenset()
     pins: tuple[Pin, ...] = ()
+    proxy_steers: bool = False  # the proxy runs with --steer (``steer`` is off while the user switched it off)
 
 
 @dataclass(frozen=True)
@@ -191,7 +193,10 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
         notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, mode {controls.mode})"
                      if changes else f"steered: nothing to change (mode {controls.mode})")
     else:
-        notes.append("pass-through: forwarded as the client sent it")
+        notes.append("pass-through: forwarded as the client sent it"
+                     + (" (switched off for this conversation)" if controls.proxy_steers else ""))
+    if controls.proxy_steers:
+        notes.append(STEERING_NOTE)
     notes.extend(changes)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
@@ -286,7 +291,7 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
     key = {
         "provider": request.provider,
         "body": hashlib.sha256(json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
-        "steer": controls.steer, "mode": controls.mode, "budget": controls.budget,
+        "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": controls.mode, "budget": controls.budget,
         "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
         "pins": sorted((p.target, p.kind, p.content) for p in controls.pins),
         "edits": [sorted(map(str, edits.remove)), sorted((str(k), v) for k, v in edits.replace.items()),
