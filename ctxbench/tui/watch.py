@@ -7,19 +7,15 @@ from the previous request, what steering changed, the reply and the reported usa
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
-from textual.app import App
 from textual.timer import Timer
 
-from ctxbench.config import Config
 from ctxbench.records.proxy import DiffEntry, PlanDiff, ProxyExchange
 from ctxbench.records.views import PlanView, Progress
+from ctxbench.tui.host import WatchHost
 from ctxbench.tui.present import tok
-from ctxbench.tui.session_link import SessionLink
-from ctxbench.tui.widgets.chat import ChatPane
-from ctxbench.tui.widgets.status_line import StatusLine
 
 if TYPE_CHECKING:
     from ctxbench.service.proxy_session import WatchPoll
@@ -27,26 +23,6 @@ if TYPE_CHECKING:
 DIFF_LINES = 4  # entries listed per kind (entered, left, changed) in a request's note
 REPLY_CHARS = 160  # characters of the reply quoted in a request's note
 NOTES_KEPT = 6  # the latest requests' notes shown again under the history when it is redrawn
-
-
-class WatchHost(Protocol):
-    app: App
-    config: Config
-    link: SessionLink
-
-    @property
-    def chat(self) -> ChatPane: ...
-
-    @property
-    def status(self) -> StatusLine: ...
-
-    def set_interval(self, interval: float, callback: Any) -> Timer: ...
-
-    def run_worker(self, work: Any, **kwargs: Any) -> Any: ...
-
-    def notify(self, message: str, *, severity: str = "information", timeout: float | None = None) -> None: ...
-
-    async def show_plan(self, view: PlanView) -> None: ...
 
 
 class WatchController:
