@@ -97,3 +97,20 @@ def test_the_recorder_reads_events_split_anywhere_and_skips_an_oversized_line():
     assert reply.text == "Hello" and reply.prompt_tokens == 15 and reply.completion_tokens == 3
     assert reply.complete and reply.stop_reason == "end_turn" and reply.model == "c"
 
+
+
+def test_the_plan_payload_shows_what_went_upstream():
+    body = {"model": "m", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r" * 2000},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "next"}]}
+    request, steered = plan_of("openai", body, (1, 1, 1, 1, 2), mode="light")
+    payload = steered.plan.messages()
+    assert payload[0] == {"role": "system", "content": "be brief"}
+    sent = json.loads(apply_edits(request, steered.edits))["messages"]
+    tool = next(m for m in payload if m["role"] == "tool")
+    assert tool["content"] == sent[3]["content"] and len(tool["content"]) < 400

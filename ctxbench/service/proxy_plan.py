@@ -67,7 +67,7 @@ class _Item:
     label: str
     order: int
     group: int = 0
-    parts: list[tuple[WireMessage, WirePart]] = field(default_factory=list)
+    parts: list[tuple[WireMessage | None, WirePart]] = field(default_factory=list)  # None: a system block
     message_ids: set[int] = field(default_factory=set)
     tokens: int = 0
 
@@ -106,8 +106,8 @@ class _Builder:
     def _add(self, item_id: str, kind: str, section: str, label: str, order: int, message: WireMessage | None,
              part: WirePart, group: int = 0) -> _Item:
         item = self._item(item_id, kind, section, label, order, group)
+        item.parts.append((message, part))
         if message is not None:
-            item.parts.append((message, part))
             item.message_ids.update(self.ids_of.get(message.index, ()))
         item.tokens += part.tokens
         return item
@@ -176,7 +176,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
         else:
             why = "dropped by the user"
         if dropped:
-            for m, part in item.parts:
+            for _m, part in item.parts:
                 edits.remove.add(part.location)
             changes.append(f"left out {item.id} ({item.label}, {item.tokens:,} tok): {why}")
             out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=pin, detail=why))
@@ -186,7 +186,8 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
             tokens, detail = _truncate(item, tier_of[item.id], truncation, tokenizer, edits, changes)
         reason = "pinned_sticky" if pin == "sticky" else f"pinned_{pin}" if pin else (
             "mandatory" if item.section in ("system", "tools") or item.group == b.last_group else "client_sent")
-        out.append(_plan_item(item, included=True, reason=reason, pin=pin, detail=detail, tokens=tokens))
+        out.append(_plan_item(item, included=True, reason=reason, pin=pin, detail=detail, tokens=tokens,
+                              replaced=edits.replace))
     notes = [f"proxied {request.provider} request to {request.model or 'the upstream'}"]
     if controls.steer:
         out.extend(_readd_pins(b, controls.pins, pinned, edits, changes, tokenizer))
@@ -250,32 +251,31 @@ def _readd_pins(b: _Builder, pins: tuple[Pin, ...], present: dict[str, str], edi
 
 
 def _plan_item(item: _Item, *, included: bool, reason: str, pin: str | None, detail: str = "",
-               tokens: int | None = None) -> PlanItem:
-    messages = _render(item) if included else ()
+               tokens: int | None = None, replaced: dict | None = None) -> PlanItem:
+    messages = _render(item, replaced or {}) if included else ()
     return PlanItem(id=item.id, kind=item.kind, section=item.section, label=item.label,
                     tokens=item.tokens if tokens is None else tokens, included=included, reason=reason,
                     pin=pin or "", order=item.order if included else -1, message_ids=tuple(sorted(item.message_ids)),
                     messages=messages, detail=detail)
 
 
-def _render(item: _Item) -> tuple[dict[str, object], ...]:
-    """The item as OpenAI-style messages, for the payload view and the preview (the exact bodies are stored
-    with the exchange)."""
+def _render(item: _Item, replaced: dict) -> tuple[dict[str, object], ...]:
+    """The item as OpenAI-style messages as they went upstream (a cut tool result cut), for the payload view
+    and the preview; the exact bodies are stored with the exchange."""
     if item.section == "tools":
         return ()
     out: list[dict[str, object]] = []
     for m, part in item.parts:
-        role = {"developer": "system"}.get(m.role, m.role)
+        role = "system" if m is None else {"developer": "system"}.get(m.role, m.role)
         if part.kind == "tool_call":
             out.append({"role": "assistant", "content": None, "tool_calls": [
                 {"id": part.tool_call_id, "type": "function",
                  "function": {"name": part.tool_name, "arguments": part.text}}]})
         elif part.kind == "tool_result":
-            out.append({"role": "tool", "tool_call_id": part.tool_call_id, "content": part.text})
+            out.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                        "content": replaced.get(part.location, part.text)})
         else:
             out.append({"role": role if role in ("system", "user", "assistant") else "user", "content": part.text})
-    if not out and item.section == "system":
-        return ()
     return tuple(out)
 
 
