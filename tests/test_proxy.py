@@ -330,6 +330,7 @@ def test_a_long_stream_goes_through_in_bounded_memory(tmp_path):
     config = Config(proxy=ProxyConfig(record_reply_chars=10_000, chunk_bytes=16384))
     with proxied(tmp_path, [Answer(text="start", events=events, filler=filler)], config=config) as (up, wb, proxy):
         received = 0
+        wb.tokenizer.count("loaded once per process, before the measurement")
         tracemalloc.start()
         try:
             with httpx.Client(timeout=60) as raw, raw.stream("POST", proxy.url + "/v1/chat/completions", json={
