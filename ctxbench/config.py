@@ -310,6 +310,57 @@ class UIConfig:
 
 
 @dataclass(frozen=True)
+class ProxyConfig:
+    """``ctxbench proxy``: the inspecting proxy between an assistant and its model endpoint."""
+
+    host: str = "127.0.0.1"  # loopback only by default: the proxy has no authentication of its own
+    port: int = 8788
+    upstream: str = ""  # the endpoint requests go on to (``--upstream``)
+    # a proxied conversation's plan budget: the context window of today's assistant models, so the meter
+    # shows how full the window is (the proxy never cuts a request to fit it)
+    budget: int = 200_000
+    connect_timeout_s: float = 30.0  # seconds to reach the upstream before the client gets a 502
+    read_timeout_s: float = 600.0  # seconds the upstream may stay silent mid-reply (long thinking)
+    chunk_bytes: int = 65536  # the most bytes read from the upstream (or the client) at once
+    max_request_bytes: int = 64 * 1024 * 1024  # a larger request body is forwarded but not recorded
+    record_reply_chars: int = 200_000  # reply text kept per exchange; a longer reply is stored cut
+    record_body_bytes: int = 4 * 1024 * 1024  # a non-streamed reply body parsed for usage up to this size
+    error_excerpt_chars: int = 2000  # characters of an upstream error body kept with the exchange
+    recent_conversations: int = 200  # proxied conversations compared with a request to recognise it
+    # a request that continues no stored conversation but quotes this much of one's last reply (the
+    # summary an assistant writes when it compacts its history) continues that conversation
+    compaction_min_chars: int = 200
+    # truncation tiers (planner.truncation) applied to tool results when steering, per Context Mode:
+    # off: none (only the user's drops and pins), light: every tier, heavy: only past turns' results
+    truncate_tiers: tuple[tuple[str, str], ...] = (
+        ("heavy", "inactive"), ("light", "active_recent,active_older,inactive"), ("off", ""))
+    watch_interval_s: float = 0.5  # how often ``open --watch`` looks for a new proxied request
+
+    def tiers_for(self, mode: str) -> tuple[str, ...]:
+        """The truncation tiers steering applies in ``mode`` (none for a mode not listed)."""
+        value = dict(self.truncate_tiers).get(mode, "")
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+
+
+@dataclass(frozen=True)
+class McpConfig:
+    """``ctxbench mcp``: the planner as tools for other agents."""
+
+    max_schema_tokens: int = 1000  # every tool's name, description and input schema together
+    default_k: int = 8  # hits ``retrieve_code`` returns unless asked for another number
+    max_k: int = 50
+    card_chars: int = 1200  # characters of a symbol card's text in a tool result
+
+
+@dataclass(frozen=True)
+class ServeConfig:
+    """``ctxbench serve``: the workbench in a browser (textual-serve)."""
+
+    host: str = "127.0.0.1"  # never another: the served workbench has no authentication
+    port: int = 8790
+
+
+@dataclass(frozen=True)
 class Config:
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
@@ -318,6 +369,9 @@ class Config:
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
     llm: LLMConfig = field(default_factory=LLMConfig)
     ui: UIConfig = field(default_factory=UIConfig)
+    proxy: ProxyConfig = field(default_factory=ProxyConfig)
+    mcp: McpConfig = field(default_factory=McpConfig)
+    serve: ServeConfig = field(default_factory=ServeConfig)
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""
@@ -353,7 +407,7 @@ def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
             changes[key] = _merge(current, value, f"{where}.{key}")
         elif key == "modes":
             changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
-        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights"):
+        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers"):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}.{key}: expected a table")
             changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))

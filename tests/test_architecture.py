@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("planner",),
     ("llm",),
     ("service",),
-    ("tui",),
+    ("tui", "proxy", "mcp_server"),  # front ends over service/ (they do not import each other)
     ("bench",),
     ("cli",),
     ("__main__",),

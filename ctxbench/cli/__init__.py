@@ -24,6 +24,9 @@ COMMANDS: dict[str, str] = {
     "branch": "ctxbench.cli.branch_cmd:command",
     "diff": "ctxbench.cli.diff_cmd:command",
     "export": "ctxbench.cli.export_cmd:command",
+    "proxy": "ctxbench.cli.proxy_cmd:command",
+    "mcp": "ctxbench.cli.mcp_cmd:command",
+    "serve": "ctxbench.cli.serve_cmd:command",
 }
 
 STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used

@@ -67,6 +67,22 @@ def check_model(config, options) -> None:
         fail(str(exc), 2)
 
 
+def proxied_session(db_path: Path | None, config, session_id: str | None) -> str:
+    """The proxied conversation ``open --watch`` follows: ``session_id`` (checked) or the newest one."""
+    from ctxbench.cli.common import fail, resolve_db
+    from ctxbench.service.workbench import Workbench
+
+    with Workbench(resolve_db(db_path), config) as wb:
+        if session_id is None:
+            session_id = wb.proxy.latest_session()
+            if session_id is None:
+                fail("no proxied conversation yet: start `ctxbench proxy --upstream URL`, point your assistant "
+                     "at it, and send a request", 2)
+        elif wb.proxy.conversation(session_id) is None:
+            fail(f"session {session_id} is not a proxied conversation (see `ctxbench sessions`)", 2)
+    return str(session_id)
+
+
 def run_workbench(options, config) -> None:
     from ctxbench.tui.app import CtxbenchApp
 
@@ -79,8 +95,10 @@ def run_workbench(options, config) -> None:
 @click.command(name="open", help="Open the workbench on a repository (default: the one in the current directory).")
 @click.option("--repo", type=click.Path(file_okay=False, exists=True, path_type=Path), default=None,
               help="Repository to work on (default: the enclosing repository of the current directory).")
+@click.option("--watch", is_flag=True,
+              help="Follow a proxied conversation live (ctxbench proxy): its newest one, or --session ID.")
 @workbench_options
-def command(repo: Path | None, db_path: Path | None, config_path: Path | None, session_id: str | None,
+def command(repo: Path | None, watch: bool, db_path: Path | None, config_path: Path | None, session_id: str | None,
             new_session: bool, mode: str | None, budget: int | None, strategy: str | None, theme: str | None,
             no_index: bool, base_url: str | None, model: str | None, api_key_env: str | None,
             context_limit: int | None, timeout_s: float | None) -> None:
@@ -88,9 +106,12 @@ def command(repo: Path | None, db_path: Path | None, config_path: Path | None, s
 
     config = get_config(config_path)
     root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())
+    if watch:
+        session_id = proxied_session(db_path, config, session_id)
     options = LaunchOptions(
-        db_path=db_path, repo=root, session_id=session_id, mode=mode, budget=budget, strategy=strategy,
-        theme=theme, new_session=new_session, title=root.name, index_repo=not no_index,
+        db_path=db_path, repo=None if watch else root, session_id=session_id, mode=mode, budget=budget,
+        strategy=strategy, theme=theme, new_session=new_session and not watch, title=root.name,
+        index_repo=not no_index and not watch, watch=watch,
         llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_context_limit=context_limit,
         llm_timeout_s=timeout_s,
     )

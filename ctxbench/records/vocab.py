@@ -36,6 +36,7 @@ INCLUDED_REASONS = (
     "scaffold",
     "state",
     "memory_level",
+    "client_sent",  # a proxied request: the assistant's client put it there
 )
 EXCLUDED_REASONS = (
     "over_budget",
@@ -62,7 +63,11 @@ ITEM_KINDS = (
     "symbol_card",
     "scaffold",
     "tool_definitions",
+    "tool_atom",  # proxied requests: a tool call with its result
+    "attached_file",  # proxied requests: a file (or image, document) the client attached
 )
+# the sections of a proxied request's plan (``ctxbench proxy``), in payload order
+PROXY_SECTIONS = ("system", "tools", "pins", "history", "tool_results", "files")
 
 # -- pins -------------------------------------------------------------------------------------------
 PIN_KINDS = ("sticky", "leased", "ephemeral")

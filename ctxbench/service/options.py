@@ -34,6 +34,7 @@ class LaunchOptions:
     llm_api_key_env: str | None = None
     llm_context_limit: int | None = None
     llm_timeout_s: float | None = None
+    watch: bool = False  # follow a proxied conversation live (``open --watch``): plans come from the proxy
     llm_from_env: bool = True  # False: ignore CTXBENCH_LLM_* (the demo stays offline unless a flag says otherwise)
 
     def llm_flags(self) -> dict[str, Any]:

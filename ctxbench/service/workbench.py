@@ -37,6 +37,7 @@ from ctxbench.store.memory import Memory
 from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
+from ctxbench.store.proxy import ProxyStore
 from ctxbench.store.search import GroupSearch
 from ctxbench.store.branches import Branches
 from ctxbench.store.sessions import Sessions
@@ -101,6 +102,7 @@ class Workbench:
         self.plans = Plans(self)
         self.traces = Traces(self)
         self.vectors = VectorCache(self)
+        self.proxy = ProxyStore(self)
 
     # -- the unit of work ---------------------------------------------------------------------------
     @property

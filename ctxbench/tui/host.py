@@ -2,9 +2,10 @@
 controllers never import the screen."""
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from textual.app import App
+from textual.timer import Timer
 
 from ctxbench.config import Config
 from ctxbench.records.diffs import PlanDiff
@@ -79,3 +80,13 @@ class TurnHost(Protocol):
     async def show_plan(self, view: PlanView) -> None: ...
 
     def request_plan(self) -> None: ...
+
+
+class WatchHost(TurnHost, Protocol):
+    """What ``open --watch`` needs of the main screen: a turn host that runs timers and workers."""
+
+    app: App
+
+    def set_interval(self, interval: float, callback: Any) -> Timer: ...
+
+    def run_worker(self, work: Any, **kwargs: Any) -> Any: ...

@@ -39,6 +39,8 @@ MAIN_KEYS: tuple[KeySpec, ...] = (
             priority=True, key_display="^↓"),
     KeySpec("ctxbench.cancel", "escape", "cancel_turn", "Cancel", show=False),
     KeySpec("ctxbench.focus_input", "ctrl+l", "focus_input", "Input", show=False),
+    # open --watch: switch the proxied conversation between steering and pass-through
+    KeySpec("ctxbench.steer_toggle", "ctrl+r", "toggle_steer", "Steer", show=False, priority=True),
 )
 
 OVERLAY_KEYS: tuple[KeySpec, ...] = (

@@ -7,6 +7,8 @@ from typing import Iterable
 from ctxbench.config import DEFAULT_MODES, TruncationConfig
 
 METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
+# sections a proxied request's plan has beyond those (shown when they hold tokens)
+EXTRA_METER_SECTIONS = ("tools", "tool_results", "files")
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
 MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy"}
 BUILTIN_MODE_CYCLE = tuple(m.name for m in DEFAULT_MODES)  # the config's modes, in order, are the real cycle
@@ -21,8 +23,7 @@ def mode_label(mode: str) -> str:
 
 
 def next_mode(mode: str, cycle: tuple[str, ...] = BUILTIN_MODE_CYCLE) -> str:
-    """The mode after ``mode`` in ``cycle`` (the config's modes: Off → Light → Heavy → Off by default);
-    an unknown mode starts the cycle again."""
+    """The mode after ``mode`` in ``cycle`` (Off → Light → Heavy → Off by default); unknown → first."""
     if mode not in cycle:
         return cycle[0]
     return cycle[(cycle.index(mode) + 1) % len(cycle)]
@@ -49,7 +50,8 @@ class MeterState:
 
 def meter_state(plan) -> MeterState:
     by_name = dict(plan.sections)
-    sections = tuple((name, int(by_name.get(name, 0))) for name in METER_SECTIONS)
+    names = METER_SECTIONS + tuple(n for n in EXTRA_METER_SECTIONS if by_name.get(n))
+    sections = tuple((name, int(by_name.get(name, 0))) for name in names)
     over = bool(plan.over_budget) or plan.used_tokens > plan.budget
     return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "")
 

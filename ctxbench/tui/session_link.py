@@ -64,9 +64,9 @@ class SessionLink:
         self.host.run_worker(self._open, thread=True, group="engine", name="open session", exit_on_error=False)
 
     def _open(self) -> None:
-        from ctxbench.service.session import WorkbenchSession
+        from ctxbench.service.proxy_session import open_session_class
 
-        session = WorkbenchSession(self.options, self.config)
+        session = open_session_class(self.options.watch)(self.options, self.config)
         try:
             snapshot = session.open()
         except Exception as exc:  # noqa: BLE001 - shown in the status line; nothing else can run

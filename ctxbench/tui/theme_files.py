@@ -24,6 +24,9 @@ VARIABLE_DEFAULTS: dict[str, str] = {
     "meter-retrieval": "$success",
     "meter-scaffold": "$accent",
     "meter-free": "$panel",
+    "meter-tools": "$warning",  # proxied requests: tool definitions, tool results, attached files
+    "meter-results": "$success",
+    "meter-files": "$accent",
     "meter-over": "$error",
     "user-message": "$primary 15%",
     "assistant-message": "$surface",

@@ -59,6 +59,10 @@ class TurnFeed:
         if self.host.link.turn_running:
             self.host.notify("a reply is still arriving; esc cancels it", severity="warning")
             return True
+        if self.host.link.options.watch:
+            self.host.notify("a proxied conversation: type in your assistant; here you watch and steer it",
+                             severity="warning")
+            return True
         return False
 
     async def send(self, text: str) -> None:

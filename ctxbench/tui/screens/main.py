@@ -28,6 +28,7 @@ from ctxbench.tui.screens.on_top import ScreensOnTop
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
 from ctxbench.tui.turn_feed import TurnFeed
+from ctxbench.tui.watch import WatchController, toggle_steer
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
@@ -45,6 +46,7 @@ class MainScreen(Screen[None]):
         self.link = SessionLink(self, options, config)
         self.slash = SlashController(self)
         self.feed = TurnFeed(self)
+        self.watch = WatchController(self) if options.watch else None  # following a proxied conversation
         self.view: PlanView | None = None  # the plan the meter and the overlay show
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
@@ -80,13 +82,8 @@ class MainScreen(Screen[None]):
     def prompt(self) -> PromptInput:
         return self.query_one(PromptInput)
 
-    @property
-    def session(self):  # the open WorkbenchSession (None while it opens)
-        return self.link.session
-
-    @property
-    def turn_running(self) -> bool:
-        return self.link.turn_running
+    session = property(lambda self: self.link.session)  # the open WorkbenchSession (None while it opens)
+    turn_running = property(lambda self: self.link.turn_running)
 
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
@@ -104,9 +101,11 @@ class MainScreen(Screen[None]):
         self.session_title = snap.title or snap.session_id
         self._take(snap)
         await self.chat.show_history(snap.history, snap.dropped)
-        if not snap.history:
+        if not snap.history and self.watch is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
         self.ready = True
+        if self.watch is not None:
+            self.watch.start()
 
     def _take(self, snap) -> None:
         """The session's (or a branch's) own settings and branch name: indicator and status line."""
@@ -219,6 +218,9 @@ class MainScreen(Screen[None]):
 
     def action_focus_input(self) -> None:
         self.prompt.focus()
+
+    def action_toggle_steer(self) -> None:
+        toggle_steer(self)
 
     # -- input --------------------------------------------------------------------------------------------
     def run_slash(self, line: str) -> None:

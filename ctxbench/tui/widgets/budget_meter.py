@@ -5,15 +5,17 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ctxbench.tui.present import METER_SECTIONS, MeterState, meter_cells, tok
+from ctxbench.tui.present import EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, meter_cells, tok
 
-SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf", "free": "free"}
+SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf", "free": "free",
+         "tools": "tools", "tool_results": "results", "files": "files"}
 
 
 class BudgetMeter(Widget):
     """Tokens used by section against the budget; over budget turns the whole meter red."""
 
-    COMPONENT_CLASSES = {f"budget-meter--{name}" for name in (*METER_SECTIONS, "free", "over", "label")}
+    COMPONENT_CLASSES = {f"budget-meter--{name}"
+                         for name in (*METER_SECTIONS, *EXTRA_METER_SECTIONS, "free", "over", "label")}
 
     DEFAULT_CSS = """
     BudgetMeter { height: 2; }

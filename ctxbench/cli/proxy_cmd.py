@@ -1,0 +1,92 @@
+"""``ctxbench proxy``: watch (and with ``--steer``, steer) another assistant's model calls live."""
+from __future__ import annotations
+
+import ipaddress
+import socket
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import click
+
+from ctxbench.cli.common import config_option, db_option, fail, get_config, resolve_db
+
+HELP = """Forward an assistant's model calls to --upstream and record each one as a plan.
+
+Point the assistant at the proxy instead of its endpoint: Claude Code with
+ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, OpenAI clients (Codex, aider, Continue, …) with the base URL
+http://127.0.0.1:PORT/v1. OpenAI Chat Completions (/v1/chat/completions) and Anthropic Messages
+(/v1/messages), streamed or not, are recorded: one session per conversation, a plan per request (system,
+tool definitions, history, tool results, attached files, tokens per item), the reply and the reported
+usage. Every other path is forwarded without being recorded. Auth headers pass through and are never
+stored. Follow a conversation live with `ctxbench open --watch`.
+
+With --steer, your drops, pins and Context Mode for a conversation change what goes upstream (both
+requests are stored); switch a conversation back to pass-through in the workbench (ctrl+r)."""
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@click.command("proxy", help=HELP)
+@click.option("--upstream", default=None, metavar="URL",
+              help="The endpoint to forward to, e.g. https://api.anthropic.com or https://api.openai.com/v1 "
+                   "(default: proxy.upstream in the config).")
+@click.option("--port", type=click.IntRange(0, 65535), default=None, help="Port to listen on (default 8788).")
+@click.option("--host", default=None,
+              help="Address to listen on (default 127.0.0.1). The proxy has no authentication: keep it on loopback.")
+@click.option("--steer", is_flag=True, help="Apply your drops, pins and mode to the outgoing requests.")
+@db_option
+@config_option
+def command(upstream: str | None, port: int | None, host: str | None, steer: bool, db_path: Path | None,
+            config_path: Path | None) -> None:
+    from ctxbench.proxy.server import ExchangeLog, ProxyServer, serve_forever
+    from ctxbench.service.proxy_service import ProxyService
+    from ctxbench.service.workbench import Workbench
+
+    config = get_config(config_path)
+    upstream = upstream or config.proxy.upstream
+    if not upstream:
+        fail("--upstream URL is needed (the model endpoint the assistant would call)", 2)
+    parts = urlsplit(upstream)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        fail(f"--upstream must be an http:// or https:// URL, got {upstream!r}", 2)
+    host = host or config.proxy.host
+    port = config.proxy.port if port is None else port
+    if not _is_loopback(host):
+        click.echo(f"warning: listening on {host}: anyone who can reach it can use your upstream through it",
+                   err=True)
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 2)
+
+    wb = Workbench(resolve_db(db_path), config)
+    wb.database  # noqa: B018 - open (and migrate) the store now: a bad --db fails before the first request
+
+    def log(entry: ExchangeLog) -> None:
+        usage = f"est {entry.estimated:,} tok" + (f" · reported {entry.reported:,}" if entry.reported is not None else "")
+        where = f"#{entry.exchange_id} {entry.session_id}" if entry.exchange_id is not None else "(not recorded)"
+        steered = f" · {entry.changes} change(s)" if entry.changes else ""
+        note = f" · {entry.note}" if entry.outcome != "ok" and entry.note else ""
+        click.echo(f"{entry.method} {entry.path} → {entry.status or '-'} {entry.outcome} · {where} · {usage}"
+                   f"{steered}{note}", err=True)
+
+    def ready(url: str) -> None:
+        click.echo(f"ctxbench proxy on {url} → {upstream} · steering {'on' if steer else 'off'} · "
+                   f"store {wb.db_path}", err=True)
+        click.echo(f"  Claude Code:   ANTHROPIC_BASE_URL={url} claude", err=True)
+        click.echo(f"  OpenAI client: base URL {url}/v1 (OPENAI_BASE_URL={url}/v1)", err=True)
+        click.echo("  watch it:      ctxbench open --watch", err=True)
+
+    server = ProxyServer(ProxyService(wb, steer=steer), upstream, config.proxy, on_exchange=log)
+    try:
+        serve_forever(server, host, port, ready)
+    finally:
+        wb.close()

@@ -1,0 +1,318 @@
+"""A proxied request as a ContextPlan, and steering: the user's drops, pins and mode applied to it.
+
+Every request through the proxy becomes a plan whose items are what the client sent, one by one, with
+their tokens: the system blocks (``system``), each tool definition (``tools``), each turn's text
+(``history``), each tool call with its result (``tool_results``, one atom), each attached file
+(``files``). With steering on, the user's controls for the conversation change the outgoing request:
+
+- a dropped turn leaves with everything in it; a dropped atom leaves whole (the call and its result), so the
+  upstream never sees a result without its call or a call without its result; the turn in progress (the
+  last one) is never dropped;
+- a pinned item the request carries is kept whole; a sticky pin the request no longer carries (the client
+  compacted its history) is added back to the system prompt;
+- the Context Mode picks the truncation tiers (``proxy.truncate_tiers``) that cut long tool results as the
+  planner's tiers do: the newest results of the turn in progress, its older ones, past turns' results.
+
+Every change is an excluded item or an item's detail in the plan, with its reason, and a line in the
+exchange's ``changes``. Pure: no store, no I/O.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from ctxbench.config import ProxyConfig, TruncationConfig
+from ctxbench.planner.truncation import TIER_INACTIVE, active_tiers, tier_limit
+from ctxbench.records.plans import ContextPlan, Pin, PlanItem
+from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
+from ctxbench.records.vocab import PROXY_SECTIONS
+from ctxbench.service.proxy_wire import Edits
+from ctxbench.tokens import Tokenizer
+
+PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the history, not a planner
+PLAN_ID_HEX = 20
+PROXY_TRUNCATION_HINT = "\n... [cut by ctxbench: {kept} of {total} characters kept ({tier} tier)]"
+STEERING_NOTE = "proxy steering: on"  # a plan's note when the proxy ran with --steer
+PINNED_BLOCK = "[pinned by the user in ctxbench: {label}]\n{content}"
+LABEL_CHARS = 60
+
+
+@dataclass(frozen=True)
+class SteerControls:
+    """The user's controls for one proxied conversation."""
+
+    steer: bool  # the proxy runs with --steer and the conversation is not switched to pass-through
+    mode: str
+    budget: int
+    dropped_groups: frozenset[int] = frozenset()
+    dropped_items: frozenset[str] = frozenset()
+    pins: tuple[Pin, ...] = ()
+    proxy_steers: bool = False  # the proxy runs with --steer (``steer`` is off while the user switched it off)
+
+
+@dataclass(frozen=True)
+class SteeredPlan:
+    plan: ContextPlan
+    edits: Edits = field(compare=False)
+    changes: tuple[str, ...]
+
+
+@dataclass
+class _Item:
+    id: str
+    kind: str
+    section: str
+    label: str
+    order: int
+    group: int = 0
+    parts: list[tuple[WireMessage | None, WirePart]] = field(default_factory=list)  # None: a system block
+    message_ids: set[int] = field(default_factory=set)
+    tokens: int = 0
+
+
+def _short(text: str, limit: int = LABEL_CHARS) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+class _Builder:
+    def __init__(self, request: WireRequest, groups: tuple[int, ...], message_ids: tuple[tuple[int, ...], ...],
+                 tokenizer: Tokenizer) -> None:
+        self.request = request
+        self.tok = tokenizer
+        self.items: dict[str, _Item] = {}
+        history = request.history
+        self.last_group = groups[-1] if groups else 0
+        self.group_of = {m.index: g for m, g in zip(history, groups)}
+        self.ids_of = {m.index: ids for m, ids in zip(history, message_ids)}
+        for n, part in enumerate(request.system):
+            self._add(f"system:{n}" if len(request.system) > 1 else "system", "system_prompt", "system",
+                      f"system prompt{f' block {n + 1}' if len(request.system) > 1 else ''}: {_short(part.text)}",
+                      n, None, part)
+        for tool in request.tools:
+            item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + tool.index)
+            item.tokens += tool.tokens
+        for m in history:
+            self._message(m)
+
+    def _item(self, item_id: str, kind: str, section: str, label: str, order: int, group: int = 0) -> _Item:
+        item = self.items.get(item_id)
+        if item is None:
+            item = self.items[item_id] = _Item(item_id, kind, section, label, order, group)
+        return item
+
+    def _add(self, item_id: str, kind: str, section: str, label: str, order: int, message: WireMessage | None,
+             part: WirePart, group: int = 0) -> _Item:
+        item = self._item(item_id, kind, section, label, order, group)
+        item.parts.append((message, part))
+        if message is not None:
+            item.message_ids.update(self.ids_of.get(message.index, ()))
+        item.tokens += part.tokens
+        return item
+
+    def _message(self, m: WireMessage) -> None:
+        g = self.group_of[m.index]
+        order = 100_000 + m.index * 1000
+        group_item = self._item(f"group:{g}", "current_turn" if g == self.last_group else "history_atom", "history",
+                                f"turn {g}", order, g)
+        group_item.tokens += m.tokens - sum(p.tokens for p in m.parts)  # the message's own overhead
+        for j, part in enumerate(m.parts):
+            if part.kind in ("tool_call", "tool_result") and part.tool_call_id:
+                self._add(f"atom:{g}:{part.tool_call_id}", "tool_atom", "tool_results", "", order + j, m, part, g)
+            elif part.kind == "file":
+                self._add(f"file:{m.index}:{j}", "attached_file", "files", f"file {part.label}", order + j, m, part, g)
+            else:
+                item = self._add(f"group:{g}", group_item.kind, "history", "", order, m, part, g)
+                if m.role == "user" and part.kind == "text" and item.label == f"turn {g}":
+                    item.label = f"turn {g}: {_short(part.text)}"
+
+    def finish_labels(self) -> None:
+        calls = {p.tool_call_id: p for m in self.request.history for p in m.parts if p.kind == "tool_call"}
+        for item in self.items.values():
+            if item.kind != "tool_atom":
+                continue
+            call_id = item.id.split(":", 2)[2]
+            call = calls.get(call_id)
+            result = next((p for _m, p in item.parts if p.kind == "tool_result"), None)
+            name = call.tool_name if call is not None else "tool"
+            args = _short(call.text, 40) if call is not None else ""
+            size = f" → {len(result.text):,} chars" if result is not None else " (no result yet)"
+            item.label = f"{name}({args}){size}"
+
+
+def _tier_of(builder: _Builder, truncation: TruncationConfig) -> dict[str, str]:
+    """The truncation tier of every tool result, by atom id: the turn in progress's newest results are
+    ``active_recent``, its older ones ``active_older``, past turns' ``inactive``."""
+    current = [item.id for item in sorted(builder.items.values(), key=lambda i: i.order)
+               if item.kind == "tool_atom" and item.group == builder.last_group]
+    tiers = active_tiers(list(range(len(current))), truncation)
+    out = {atom: tiers[n] for n, atom in enumerate(current)}
+    for item in builder.items.values():
+        if item.kind == "tool_atom" and item.group != builder.last_group:
+            out[item.id] = TIER_INACTIVE
+    return out
+
+
+def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
+               message_ids: tuple[tuple[int, ...], ...], controls: SteerControls, *, proxy: ProxyConfig,
+               truncation: TruncationConfig, tokenizer: Tokenizer) -> SteeredPlan:
+    """The plan of ``request`` and, when ``controls.steer``, the edits that apply the user's controls."""
+    b = _Builder(request, groups, message_ids, tokenizer)
+    b.finish_labels()
+    edits = Edits()
+    changes: list[str] = []
+    pinned = _pinned(b, controls.pins)
+    tiers = set(proxy.tiers_for(controls.mode)) if controls.steer else set()
+    tier_of = _tier_of(b, truncation)
+    out: list[PlanItem] = []
+    for item in sorted(b.items.values(), key=lambda i: i.order):
+        pin = pinned.get(item.id)
+        dropped = controls.steer and pin is None and item.group and item.group != b.last_group and (
+            item.group in controls.dropped_groups or item.id in controls.dropped_items)
+        if dropped and item.kind != "history_atom" and item.group in controls.dropped_groups:
+            why = f"turn {item.group} dropped"
+        else:
+            why = "dropped by the user"
+        if dropped:
+            for _m, part in item.parts:
+                edits.remove.add(part.location)
+            changes.append(f"left out {item.id} ({item.label}, {item.tokens:,} tok): {why}")
+            out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=pin, detail=why))
+            continue
+        tokens, detail = item.tokens, ""
+        if item.kind == "tool_atom" and pin is None and tier_of.get(item.id) in tiers:
+            tokens, detail = _truncate(item, tier_of[item.id], truncation, tokenizer, edits, changes)
+        reason = "pinned_sticky" if pin == "sticky" else f"pinned_{pin}" if pin else (
+            "mandatory" if item.section in ("system", "tools") or item.group == b.last_group else "client_sent")
+        out.append(_plan_item(item, included=True, reason=reason, pin=pin, detail=detail, tokens=tokens,
+                              replaced=edits.replace))
+    notes = [f"proxied {request.provider} request to {request.model or 'the upstream'}"]
+    if controls.steer:
+        out.extend(_readd_pins(b, controls.pins, pinned, edits, changes, tokenizer))
+        notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, mode {controls.mode})"
+                     if changes else f"steered: nothing to change (mode {controls.mode})")
+    else:
+        notes.append("pass-through: forwarded as the client sent it"
+                     + (" (switched off for this conversation)" if controls.proxy_steers else ""))
+    if controls.proxy_steers:
+        notes.append(STEERING_NOTE)
+    notes.extend(changes)
+    plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
+    return SteeredPlan(plan, edits, tuple(changes))
+
+
+def _pinned(b: _Builder, pins: tuple[Pin, ...]) -> dict[str, str]:
+    """Items the user pinned, by item id, with the pin's kind (a ``path:`` pin pins the files of that path)."""
+    live = [p for p in pins if not (p.kind == "leased" and p.ttl <= 0)]
+    out: dict[str, str] = {}
+    for item in b.items.values():
+        for pin in live:
+            path = item.label[5:] if item.kind == "attached_file" else None
+            if pin.target == item.id or (path and pin.target == f"path:{path}"):
+                out[item.id] = pin.kind
+    return out
+
+
+def _truncate(item: _Item, tier: str, truncation: TruncationConfig, tokenizer: Tokenizer, edits: Edits,
+              changes: list[str]) -> tuple[int, str]:
+    limit = tier_limit(tier, truncation)
+    tokens = item.tokens
+    for _m, part in item.parts:
+        if part.kind != "tool_result" or not part.replaceable or len(part.text) <= limit:
+            continue
+        cut = part.text[:limit] + PROXY_TRUNCATION_HINT.format(kept=limit, total=len(part.text), tier=tier)
+        edits.replace[part.location] = cut
+        tokens += tokenizer.count(cut) - part.tokens
+        changes.append(f"cut {item.id} ({item.label}) to {limit:,} of {len(part.text):,} chars: {tier} tier")
+        return tokens, f"tool result cut to {limit:,} of {len(part.text):,} chars ({tier} tier)"
+    return tokens, ""
+
+
+def _readd_pins(b: _Builder, pins: tuple[Pin, ...], present: dict[str, str], edits: Edits, changes: list[str],
+                tokenizer: Tokenizer) -> list[PlanItem]:
+    """Sticky pins with text that the request does not carry, added back to the system prompt."""
+    out: list[PlanItem] = []
+    carried = set(present)
+    for n, pin in enumerate(p for p in pins if p.kind == "sticky" and p.content):
+        if pin.target in carried or any(pin.target == f"path:{b.items[i].label[5:]}" for i in carried
+                                        if b.items[i].kind == "attached_file"):
+            continue
+        block = PINNED_BLOCK.format(label=pin.label or pin.target, content=pin.content)
+        edits.system_append.append(block)
+        tokens = tokenizer.count(block)
+        changes.append(f"added pin {pin.target} ({tokens:,} tok): pinned sticky, and the request no longer carries it")
+        out.append(PlanItem(id=f"pin:{pin.id}", kind="pin", section="pins", label=f"pinned {pin.label or pin.target}",
+                            tokens=tokens, included=True, reason="pinned_sticky", pin="sticky", order=5_000 + n,
+                            messages=({"role": "system", "content": block},),
+                            detail="added back: the client no longer sends it"))
+    return out
+
+
+def _plan_item(item: _Item, *, included: bool, reason: str, pin: str | None, detail: str = "",
+               tokens: int | None = None, replaced: dict | None = None) -> PlanItem:
+    messages = _render(item, replaced or {}) if included else ()
+    return PlanItem(id=item.id, kind=item.kind, section=item.section, label=item.label,
+                    tokens=item.tokens if tokens is None else tokens, included=included, reason=reason,
+                    pin=pin or "", order=item.order if included else -1, message_ids=tuple(sorted(item.message_ids)),
+                    messages=messages, detail=detail)
+
+
+def _render(item: _Item, replaced: dict) -> tuple[dict[str, object], ...]:
+    """The item as OpenAI-style messages as they went upstream (a cut tool result cut), for the payload view
+    and the preview; the exact bodies are stored with the exchange."""
+    if item.section == "tools":
+        return ()
+    out: list[dict[str, object]] = []
+    for m, part in item.parts:
+        role = "system" if m is None else {"developer": "system"}.get(m.role, m.role)
+        if part.kind == "tool_call":
+            out.append({"role": "assistant", "content": None, "tool_calls": [
+                {"id": part.tool_call_id, "type": "function",
+                 "function": {"name": part.tool_name, "arguments": part.text}}]})
+        elif part.kind == "tool_result":
+            out.append({"role": "tool", "tool_call_id": part.tool_call_id,
+                        "content": replaced.get(part.location, part.text)})
+        else:
+            out.append({"role": role if role in ("system", "user", "assistant") else "user", "content": part.text})
+    return tuple(out)
+
+
+def _plan(request: WireRequest, session_id: str, controls: SteerControls, items: list[PlanItem], notes: list[str],
+          edits: Edits, tokenizer_name: str) -> ContextPlan:
+    included = [i for i in items if i.included]
+    excluded = [i for i in items if not i.included]
+    ordered = sorted(included, key=lambda i: i.order)
+    sections = {name: 0 for name in PROXY_SECTIONS}
+    for i in ordered:
+        sections[i.section] = sections.get(i.section, 0) + i.tokens
+    used = sum(sections.values())
+    key = {
+        "provider": request.provider,
+        "body": hashlib.sha256(json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
+        "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": controls.mode, "budget": controls.budget,
+        "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
+        "pins": sorted((p.target, p.kind, p.content) for p in controls.pins),
+        "edits": [sorted(map(str, edits.remove)), sorted((str(k), v) for k, v in edits.replace.items()),
+                  edits.system_append],
+        "session": session_id,
+    }
+    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    over = used > controls.budget
+    return ContextPlan(
+        plan_id="plan_" + digest[:PLAN_ID_HEX], session_id=session_id, query=_query(request),
+        mode=controls.mode, strategy=PROXY_STRATEGY, budget=controls.budget, used_tokens=used, over_budget=over,
+        over_budget_reason=(f"the client's request is {used - controls.budget:,} tokens over the budget "
+                            "(the proxy never cuts a request to fit)") if over else "",
+        sections=tuple(sections.items()), items=tuple(ordered + excluded), retrieval_set_id=EMPTY_RETRIEVAL_SET.id,
+        tokenizer=tokenizer_name, estimated=tokenizer_name == "estimate", notes=tuple(notes))
+
+
+def _query(request: WireRequest) -> str:
+    for m in reversed(request.history):
+        if m.role == "user":
+            texts = [p.text for p in m.parts if p.kind == "text"]
+            if texts:
+                return texts[-1]
+    return ""

@@ -1,0 +1,177 @@
+"""Reading an upstream reply as it streams past, in bounded memory.
+
+The proxy hands every chunk it forwards to a :class:`ReplyRecorder` and forgets it. The recorder keeps
+the reply's text up to ``max_chars`` characters, the usage the provider reports and how the reply ended;
+a server-sent event is parsed as soon as its line is complete, and a line longer than ``max_line_bytes``
+is skipped rather than buffered. A reply that is not a stream (one JSON body) is kept up to
+``max_body_bytes`` to be parsed at the end; a longer one is not parsed (its text and usage stay unknown).
+"""
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ctxbench.records.proxy import ReplyRecord
+
+
+class ReplyRecorder:
+    def __init__(self, provider: str, *, stream: bool, max_chars: int, max_body_bytes: int) -> None:
+        self.provider = provider
+        self.stream = stream
+        self.max_chars = max_chars
+        self.max_body_bytes = max_body_bytes
+        self._pending = bytearray()  # an incomplete line (stream) or the body so far (JSON)
+        self._skipping = False  # the current line outgrew max_body_bytes: dropped up to its end
+        self._text: list[str] = []
+        self._chars = 0
+        self.cut = False
+        self.prompt: int | None = None
+        self.completion: int | None = None
+        self.model = ""
+        self.stop = ""
+        self.complete = False
+        self.bytes_seen = 0
+
+    # -- feeding -----------------------------------------------------------------------------------------
+    def feed(self, chunk: bytes) -> None:
+        self.bytes_seen += len(chunk)
+        if not self.stream:
+            if len(self._pending) + len(chunk) <= self.max_body_bytes:
+                self._pending += chunk
+            else:
+                self._skipping = True
+            return
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                rest = chunk[start:]
+                if self._skipping or len(self._pending) + len(rest) > self.max_body_bytes:
+                    self._pending.clear()
+                    self._skipping = True
+                else:
+                    self._pending += rest
+                return
+            piece = chunk[start:end]
+            if self._skipping:
+                self._skipping = False
+                self._pending.clear()
+            else:
+                line = bytes(self._pending) + piece if self._pending else piece
+                self._pending.clear()
+                self._line(line)
+            start = end + 1
+
+    def _line(self, line: bytes) -> None:
+        line = line.rstrip(b"\r")
+        if not line.startswith(b"data:"):
+            return
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            self.complete = True
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            return
+        if isinstance(event, dict):
+            (self._anthropic_event if self.provider == "anthropic" else self._openai_chunk)(event)
+
+    def _add_text(self, text: str) -> None:
+        if not text:
+            return
+        room = self.max_chars - self._chars
+        if room <= 0:
+            self.cut = True
+            return
+        if len(text) > room:
+            text, self.cut = text[:room], True
+        self._text.append(text)
+        self._chars += len(text)
+
+    # -- OpenAI Chat Completions --------------------------------------------------------------------------
+    def _openai_chunk(self, event: dict[str, Any]) -> None:
+        self.model = str(event.get("model") or self.model)
+        for choice in event.get("choices") or ():
+            delta = choice.get("delta") or {}
+            self._add_text(str(delta.get("content") or ""))
+            for call in delta.get("tool_calls") or ():
+                fn = call.get("function") or {}
+                if fn.get("name"):
+                    self._add_text(f"\n[tool call {fn['name']}]")
+            if choice.get("finish_reason"):
+                self.stop = str(choice["finish_reason"])
+        self._openai_usage(event.get("usage"))
+
+    def _openai_usage(self, usage: Any) -> None:
+        if isinstance(usage, dict):
+            if usage.get("prompt_tokens") is not None:
+                self.prompt = int(usage["prompt_tokens"])
+            if usage.get("completion_tokens") is not None:
+                self.completion = int(usage["completion_tokens"])
+
+    # -- Anthropic Messages ---------------------------------------------------------------------------------
+    def _anthropic_event(self, event: dict[str, Any]) -> None:
+        kind = event.get("type")
+        if kind == "message_start":
+            message = event.get("message") or {}
+            self.model = str(message.get("model") or self.model)
+            self._anthropic_usage(message.get("usage"))
+        elif kind == "content_block_start":
+            block = event.get("content_block") or {}
+            if block.get("type") == "tool_use":
+                self._add_text(f"\n[tool call {block.get('name', '')}]")
+            elif block.get("type") == "text":
+                self._add_text(str(block.get("text") or ""))
+        elif kind == "content_block_delta":
+            delta = event.get("delta") or {}
+            if delta.get("type") == "text_delta":
+                self._add_text(str(delta.get("text") or ""))
+        elif kind == "message_delta":
+            self.stop = str((event.get("delta") or {}).get("stop_reason") or self.stop)
+            self._anthropic_usage(event.get("usage"))
+        elif kind == "message_stop":
+            self.complete = True
+
+    def _anthropic_usage(self, usage: Any) -> None:
+        if not isinstance(usage, dict):
+            return
+        fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
+        if any(usage.get(f) is not None for f in fields):
+            self.prompt = sum(int(usage.get(f) or 0) for f in fields)
+        if usage.get("output_tokens") is not None:
+            self.completion = int(usage["output_tokens"])
+
+    # -- the end ------------------------------------------------------------------------------------------
+    def result(self) -> ReplyRecord:
+        if not self.stream and self._pending and not self._skipping:
+            self._parse_body(bytes(self._pending))
+            self._pending.clear()
+        return ReplyRecord("".join(self._text), self.cut, self.prompt, self.completion, self.model, self.stop,
+                           self.complete)
+
+    def _parse_body(self, body: bytes) -> None:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            return
+        if not isinstance(data, dict):
+            return
+        self.model = str(data.get("model") or "")
+        if self.provider == "anthropic":
+            for block in data.get("content") or ():
+                if isinstance(block, dict) and block.get("type") == "text":
+                    self._add_text(str(block.get("text") or ""))
+                elif isinstance(block, dict) and block.get("type") == "tool_use":
+                    self._add_text(f"\n[tool call {block.get('name', '')}]")
+            self.stop = str(data.get("stop_reason") or "")
+            self._anthropic_usage(data.get("usage"))
+        else:
+            for choice in data.get("choices") or ():
+                message = choice.get("message") or {}
+                self._add_text(str(message.get("content") or ""))
+                for call in message.get("tool_calls") or ():
+                    self._add_text(f"\n[tool call {(call.get('function') or {}).get('name', '')}]")
+                self.stop = str(choice.get("finish_reason") or self.stop)
+            self._openai_usage(data.get("usage"))
+        self.complete = "error" not in data

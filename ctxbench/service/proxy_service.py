@@ -1,0 +1,212 @@
+"""The proxy's application layer: a request in, the body to forward out, and everything recorded.
+
+:meth:`ProxyService.begin` reads a request (:mod:`service.proxy_wire`), recognises its conversation,
+stores the messages it adds as the session's history, builds its plan — steered with the user's controls
+when the proxy steers and the conversation is not switched to pass-through (:mod:`service.proxy_plan`) —
+and stores the plan and the exchange (the original body, and the upstream body when it differs). The
+front end forwards :attr:`Exchange.forward_body`, feeds the reply to :meth:`recorder`, and ends with
+:meth:`finish` (status, outcome, reply text, reported usage).
+
+A conversation is recognised by its growing prefix: the request's messages (system prompts aside) start
+with every message of a stored conversation's latest request; the longest such conversation wins. When
+none does, a conversation whose last reply the request quotes (the summary an assistant writes when it
+compacts its history) continues; otherwise a new session starts.
+
+Nothing here may turn a valid request into an error: a body that cannot be read, or a store that fails,
+gives an :class:`Exchange` that forwards the body unchanged and records nothing (``note`` says why).
+Request headers never reach this layer, so no key can be stored.
+"""
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from ctxbench.config import Config
+from ctxbench.records.plans import ContextPlan, PlanInputs
+from ctxbench.records.proxy import ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
+from ctxbench.service.proxy_reply import ReplyRecorder
+from ctxbench.service.proxy_wire import WireError, apply_edits, neutral_messages, parse_request, provider_for_path
+from ctxbench.service.workbench import Workbench
+
+TITLE_CHARS = 60
+PARAGRAPH_MIN_CHARS = 40  # paragraphs of a reply shorter than this say too little to recognise it by
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A request on its way: what to forward, and what to record its reply against."""
+
+    id: int | None  # None: not recorded
+    session_id: str
+    provider: str | None
+    stream: bool
+    forward_body: bytes
+    steered: bool = False
+    plan: ContextPlan | None = None
+    note: str = ""  # why the request is not recorded, or what steering did
+
+
+class ProxyService:
+    """Records (and, with ``steer``, steers) the requests of one proxy over one workbench."""
+
+    def __init__(self, wb: Workbench, *, steer: bool = False) -> None:
+        self.wb = wb
+        self.config: Config = wb.config
+        self.steer = steer
+        self._lock = threading.Lock()  # one request's recognise-and-store at a time
+
+    # -- a request ------------------------------------------------------------------------------------------
+    def begin(self, path: str, body: bytes) -> Exchange:
+        provider = provider_for_path(path)
+        if provider is None:
+            return Exchange(None, "", None, False, body, note="not a chat request")
+        if len(body) > self.config.proxy.max_request_bytes:
+            return Exchange(None, "", provider, False, body, note="request too large to record")
+        try:
+            request = parse_request(provider, body, self.wb.tokenizer)
+        except WireError as exc:
+            return Exchange(None, "", provider, False, body, note=str(exc))
+        with self._lock:
+            session_id, state = self._record_messages(request)
+            controls = self.controls(session_id, state)
+            steered = steer_plan(request, session_id, state.groups, state.message_ids, controls,
+                                 proxy=self.config.proxy, truncation=self.config.planner.truncation,
+                                 tokenizer=self.wb.tokenizer)
+            forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+            self.wb.plans.save(self._inputs(request, session_id, controls, steered), steered.plan)
+            exchange_id = self.wb.proxy.add_exchange(
+                session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
+                stream=request.stream, request=body, upstream_request=None if forward is body else forward,
+                changes=steered.changes, estimated=steered.plan.used_tokens)
+        return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
+                        "; ".join(steered.changes))
+
+    def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
+        p = self.config.proxy
+        return ReplyRecorder(exchange.provider or "openai", stream=stream, max_chars=p.record_reply_chars,
+                             max_body_bytes=p.record_body_bytes)
+
+    def finish(self, exchange: Exchange, *, status: int | None, outcome: str, reply: ReplyRecord,
+               error: str = "") -> None:
+        """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
+        if exchange.id is None:
+            return
+        self.wb.proxy.finish_exchange(
+            exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
+            reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
+            reported_completion=reply.completion_tokens, model=reply.model)
+        if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
+            self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
+                                       reply.model or "")
+        if outcome == "ok" and reply.text:
+            self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+
+    # -- recognising the conversation ------------------------------------------------------------------------
+    def recognise(self, request: WireRequest) -> tuple[ConversationState | None, int]:
+        """The stored conversation ``request`` continues and how many of its messages it shares (0 for a
+        compacted conversation), or (None, 0) for a new one."""
+        hashes = tuple(m.hash for m in request.history)
+        if not hashes:
+            return None, 0
+        limit = self.config.proxy.recent_conversations
+        best, best_len = None, 0
+        for conv in self.wb.proxy.candidates(request.provider, hashes[0], limit):
+            n = len(conv.hashes)
+            if best_len < n <= len(hashes) and hashes[:n] == conv.hashes:
+                best, best_len = conv, n
+        if best is not None:
+            return best, best_len
+        quoted = "\n".join(p.text for m in request.history[:2] for p in m.parts if p.kind in ("text", "file"))
+        for conv in self.wb.proxy.recent(request.provider, limit):
+            if _quotes(quoted, conv.last_reply, self.config.proxy.compaction_min_chars):
+                return conv, 0
+        return None, 0
+
+    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState]:
+        """Store the messages the request adds to its conversation (a new session for a new one)."""
+        wb = self.wb
+        conv, shared = self.recognise(request)
+        history = request.history
+        with wb.transaction():
+            if conv is None:
+                first = next((p.text for m in history if m.role == "user" for p in m.parts if p.kind == "text"), "")
+                title = f"proxy: {' '.join(first.split())[:TITLE_CHARS] or request.model or request.provider}"
+                session_id = wb.sessions.create(title, None)
+                wb.update_settings(session_id, budget=self.config.proxy.budget)
+                ids: list[tuple[int, ...]] = []
+                groups: list[int] = []
+                passthrough, requests, last_reply = False, 0, ""
+            else:
+                session_id = conv.session_id
+                ids, groups = list(conv.message_ids[:shared]), list(conv.groups[:shared])
+                passthrough, requests, last_reply = conv.passthrough, conv.requests, conv.last_reply
+            group = groups[-1] if groups else (conv.groups[-1] if conv is not None and conv.groups else None)
+            names: dict[str, str] = {}
+            for m in history[:shared]:
+                for p in m.parts:
+                    if p.kind == "tool_call":
+                        names[p.tool_call_id] = p.tool_name
+            for m in history[shared:]:
+                new_turn = m.has_user_text and not m.answers_tools
+                stored: list[int] = []
+                for n, neutral in enumerate(neutral_messages(m, names)):
+                    message = wb.messages.append(
+                        session_id, neutral.role, neutral.content,
+                        group_id=None if (new_turn and n == 0) or group is None else group,
+                        tool_calls=neutral.tool_calls, tool_call_id=neutral.tool_call_id,
+                        tool_name=neutral.tool_name, parsing_strategy=request.provider)
+                    group = message.group_id
+                    stored.append(message.id)
+                ids.append(tuple(stored))
+                groups.append(group or 0)
+            state = ConversationState(session_id, request.provider, tuple(m.hash for m in history), tuple(ids),
+                                      tuple(groups), last_reply, passthrough, requests + 1, "")
+            wb.proxy.save_conversation(state)
+        return session_id, state
+
+    # -- the user's controls --------------------------------------------------------------------------------
+    def controls(self, session_id: str, state: ConversationState | None = None) -> SteerControls:
+        wb = self.wb
+        state = state or wb.proxy.conversation(session_id)
+        settings = wb.settings(session_id)
+        status: dict[int, bool] = {}
+        for m in wb.messages.all(session_id):
+            status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
+        steer = self.steer and not (state.passthrough if state is not None else False)
+        return SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
+                             dropped_groups=frozenset(g for g, active in status.items() if not active),
+                             dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
+
+    def _inputs(self, request: WireRequest, session_id: str, controls: SteerControls,
+                steered: SteeredPlan) -> PlanInputs:
+        """What the stored plan was built from. The messages themselves are the session's history and the
+        exchange's stored body, so they are not copied into the plan's inputs."""
+        plan = steered.plan
+        return PlanInputs(session_id=session_id, query=plan.query, history=(), current_turn=(),
+                          budget=controls.budget, mode=controls.mode, strategy=PROXY_STRATEGY,
+                          provider_family=request.provider,
+                          system_prompt="\n\n".join(p.text for p in request.system), pins=controls.pins,
+                          dropped_groups=tuple(sorted(controls.dropped_groups)), tokenizer=self.wb.tokenizer.name,
+                          tools_tokens=sum(t.tokens for t in request.tools))
+
+
+def _quotes(text: str, reply: str, min_chars: int) -> bool:
+    """Whether ``text`` quotes at least ``min_chars`` characters of ``reply``'s longer paragraphs."""
+    if len(reply.strip()) < min_chars:
+        return False
+    quoted = sum(len(p) for p in (line.strip() for line in reply.splitlines())
+                 if len(p) >= PARAGRAPH_MIN_CHARS and p in text)
+    return quoted >= min_chars
+
+
+def plan_diff(before: ContextPlan | None, after: ContextPlan) -> PlanDiff:
+    """Items of ``after`` that entered the context since ``before``, left it, or changed size."""
+    old = {i.id: i for i in before.included} if before is not None else {}
+    new = {i.id: i for i in after.included}
+    entered = tuple(DiffEntry(i.id, i.label, i.section, 0, i.tokens) for i in after.included if i.id not in old)
+    left = tuple(DiffEntry(i.id, i.label, i.section, i.tokens, 0) for i in before.included if i.id not in new) \
+        if before is not None else ()
+    changed = tuple(DiffEntry(i.id, i.label, i.section, old[i.id].tokens, i.tokens) for i in after.included
+                    if i.id in old and old[i.id].tokens != i.tokens)
+    return PlanDiff(entered, left, changed)

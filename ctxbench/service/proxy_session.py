@@ -1,0 +1,147 @@
+"""A proxied conversation opened in the workbench (``ctxbench open --watch``).
+
+:class:`ProxyWatchSession` is a :class:`~ctxbench.service.session.WorkbenchSession` whose plans are the
+requests the proxy recorded, not the planner's: :meth:`poll` hands the newest exchange with its stored
+plan and the diff from the previous request's plan; :meth:`plan` is the latest request as the user's
+controls would steer it now (so a drop, a pin or a mode change shows at once, before the next request).
+Drops of single items (a tool call with its result, a file) are the proxy's own; drops of whole turns are
+the session's, as everywhere. Pins of proxied items keep their text, so a pin can be added back after the
+client stops sending it. :meth:`toggle_passthrough` is the switch back to pass-through.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxbench.records.plans import ContextPlan, Pin
+from ctxbench.records.proxy import ProxyExchange, WatchUpdate
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
+from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.views import PlanView, SessionSnapshot
+from ctxbench.service.proxy_plan import PROXY_STRATEGY, STEERING_NOTE, steer_plan
+from ctxbench.service.proxy_service import ProxyService, plan_diff
+from ctxbench.service.proxy_wire import WireError, parse_request
+from ctxbench.service.session import WorkbenchSession
+from ctxbench.service.text import render_messages
+
+
+@dataclass(frozen=True)
+class WatchPoll:
+    """A new (or newly finished) exchange: its update, the plan view to show and the session's history."""
+
+    update: WatchUpdate
+    view: PlanView
+    snapshot: SessionSnapshot
+
+
+class ProxyWatchSession(WorkbenchSession):
+    """A proxied conversation, followed live."""
+
+    def open(self) -> SessionSnapshot:
+        snapshot = super().open()
+        if self.wb.proxy.conversation(self.session_id) is None:
+            raise ValueError(f"session {self.session_id} is not a proxied conversation (ctxbench proxy makes them)")
+        self._seen: tuple[int, str] = (0, "")
+        return snapshot
+
+    @property
+    def service(self) -> ProxyService:
+        return ProxyService(self.wb, steer=self.proxy_steers())
+
+    def proxy_steers(self) -> bool:
+        latest = self.wb.proxy.latest_exchange(self.session_id)
+        if latest is None or not latest.plan_id:
+            return False
+        return STEERING_NOTE in self.wb.plans.get(latest.plan_id).notes
+
+    # -- following the proxy ----------------------------------------------------------------------------
+    def poll(self) -> WatchPoll | None:
+        """The newest exchange when it is new, or has finished since the last poll; else None."""
+        latest = self.wb.proxy.latest_exchange(self.session_id)
+        if latest is None or (latest.id, latest.outcome) == self._seen:
+            return None
+        self._seen = (latest.id, latest.outcome)
+        plan = self.wb.plans.get(latest.plan_id)
+        before = self.wb.proxy.latest_exchange(self.session_id, before=latest.id)
+        diff = plan_diff(self.wb.plans.get(before.plan_id) if before is not None and before.plan_id else None, plan)
+        view = self.view_of(plan, None)
+        return WatchPoll(WatchUpdate(latest, diff), view, self.snapshot())
+
+    def exchanges(self) -> tuple[ProxyExchange, ...]:
+        return self.wb.proxy.exchanges(self.session_id)
+
+    def passthrough(self) -> bool:
+        state = self.wb.proxy.conversation(self.session_id)
+        return bool(state and state.passthrough)
+
+    def toggle_passthrough(self) -> str:
+        """Switch the conversation between steering and pass-through; says which it is now."""
+        now = not self.passthrough()
+        self.wb.proxy.set_passthrough(self.session_id, now)
+        if now:
+            return "pass-through: the next requests go upstream as the client sends them"
+        if not self.proxy_steers():
+            return "steering on for this conversation (it applies when the proxy runs with --steer)"
+        return "steering on: your drops, pins and mode apply to the next request"
+
+    # -- the plan shown ------------------------------------------------------------------------------------
+    def plan(self, draft: str = "", settings: SessionSettings | None = None, *, store: bool = False,
+             group_id: int | None = None) -> PlanView:
+        """The latest request as the user's controls would steer it now (nothing stored)."""
+        if settings is not None:
+            self.use_settings(settings)
+        latest = self.wb.proxy.latest_exchange(self.session_id)
+        if latest is None:
+            return self.view_of(self._empty(), None)
+        body, _upstream = self.wb.proxy.bodies(latest.id)
+        state = self.wb.proxy.conversation(self.session_id)
+        try:
+            request = parse_request(latest.provider, body, self.wb.tokenizer)
+        except WireError:
+            return self.view_of(self.wb.plans.get(latest.plan_id), None)
+        assert state is not None
+        service = self.service
+        controls = service.controls(self.session_id, state)
+        n = len(request.history)
+        steered = steer_plan(request, self.session_id, state.groups[:n], state.message_ids[:n], controls,
+                             proxy=self.config.proxy, truncation=self.config.planner.truncation,
+                             tokenizer=self.wb.tokenizer)
+        return self.view_of(steered.plan, None, draft=True)
+
+    def _empty(self) -> ContextPlan:
+        s = self.stored_settings()
+        return ContextPlan(plan_id="", session_id=self.session_id, query="", mode=s.mode, strategy=PROXY_STRATEGY,
+                           budget=s.budget, used_tokens=0, over_budget=False, over_budget_reason="", sections=(),
+                           items=(), retrieval_set_id=EMPTY_RETRIEVAL_SET.id, tokenizer=self.wb.tokenizer.name,
+                           estimated=False, notes=("waiting for the first proxied request",))
+
+    # -- the user's controls ---------------------------------------------------------------------------------
+    def drop(self, item_id: str) -> str:
+        if item_id.startswith(("atom:", "file:")):
+            self.wb.proxy.drop(self.session_id, item_id)
+            return f"dropped {item_id} from the next requests"
+        return super().drop(item_id)
+
+    def restore_item(self, item_id: str) -> bool:
+        return self.wb.proxy.restore(self.session_id, item_id)
+
+    def pin_item(self, item_id: str, kind: str, *, scope: str = "turn", label: str = "",
+                 plan: ContextPlan | None = None) -> Pin:
+        """Pin a proxied item with its text (a file is pinned by its path), so it can be sent again after the
+        client stops sending it."""
+        item = next((i for i in plan.items if i.id == item_id), None) if plan is not None else None
+        if item is None or item_id.startswith("pin:"):
+            return super().pin_item(item_id, kind, scope=scope, label=label, plan=plan)
+        content = render_messages(item.messages) if item.messages else item.label
+        target = item_id
+        if item.kind == "attached_file":
+            target = f"path:{item.label.removeprefix('file ')}"
+            content = "\n".join(str(m.get("content", "")) for m in item.messages)
+        elif item_id.startswith("tool:") or item_id.startswith("system"):
+            raise ValueError(f"{item_id} is sent with every request; there is nothing to pin")
+        return self.wb.pins.add(self.session_id, target, kind, scope=scope, label=label or item.label,
+                                content=content)
+
+
+def open_session_class(watch: bool) -> type[WorkbenchSession]:
+    """The session a front end opens: a followed proxied conversation, or a session of the workbench."""
+    return ProxyWatchSession if watch else WorkbenchSession

@@ -1,0 +1,338 @@
+"""Reading and editing the requests the proxy forwards: OpenAI Chat Completions and Anthropic Messages.
+
+:func:`parse_request` reads a request body into a :class:`~ctxbench.records.proxy.WireRequest` (system
+blocks, tool definitions, messages split into parts, each part with its tokens and its place in the JSON)
+without changing it. :func:`apply_edits` writes a new body from the original with some parts removed,
+some tool results replaced by shorter text and a block appended to the system prompt; everything else
+(every other key, every other message) is left as the client sent it. :func:`neutral_messages` turns a
+wire message into the provider-neutral messages the store keeps.
+
+A message's hash ignores Anthropic's ``cache_control`` markers: assistants move the cache breakpoint to
+the newest message on every request, and the conversation must still be recognised by its prefix.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.proxy import WireMessage, WirePart, WireRequest, WireTool
+from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
+
+OPENAI_PATH = "/chat/completions"
+ANTHROPIC_PATH = "/messages"
+HASH_HEX = 24
+# a text that starts with a file's path on its own line and then a code fence is an attached file (aider,
+# Continue and most chat front ends attach files like that)
+_ATTACHED_FILE = re.compile(r"\A\s*([\w./\\-]+\.[A-Za-z0-9]{1,10})\s*\n```")
+
+
+class WireError(ValueError):
+    """The body is not a request the proxy can read (it is forwarded unchanged all the same)."""
+
+
+def provider_for_path(path: str) -> str | None:
+    """``openai`` for a Chat Completions path, ``anthropic`` for a Messages path, else None."""
+    path = path.rstrip("/")
+    if path.endswith(OPENAI_PATH):
+        return "openai"
+    if path.endswith(ANTHROPIC_PATH):
+        return "anthropic"
+    return None
+
+
+def _strip_cache_marks(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _strip_cache_marks(v) for k, v in value.items() if k != "cache_control"}
+    if isinstance(value, list):
+        return [_strip_cache_marks(v) for v in value]
+    return value
+
+
+def message_hash(message: Any) -> str:
+    text = json.dumps(_strip_cache_marks(message), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:HASH_HEX]
+
+
+def _text_of(content: Any) -> str:
+    """The text of a content value: a string, or the text blocks of a list joined."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("type") == "text")
+    return ""
+
+
+def _only_text(content: Any) -> bool:
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content)
+
+
+def _file_label(text: str) -> str:
+    match = _ATTACHED_FILE.match(text)
+    return match.group(1) if match else ""
+
+
+class _Reader:
+    def __init__(self, tokenizer: Tokenizer) -> None:
+        self.tok = tokenizer
+
+    def text_part(self, text: str, location: tuple[Any, ...]) -> WirePart:
+        label = _file_label(text)
+        return WirePart("file" if label else "text", text, self.tok.count(text), location, label=label)
+
+    def media_part(self, block: dict[str, Any], location: tuple[Any, ...]) -> WirePart:
+        kind = str(block.get("type", "file"))
+        source = block.get("source") if isinstance(block.get("source"), dict) else {}
+        label = str(block.get("title") or (block.get("file") or {}).get("filename") or source.get("media_type")
+                    or kind)
+        text = str(source.get("data", "")) if source.get("type") == "text" else ""
+        size = len(json.dumps(block, ensure_ascii=False))
+        shown = text or f"[{kind} {label}, {size:,} bytes of JSON]"
+        return WirePart("file", shown, self.tok.count(shown), location, label=label, replaceable=False)
+
+    def other_part(self, block: Any, location: tuple[Any, ...]) -> WirePart:
+        text = block.get("thinking") or block.get("text") or "" if isinstance(block, dict) else ""
+        text = str(text) or json.dumps(block, ensure_ascii=False)
+        return WirePart("other", text, self.tok.count(text), location)
+
+    # -- OpenAI Chat Completions ----------------------------------------------------------------------
+    def openai_message(self, i: int, m: dict[str, Any]) -> WireMessage:
+        role = str(m.get("role", ""))
+        loc: tuple[Any, ...] = ("messages", i)
+        parts: list[WirePart] = []
+        content = m.get("content")
+        if role == "tool" or role == "function":
+            text = _text_of(content)
+            parts.append(WirePart("tool_result", text, self.tok.count(text), (*loc, "content"),
+                                  tool_call_id=str(m.get("tool_call_id", "")), tool_name=str(m.get("name", "")),
+                                  replaceable=_only_text(content)))
+        elif isinstance(content, str):
+            if content:
+                parts.append(self.text_part(content, (*loc, "content")))
+        elif isinstance(content, list):
+            for j, block in enumerate(content):
+                where = (*loc, "content", j)
+                if isinstance(block, dict) and block.get("type") == "text":
+                    parts.append(self.text_part(str(block.get("text", "")), where))
+                elif isinstance(block, dict) and block.get("type") in ("image_url", "input_audio", "file"):
+                    parts.append(self.media_part(block, where))
+                else:
+                    parts.append(self.other_part(block, where))
+        for k, call in enumerate(m.get("tool_calls") or ()):
+            fn = call.get("function") or {}
+            args = str(fn.get("arguments", ""))
+            name = str(fn.get("name", ""))
+            parts.append(WirePart("tool_call", args, self.tok.count(name) + self.tok.count(args),
+                                  (*loc, "tool_calls", k), tool_call_id=str(call.get("id", "")), tool_name=name))
+        return WireMessage(i, role, tuple(parts), message_hash(m),
+                           TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def openai(self, body: dict[str, Any]) -> WireRequest:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise WireError("a chat completions request needs a list of messages")
+        wire = tuple(self.openai_message(i, m) for i, m in enumerate(messages))
+        system = tuple(p for m in wire if m.role in ("system", "developer") for p in m.parts)
+        return WireRequest("openai", str(body.get("model", "")), bool(body.get("stream")), system,
+                           self.tools(body), wire, body)
+
+    # -- Anthropic Messages ---------------------------------------------------------------------------
+    def anthropic_message(self, i: int, m: dict[str, Any]) -> WireMessage:
+        role = str(m.get("role", ""))
+        loc: tuple[Any, ...] = ("messages", i)
+        content = m.get("content")
+        parts: list[WirePart] = []
+        if isinstance(content, str):
+            parts.append(self.text_part(content, (*loc, "content")))
+        elif isinstance(content, list):
+            for j, block in enumerate(content):
+                where = (*loc, "content", j)
+                kind = block.get("type") if isinstance(block, dict) else None
+                if kind == "text":
+                    parts.append(self.text_part(str(block.get("text", "")), where))
+                elif kind == "tool_use":
+                    args = json.dumps(block.get("input", {}), ensure_ascii=False)
+                    name = str(block.get("name", ""))
+                    parts.append(WirePart("tool_call", args, self.tok.count(name) + self.tok.count(args), where,
+                                          tool_call_id=str(block.get("id", "")), tool_name=name))
+                elif kind == "tool_result":
+                    inner = block.get("content", "")
+                    text = _text_of(inner)
+                    parts.append(WirePart("tool_result", text, self.tok.count(text), where,
+                                          tool_call_id=str(block.get("tool_use_id", "")),
+                                          replaceable=_only_text(inner)))
+                elif kind in ("image", "document"):
+                    parts.append(self.media_part(block, where))
+                else:
+                    parts.append(self.other_part(block, where))
+        else:
+            raise WireError(f"message {i} has no content")
+        return WireMessage(i, role, tuple(parts), message_hash(m), TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def anthropic(self, body: dict[str, Any]) -> WireRequest:
+        messages = body.get("messages")
+        if not isinstance(messages, list) or not all(isinstance(m, dict) for m in messages):
+            raise WireError("a messages request needs a list of messages")
+        system_value = body.get("system")
+        system: list[WirePart] = []
+        if isinstance(system_value, str) and system_value:
+            system.append(WirePart("text", system_value, self.tok.count(system_value), ("system",)))
+        elif isinstance(system_value, list):
+            for j, block in enumerate(system_value):
+                text = _text_of([block]) if isinstance(block, dict) else str(block)
+                system.append(WirePart("text", text, self.tok.count(text), ("system", j)))
+        wire = tuple(self.anthropic_message(i, m) for i, m in enumerate(messages))
+        return WireRequest("anthropic", str(body.get("model", "")), bool(body.get("stream")), tuple(system),
+                           self.tools(body), wire, body)
+
+    def tools(self, body: dict[str, Any]) -> tuple[WireTool, ...]:
+        found = []
+        for i, tool in enumerate(body.get("tools") or ()):
+            if not isinstance(tool, dict):
+                continue
+            name = str(tool.get("name") or (tool.get("function") or {}).get("name") or f"tool {i + 1}")
+            found.append(WireTool(name, self.tok.count(json.dumps(tool, ensure_ascii=False)), i))
+        return tuple(found)
+
+
+def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireRequest:
+    """The request ``body`` of ``provider`` (``openai`` or ``anthropic``), read; WireError if it cannot be."""
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise WireError(f"the body is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise WireError("the body is not a JSON object")
+    reader = _Reader(tokenizer)
+    return reader.openai(data) if provider == "openai" else reader.anthropic(data)
+
+
+# -- the store's view of a message --------------------------------------------------------------------------
+@dataclass(frozen=True)
+class NeutralMessage:
+    role: str  # user | assistant | tool | system
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+
+
+def neutral_messages(message: WireMessage, tool_names: dict[str, str]) -> list[NeutralMessage]:
+    """The provider-neutral messages a wire message becomes: an Anthropic user message holding tool results
+    becomes one ``tool`` message per result (then a user message for any text beside them). ``tool_names``
+    maps tool call ids seen so far to their tools (filled as calls are met)."""
+    out: list[NeutralMessage] = []
+    role = "system" if message.role == "developer" else message.role
+    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other")]
+    calls = [ToolCall(p.tool_call_id, p.tool_name, p.text) for p in message.parts if p.kind == "tool_call"]
+    for call in calls:
+        tool_names[call.id] = call.name
+    for p in message.parts:
+        if p.kind == "tool_result":
+            out.append(NeutralMessage("tool", p.text, tool_call_id=p.tool_call_id or "?",
+                                      tool_name=tool_names.get(p.tool_call_id) or p.tool_name or None))
+    if role == "tool":
+        return out
+    if texts or calls or not out:
+        out.append(NeutralMessage(role if role in ("system", "user", "assistant") else "user", "\n\n".join(texts),
+                                  tool_calls=tuple(calls)))
+    return out
+
+
+# -- editing ------------------------------------------------------------------------------------------------
+@dataclass
+class Edits:
+    """What steering changes in a request: parts or whole messages removed, tool results replaced by
+    shorter text, and text appended to the system prompt."""
+
+    remove: set[tuple[Any, ...]] = field(default_factory=set)
+    replace: dict[tuple[Any, ...], str] = field(default_factory=dict)
+    system_append: list[str] = field(default_factory=list)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.remove or self.replace or self.system_append)
+
+
+def _parent(body: Any, location: tuple[Any, ...]) -> tuple[Any, Any]:
+    node = body
+    for key in location[:-1]:
+        node = node[key]
+    return node, location[-1]
+
+
+def apply_edits(request: WireRequest, edits: Edits) -> bytes:
+    """The request body with ``edits`` made (the original's other keys and messages as they were)."""
+    body = copy.deepcopy(request.body)
+    for location, text in edits.replace.items():
+        node, key = _parent(body, location)
+        if request.provider == "anthropic" and location[-1] != "content":  # a tool_result block: its content
+            node[key] = dict(node[key], content=text)
+        else:
+            node[key] = text
+    whole = {loc[1] for loc in edits.remove if len(loc) == 2}
+    by_message: dict[int, list[tuple[Any, ...]]] = {}
+    for loc in edits.remove:
+        if len(loc) > 2 and loc[1] not in whole:
+            by_message.setdefault(loc[1], []).append(loc)
+    messages = body["messages"]
+    for index, locs in by_message.items():
+        message = messages[index]
+        for loc in sorted(locs, key=lambda l: l[3] if len(l) > 3 else -1, reverse=True):
+            if loc[2] == "content" and len(loc) == 3:
+                if request.provider == "openai" and message.get("role") in ("tool", "function"):
+                    whole.add(index)  # a tool result message goes whole (its call goes with it)
+                message["content"] = "" if request.provider == "openai" else []
+            else:
+                del message[loc[2]][loc[3]]
+        if request.provider == "openai" and "tool_calls" in message and not message["tool_calls"]:
+            del message["tool_calls"]
+        if _empty(message, request.provider):
+            whole.add(index)
+    for index in sorted(whole, reverse=True):
+        del messages[index]
+    if edits.system_append:
+        _append_system(body, request.provider, "\n\n".join(edits.system_append))
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+def _empty(message: dict[str, Any], provider: str) -> bool:
+    content = message.get("content")
+    if provider == "openai":
+        if message.get("role") == "tool":
+            return False  # a tool result is only removed with its call, by location
+        return not message.get("tool_calls") and (content is None or content == "" or content == [])
+    blocks = content if isinstance(content, list) else [content]
+    return all(isinstance(b, dict) and b.get("type") in ("thinking", "redacted_thinking") for b in blocks) \
+        or content in ("", [], None)
+
+
+def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
+    if provider == "anthropic":
+        system = body.get("system")
+        if isinstance(system, list):
+            system.append({"type": "text", "text": text})
+        elif isinstance(system, str) and system:
+            body["system"] = system + "\n\n" + text
+        else:
+            body["system"] = text
+        return
+    messages = body["messages"]
+    first = messages[0] if messages else None
+    if first is not None and first.get("role") in ("system", "developer"):
+        if isinstance(first.get("content"), list):
+            first["content"].append({"type": "text", "text": text})
+        else:
+            first["content"] = f"{first.get('content') or ''}\n\n{text}".lstrip("\n")
+    else:
+        messages.insert(0, {"role": "system", "content": text})
+
+
+def tool_calls_by_id(messages: Iterable[WireMessage]) -> dict[str, WirePart]:
+    return {p.tool_call_id: p for m in messages for p in m.parts if p.kind == "tool_call" and p.tool_call_id}

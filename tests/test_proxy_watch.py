@@ -1,0 +1,88 @@
+"""``ctxbench open --watch``: the workbench follows a proxied conversation live (App.run_test + Pilot, a real
+proxy on loopback with the real openai client, a scripted upstream)."""
+from __future__ import annotations
+
+import asyncio
+import json
+
+import openai
+from textual.widgets import DataTable
+from upstream_server import Answer, Upstream
+
+from ctxbench.proxy.server import ProxyServer, RunningProxy
+from ctxbench.service.options import LaunchOptions
+from ctxbench.service.proxy_service import ProxyService
+from ctxbench.service.workbench import Workbench
+from ctxbench.tui.app import CtxbenchApp
+from ctxbench.tui.screens.overlay import ContextOverlay
+from ctxbench.tui.widgets.bubbles import SystemNote
+from test_proxy import TOOLS, conversation
+from tui_helpers import quiet_config, settle
+
+
+def notes(main) -> list[str]:
+    return [str(n.render()) for n in main.query(SystemNote)]
+
+
+async def wait_for(pilot, predicate, rounds: int = 400) -> None:
+    for _ in range(rounds):
+        await pilot.pause(0.05)
+        if predicate():
+            return
+    raise AssertionError("the watched workbench did not update")
+
+
+async def test_the_workbench_follows_and_steers_a_proxied_conversation(tmp_path):
+    db = tmp_path / "ctx.db"
+    with Upstream([Answer(text="first reply", prompt_tokens=900), Answer(text="second reply")]) as up:
+        wb = Workbench(db, quiet_config())
+        with RunningProxy(ProxyServer(ProxyService(wb, steer=True), up.url, wb.config.proxy), "127.0.0.1", 0) as proxy:
+            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+            messages = conversation(2, result_chars=200)
+            client.chat.completions.create(model="gpt-watch", messages=messages, tools=TOOLS)
+            session = wb.proxy.latest_session()
+            app = CtxbenchApp(LaunchOptions(db_path=db, session_id=session, watch=True, index_repo=False),
+                              quiet_config())
+            app._disable_notifications = True
+            async with app.run_test(size=(130, 45)) as pilot:
+                main = app.main_screen
+                await wait_for(pilot, lambda: any("request #1" in n for n in notes(main)))
+                sections = dict(main.meter.state.sections)
+                assert sections["tools"] > 0 and sections["tool_results"] > 0 and sections["history"] > 0
+                assert main.meter.state.used == main.view.plan.used_tokens
+                first = next(n for n in notes(main) if "request #1" in n)
+                assert "est" in first and "reported 900" in first and "reply: first reply" in first
+
+                await pilot.press("ctrl+o")
+                await settle(pilot)
+                overlay = app.screen
+                assert isinstance(overlay, ContextOverlay)
+                rows = {r.target: r for r in overlay.shown_rows}
+                assert {"tool:read_file", "atom:1:call_1", "atom:2:call_2", "group:1"} <= set(rows)
+                index = next(n for n, r in enumerate(overlay.shown_rows) if r.target == "atom:1:call_1")
+                overlay.query_one(DataTable).move_cursor(row=index, animate=False)
+                await pilot.press("ctrl+d")
+                await settle(pilot)
+                assert "atom:1:call_1" in wb.proxy.drops(session)
+                dropped = next(i for i in overlay.view.plan.items if i.id == "atom:1:call_1")
+                assert not dropped.included and dropped.reason == "dropped_by_user"  # shown before the next request
+                await pilot.press("escape")
+
+                messages += [{"role": "assistant", "content": "first reply"}, {"role": "user", "content": "go on"}]
+                await asyncio.to_thread(client.chat.completions.create, model="gpt-watch", messages=messages,
+                                        tools=TOOLS)
+                await wait_for(pilot, lambda: any("request #2" in n for n in notes(main)))
+                second = next(n for n in notes(main) if "request #2" in n)
+                assert "plan diff:" in second and "steered: left out atom:1:call_1" in second
+                assert any("request #1" in n for n in notes(main))  # earlier requests stay listed
+                sent = json.loads(up.seen[1].body)
+                assert "call_1" not in json.dumps(sent["messages"])
+                assert main.view.plan.plan_id == wb.proxy.exchanges(session)[-1].plan_id
+
+                await pilot.press("ctrl+r")
+                await settle(pilot)
+                assert wb.proxy.conversation(session).passthrough
+                await pilot.press("ctrl+r")
+                await settle(pilot)
+                assert not wb.proxy.conversation(session).passthrough
+        wb.close()

@@ -1,0 +1,116 @@
+"""Reading and steering requests without a server: atoms never split, the rest of the body left alone."""
+from __future__ import annotations
+
+import json
+
+from ctxbench.config import Config
+from ctxbench.records.plans import Pin
+from ctxbench.service.proxy_plan import SteerControls, steer_plan
+from ctxbench.service.proxy_reply import ReplyRecorder
+from ctxbench.service.proxy_wire import apply_edits, message_hash, parse_request
+from ctxbench.tokens import get_tokenizer
+
+TOK = get_tokenizer()
+CONFIG = Config()
+
+
+def plan_of(provider: str, body: dict, groups: tuple[int, ...], **controls):
+    request = parse_request(provider, json.dumps(body).encode(), TOK)
+    c = SteerControls(steer=True, mode=controls.pop("mode", "off"), budget=100_000, **controls)
+    steered = steer_plan(request, "s", groups, tuple(() for _ in groups), c, proxy=CONFIG.proxy,
+                         truncation=CONFIG.planner.truncation, tokenizer=TOK)
+    return request, steered
+
+
+def test_an_anthropic_atom_leaves_whole_and_the_text_beside_it_stays():
+    body = {"model": "c", "max_tokens": 5, "metadata": {"user_id": "u1"}, "messages": [
+        {"role": "user", "content": "look at a and b"},
+        {"role": "assistant", "content": [{"type": "text", "text": "reading both"},
+                                          {"type": "tool_use", "id": "t1", "name": "read", "input": {"p": "a"}},
+                                          {"type": "tool_use", "id": "t2", "name": "read", "input": {"p": "b"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "A" * 50},
+                                     {"type": "tool_result", "tool_use_id": "t2", "content": "B" * 50},
+                                     {"type": "text", "text": "also note this"}]},
+        {"role": "assistant", "content": "done"},
+        {"role": "user", "content": "next"}]}
+    request, steered = plan_of("anthropic", body, (1, 1, 1, 1, 2), dropped_items=frozenset({"atom:1:t1"}))
+    sent = json.loads(apply_edits(request, steered.edits))
+    assert sent["metadata"] == {"user_id": "u1"} and sent["max_tokens"] == 5
+    assert sent["messages"][1]["content"] == [{"type": "text", "text": "reading both"},
+                                              {"type": "tool_use", "id": "t2", "name": "read", "input": {"p": "b"}}]
+    assert sent["messages"][2]["content"] == [{"type": "tool_result", "tool_use_id": "t2", "content": "B" * 50},
+                                              {"type": "text", "text": "also note this"}]
+    assert sent["messages"][3:] == body["messages"][3:]
+
+
+def test_an_openai_message_loses_one_call_of_two_and_the_matching_tool_message():
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}},
+            {"id": "c2", "type": "function", "function": {"name": "g", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "one"},
+        {"role": "tool", "tool_call_id": "c2", "content": "two"},
+        {"role": "user", "content": "next"}]}
+    request, steered = plan_of("openai", body, (1, 1, 1, 1, 2), dropped_items=frozenset({"atom:1:c2"}))
+    sent = json.loads(apply_edits(request, steered.edits))["messages"]
+    assert [c["id"] for c in sent[1]["tool_calls"]] == ["c1"]
+    assert [m.get("tool_call_id") for m in sent] == [None, None, "c1", None]
+    # drop the other one too: the assistant message (no text left) goes with them
+    request, steered = plan_of("openai", body, (1, 1, 1, 1, 2), dropped_items=frozenset({"atom:1:c1", "atom:1:c2"}))
+    assert [m["role"] for m in json.loads(apply_edits(request, steered.edits))["messages"]] == ["user", "user"]
+
+
+def test_the_turn_in_progress_and_pinned_items_are_never_dropped():
+    body = {"model": "m", "messages": [
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "x" * 9000}]}
+    pin = Pin("p1", "atom:1:c1", "sticky")
+    request, steered = plan_of("openai", body, (1, 1, 1), dropped_groups=frozenset({1}), mode="light")
+    assert steered.edits.remove == set()  # group 1 is the turn in progress
+    cut = next(i for i in steered.plan.items if i.id == "atom:1:c1")
+    assert "active_recent" in cut.detail  # the newest result of the turn in progress keeps 5,000 chars
+    request, steered = plan_of("openai", body, (1, 1, 1), mode="light", pins=(pin,))
+    assert steered.edits.empty and next(i for i in steered.plan.items if i.id == "atom:1:c1").reason == "pinned_sticky"
+
+
+def test_cache_markers_do_not_change_a_message_hash():
+    plain = {"role": "user", "content": [{"type": "text", "text": "hi"}]}
+    marked = {"role": "user", "content": [{"type": "text", "text": "hi", "cache_control": {"type": "ephemeral"}}]}
+    assert message_hash(plain) == message_hash(marked)
+
+
+def test_the_recorder_reads_events_split_anywhere_and_skips_an_oversized_line():
+    events = (b'data: {"type":"message_start","message":{"model":"c","usage":{"input_tokens":10,'
+              b'"cache_read_input_tokens":5}}}\n\n'
+              b'data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"Hel"}}\n\n'
+              b'data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"' + b"z" * 500 + b'"}}\n\n'
+              b'data: {"type":"content_block_delta","delta":{"type":"text_delta","text":"lo"}}\n\n'
+              b'data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":3}}\n\n'
+              b'data: {"type":"message_stop"}\n\n')
+    recorder = ReplyRecorder("anthropic", stream=True, max_chars=100, max_body_bytes=300)
+    for n in range(0, len(events), 7):
+        recorder.feed(events[n:n + 7])
+    reply = recorder.result()
+    assert reply.text == "Hello" and reply.prompt_tokens == 15 and reply.completion_tokens == 3
+    assert reply.complete and reply.stop_reason == "end_turn" and reply.model == "c"
+
+
+
+def test_the_plan_payload_shows_what_went_upstream():
+    body = {"model": "m", "messages": [
+        {"role": "system", "content": "be brief"},
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": None, "tool_calls": [
+            {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
+        {"role": "tool", "tool_call_id": "c1", "content": "r" * 2000},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "next"}]}
+    request, steered = plan_of("openai", body, (1, 1, 1, 1, 2), mode="light")
+    payload = steered.plan.messages()
+    assert payload[0] == {"role": "system", "content": "be brief"}
+    sent = json.loads(apply_edits(request, steered.edits))["messages"]
+    tool = next(m for m in payload if m["role"] == "tool")
+    assert tool["content"] == sent[3]["content"] and len(tool["content"]) < 400

@@ -1,0 +1,180 @@
+"""A scripted model endpoint on 127.0.0.1 speaking OpenAI Chat Completions and Anthropic Messages, for the
+proxy tests. Written on ``http.server`` (not the proxy's aiohttp) so the two ends share no code.
+
+Every request is recorded as it arrived: method, path, headers and the raw body bytes. Each request takes
+the next scripted :class:`Answer` (the last one repeats): a streamed or whole reply with usage, an HTTP
+error with its body, a stream cut after some events, or a long stream of many events.
+"""
+from __future__ import annotations
+
+import json
+import socket
+import threading
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Answer:
+    text: str = "Hello from upstream."
+    status: int = 200
+    error_body: bytes = b'{"error": {"type": "overloaded_error", "message": "scripted overload"}}'
+    prompt_tokens: int = 1234
+    completion_tokens: int = 7
+    cut_after_events: int | None = None  # close the socket after this many content events
+    events: int = 0  # a long stream: this many extra text events of ``filler`` each
+    filler: str = ""
+    tool_call: tuple[str, dict[str, Any]] | None = None  # (name, input): the reply calls a tool
+
+
+@dataclass
+class Seen:
+    method: str
+    path: str
+    headers: dict[str, str]
+    body: bytes
+
+    def json(self) -> dict[str, Any]:
+        return json.loads(self.body)
+
+
+class Upstream:
+    def __init__(self, script: list[Answer] | None = None) -> None:
+        self.script = list(script or [Answer()])
+        self.seen: list[Seen] = []
+        self._lock = threading.Lock()
+        self._n = 0
+        upstream = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                return
+
+            def do_GET(self) -> None:  # noqa: N802
+                upstream._record(self, b"")
+                self._send(200, b'{"object": "list", "data": [{"id": "scripted-model", "object": "model"}]}')
+
+            def do_POST(self) -> None:  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                answer = upstream._record(self, body)
+                if answer.status != 200:
+                    self._send(answer.status, answer.error_body)
+                    return
+                payload = json.loads(body)
+                anthropic = self.path.rstrip("/").endswith("/messages")
+                if payload.get("stream"):
+                    self._stream(payload, answer, anthropic)
+                else:
+                    self._send(200, json.dumps(_whole(payload, answer, anthropic)).encode())
+
+            def _send(self, status: int, raw: bytes) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(raw)))
+                self.send_header("X-Upstream", "scripted")
+                self.end_headers()
+                self.wfile.write(raw)
+
+            def _chunk(self, data: bytes) -> None:
+                self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+                self.wfile.flush()
+
+            def _stream(self, payload: dict[str, Any], answer: Answer, anthropic: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Transfer-Encoding", "chunked")
+                self.end_headers()
+                events = _anthropic_events(payload, answer) if anthropic else _openai_events(payload, answer)
+                for n, event in enumerate(events):
+                    if answer.cut_after_events is not None and n >= answer.cut_after_events:
+                        self.wfile.flush()
+                        self.connection.shutdown(socket.SHUT_RDWR)
+                        self.close_connection = True
+                        return
+                    self._chunk(event)
+                self._chunk(b"")
+
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._httpd.daemon_threads = True
+        self._httpd.handle_error = lambda request, client_address: None
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
+
+    def _record(self, handler: BaseHTTPRequestHandler, body: bytes) -> Answer:
+        with self._lock:
+            self.seen.append(Seen(handler.command, handler.path, {k.lower(): v for k, v in handler.headers.items()},
+                                  body))
+            answer = self.script[min(self._n, len(self.script) - 1)]
+            self._n += 1
+            return answer
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self) -> "Upstream":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+def _sse(data: Any, event: str | None = None) -> bytes:
+    head = f"event: {event}\n" if event else ""
+    return f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
+
+
+def _openai_events(payload: dict[str, Any], a: Answer):
+    model = payload.get("model", "scripted")
+    base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model}
+    yield _sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
+        yield _sse(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+    yield _sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+    if (payload.get("stream_options") or {}).get("include_usage"):
+        yield _sse(base | {"choices": [], "usage": {"prompt_tokens": a.prompt_tokens,
+                                                    "completion_tokens": a.completion_tokens,
+                                                    "total_tokens": a.prompt_tokens + a.completion_tokens}})
+    yield _sse("[DONE]")
+
+
+def _anthropic_events(payload: dict[str, Any], a: Answer):
+    model = payload.get("model", "scripted")
+    yield _sse({"type": "message_start", "message": {
+        "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
+        "stop_reason": None, "stop_sequence": None,
+        "usage": {"input_tokens": a.prompt_tokens, "output_tokens": 1}}}, "message_start")
+    yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+               "content_block_start")
+    for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
+        yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+                   "content_block_delta")
+    yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    stop = "end_turn"
+    if a.tool_call is not None:
+        stop = "tool_use"
+        yield _sse({"type": "content_block_start", "index": 1, "content_block": {
+            "type": "tool_use", "id": "toolu_1", "name": a.tool_call[0], "input": {}}}, "content_block_start")
+        yield _sse({"type": "content_block_delta", "index": 1, "delta": {
+            "type": "input_json_delta", "partial_json": json.dumps(a.tool_call[1])}}, "content_block_delta")
+        yield _sse({"type": "content_block_stop", "index": 1}, "content_block_stop")
+    yield _sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": a.completion_tokens}}, "message_delta")
+    yield _sse({"type": "message_stop"}, "message_stop")
+
+
+def _whole(payload: dict[str, Any], a: Answer, anthropic: bool) -> dict[str, Any]:
+    model = payload.get("model", "scripted")
+    if anthropic:
+        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
+                "content": [{"type": "text", "text": a.text}], "stop_reason": "end_turn", "stop_sequence": None,
+                "usage": {"input_tokens": a.prompt_tokens, "output_tokens": a.completion_tokens}}
+    return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": a.text}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
+                      "total_tokens": a.prompt_tokens + a.completion_tokens}}
