@@ -197,6 +197,9 @@ class IndexConfig:
     personalize_mention_weight: float = 1.0
     personalize_activation_weight: float = 0.5
     scaffold_central_symbols: int = 3
+    # anchors in the scaffold besides the central symbols (codegraph/anchors.py): console scripts, __main__,
+    # package.json bin/main, the top package's public API; they give way first when the scaffold's share is small
+    scaffold_anchors: int = 5
     scaffold_note: str = (
         "Navigation: the cards below are thin; call request_code_context(symbol) to expand a card to its "
         "body, and query_db for older conversation history."
@@ -275,6 +278,9 @@ class RetrievalConfig:
     # symbol's body (after its signature and doc) that best matches the query's words, with file line numbers;
     # off: the stored head of the symbol (its first lines)
     query_excerpts: bool = True
+    # lines of a function's or method's body (read from its file) in the keyword index's body column; 0 = the
+    # card's excerpt (its first index.excerpt_lines lines)
+    keyword_body_lines: int = 0
     excerpt_context_lines: int = 3  # lines kept above the first matching line of a chosen window
     excerpt_files_cached: int = 64  # masked source files kept in memory for excerpts
     # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card

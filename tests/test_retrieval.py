@@ -110,7 +110,7 @@ def test_graph_neighbour_found_only_through_the_graph_has_graph_provenance(index
     assert symbols(rs)[0] == "render.text.pad"
     hit = next(h for h in rs.hits if h.symbol == "render.text._blank")
     assert hit.provenance == "graph" and hit.neighbour_of == "render.text.pad"
-    assert hit.why == "called by text.pad"
+    assert hit.why.endswith(" · called by text.pad") and hit.why.startswith(f"score {hit.score:.3f} (RRF")
     assert "keyword" not in dict(hit.components)
 
 

@@ -142,8 +142,33 @@ class Retriever:
     def _sync_keyword(self, view: IndexView) -> None:
         with self._lock:
             if self._keyword_version != view.version:
-                sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()))
+                lines = self.config.retrieval.keyword_body_lines
+                body = None
+                if lines > 0:
+                    def body(card: SymbolCard) -> str:
+                        return self._body_text(view, card, lines)
+                sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()), body,
+                                   f"-b{lines}" if lines > 0 else "")
                 self._keyword_version = view.version
+
+    def _body_text(self, view: IndexView, card: SymbolCard, limit: int) -> str:
+        """Up to ``limit`` lines of a function's or method's body from its file (masked), for the keyword
+        index; "" for other kinds (their card's excerpt is used) or an unreadable file."""
+        if card.kind not in ("function", "method"):
+            return ""
+        source = self._source_lines(view)
+        lines = source.lines(card.path)
+        if lines is None or card.end_line > len(lines):
+            return ""
+        return "\n".join(lines[card.line - 1: min(card.end_line, card.line - 1 + limit)])
+
+    def _source_lines(self, view: IndexView) -> Any:
+        from ctxbench.retrieval.excerpts import SourceLines
+
+        if self._source is None:
+            self._source = SourceLines(self.root or view.repo_key, self.config.index.secret_file_globs,
+                                       self.config.retrieval.excerpt_files_cached)
+        return self._source
 
     def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
                       block: bool = True):
@@ -575,6 +600,13 @@ class Retriever:
             entry.scores["graph"] = gain
             graph_notes[sid] = (f"{words} {_short(seed)}", seed)
 
+    def _score_words(self, score: float) -> str:
+        """The hit's fused score and its scale, first in its why: the number the overlay's score column shows."""
+        rc = self.config.retrieval
+        if rc.fusion == "rrf":
+            return f"score {score:.3f} (RRF: a first place in one source = {rrf_unit(rc.rrf_k):.3f})"
+        return f"score {score:.3f} (sum of per-source scores, each at most its weight)"
+
     def _excerpt_words(self, query: str) -> frozenset[str] | None:
         """The query's words for choosing excerpts (None when excerpts are the stored heads)."""
         rc = self.config.retrieval
@@ -587,13 +619,10 @@ class Retriever:
     def _excerpt(self, view: IndexView, card: SymbolCard, words: frozenset[str] | None) -> Any:
         if words is None:
             return None
-        from ctxbench.retrieval.excerpts import SourceLines, query_excerpt
+        from ctxbench.retrieval.excerpts import query_excerpt
 
-        if self._source is None:
-            self._source = SourceLines(self.root or view.repo_key, self.config.index.secret_file_globs,
-                                       self.config.retrieval.excerpt_files_cached)
         icfg = self.config.index
-        return query_excerpt(card, self._source, words, icfg.excerpt_lines, self.config.retrieval.excerpt_context_lines,
+        return query_excerpt(card, self._source_lines(view), words, icfg.excerpt_lines, self.config.retrieval.excerpt_context_lines,
                              icfg.card_line_max_chars)
 
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
@@ -641,7 +670,7 @@ class Retriever:
             line=card.line,
             score=round(f.score, 8),
             components=tuple(components),
-            why=" · ".join(why),
+            why=" · ".join([self._score_words(f.score), *why]),
             provenance=provenance,
             card_text=card.render(with_excerpt=False),
             excerpt=chosen.text if chosen is not None else card.excerpt,
