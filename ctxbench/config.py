@@ -197,6 +197,9 @@ class IndexConfig:
     personalize_mention_weight: float = 1.0
     personalize_activation_weight: float = 0.5
     scaffold_central_symbols: int = 3
+    # anchors in the scaffold besides the central symbols (codegraph/anchors.py): console scripts, __main__,
+    # package.json bin/main, the top package's public API; they give way first when the scaffold's share is small
+    scaffold_anchors: int = 5
     scaffold_note: str = (
         "Navigation: the cards below are thin; call request_code_context(symbol) to expand a card to its "
         "body, and query_db for older conversation history."
@@ -214,6 +217,10 @@ class EmbeddingConfig:
     # ~0.07 ms per 1000 vectors here (3.2 ms at 50k, 14 ms at 200k), HNSW ~0.1 ms but ~4 s to build at 50k
     flat_index_max: int = 50000
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
+    # queries (a few texts per call) are encoded by a numpy copy of the model until torch is loaded: one-shot
+    # commands answer without importing torch (retrieval/minilm_numpy.py); "torch": always the torch model
+    query_runtime: str = "numpy"  # numpy | torch
+    numpy_max_texts: int = 8  # calls with at most this many texts use the numpy encoder
     threads: int = 0  # torch threads for encoding; 0 = torch's default (all cores)
     progress_every: int = 256  # cards encoded between two progress callbacks
     hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
@@ -236,11 +243,19 @@ class RetrievalConfig:
     scope_weight: float = 1.0  # members of a class named in the query, in the order the other components gave
     # fused score multiplier per symbol kind (1.0 if absent); "nested" = a function inside a function
     kind_weights: tuple[tuple[str, float], ...] = (("module", 0.5), ("class", 0.8), ("nested", 0.5))
+    # fused score multiplier for code in an area questions rarely ask about (retrieval/areas.py: tests, platform
+    # shims, generated and vendored code), unless the question names the area; a named symbol is never demoted
+    area_weights: tuple[tuple[str, float], ...] = (
+        ("generated", 0.5), ("platform", 0.5), ("test", 0.5), ("vendored", 0.5),
+    )
     # graph expansion: weight of each edge kind between a seed and its neighbour
     graph_relation_weights: tuple[tuple[str, float], ...] = (
         ("calls", 1.0), ("inherits", 0.8), ("contains", 0.7), ("references", 0.5), ("imports", 0.2),
     )
     graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
+    # a neighbour's hop score: relation weight x ((1 - b) + b x its own relevance to the query, 0..1); 0 = by
+    # relation weight alone (then ties by name)
+    graph_hop_relevance: float = 0.0
     graph_neighbours: int = 12  # neighbours taken per seed
     mention_boost: float = 0.05  # a symbol mentioned in the turn (a path, or an id the name component missed)
     mention_max_symbols: int = 8  # a bare name mentioned that names more symbols than this personalizes none
@@ -259,6 +274,15 @@ class RetrievalConfig:
         "their", "then", "there", "this", "to", "too", "was", "what", "when", "where", "which", "who", "why",
         "will", "with", "would", "you", "your",
     )
+    # Heavy excerpts chosen by the query (retrieval/excerpts.py): the window of index.excerpt_lines lines of a
+    # symbol's body (after its signature and doc) that best matches the query's words, with file line numbers;
+    # off: the stored head of the symbol (its first lines)
+    query_excerpts: bool = True
+    # lines of a function's or method's body (read from its file) in the keyword index's body column; 0 = the
+    # card's excerpt (its first index.excerpt_lines lines)
+    keyword_body_lines: int = 0
+    excerpt_context_lines: int = 3  # lines kept above the first matching line of a chosen window
+    excerpt_files_cached: int = 64  # masked source files kept in memory for excerpts
     # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card
     # with reason below_threshold) unless something says it is about the turn: named in the query (or a member
     # of a class named there), a semantic similarity of at least min_semantic_similarity, a keyword hit on a
@@ -407,7 +431,7 @@ def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
             changes[key] = _merge(current, value, f"{where}.{key}")
         elif key == "modes":
             changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
-        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers"):
+        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers", "area_weights"):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}.{key}: expected a table")
             changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))
