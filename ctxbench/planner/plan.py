@@ -227,7 +227,7 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
         id=cand.id, kind=cand.kind, section=cand.section, label=cand.label, tokens=cand.tokens,
         included=cand.included, reason=cand.reason or "over_budget", score=cand.score, pin=cand.pin,
         order=order, message_ids=cand.message_ids, messages=cand.messages if cand.included else (),
-        detail=cand.detail,
+        detail=cand.detail, external_ids=(),
     )
 
 
@@ -240,7 +240,7 @@ def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanIte
         template.update(
             id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
             included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
-            messages=(), detail="",
+            messages=(), detail="", external_ids=atom.external_ids,
         )
     item = _NEW(PlanItem)
     fields = item.__dict__
@@ -296,6 +296,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
                     id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
                     included=True, reason=pick.reasons[ai], score=score, pin=pick.pins[ai], order=0,
                     message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
+                    external_ids=atom.external_ids,
                 )))
                 continue
             if group_excluded is not None:

@@ -78,8 +78,10 @@ class PlanItem:
     message_ids: tuple[int, ...] = ()
     messages: tuple[dict[str, Any], ...] = ()  # the OpenAI messages this item renders to (empty if excluded)
     detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
+    external_ids: tuple[str, ...] = ()  # the source ids of its messages, when they were imported with one
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"external_ids": list(self.external_ids)} if self.external_ids else {}
         return {
             "id": self.id,
             "kind": self.kind,
@@ -92,6 +94,7 @@ class PlanItem:
             "pin": self.pin or None,
             "detail": self.detail,
             "message_ids": list(self.message_ids),
+            **extra,
         }
 
 

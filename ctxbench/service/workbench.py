@@ -195,7 +195,8 @@ class Workbench:
         new = [
             NewMessage(group_id=m.group + 1, role=m.role, content=m.content, tool_calls=m.tool_calls,
                        tool_call_id=m.tool_call_id, tool_name=m.tool_name, parsing_strategy=m.parsing_strategy,
-                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags)
+                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags,
+                       external_id=m.external_id, created_at=m.created_at)
             for m in transcript.messages
         ]
         with self.transaction():

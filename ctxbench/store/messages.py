@@ -53,7 +53,15 @@ def _row_to_message(row: sqlite3.Row) -> Message:
         tokens=int(row["tokens"]),
         flags=() if raw_flags == _EMPTY_LIST else tuple(json.loads(raw_flags)),
         partial=bool(row["partial"]),
+        external_id=_external_id(row),
     )
+
+
+def _external_id(row: sqlite3.Row) -> str:
+    try:
+        return row["external_id"]
+    except IndexError:  # a database read by a migration older than core v5 (the column does not exist yet)
+        return ""
 
 
 def insert_messages(
@@ -73,8 +81,8 @@ def insert_messages(
             raise ValueError(f"unknown role {m.role!r}; expected one of {', '.join(ROLES)}")
         cur = conn.execute(
             "INSERT INTO messages (session_id, branch_id, group_id, role, content, tool_calls, tool_call_id, "
-            "tool_name, parsing_strategy, status, created_at, tokens, flags, partial) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+            "tool_name, parsing_strategy, status, created_at, tokens, flags, partial, external_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
             (
                 session_id,
                 branch_id,
@@ -85,17 +93,18 @@ def insert_messages(
                 m.tool_call_id,
                 m.tool_name,
                 m.parsing_strategy,
-                stamp,
+                m.created_at or stamp,
                 m.tokens,
                 json.dumps(list(m.flags)),
                 int(m.partial),
+                m.external_id,
             ),
         )
         message_id = int(cur.lastrowid)
         if m.group_id not in touched:
             conn.execute(
                 "INSERT OR IGNORE INTO message_groups (session_id, branch_id, group_id, created_at) VALUES (?, ?, ?, ?)",
-                (session_id, branch_id, m.group_id, stamp),
+                (session_id, branch_id, m.group_id, m.created_at or stamp),
             )
             sessions.note_group_used(conn, session_id, m.group_id)
             touched[m.group_id] = None
@@ -112,10 +121,11 @@ def insert_messages(
                 tool_name=m.tool_name,
                 parsing_strategy=m.parsing_strategy,
                 status="active",
-                created_at=stamp,
+                created_at=m.created_at or stamp,
                 tokens=m.tokens,
                 flags=tuple(m.flags),
                 partial=m.partial,
+                external_id=m.external_id,
             )
         )
     if stored:

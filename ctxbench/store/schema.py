@@ -188,7 +188,13 @@ def _v4_deletable(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX plans_by_retrieval ON plans (retrieval_id)")
 
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable)
+# v5: a message keeps the id it had in the transcript it was imported from (LoCoMo's ``D3:12``, a Claude Code
+# uuid), so plans can name the source turns they include; empty for messages written here.
+_V5 = """
+ALTER TABLE messages ADD COLUMN external_id TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _V5)
 
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
