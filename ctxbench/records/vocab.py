@@ -22,7 +22,7 @@ STRATEGY_FAMILIES: dict[str, str] = {
 }
 
 # -- plans ------------------------------------------------------------------------------------------
-STRATEGIES = ("window", "hybrid", "levels", "semantic")  # history strategies, in the order a picker cycles
+STRATEGIES = ("window", "hybrid", "levels", "semantic", "fused")  # history strategies, in the order a picker cycles
 
 INCLUDED_REASONS = (
     "mandatory",
@@ -36,6 +36,7 @@ INCLUDED_REASONS = (
     "scaffold",
     "state",
     "memory_level",
+    "standing_instruction",
 )
 EXCLUDED_REASONS = (
     "over_budget",
