@@ -126,7 +126,11 @@ class FusedConfig:
     # a user message setting a standing rule: any of these (case-insensitive regular expressions)
     instruction_patterns: tuple[str, ...] = (
         r"\bfrom now on\b", r"\bground rules?\b", r"\bgoing forward\b", r"\bfor the rest of (this|the) session\b",
-        r"(^|[.!?:;—–]\s*)(always|never|do not ever|don't ever)\b",
+        # a sentence that opens with always / never and an instruction verb ("Never commit to main."); chat like
+        # "Never give up!" is not a rule
+        r"(^|[.!?:;—–]\s*)(always|never|do not ever|don't ever)\s+(use|run|write|commit|push|add|call|keep|put|"
+        r"check|test|touch|edit|change|delete|remove|import|return|format|name|prefer|avoid|include|make|store|"
+        r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
     embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)

@@ -27,8 +27,7 @@ from ctxbench.records.vocab import STRATEGIES
 
 DEFAULT_BUDGETS = (512, 1024, 2048, 4096)
 DEFAULT_ROW = "default"
-BENCH_SYSTEM_PROMPT = ("You are a helpful assistant with a long memory of this conversation. The earlier turns "
-                       "below were selected by ctxbench for the user's question.")
+BENCH_SYSTEM_PROMPT = "Answer from the earlier turns of this conversation that ctxbench selected below."
 TURN_VECTOR_VERSION = "locomo-turn-1"
 EMBED_SEQ = 256
 

@@ -129,7 +129,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     if not known.any() and not kw.any():
         context.notes.append(NO_EVIDENCE_NOTE)
         score = np.arange(n, dtype=float) / n  # newest first
-        _fill(selection, budget, context, units, score, kw, rules, config)
+        _fill(selection, budget, context, units, score, kw, rules, config, by_recency=True)
         return
     z = np.zeros(n)
     if known.any():
@@ -175,7 +175,7 @@ def _episode_scores(base: np.ndarray, times: list[float], config: FusedConfig) -
 
 
 def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: list[tuple[int, int]],
-          score: np.ndarray, kw: np.ndarray, rules: list[bool], config: FusedConfig) -> None:
+          score: np.ndarray, kw: np.ndarray, rules: list[bool], config: FusedConfig, by_recency: bool = False) -> None:
     groups = selection.groups
     history_budget = budget.remaining
     for u, (gi, ai) in enumerate(units):  # every atom carries its own score, included or not
@@ -205,8 +205,11 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
             continue
         atom = groups[gi].atoms[ai]
         why = f"rank {rank} of {len(units)}, score {score[u]:.3f}"
-        if budget.remaining >= smallest and selection.include_atom(
-                gi, ai, budget, "keyword_match" if kw[u] > 0 else "semantic_match", why,
-                with_user=atom.kind == ATOM_CALL):
+        if by_recency:
+            reason, why = "recent_window", f"newest first ({rank} of {len(units)}): nothing matched the query yet"
+        else:
+            reason = "keyword_match" if kw[u] > 0 else "semantic_match"
+        if budget.remaining >= smallest and selection.include_atom(gi, ai, budget, reason, why,
+                                                                     with_user=atom.kind == ATOM_CALL):
             continue
         selection.atom_details.setdefault(gi, {})[ai] = why + ": the budget was full"
