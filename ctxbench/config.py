@@ -114,14 +114,15 @@ class FusedConfig:
     Weights were chosen on the LoCoMo tune conversations (26, 30, 41-44) only; benchmarks/README.md has
     the measurements and the held-out figures."""
 
-    keyword_weight: float = 3.0  # BM25 / the query's best BM25, times this, beside the z-scored similarity
+    # tune conversations, evidence recall at 512 / 1,024 / 2,048 / 4,096 (benchmarks/README.md has every step)
+    keyword_weight: float = 4.0  # BM25 / the query's best BM25, times this, beside the z-scored similarity
     neighbour_weight: float = 0.4  # share of the better chronological neighbour's relevance an atom gains
-    episode_weight: float = 0.4  # times the mean relevance of the best ``episode_top`` atoms of its episode
+    episode_weight: float = 0.8  # times the mean relevance of the best ``episode_top`` atoms of its episode
     episode_top: int = 3
     episode_gap_hours: float = 3.0  # a pause this long between two turns starts a new episode (a sitting)
     speaker_weight: float = 0.6  # atoms whose speaker label ("Name: ...") the query names, when it names one
     recent_groups: int = 1  # the latest turns, carried first (continuity)
-    recent_share: float = 0.1  # ... within this share of the history budget (a longer turn: what fits, newest first)
+    recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
     instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
     # a user message setting a standing rule: any of these (case-insensitive regular expressions)
     instruction_patterns: tuple[str, ...] = (
