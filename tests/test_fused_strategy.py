@@ -117,4 +117,8 @@ def test_the_early_rule_is_in_every_later_plan_of_the_long_session(tmp_path, bud
                               if i.kind == "history_atom" and i.label.startswith("user:"))
             latest = next(i for i in step.plan.items if i.message_ids and i.message_ids[0] == latest_user)
             assert latest.included, f"turn {step.turn}: the previous turn's user message was left out"
+            left = [i for i in step.plan.items if i.kind == "history_atom" and not i.included]
+            if any(i.reason == "over_budget" for i in left):  # more history than budget: the budget is filled
+                assert step.plan.used_tokens >= 0.9 * budget, f"turn {step.turn}: {step.plan.used_tokens} used"
+            assert all(i.reason in ("over_budget", "isolated_strategy") and i.detail for i in left)
         assert later == 208
