@@ -83,8 +83,9 @@ class LevelsConfig:
 class SemanticHistoryConfig:
     """Semantic sliding window (seed 003): similarity + recency + importance flags."""
 
-    similarity_weight: float = 0.4
-    recency_weight: float = 0.3
+    # similarity outweighs recency (it was 0.4 against 0.3: on LoCoMo the recent turns filled every budget)
+    similarity_weight: float = 1.0
+    recency_weight: float = 0.15
     recency_half_life_groups: float = 20.0
     importance_weights: tuple[tuple[str, float], ...] = (
         ("user_starred", 0.8),
@@ -96,13 +97,44 @@ class SemanticHistoryConfig:
     )
     # the similarity ranking (retrieval/history_vectors.py): each earlier turn's text embedded with the
     # code retriever's model, compared with the query
-    candidates: int = 20  # earlier turns offered to the strategy, most similar first
-    min_similarity: float = 0.25  # turns less similar than this are not offered
+    candidates: int = 0  # earlier turns offered to the strategy, most similar first (0 = every one; 20 capped it)
+    min_similarity: float = 0.0  # turns less similar than this are not offered
     # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
     # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
     embed_reply_chars: int = 300  # characters of the assistant's replies in a turn's embedded text
     embed_max_chars: int = 2000  # characters of a turn's embedded text
     embed_max_seq_length: int = 256  # model tokens of a turn's text and of the query
+
+
+@dataclass(frozen=True)
+class FusedConfig:
+    """The default history strategy ``fused``: single messages (atoms) ranked by meaning, keywords, their
+    neighbours, their episode and the speaker the query names; the latest turn and standing instructions first.
+
+    Weights were chosen on the LoCoMo tune conversations (26, 30, 41-44) only; benchmarks/README.md has
+    the measurements and the held-out figures."""
+
+    # tune conversations, evidence recall at 512 / 1,024 / 2,048 / 4,096 (benchmarks/README.md has every step)
+    keyword_weight: float = 4.0  # BM25 / the query's best BM25, times this, beside the z-scored similarity
+    neighbour_weight: float = 0.4  # share of the better chronological neighbour's relevance an atom gains
+    episode_weight: float = 0.8  # times the mean relevance of the best ``episode_top`` atoms of its episode
+    episode_top: int = 3
+    episode_gap_hours: float = 3.0  # a pause this long between two turns starts a new episode (a sitting)
+    speaker_weight: float = 0.6  # atoms whose speaker label ("Name: ...") the query names, when it names one
+    recent_groups: int = 1  # the latest turns, carried first (continuity)
+    recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
+    instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
+    # a user message setting a standing rule: any of these (case-insensitive regular expressions)
+    instruction_patterns: tuple[str, ...] = (
+        r"\bfrom now on\b", r"\bground rules?\b", r"\bgoing forward\b", r"\bfor the rest of (this|the) session\b",
+        # a sentence that opens with always / never and an instruction verb ("Never commit to main."); chat like
+        # "Never give up!" is not a rule
+        r"(^|[.!?:;—–]\s*)(always|never|do not ever|don't ever)\s+(use|run|write|commit|push|add|call|keep|put|"
+        r"check|test|touch|edit|change|delete|remove|import|return|format|name|prefer|avoid|include|make|store|"
+        r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
+    )
+    keyword_candidates: int = 500  # messages ranked by BM25 for a query
+    embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
 
 
 @dataclass(frozen=True)
@@ -127,7 +159,7 @@ class ActivationConfig:
 class PlannerConfig:
     default_budget: int = 8000
     default_mode: str = "light"
-    default_strategy: str = "window"
+    default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
@@ -136,6 +168,7 @@ class PlannerConfig:
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     levels: LevelsConfig = field(default_factory=LevelsConfig)
     semantic: SemanticHistoryConfig = field(default_factory=SemanticHistoryConfig)
+    fused: FusedConfig = field(default_factory=FusedConfig)
     pins: PinConfig = field(default_factory=PinConfig)
     activation: ActivationConfig = field(default_factory=ActivationConfig)
     modes: tuple[ModeProfile, ...] = DEFAULT_MODES
@@ -221,7 +254,10 @@ class EmbeddingConfig:
     # commands answer without importing torch (retrieval/minilm_numpy.py); "torch": always the torch model
     query_runtime: str = "numpy"  # numpy | torch
     numpy_max_texts: int = 8  # calls with at most this many texts use the numpy encoder
-    threads: int = 0  # torch threads for encoding; 0 = torch's default (all cores)
+    # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
+    # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
+    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
+    threads: int = 1
     progress_every: int = 256  # cards encoded between two progress callbacks
     hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
     hnsw_ef_construction: int = 80
@@ -385,6 +421,13 @@ class ServeConfig:
 
 
 @dataclass(frozen=True)
+class BenchConfig:
+    # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
+    # from the current directory)
+    results_dir: str = "benchmarks/results"
+
+
+@dataclass(frozen=True)
 class Config:
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
@@ -396,6 +439,7 @@ class Config:
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""

@@ -149,7 +149,7 @@ def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
               help="Index this repository (incrementally) and plan with its scaffold and symbol cards.")
 @click.option("--semantic/--no-semantic", default=True,
               help="Load the embedding model and wait for it (default), or plan with keyword and graph "
-                   "retrieval only and no model (the semantic history strategy then falls back to recency).")
+                   "retrieval only and no model (the semantic history strategy then falls back to recency, fused ranks by keywords).")
 @click.option("--tools/--no-tools", "offer_tools", default=False,
               help="Budget the tool definitions a chat call sends with its messages (default: no tools, "
                    "a plan of the messages alone).")
@@ -207,7 +207,7 @@ def command(
             attached = None
             if repo is not None:
                 attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
-            elif semantic and (strategy or wb.settings(session_id).strategy) == "semantic":
+            elif semantic and (strategy or wb.settings(session_id).strategy) in ("semantic", "fused"):
                 wb.embedder = load_embedder(config)
             if pins:
                 try:

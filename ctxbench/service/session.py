@@ -146,6 +146,8 @@ class WorkbenchSession:
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
+        if self.session_id:  # the fused strategy's message vectors, before plans need them
+            wb.warm_history(self.session_id, embedding)
         status(Progress("embedder", "semantic ready", "ready"))
         on_semantic_ready()
 
