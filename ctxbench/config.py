@@ -83,8 +83,9 @@ class LevelsConfig:
 class SemanticHistoryConfig:
     """Semantic sliding window (seed 003): similarity + recency + importance flags."""
 
-    similarity_weight: float = 0.4
-    recency_weight: float = 0.3
+    # similarity outweighs recency (it was 0.4 against 0.3: on LoCoMo the recent turns filled every budget)
+    similarity_weight: float = 1.0
+    recency_weight: float = 0.15
     recency_half_life_groups: float = 20.0
     importance_weights: tuple[tuple[str, float], ...] = (
         ("user_starred", 0.8),
@@ -96,13 +97,44 @@ class SemanticHistoryConfig:
     )
     # the similarity ranking (retrieval/history_vectors.py): each earlier turn's text embedded with the
     # code retriever's model, compared with the query
-    candidates: int = 20  # earlier turns offered to the strategy, most similar first
-    min_similarity: float = 0.25  # turns less similar than this are not offered
+    candidates: int = 0  # earlier turns offered to the strategy, most similar first (0 = every one; 20 capped it)
+    min_similarity: float = 0.0  # turns less similar than this are not offered
     # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
     # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
     embed_reply_chars: int = 300  # characters of the assistant's replies in a turn's embedded text
     embed_max_chars: int = 2000  # characters of a turn's embedded text
     embed_max_seq_length: int = 256  # model tokens of a turn's text and of the query
+
+
+@dataclass(frozen=True)
+class FusedConfig:
+    """The default history strategy ``fused``: single messages (atoms) ranked by meaning, keywords, their
+    neighbours, their episode and the speaker the query names; the latest turn and standing instructions first.
+
+    Weights were chosen on the LoCoMo tune conversations (26, 30, 41-44) only; benchmarks/README.md has
+    the measurements and the held-out figures."""
+
+    # tune conversations, evidence recall at 512 / 1,024 / 2,048 / 4,096 (benchmarks/README.md has every step)
+    keyword_weight: float = 4.0  # BM25 / the query's best BM25, times this, beside the z-scored similarity
+    neighbour_weight: float = 0.4  # share of the better chronological neighbour's relevance an atom gains
+    episode_weight: float = 0.8  # times the mean relevance of the best ``episode_top`` atoms of its episode
+    episode_top: int = 3
+    episode_gap_hours: float = 3.0  # a pause this long between two turns starts a new episode (a sitting)
+    speaker_weight: float = 0.6  # atoms whose speaker label ("Name: ...") the query names, when it names one
+    recent_groups: int = 1  # the latest turns, carried first (continuity)
+    recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
+    instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
+    # a user message setting a standing rule: any of these (case-insensitive regular expressions)
+    instruction_patterns: tuple[str, ...] = (
+        r"\bfrom now on\b", r"\bground rules?\b", r"\bgoing forward\b", r"\bfor the rest of (this|the) session\b",
+        # a sentence that opens with always / never and an instruction verb ("Never commit to main."); chat like
+        # "Never give up!" is not a rule
+        r"(^|[.!?:;—–]\s*)(always|never|do not ever|don't ever)\s+(use|run|write|commit|push|add|call|keep|put|"
+        r"check|test|touch|edit|change|delete|remove|import|return|format|name|prefer|avoid|include|make|store|"
+        r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
+    )
+    keyword_candidates: int = 500  # messages ranked by BM25 for a query
+    embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
 
 
 @dataclass(frozen=True)
@@ -127,7 +159,7 @@ class ActivationConfig:
 class PlannerConfig:
     default_budget: int = 8000
     default_mode: str = "light"
-    default_strategy: str = "window"
+    default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
@@ -136,6 +168,7 @@ class PlannerConfig:
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     levels: LevelsConfig = field(default_factory=LevelsConfig)
     semantic: SemanticHistoryConfig = field(default_factory=SemanticHistoryConfig)
+    fused: FusedConfig = field(default_factory=FusedConfig)
     pins: PinConfig = field(default_factory=PinConfig)
     activation: ActivationConfig = field(default_factory=ActivationConfig)
     modes: tuple[ModeProfile, ...] = DEFAULT_MODES
@@ -197,6 +230,9 @@ class IndexConfig:
     personalize_mention_weight: float = 1.0
     personalize_activation_weight: float = 0.5
     scaffold_central_symbols: int = 3
+    # anchors in the scaffold besides the central symbols (codegraph/anchors.py): console scripts, __main__,
+    # package.json bin/main, the top package's public API; they give way first when the scaffold's share is small
+    scaffold_anchors: int = 5
     scaffold_note: str = (
         "Navigation: the cards below are thin; call request_code_context(symbol) to expand a card to its "
         "body, and query_db for older conversation history."
@@ -214,7 +250,14 @@ class EmbeddingConfig:
     # ~0.07 ms per 1000 vectors here (3.2 ms at 50k, 14 ms at 200k), HNSW ~0.1 ms but ~4 s to build at 50k
     flat_index_max: int = 50000
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
-    threads: int = 0  # torch threads for encoding; 0 = torch's default (all cores)
+    # queries (a few texts per call) are encoded by a numpy copy of the model until torch is loaded: one-shot
+    # commands answer without importing torch (retrieval/minilm_numpy.py); "torch": always the torch model
+    query_runtime: str = "numpy"  # numpy | torch
+    numpy_max_texts: int = 8  # calls with at most this many texts use the numpy encoder
+    # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
+    # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
+    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
+    threads: int = 1
     progress_every: int = 256  # cards encoded between two progress callbacks
     hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
     hnsw_ef_construction: int = 80
@@ -236,11 +279,19 @@ class RetrievalConfig:
     scope_weight: float = 1.0  # members of a class named in the query, in the order the other components gave
     # fused score multiplier per symbol kind (1.0 if absent); "nested" = a function inside a function
     kind_weights: tuple[tuple[str, float], ...] = (("module", 0.5), ("class", 0.8), ("nested", 0.5))
+    # fused score multiplier for code in an area questions rarely ask about (retrieval/areas.py: tests, platform
+    # shims, generated and vendored code), unless the question names the area; a named symbol is never demoted
+    area_weights: tuple[tuple[str, float], ...] = (
+        ("generated", 0.5), ("platform", 0.5), ("test", 0.5), ("vendored", 0.5),
+    )
     # graph expansion: weight of each edge kind between a seed and its neighbour
     graph_relation_weights: tuple[tuple[str, float], ...] = (
         ("calls", 1.0), ("inherits", 0.8), ("contains", 0.7), ("references", 0.5), ("imports", 0.2),
     )
     graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
+    # a neighbour's hop score: relation weight x ((1 - b) + b x its own relevance to the query, 0..1); 0 = by
+    # relation weight alone (then ties by name)
+    graph_hop_relevance: float = 0.0
     graph_neighbours: int = 12  # neighbours taken per seed
     mention_boost: float = 0.05  # a symbol mentioned in the turn (a path, or an id the name component missed)
     mention_max_symbols: int = 8  # a bare name mentioned that names more symbols than this personalizes none
@@ -259,6 +310,15 @@ class RetrievalConfig:
         "their", "then", "there", "this", "to", "too", "was", "what", "when", "where", "which", "who", "why",
         "will", "with", "would", "you", "your",
     )
+    # Heavy excerpts chosen by the query (retrieval/excerpts.py): the window of index.excerpt_lines lines of a
+    # symbol's body (after its signature and doc) that best matches the query's words, with file line numbers;
+    # off: the stored head of the symbol (its first lines)
+    query_excerpts: bool = True
+    # lines of a function's or method's body (read from its file) in the keyword index's body column; 0 = the
+    # card's excerpt (its first index.excerpt_lines lines)
+    keyword_body_lines: int = 0
+    excerpt_context_lines: int = 3  # lines kept above the first matching line of a chosen window
+    excerpt_files_cached: int = 64  # masked source files kept in memory for excerpts
     # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card
     # with reason below_threshold) unless something says it is about the turn: named in the query (or a member
     # of a class named there), a semantic similarity of at least min_semantic_similarity, a keyword hit on a
@@ -400,6 +460,13 @@ class CompactionConfig:
 
 
 @dataclass(frozen=True)
+class BenchConfig:
+    # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
+    # from the current directory)
+    results_dir: str = "benchmarks/results"
+
+
+@dataclass(frozen=True)
 class Config:
     planner: PlannerConfig = field(default_factory=PlannerConfig)
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
@@ -412,6 +479,7 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    bench: BenchConfig = field(default_factory=BenchConfig)
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""
@@ -447,7 +515,7 @@ def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
             changes[key] = _merge(current, value, f"{where}.{key}")
         elif key == "modes":
             changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
-        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers"):
+        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers", "area_weights"):
             if not isinstance(value, Mapping):
                 raise ConfigError(f"{where}.{key}: expected a table")
             changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))

@@ -114,15 +114,111 @@ def test_bench_code_cli_json(tmp_path):
                                 catch_exceptions=False)
     assert result.exit_code == 0, result.output
     data = json.loads(result.stdout)
-    assert data["queries"] == 4
-    assert set(data["recall"]) == {"5", "10", "20"}
-    assert set(data["plan_all_gold"]) == {"light", "heavy"}
-    assert set(data["baselines"]) == {"keyword", "semantic"}
-    for baseline in data["baselines"].values():
+    (one,) = data["repos"]
+    assert one["queries"] == 4 and one["name"] == "repo" and one["role"] == "tune"
+    assert set(one["recall"]) == {"5", "10", "20"}
+    assert set(one["plan_all_gold"]) == {"light", "heavy"}
+    assert set(one["baselines"]) == {"keyword", "semantic"}
+    for baseline in one["baselines"].values():
         assert set(baseline["recall"]) == {"5", "10", "20"} and set(baseline["plan_all_gold"]) == {"light", "heavy"}
-    assert data["semantic_available"] is True and data["baselines"]["semantic"]["semantic_available"] is True
-    assert data["unknown_gold"] == ["no.such.symbol"]
+    assert one["semantic_available"] is True and one["baselines"]["semantic"]["semantic_available"] is True
+    assert one["unknown_gold"] == ["no.such.symbol"]
     assert "not in the index" in result.stderr
+    assert set(data["pooled"]) == {"tune"} and data["pooled"]["tune"]["queries"] == 4
+    assert data["pooled"]["tune"]["fused"]["recall"] == one["recall"]  # one repository: pooled = its own
+
+
+@pytest.mark.model
+def test_manifest_runs_each_repository_and_pools_by_role(tmp_path):
+    """Two repositories in a manifest, one tune and one held out: per-repository figures, pooled per role,
+    held-out first in the table, and the share of questions naming a gold symbol verbatim."""
+    write_repo(tmp_path / "a")
+    write_repo(tmp_path / "b")
+    write_queries(tmp_path / "a.jsonl", QUERIES[:1])
+    write_queries(tmp_path / "b.jsonl", [dict(q, split="holdout") for q in QUERIES[1:]] + [
+        {"id": "q9", "query": "what does fetch_url return?", "gold": ["net.http.fetch_url"], "split": "holdout"}])
+    manifest = tmp_path / "m.toml"
+    manifest.write_text('[[codebase]]\nname = "alpha"\nrole = "tune"\nrepo = "a"\nqueries = "a.jsonl"\n'
+                        '[[codebase]]\nname = "beta"\nrole = "holdout"\nrepo = "b"\nqueries = "b.jsonl"\n')
+    args = ["bench", "code", "--manifest", str(manifest), "--db", str(tmp_path / "m.db"), "--no-pinned"]
+    result = CliRunner().invoke(main, args + ["--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert [(r["name"], r["role"], r["queries"]) for r in data["repos"]] == [("alpha", "tune", 1), ("beta", "holdout", 3)]
+    assert data["repos"][1]["gold_named"] == round(1 / 3, 4)  # q9 writes fetch_url
+    assert data["pooled"]["holdout"]["repos"] == ["beta"] and data["pooled"]["holdout"]["queries"] == 3
+    assert set(data["pooled"]["holdout"]) >= {"fused", "keyword", "semantic"}
+    text = CliRunner().invoke(main, args + ["--role", "holdout"], catch_exceptions=False).output
+    assert text.index("pooled holdout") < text.index("beta [holdout]") and "alpha" not in text
+    assert "33% name a gold symbol verbatim" in text
+
+
+@pytest.mark.parametrize("flags, message", [
+    (["--queries", "q.jsonl"], "pairs"),
+    (["--manifest", "m.toml", "--queries", "q.jsonl", "--repo", "."], "not both"),
+])
+def test_bench_code_refuses_unpaired_or_mixed_inputs(tmp_path, monkeypatch, flags, message):
+    monkeypatch.chdir(tmp_path)
+    write_queries(tmp_path / "q.jsonl")
+    (tmp_path / "m.toml").write_text("", encoding="utf-8")
+    result = CliRunner().invoke(main, ["bench", "code", *flags])
+    assert result.exit_code == 2 and message in result.output
+
+
+def test_manifest_errors_name_the_entry(tmp_path):
+    from ctxbench.bench.code import load_manifest
+
+    bad = tmp_path / "m.toml"
+    bad.write_text('[[codebase]]\nname = "x"\nrole = "dev"\nrepo = "r"\nqueries = "q"\n', encoding="utf-8")
+    with pytest.raises(QueryFileError, match="codebase 1: role"):
+        load_manifest(bad)
+    bad.write_text("", encoding="utf-8")
+    with pytest.raises(QueryFileError, match="no \\[\\[codebase\\]\\]"):
+        load_manifest(bad)
+
+
+def test_kinds_lines_and_verbatim_names():
+    rows = [{"id": "a", "query": "Why does pad() add spaces?", "gold": ["render.text.pad"], "kind": "why"}]
+    line = json.dumps(rows[0])
+    import tempfile, pathlib
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = pathlib.Path(tmp) / "q.jsonl"
+        path.write_text(line + "\n", encoding="utf-8")
+        with pytest.raises(QueryFileError, match="kind must be one of"):
+            load_queries(path)
+        path.write_text(json.dumps(dict(rows[0], kind="how", lines={"render.text.other": [1, 2]})) + "\n")
+        with pytest.raises(QueryFileError, match="not a gold symbol"):
+            load_queries(path)
+        path.write_text(json.dumps(dict(rows[0], kind="how", lines={"render.text.pad": [5, 2]})) + "\n")
+        with pytest.raises(QueryFileError, match="first <= last"):
+            load_queries(path)
+        path.write_text(json.dumps(dict(rows[0], kind="how", lines={"render.text.pad": [2, 5]})) + "\n")
+        (q,) = load_queries(path)
+    assert q.kind == "how" and q.lines == (("render.text.pad", 2, 5),)
+    assert q.names_gold  # "pad" is written as a whole word
+    assert not CodeQuery("b", "padding the text", ("render.text.pad",)).names_gold  # not a whole word
+    assert not CodeQuery("c", "Pad the text", ("render.text.pad",)).names_gold  # case-sensitive
+    aligned, _ = align_gold([q], ["pkg.render.text.pad"], "pkg")
+    assert aligned[0].lines == (("pkg.render.text.pad", 2, 5),)  # the ranges follow their gold id
+
+
+def test_excerpt_check_counts_marked_lines_inside_the_heavy_excerpt(tmp_path):
+    """The bench's excerpt figure: a how question whose marked lines are in the body of its gold function."""
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "b.db")
+    retriever = Retriever(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    body = [n for n, text in enumerate((repo / "store/cache.py").read_text().splitlines(), 1) if "evict" not in text
+            and "self.data.pop" in text]
+    inside = CodeQuery("e1", "evict the oldest cache entry when full", ("store.cache.LRUCache.set",), "tune", "how",
+                       (("store.cache.LRUCache.set", body[0], body[0]),))
+    outside = CodeQuery("e2", "evict the oldest cache entry when full", ("store.cache.LRUCache.set",), "tune", "how",
+                        (("store.cache.LRUCache.set", 1, 1),))
+    report = run_code_bench(retriever, [inside, outside], split="all", variants=("fused",), pinned=False)
+    assert [o.excerpt_ok for o in report.outcomes["fused"]] == [True, False]
+    fig = report.variants["fused"]
+    assert fig.excerpt_questions == 2 and fig.excerpt_answer == 0.5
+    conn.close()
 
 
 def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_path):

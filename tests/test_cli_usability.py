@@ -32,10 +32,10 @@ def test_bench_code_progress_is_one_line_per_variant_when_stderr_is_not_a_termin
     from ctxbench.cli import repo_support
 
     @contextmanager
-    def fake_opened_retriever(repo, db_path, config, *, semantic, quiet=False):
+    def fake_opened_retriever(repo, db_path, config, *, semantic, quiet=False, one_shot=False):
         yield object(), SimpleNamespace(root=str(repo), cards=[])
 
-    def fake_run(retriever, queries, *, split, plans, progress):
+    def fake_run(retriever, queries, *, split, plans, progress, pinned=True):
         for variant in ("fused", "keyword"):
             for done in range(1, 4):
                 progress(variant, done, 3)
@@ -49,7 +49,7 @@ def test_bench_code_progress_is_one_line_per_variant_when_stderr_is_not_a_termin
     result = CliRunner().invoke(cli.main, ["bench", "code", "--queries", str(queries), "--repo",
                                                            str(tmp_path), "--db", str(tmp_path / "b.db")])
     assert "\r" not in result.stderr
-    assert result.stderr.splitlines() == ["fused: 3/3", "keyword: 3/3"]
+    assert result.stderr.splitlines() == [f"{tmp_path.name} fused: 3/3", f"{tmp_path.name} keyword: 3/3"]
 
 
 def test_plan_over_a_malformed_transcript_names_the_file(tmp_path):

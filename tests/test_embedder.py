@@ -103,3 +103,57 @@ def test_hashing_embedder_is_deterministic_and_normalized():
     same_words = emb.encode(["TableRenderer render_line"])[0]
     assert float(same_words @ emb.encode(["table renderer render line"])[0]) == pytest.approx(1.0)
     assert emb.ready and emb.wait() and emb.key == "hashing-64"
+
+
+QUERY_TEXTS = ["How does pressing Tab decide which widget gets focus next?", "ok",
+               "Where is the check that a file path given on the command line exists and is readable?"]
+
+
+@pytest.mark.model
+def test_numpy_query_encoder_matches_the_torch_model():
+    """The numpy copy of all-MiniLM-L6-v2 gives the torch model's vectors (float32 rounding apart), at the
+    query length and at the cards' length."""
+    light = Embedder(EmbeddingConfig())
+    light.wait()
+    torch_side = Embedder(EmbeddingConfig(query_runtime="torch"))
+    for length in (256, 64):
+        mine = light.encode(QUERY_TEXTS, max_seq_length=length)
+        theirs = torch_side.encode(QUERY_TEXTS, max_seq_length=length)
+        assert mine.shape == theirs.shape == (3, 384)
+        assert np.abs(mine - theirs).max() < 1e-5
+        assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
+
+
+@pytest.mark.model
+def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
+    code = (
+        "import sys\n"
+        "from ctxbench.config import EmbeddingConfig\n"
+        "from ctxbench.retrieval.embedder import Embedder\n"
+        "e = Embedder(EmbeddingConfig())\n"
+        "e.wait()\n"
+        "assert e.ready\n"
+        "e.encode(['where is focus moved'], max_seq_length=256)\n"
+        "print('torch' in sys.modules)\n"
+        "e.encode(['card %d' % i for i in range(20)])\n"
+        "print('torch' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
+    from ctxbench.retrieval.embedder import numpy_compatible
+
+    src = bundled_model_path()
+    assert numpy_compatible(src)
+    other = tmp_path / "cls"
+    shutil.copytree(src, other, ignore=shutil.ignore_patterns("model.safetensors"))
+    pooling = other / "1_Pooling" / "config.json"
+    pooling.write_text(pooling.read_text().replace('"pooling_mode_cls_token": false', '"pooling_mode_cls_token": true'))
+    assert not numpy_compatible(other)
+    assert not numpy_compatible(tmp_path / "missing")
+    with pytest.raises(EmbedderError, match="query_runtime"):
+        Embedder(EmbeddingConfig(query_runtime="onnx")).wait(timeout=60)

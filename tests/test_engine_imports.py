@@ -65,7 +65,9 @@ for strategy in STRATEGIES:
     for mode, budget in (("light", 4000), ("heavy", 16000)):
         inputs = PlanInputs(session_id="s", query=current[0].content, history=history, current_turn=current,
                             budget=budget, mode=mode, strategy=strategy, keyword_ranking=tuple(groups[::-7]),
-                            semantic_ranking=tuple((g, (g % 13) / 13) for g in groups[::5]))
+                            semantic_ranking=tuple((g, (g % 13) / 13) for g in groups[::5]),
+                            message_keyword=tuple((m.id, float(m.id % 7)) for m in history[::9]),
+                            message_similarity=tuple((m.id, (m.id % 11) / 11) for m in history[::2]))
         plan = build_plan(inputs, PlannerConfig(), get_tokenizer())
         plan_bytes = json.dumps(plan.to_json(), ensure_ascii=False).encode()
         payload = json.dumps(plan.messages(), ensure_ascii=False).encode()
@@ -83,7 +85,10 @@ def test_plan_id_and_plan_bytes_do_not_depend_on_the_hash_seed():
         assert out.returncode == 0, out.stderr
         outputs.append(out.stdout)
     lines = outputs[0].splitlines()
-    assert len(lines) == 8 and len({line.split()[2] for line in lines}) == 8  # eight different plans
+    from ctxbench.records.vocab import STRATEGIES
+
+    plans = 2 * len(STRATEGIES)
+    assert len(lines) == plans and len({line.split()[2] for line in lines}) == plans  # all different plans
     assert outputs[0] == outputs[1]
 
 

@@ -147,7 +147,7 @@ def _included_groups(plan) -> set[int]:
 def test_semantic_strategy_pulls_in_the_similar_early_turn(wb):
     sid = wb.session
     query = "how should invoice totals be stored, cents?"
-    window = wb.plan(sid, query, strategy="window", budget=1200, store=False)
+    window = wb.plan(sid, query, strategy="window", budget=1200, window_groups=5, store=False)
     assert 1 not in _included_groups(window)
     wb.embedder = HashingEmbedder()
     inputs = wb.plan_inputs(sid, query, strategy="semantic", budget=1200)

@@ -146,3 +146,29 @@ def test_crash_mid_import_leaves_nothing_behind(tmp_path, wb, monkeypatch):
     # the connection is still usable afterwards
     sid = wb.import_file(_write(tmp_path / "chat.jsonl", GOOD))
     assert len(wb.messages.history(sid)) == len(GOOD)
+
+
+def test_an_external_id_travels_from_the_transcript_to_the_plan_items(wb, tmp_path):
+    rows = [
+        {"role": "user", "content": "I adopted a turtle named Shelly.", "id": "D1:1", "created_at": "2023-05-08T13:56:00"},
+        {"role": "assistant", "content": "What a lovely name!", "id": "D1:2"},
+        {"role": "user", "content": "no id on this one"},
+        {"role": "assistant", "content": "numbers work too", "id": 7},
+    ]
+    sid = wb.import_file(_write(tmp_path / "ids.jsonl", rows))
+    stored = wb.messages.history(sid)
+    assert [m.external_id for m in stored] == ["D1:1", "D1:2", "", "7"]
+    assert stored[0].created_at == "2023-05-08T13:56:00"  # the source's own time is kept
+    plan = wb.plan(sid, "what is the turtle called?", budget=4000, strategy="window", store=True)
+    by_message = {item.message_ids[0]: item for item in plan.items if item.kind == "history_atom"}
+    assert by_message[stored[0].id].external_ids == ("D1:1",)
+    assert by_message[stored[2].id].external_ids == ()
+    assert by_message[stored[0].id].to_json()["external_ids"] == ["D1:1"]
+    assert "external_ids" not in by_message[stored[2].id].to_json()
+    assert wb.plans.get(plan.plan_id) == plan  # stored and read back with the ids
+
+
+def test_a_bad_external_id_names_its_line(tmp_path):
+    with pytest.raises(TranscriptError) as err:
+        parse_lines([json.dumps({"role": "user", "content": "hi", "id": ["D1:1"]})])
+    assert err.value.line == 1 and "id must be a string or a number" in str(err.value)

@@ -12,7 +12,8 @@ from ctxbench.config import Config
 
 def test_perf_phases_on_the_fixture(tmp_path):
     repo = copy_multi(tmp_path)
-    report = perf.run(repo, Config(), repeat=1)
+    report = perf.run(repo, Config(), repeat=1,
+                      options={"plan_turns": 40, "plan_repeat": 3, "mode_presses": 3, "paint_runs": 1})
     names = [p.name for p in report.phases]
     assert names[:3] == ["index cold (parse+graph+cards)", "index unchanged", "index one file changed"]
     assert "scaffold" in names and "pagerank (personalized, cached matrix)" in names
@@ -23,6 +24,16 @@ def test_perf_phases_on_the_fixture(tmp_path):
     scaffold = dict(by_name["scaffold"].detail)
     assert scaffold["tokens"] <= scaffold["budget_tokens"]
     assert (repo / "pkg" / "util.py").read_text() == (tmp_path / "multi" / "pkg" / "util.py").read_text()
+    # the rest of the suite: start-up, plan latency (the default with its query encoded), the mode hotkey, memory
+    startup = by_name["start-up imports (all packages)"]
+    assert dict(startup.detail)["engine packages imported"] == "none"  # torch & co. stay off the start-up path
+    assert any(n.startswith("  import textual") for n in names)
+    assert by_name["first paint (ctxbench demo, p95)"].target_s == 0.8
+    default = [p for p in report.phases if p.name.startswith("plan default @ ")]
+    assert [dict(p.detail)["strategy"] for p in default] == ["fused", "fused"] and default[0].target_s == 0.02
+    assert any(n.startswith("plan window @ 8k") for n in names)
+    assert by_name["mode toggle -> replanned meter (p95)"].median_s > 0
+    assert by_name["peak memory (MiB)"].median_s > 100
 
 
 def test_extra_groups_can_be_registered(tmp_path, monkeypatch):
@@ -46,8 +57,13 @@ def test_cli_json(tmp_path):
     from ctxbench.cli import main
 
     repo = copy_multi(tmp_path)
-    result = CliRunner().invoke(main, ["bench", "perf", "--repo", str(repo), "--repeat", "1", "--json"])
+    out = tmp_path / "results"
+    result = CliRunner().invoke(main, ["bench", "perf", "--repo", str(repo), "--repeat", "1", "--only", "index",
+                                       "--out", str(out), "--json"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     cold = data["phases"][0]
     assert cold["target_s"] == perf.COLD_TARGET_S and "cpu_median_s" in cold and "meets" in cold
+    assert data["rows"][0]["target"] == "<= 2.00 s" and data["machine"]["cores"] >= 1
+    saved = json.loads((out / "perf.json").read_text())
+    assert saved["report"]["rows"] == data["rows"] and "load_average" in saved["machine"]

@@ -57,14 +57,21 @@ def test_window_excludes_older_groups_as_outside_window():
         assert all(i.included for i in group_items(plan, gid))
 
 
-def test_window_fills_newest_first_and_stays_contiguous():
-    b = chatty_session(12)
-    plan = build_plan(make_inputs(b, budget=700), CONFIG, TOK)
-    included_groups = sorted({int(i.id.split(":")[1]) for i in plan.included if i.kind == "history_atom"})
-    assert included_groups, "some recent turns fit"
-    assert included_groups == list(range(included_groups[0], 12)), "no hole in the window"
-    assert all(i.reason == "over_budget" for g in range(included_groups[0]) for i in group_items(plan, g))
-    assert plan.used_tokens <= 700
+def test_window_fills_newest_first_and_does_not_stop_at_a_misfit():
+    b = SessionBuilder()
+    for n in range(6):
+        b.turn(f"short question {n}", f"short answer {n}")
+    b.turn("read the big file", "here it is", tools=(("read_file", "x = 1\n" * 400),))  # does not fit whole
+    for n in range(6, 9):
+        b.turn(f"short question {n}", f"short answer {n}")
+    b.turn("and now?", reply="")
+    plan = build_plan(make_inputs(b, budget=420), CONFIG, TOK)
+    whole = {g for g in range(10) if group_items(plan, g) and all(i.included for i in group_items(plan, g))}
+    assert {7, 8, 9} <= whole, "the newest turns first"
+    big = group_items(plan, 6)
+    assert any(i.included for i in big) and not all(i.included for i in big), "the misfit is taken partially"
+    assert whole & {0, 1, 2, 3, 4, 5}, "older turns that still fit come after it (it used to stop there)"
+    assert plan.used_tokens <= 420
 
 
 def test_window_zero_means_all_groups():
@@ -119,7 +126,7 @@ def test_hybrid_window_groups_caps_the_count():
 
 def test_levels_keeps_an_early_always_instruction():
     b = chatty_session(30, early="Always run the linter before committing.")
-    window = build_plan(make_inputs(b, budget=1200), CONFIG, TOK)
+    window = build_plan(make_inputs(b, budget=1200, window_groups=10), CONFIG, TOK)
     assert not any(i.included for i in group_items(window, 0))
     levels = build_plan(make_inputs(b, budget=1200, strategy="levels"), CONFIG, TOK)
     user0 = next(i for i in group_items(levels, 0) if i.label.startswith("user:"))

@@ -76,7 +76,10 @@ def test_fused_retrieval_finds_the_method_and_explains_why(index, conn):
     assert names["keyword_rank"] == 1.0 and -1.0 <= names["semantic"] <= 1.0
     assert top.card_hash == index.cards[top.symbol].card_hash
     assert top.card_text.startswith("# render.table.TableRenderer._render_line")
-    assert "def _render_line" in top.excerpt
+    # Heavy: the card's head (signature, doc) and, after it, the body lines the query matches, numbered
+    assert "def _render_line" in top.card_head and "def _render_line" not in top.excerpt
+    assert 'return " | ".join(pad(cell, width)' in top.excerpt
+    assert top.excerpt.split()[0] == str(top.excerpt_lines[0]) and top.excerpt_lines[0] > top.line
     assert rs.scaffold == "SCAFFOLD"
     assert [h.score for h in rs.hits] == sorted((h.score for h in rs.hits), reverse=True)
 
@@ -107,7 +110,7 @@ def test_graph_neighbour_found_only_through_the_graph_has_graph_provenance(index
     assert symbols(rs)[0] == "render.text.pad"
     hit = next(h for h in rs.hits if h.symbol == "render.text._blank")
     assert hit.provenance == "graph" and hit.neighbour_of == "render.text.pad"
-    assert hit.why == "called by text.pad"
+    assert hit.why.endswith(" · called by text.pad") and hit.why.startswith(f"score {hit.score:.3f} (RRF")
     assert "keyword" not in dict(hit.components)
 
 

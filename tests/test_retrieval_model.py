@@ -37,7 +37,7 @@ def test_semantic_retrieval_with_the_real_model_and_faiss(real_embedder, tmp_pat
     rs = r.retrieve("throw away the oldest item once the store has no room left", k=3, sources=("semantic",))
     assert rs.semantic_available and rs.notes == ()
     assert "store.cache.LRUCache.set" in [h.symbol for h in rs.hits]
-    assert rs.hits[0].why.startswith("semantic 0.")
+    assert rs.hits[0].why.split(" · ")[1].startswith("semantic 0.")
     fused = r.retrieve("how do I get a web page's body?", k=3)
     assert fused.hits[0].symbol == "net.http.fetch_url"
     # a second retriever on the same store reads the FAISS file back and embeds nothing

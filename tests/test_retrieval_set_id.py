@@ -14,7 +14,8 @@ HIT = RetrievalHit("pkg.f", "pkg.py", 3, 0.5, components=(("keyword", 0.5),), wh
                    card_hash="h1", neighbour_of="", below_threshold="")
 CHANGED = {"symbol": "pkg.g", "path": "other.py", "line": 4, "score": 0.5000001, "components": (("semantic", 0.5),),
            "why": "semantic 0.5", "provenance": "semantic", "card_text": "def f(x): ...", "excerpt": "",
-           "card_hash": "h2", "neighbour_of": "pkg.h", "below_threshold": "no evidence"}
+           "card_hash": "h2", "neighbour_of": "pkg.h", "below_threshold": "no evidence", "excerpt_lines": (3, 9),
+           "card_head": "# pkg.g (function)"}
 
 
 def _id(**kw) -> str:

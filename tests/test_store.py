@@ -208,7 +208,6 @@ def test_v3_rebuilds_keyword_search_on_exact_words(tmp_path):
     from ctxbench.store import memory as memory_store
     from ctxbench.store import messages as message_store
     from ctxbench.store import sessions as session_store
-    from ctxbench.records.sessions import NewMessage
     from ctxbench.store.search import search_groups
 
     path = tmp_path / "v2.db"
@@ -217,8 +216,12 @@ def test_v3_rebuilds_keyword_search_on_exact_words(tmp_path):
     with db.transaction(conn):
         sid = session_store.create_session(conn, "old")
         branch = session_store.active_branch(conn, sid)
-        message_store.insert_messages(conn, sid, branch, [
-            NewMessage(1, "user", "keep all amounts in cents"), NewMessage(2, "user", "the amount is wrong")])
+        for gid, text in ((1, "keep all amounts in cents"), (2, "the amount is wrong")):  # rows as v2 wrote them
+            conn.execute("INSERT INTO messages (session_id, branch_id, group_id, role, content, created_at) "
+                         "VALUES (?, ?, ?, 'user', ?, '2026-01-01T00:00:00')", (sid, branch, gid, text))
+            conn.execute("INSERT INTO message_groups (session_id, branch_id, group_id, created_at) "
+                         "VALUES (?, ?, ?, '2026-01-01T00:00:00')", (sid, branch, gid))
+            message_store.reindex_group(conn, sid, gid)
         memory_store.add_memo(conn, "release notes live in CHANGELOG", ("docs",))
     assert set(search_groups(conn, sid, branch, "amounts", 10)) == {1, 2}  # stemmed: amounts ~ amount
     conn.close()

@@ -89,7 +89,7 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
     conn = db.connect(path)
     db.migrate(conn, schema.COMPONENT, schema.MIGRATIONS[:3])
     conn.close()
-    with Workbench(path, Config()) as wb:  # already at the current schema: store a plan, then undo v4
+    with Workbench(path, Config()) as wb:  # already at the current schema: store a plan, then undo v4 (and v5)
         sid = wb.new_session()
         wb.messages.append(sid, "user", "hello")
         plan = wb.plan(sid, "again", retrieval=_retrieval("again"))
@@ -101,7 +101,7 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
                "ALTER TABLE plans DROP COLUMN branch_id", "ALTER TABLE plans DROP COLUMN group_id")
     for statement in (*undo_v5, "DROP INDEX plan_messages_by_message", "DROP INDEX plans_by_retrieval",
                       "ALTER TABLE plan_messages DROP COLUMN session_id", "ALTER TABLE plan_messages DROP COLUMN message_id",
-                      "ALTER TABLE plans DROP COLUMN retrieval_id"):
+                      "ALTER TABLE plans DROP COLUMN retrieval_id", "ALTER TABLE messages DROP COLUMN external_id"):
         raw.execute(statement)
     raw.execute("UPDATE schema_versions SET version = 3 WHERE component = ?", (schema.COMPONENT,))
     raw.commit()

@@ -11,7 +11,7 @@ from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.widgets.bubbles import AssistantBubble, AttachmentLine, TurnBlock, UserBubble
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
-from tui_helpers import type_and_enter, make_app, quiet_config, settle
+from tui_helpers import cut_cards_config, type_and_enter, make_app, quiet_config, settle
 
 
 def cards(plan, included=True):
@@ -175,7 +175,7 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
         task = next(p for p in main.session.wb.pins.list(sid) if p.target == "card:ledgerlite.reports.render_balance")
         assert (task.kind, task.scope) == ("leased", "task")
 
-        select(overlay, lambda r: r.pin == "leased" and "render_balance" in r.haystack())
+        select(overlay, lambda r: r.pin == "leased" and "render_balance" in r.haystack)
         await pilot.press("ctrl+u")
         await settle(pilot)
         assert "card:ledgerlite.reports.render_balance" not in {p.target for p in main.session.wb.pins.list(sid)}
@@ -193,7 +193,7 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
 
 
 async def test_overlay_accept_and_reject_suggestions(tmp_path):
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, config=cut_cards_config())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
@@ -230,7 +230,7 @@ async def test_overlay_filter_and_preview(tmp_path):
         assert isinstance(app.focused, Input)
         await pilot.press(*"money")
         rows = [r for r in overlay.shown_rows if r.kind != "divider"]
-        assert rows and all("money" in r.haystack() for r in rows)
+        assert rows and all("money" in r.haystack for r in rows)
         select(overlay, lambda r: r.kind == "included" and r.target.startswith("card:"))
         await pilot.press("enter")
         await settle(pilot)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ctxbench.tui.screens.overlay import ContextOverlay
-from tui_helpers import make_app, settle
+from tui_helpers import cut_cards_config, make_app, settle
 
 
 async def open_overlay(pilot) -> ContextOverlay:
@@ -15,7 +15,7 @@ async def open_overlay(pilot) -> ContextOverlay:
 async def test_overlay_cursor_never_rests_on_a_leading_delimiter(tmp_path):
     # Filtering to the suggestions puts the `suggested pins` delimiter first; page up / up used to park
     # the cursor on it, where Enter and the accept / reject keys silently did nothing.
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, config=cut_cards_config())
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         overlay = await open_overlay(pilot)
@@ -33,7 +33,7 @@ async def test_overlay_footer_at_80x24_shows_the_keys_for_the_selected_row(tmp_p
     from textual.widgets import Footer
     from textual.widgets._footer import FooterKey
 
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, config=cut_cards_config())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         overlay = await open_overlay(pilot)
@@ -55,7 +55,7 @@ async def test_overlay_at_80x24_keeps_the_delimiter_and_the_tail_of_names_readab
     # `suggested p`, so the suggestions could not be told apart.
     from textual.widgets import DataTable
 
-    app = make_app(tmp_path)
+    app = make_app(tmp_path, config=cut_cards_config())
     async with app.run_test(size=(80, 24)) as pilot:
         await settle(pilot)
         overlay = await open_overlay(pilot)

@@ -75,6 +75,14 @@ class FixedRetriever:
         return RetrievalSet(RetrievalSet.make_id(query, hits), query, hits, False, (), SCAFFOLD)
 
 
+def cut_cards_config(max_cards: int = 2) -> Config:
+    """``quiet_config`` with Light showing ``max_cards`` cards: the fixed retriever's other cards are left out
+    of the plan although relevant, so they are the suggested pins."""
+    base = quiet_config()
+    modes = tuple(dataclasses.replace(m, max_cards=max_cards) if m.name == "light" else m for m in base.planner.modes)
+    return dataclasses.replace(base, planner=dataclasses.replace(base.planner, modes=modes))
+
+
 def quiet_config(**ui_changes) -> Config:
     base = Config()
     ui = dataclasses.replace(base.ui, live_preview=False, **ui_changes)

@@ -232,8 +232,19 @@ def _retrieve_group(ctx: PerfContext) -> list[PhaseTiming]:
     return retrieve_group(ctx)
 
 
+def _suite_group(name: str) -> PhaseGroup:
+    def group(ctx: PerfContext) -> list[PhaseTiming]:
+        from ctxbench.bench import perf_suite
+
+        return getattr(perf_suite, f"{name}_group")(ctx)
+
+    return group
+
+
 PHASE_GROUPS: list[tuple[str, PhaseGroup]] = [
     ("index", index_group), ("graph", graph_group), ("embed", _embed_group), ("retrieve", _retrieve_group),
+    ("startup", _suite_group("startup")), ("plan", _suite_group("plan")), ("ui", _suite_group("ui")),
+    ("memory", _suite_group("memory")),
 ]
 
 
@@ -247,8 +258,9 @@ def register_group(name: str, group: PhaseGroup) -> None:
 
 
 def run(source: Path, config: Config, *, repeat: int = DEFAULT_REPEAT, groups: list[str] | None = None,
-        progress: Callable[[str], None] | None = None) -> PerfReport:
-    """Run the phase groups (all, or the named ones; ``index`` always runs first since others need its database)."""
+        progress: Callable[[str], None] | None = None, options: dict[str, Any] | None = None) -> PerfReport:
+    """Run the phase groups (all, or the named ones; ``index`` always runs first since others need its database).
+    ``options`` go into the groups' shared dict (``plan_turns``, ``plan_repeat``, ``mode_presses``)."""
     report = progress or (lambda what: None)
     source = Path(source).resolve()
     with tempfile.TemporaryDirectory(prefix="ctxbench-perf-") as tmp:
@@ -257,6 +269,7 @@ def run(source: Path, config: Config, *, repeat: int = DEFAULT_REPEAT, groups: l
         report(f"copying {source}")
         shutil.copytree(source, repo, symlinks=True, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
         ctx = PerfContext(source, repo, workdir, config, repeat, report)
+        ctx.shared.update(options or {})
         phases: list[PhaseTiming] = []
         for name, group in PHASE_GROUPS:
             if groups and name not in groups and name != "index":

@@ -11,6 +11,7 @@ BENCHMARKS: dict[str, str] = {
     "perf": "ctxbench.cli.bench_perf:command",
     "ui": "ctxbench.cli.bench_ui:command",
     "timeline": "ctxbench.cli.bench_timeline:command",
+    "locomo": "ctxbench.cli.bench_locomo:command",
 }
 
 
@@ -18,6 +19,7 @@ class _BenchGroup(LazyGroup):
     registry = BENCHMARKS
 
 
-@click.group(cls=_BenchGroup, help="Benchmarks: planning latency, code retrieval quality, indexing and UI speed.")
+@click.group(cls=_BenchGroup, help="Benchmarks: planning latency, code retrieval quality, history recall on LoCoMo, "
+                                       "indexing and UI speed.")
 def command() -> None:
     pass

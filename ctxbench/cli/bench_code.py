@@ -1,77 +1,133 @@
-"""``ctxbench bench code``: retrieval quality on a query set with gold symbols (fused vs keyword vs semantic)."""
+"""``ctxbench bench code``: retrieval quality on query sets with gold symbols (fused vs keyword vs semantic),
+per repository and pooled over the tune and the held-out repositories."""
 from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any
 
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config
 
 
-@click.command(help="Code retrieval quality: Recall@5/10/20 of gold symbols, share of queries whose gold all "
-                    "reach a Light / Heavy plan at 8k, for fused, keyword-only and semantic-only retrieval.")
-@click.option("--queries", "queries_path", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="JSONL file of {id, query, gold: [symbol ids], split?}.")
-@click.option("--repo", "repo", required=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
-              help="Repository the gold symbol ids refer to (indexed first if needed).")
+@click.command(help="Code retrieval quality: Recall@5/10/20 of gold symbols, the share of queries whose gold all "
+                    "reach a Light / Heavy plan at 8k, and the share of how/bug questions whose answering lines "
+                    "are inside the Heavy excerpts, for fused, keyword-only and semantic-only retrieval; per "
+                    "repository, then pooled over the tune and the held-out repositories. Give --queries/--repo "
+                    "pairs (in order) or a --manifest.")
+@click.option("--queries", "queries_paths", multiple=True,
+              type=click.Path(exists=True, dir_okay=False, path_type=Path),
+              help="JSONL file of {id, query, gold: [symbol ids], split?, kind?, lines?}; repeat with --repo.")
+@click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
+              help="Repository the gold symbol ids of the matching --queries refer to (indexed first if needed).")
+@click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="TOML file of [[codebase]] tables (name, role = tune|holdout, repo, queries), e.g. "
+                   "benchmarks/codebases.toml.")
+@click.option("--role", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True,
+              help="With --manifest: run the tune repositories, the held-out ones, or all.")
 @click.option("--split", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True,
-              help="Which queries to run: the tune split (used to pick weights), the held-out split, or all.")
+              help="Which queries of each file to run, by their own split field.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
-@click.option("--no-plans", is_flag=True, help="Skip the Light/Heavy plan check (recall only).")
+@click.option("--no-plans", is_flag=True, help="Skip the Light/Heavy plan checks (recall only).")
+@click.option("--no-pinned", is_flag=True, help="Skip the pinned follow-up measurement.")
 @db_option
 @config_option
-def command(queries_path: Path, repo: Path, split: str, as_json: bool, no_plans: bool, db_path: Path | None,
-            config_path: Path | None) -> None:
-    from ctxbench.bench.code import QueryFileError, align_gold, load_queries, run_code_bench, select_split
+def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: Path | None, role: str, split: str,
+            as_json: bool, no_plans: bool, no_pinned: bool, db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.bench.code import (QueryFileError, RepoReport, RepoSpec, align_gold, gold_named_share,
+                                     load_manifest, load_queries, pool, run_code_bench, select_split)
     from ctxbench.cli.repo_support import opened_retriever, stderr_progress
     from ctxbench.records.errors import EmbedderError
 
     config = get_config(config_path)
+    if manifest is not None and (queries_paths or repos):
+        fail("give either --manifest or --queries/--repo pairs, not both", 2)
     try:
-        queries = select_split(load_queries(queries_path), split)
+        if manifest is not None:
+            specs = [s for s in load_manifest(manifest) if role == "all" or s.role == role]
+        else:
+            if not queries_paths or len(queries_paths) != len(repos):
+                fail("give --queries and --repo in pairs (the same number of each), or --manifest", 2)
+            specs = [RepoSpec(_name(repo), repo.resolve(), q.resolve(), _role_of(q, load_queries))
+                     for q, repo in zip(queries_paths, repos)]
+        sets = [(spec, select_split(load_queries(spec.queries), split)) for spec in specs]
     except QueryFileError as exc:
         fail(str(exc), 2)
         return
-    if not queries:
-        fail(f"no queries in split {split!r} of {queries_path}", 2)
-        return
+    for spec, queries in sets:
+        if not spec.repo.is_dir():
+            fail(f"{spec.name}: repository {spec.repo} does not exist (run benchmarks/fetch_codebases.py?)", 2)
+        if not queries:
+            fail(f"{spec.name}: no queries in split {split!r} of {spec.queries}", 2)
+    reports: list[RepoReport] = []
     try:
-        with opened_retriever(repo, db_path, config, semantic=True) as (retriever, index):
-            prefix = os.path.basename(str(index.root)) if (Path(index.root) / "__init__.py").is_file() else ""
-            queries, unknown = align_gold(queries, index.cards, prefix)
-            for gold in unknown:
-                click.echo(f"warning: gold symbol {gold} is not in the index of {index.root}", err=True)
-            # updated in place on a terminal, one line per finished variant in a log
-            with stderr_progress(quiet=as_json) as tick:
-                report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=tick)
+        for spec, queries in sets:
+            with opened_retriever(spec.repo, db_path, config, semantic=True, quiet=as_json) as (retriever, index):
+                prefix = os.path.basename(str(index.root)) if (Path(index.root) / "__init__.py").is_file() else ""
+                queries, unknown = align_gold(queries, index.cards, prefix)
+                for gold in unknown:
+                    click.echo(f"warning: {spec.name}: gold symbol {gold} is not in the index of {index.root}",
+                               err=True)
+                with stderr_progress(quiet=as_json) as tick:
+                    progress = None if tick is None else (lambda v, d, t, _n=spec.name: tick(f"{_n} {v}", d, t))
+                    report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=progress,
+                                            pinned=not no_pinned)
+                reports.append(RepoReport(spec, len(index.cards), report, gold_named_share(queries), tuple(unknown)))
     except EmbedderError as exc:
         fail(str(exc))
         return
+    roles = [r for r in ("tune", "holdout") if any(rep.spec.role == r for rep in reports)]
+    pooled = {r: pool(reports, r, plans=not no_plans) for r in roles}
     if as_json:
-        data = report.to_json()
-        data["unknown_gold"] = unknown
-        emit_json(data)
+        emit_json({"split": split, "repos": [r.to_json() for r in reports],
+                   "pooled": {r: {"repos": [rep.spec.name for rep in reports if rep.spec.role == r],
+                                  "queries": figs["fused"].queries,
+                                  **{name: fig.to_json() for name, fig in figs.items()}}
+                              for r, figs in pooled.items()}})
         return
-    click.echo(f"code retrieval on {index.root}: {len(queries)} queries (split {split}), "
-               f"{len(index.cards)} symbols")
-    header = f"{'retrieval':<10} {'R@5':>6} {'R@10':>6} {'R@20':>6}"
+    # held-out first: those are the figures that say how retrieval does on code nobody tuned on
+    for r in sorted(roles, key=lambda x: x != "holdout"):
+        names = ", ".join(rep.spec.name for rep in reports if rep.spec.role == r)
+        click.echo(f"pooled {r} ({names}): {pooled[r]['fused'].queries} queries")
+        _table(pooled[r], no_plans)
+        click.echo("")
+    for rep in sorted(reports, key=lambda x: x.spec.role != "holdout"):
+        click.echo(f"{rep.spec.name} [{rep.spec.role}] {rep.spec.repo}: {rep.report.variants['fused'].queries} "
+                   f"queries, {rep.symbols} symbols, {rep.gold_named:.0%} name a gold symbol verbatim")
+        _table(rep.report.variants, no_plans)
+        pinned = rep.report.pinned
+        if pinned is not None and pinned.cases:
+            click.echo(f"  pinned follow-up ({pinned.queries} queries, {pinned.cases} cases), other gold R@5 / R@10: "
+                       + ", ".join(f"{mode} {v['5']:.3f} / {v['10']:.3f}" for mode, v in pinned.recall.items()))
+        misses = rep.report.to_json()["misses"]
+        if misses:
+            click.echo(f"  {len(misses)} queries with gold missing from the first 10 fused hits:")
+            for miss in misses:
+                click.echo(f"    {miss['id']}: {', '.join(miss['missing_at_10'])}")
+        click.echo("")
+
+
+def _name(repo: Path) -> str:
+    return repo.resolve().name
+
+
+def _role_of(queries: Path, load: Any) -> str:
+    """A query file given on the command line is held out when all its queries say so, else tuning."""
+    splits = {q.split for q in load(queries)}
+    return "holdout" if splits == {"holdout"} else "tune"
+
+
+def _table(variants: dict[str, Any], no_plans: bool) -> None:
+    header = f"  {'retrieval':<10} {'R@5':>6} {'R@10':>6} {'R@20':>6}"
     if not no_plans:
-        header += f" {'light all gold':>15} {'heavy all gold':>15}"
-    header += f" {'ms/query':>9}"
+        header += f" {'light all gold':>15} {'heavy all gold':>15} {'excerpt answers':>16}"
+    header += f" {'ms/query':>9} {'p95 ms':>7}"
     click.echo(header)
-    for name, fig in report.variants.items():
-        line = f"{name:<10} {fig.recall['5']:>6.3f} {fig.recall['10']:>6.3f} {fig.recall['20']:>6.3f}"
+    for name, fig in variants.items():
+        line = f"  {name:<10} {fig.recall['5']:>6.3f} {fig.recall['10']:>6.3f} {fig.recall['20']:>6.3f}"
         if not no_plans:
-            line += f" {fig.plan_all_gold['light']:>15.3f} {fig.plan_all_gold['heavy']:>15.3f}"
-        line += f" {fig.ms_per_query:>9.1f}"
+            excerpt = f"{fig.excerpt_answer:.3f} ({fig.excerpt_questions})" if fig.excerpt_questions else "-"
+            line += f" {fig.plan_all_gold['light']:>15.3f} {fig.plan_all_gold['heavy']:>15.3f} {excerpt:>16}"
+        line += f" {fig.ms_per_query:>9.1f} {fig.ms_p95:>7.1f}"
         click.echo(line)
-    if report.pinned is not None and report.pinned.cases:
-        pinned = report.pinned
-        click.echo(f"pinned follow-up ({pinned.queries} queries, {pinned.cases} cases), other gold R@5 / R@10: "
-                   + ", ".join(f"{mode} {r['5']:.3f} / {r['10']:.3f}" for mode, r in pinned.recall.items()))
-    misses = report.to_json()["misses"]
-    if misses:
-        click.echo(f"{len(misses)} queries with gold missing from the first 10 fused hits:")
-        for miss in misses:
-            click.echo(f"  {miss['id']}: {', '.join(miss['missing_at_10'])}")

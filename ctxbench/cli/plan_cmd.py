@@ -92,7 +92,7 @@ def _branch_line(origin) -> str:
     return f"   branch {origin.branch_name}{fork}"
 
 
-def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> None:
+def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any:
     """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
 
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
@@ -102,7 +102,22 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Non
     from ctxbench.service.attach import attach_repository
 
     with stderr_progress(quiet) as progress:
-        attach_repository(wb, repo, progress, semantic=semantic)
+        return attach_repository(wb, repo, progress, semantic=semantic)
+
+
+def pin_targets(wb: Any, session_id: str, targets: tuple[str, ...], attached: Any) -> None:
+    """Pin every target sticky, or none: each is checked first (a target that names nothing is a ValueError)."""
+    from ctxbench.service.pin_targets import check_pin_target
+
+    index = attached.index if attached is not None else None
+    for target in targets:
+        check_pin_target(wb, session_id, target, index)
+    with wb.transaction():
+        for target in targets:
+            content = ""
+            if target.startswith("card:") and index is not None:
+                content = index.cards[target[len("card:"):]].render()
+            wb.pins.add(session_id, target, "sticky", label=target, content=content)
 
 
 def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
@@ -134,10 +149,13 @@ def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
               help="Index this repository (incrementally) and plan with its scaffold and symbol cards.")
 @click.option("--semantic/--no-semantic", default=True,
               help="Load the embedding model and wait for it (default), or plan with keyword and graph "
-                   "retrieval only and no model (the semantic history strategy then falls back to recency).")
+                   "retrieval only and no model (the semantic history strategy then falls back to recency, fused ranks by keywords).")
 @click.option("--tools/--no-tools", "offer_tools", default=False,
               help="Budget the tool definitions a chat call sends with its messages (default: no tools, "
                    "a plan of the messages alone).")
+@click.option("--pin", "pins", multiple=True, metavar="TARGET",
+              help="Pin TARGET sticky in the session before planning (repeatable): card:SYMBOL or path:FILE "
+                   "(with --repo), group:ID, memo:ID. A target that names nothing is refused and nothing is pinned.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
 @db_option
 @config_option
@@ -152,6 +170,7 @@ def command(
     repo: Path | None,
     semantic: bool,
     offer_tools: bool,
+    pins: tuple[str, ...],
     as_json: bool,
     db_path: Path | None,
     config_path: Path | None,
@@ -185,10 +204,16 @@ def command(
                 session_id = wb.sessions.latest()
                 if session_id is None:
                     fail("no sessions yet: pass --transcript FILE or run `ctxbench import FILE` first", 2)
+            attached = None
             if repo is not None:
-                attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
-            elif semantic and (strategy or wb.settings(session_id).strategy) == "semantic":
+                attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
+            elif semantic and (strategy or wb.settings(session_id).strategy) in ("semantic", "fused"):
                 wb.embedder = load_embedder(config)
+            if pins:
+                try:
+                    pin_targets(wb, session_id, pins, attached)
+                except ValueError as exc:
+                    fail(str(exc), 2)
             tools_tokens = 0
             if offer_tools:
                 from ctxbench.service.model import offered_tools_tokens

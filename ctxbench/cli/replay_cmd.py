@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.records.vocab import STRATEGIES
 
 _QUERY_CHARS = 48
 
@@ -19,7 +20,7 @@ _QUERY_CHARS = 48
                    "(default: the session's).")
 @click.option("--budget", type=click.IntRange(min=1), default=None,
               help="Token budget of each plan (default: the session's).")
-@click.option("--strategy", type=click.Choice(["window", "hybrid", "levels", "semantic"]), default=None,
+@click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="History strategy (default: the session's).")
 @click.option("--window", "window_groups", type=click.IntRange(min=0), default=None,
               help="Groups in the rolling window (0 = all).")

@@ -66,7 +66,7 @@ def stderr_progress(quiet: bool = False) -> Iterator[StderrProgress | None]:
 
 @contextmanager
 def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic: bool,
-                     quiet: bool = False) -> Iterator[tuple[Any, Any]]:
+                     quiet: bool = False, one_shot: bool = False) -> Iterator[tuple[Any, Any]]:
     """``(Retriever, CodeIndex)`` for ``repo`` in the user's database (or ``db_path``), ready to answer:
     indexed, and with ``semantic`` its cards embedded and the model loaded. The database is closed after."""
     from ctxbench.cli.common import resolve_db
@@ -75,5 +75,5 @@ def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic:
 
     with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
         with stderr_progress(quiet) as progress:
-            attached = attach_repository(wb, repo, progress, semantic=semantic)
+            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot)
         yield attached.retriever, attached.index

@@ -41,8 +41,8 @@ def command(query: str, repo: Path | None, k: int | None, as_json: bool, semanti
         fail(EMPTY_QUERY, 2)
     config = get_config(config_path)
     try:
-        with opened_retriever(repo or Path.cwd(), db_path, config, semantic=semantic) as (retriever, _):
-            result = retriever.retrieve(query, k)
+        with opened_retriever(repo or Path.cwd(), db_path, config, semantic=semantic, one_shot=True) as (retriever, _):
+            result = retriever.retrieve(query, k, scaffold="")  # hits only: no scaffold to build
     except EmbedderError as exc:
         fail(str(exc))
         return

@@ -57,17 +57,7 @@ class IndexCodeContext:
     # -- files ------------------------------------------------------------------------------
 
     def _read(self, rel: str) -> str | None:
-        from ctxbench.codegraph.secrets import redact
-        from ctxbench.codegraph.walk import is_secret_file
-
-        path = (self.root / rel).resolve()
-        if not path.is_relative_to(self.root) or is_secret_file(path.name, self.config.index.secret_file_globs):
-            return None
-        try:
-            raw = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return None
-        return redact(raw)[0]
+        return read_masked(self.root, rel, self.config.index.secret_file_globs)
 
     def _lines(self, rel: str, start: int, end: int) -> str | None:
         text = self._read(rel)
@@ -82,6 +72,22 @@ class IndexCodeContext:
             return None
         symbols = ", ".join(self.index.by_path.get(rel, ())[: self.config.llm.query_db_max_rows])
         return _cap(f"# {rel} (defines: {symbols or 'nothing indexed'})\n{text}", limit)
+
+
+def read_masked(root: Path, rel: str, secret_globs: tuple[str, ...]) -> str | None:
+    """The text of the file ``rel`` under ``root`` with secrets masked as cards mask them; None for a file
+    outside the repository, a secret file, or one that cannot be read."""
+    from ctxbench.codegraph.secrets import redact
+    from ctxbench.codegraph.walk import is_secret_file
+
+    path = (root / rel).resolve()
+    if not path.is_relative_to(root) or is_secret_file(path.name, secret_globs):
+        return None
+    try:
+        raw = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return None
+    return redact(raw)[0]
 
 
 def _cap(text: str, limit: int) -> str:

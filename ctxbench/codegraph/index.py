@@ -338,6 +338,14 @@ class CodeIndex:
         return graphmod.pagerank(self.graph, None, self.config)
 
     @cached_property
+    def anchor_lines(self) -> tuple[str, ...]:
+        """The scaffold's anchors (entry points, public API; ``codegraph.anchors``), computed once."""
+        from ctxbench.codegraph.anchors import anchor_lines, find_anchors
+
+        found = find_anchors(Path(self.root), self.symbols, self.graph, self.centrality, self.config.scaffold_anchors)
+        return tuple(anchor_lines(found, self.symbols))
+
+    @cached_property
     def by_path(self) -> dict[str, tuple[str, ...]]:
         """File path -> the ids of the symbols defined in it, in line order."""
         out: dict[str, list[str]] = {}
@@ -354,7 +362,7 @@ class CodeIndex:
             from ctxbench.codegraph.scaffold import build_scaffold
 
             text = build_scaffold(self.graph, self.symbols, budget_tokens, tokenizer, config=self.config,
-                                  scores=self.centrality)
+                                  scores=self.centrality, anchors=self.anchor_lines)
             cache[key] = text
         return text
 

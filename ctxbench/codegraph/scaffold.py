@@ -8,7 +8,7 @@ result always fits ``budget_tokens`` as counted by the given tokenizer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 import networkx as nx
 
@@ -18,6 +18,7 @@ from ctxbench.config import IndexConfig
 
 MAP_HEADER = "## Repository map"
 CENTRAL_HEADER = "## Most central symbols"
+ANCHORS_HEADER = "## Where to start"
 ROOT_LABEL = "./"
 INDENT = "  "
 DOC_LINE_CHARS = 120  # doc text shown per central symbol
@@ -183,8 +184,12 @@ def _truncate(text: str, budget: int, tokenizer: Any) -> str:
 
 
 def build_scaffold(graph: nx.DiGraph, symbols: Mapping[str, Symbol], budget_tokens: int, tokenizer: Any, *,
-                   config: IndexConfig | None = None, scores: Mapping[str, float] | None = None) -> str:
-    """The orientation scaffold text, at most ``budget_tokens`` tokens by ``tokenizer.count``."""
+                   config: IndexConfig | None = None, scores: Mapping[str, float] | None = None,
+                   anchors: Sequence[str] = ()) -> str:
+    """The orientation scaffold text, at most ``budget_tokens`` tokens by ``tokenizer.count``.
+
+    ``anchors``: lines naming where a reader starts (``codegraph.anchors``: entry points, public API); they
+    come after the note and the central symbols, and give way (last first) before those do."""
     config = config or IndexConfig()
     if budget_tokens <= 0:
         return ""
@@ -193,13 +198,23 @@ def build_scaffold(graph: nx.DiGraph, symbols: Mapping[str, Symbol], budget_toke
         scores = pagerank(graph, None, config)
     note = config.scaffold_note
     central = _central_lines(graph, symbols, scores, config.scaffold_central_symbols)
-    head_parts = [note]
-    if central:
-        head_parts.append("\n".join([CENTRAL_HEADER, *central]))
-    head = "\n\n".join(head_parts)
-    while central and count(head) > budget_tokens:  # drop the least central first
+    starts = list(anchors)
+
+    def head_of(central: list[str], starts: list[str]) -> str:
+        parts = [note]
+        if central:
+            parts.append("\n".join([CENTRAL_HEADER, *central]))
+        if starts:
+            parts.append("\n".join([ANCHORS_HEADER, *starts]))
+        return "\n\n".join(parts)
+
+    head = head_of(central, starts)
+    while starts and count(head) > budget_tokens:  # anchors give way first, the last first
+        starts = starts[:-1]
+        head = head_of(central, starts)
+    while central and count(head) > budget_tokens:  # then the least central symbols
         central = central[:-1]
-        head = "\n\n".join([note, "\n".join([CENTRAL_HEADER, *central])] if central else [note])
+        head = head_of(central, starts)
     if count(head) > budget_tokens:
         return _truncate(note, budget_tokens, tokenizer)
     separator_cost = count("\n\n")
@@ -208,6 +223,8 @@ def build_scaffold(graph: nx.DiGraph, symbols: Mapping[str, Symbol], budget_toke
 
     def assemble(map_lines: list[str]) -> str:
         parts = [note]
+        if starts:
+            parts.append("\n".join([ANCHORS_HEADER, *starts]))
         if map_lines:
             parts.append("\n".join([MAP_HEADER, *map_lines]))
         if central:

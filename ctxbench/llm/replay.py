@@ -47,6 +47,7 @@ def replay(
                                        strategy=strategy, window_groups=window_groups)
         before = tuple(m for m in inputs.history if m.id < user.id)
         earlier_groups = {m.group_id for m in before}
+        earlier = {m.id for m in before}
         inputs = dataclasses.replace(
             inputs,
             query=user.content,
@@ -54,6 +55,8 @@ def replay(
             current_turn=(user,),
             keyword_ranking=tuple(g for g in inputs.keyword_ranking if g in earlier_groups),
             dropped_groups=tuple(g for g in inputs.dropped_groups if g in earlier_groups),
+            message_keyword=tuple(p for p in inputs.message_keyword if p[0] in earlier),
+            message_similarity=tuple(p for p in inputs.message_similarity if p[0] in earlier),
         )
         plan = build_plan(inputs, workbench.config.planner, workbench.tokenizer)
         if store:

@@ -59,6 +59,7 @@ class Atom:
     detail: str  # truncation detail
     user_text: str  # the user message text for user atoms, else ""
     first_id: int
+    external_ids: tuple[str, ...]  # source ids of its messages (imported transcripts), in message order
     # the fields of its excluded PlanItem that never change (filled by the plan assembly on first use)
     item_template: dict[str, Any] = field(default_factory=dict, repr=False)
 
@@ -298,6 +299,7 @@ def _build_view(
                 detail=detail,
                 user_text="\n".join(m.content for m in run if m.role == "user"),
                 first_id=run[0].id,
+                external_ids=tuple(m.external_id for m in run if m.external_id),
             )
         )
     system_views = []
@@ -338,7 +340,8 @@ def group_views(
 
 def message_row(m: Message) -> list[Any]:
     """Everything about a message that can change a plan, in canonical form."""
-    return [m.id, m.group_id, m.role, m.hash, m.status, m.parsing_strategy, sorted(m.flags), m.partial, m.tool_name]
+    row = [m.id, m.group_id, m.role, m.hash, m.status, m.parsing_strategy, sorted(m.flags), m.partial, m.tool_name]
+    return row + [m.external_id] if m.external_id else row  # absent when empty: older PlanIds stay
 
 
 def _digest(msgs: tuple[Message, ...]) -> str:

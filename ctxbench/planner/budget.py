@@ -4,7 +4,8 @@
 charges its parent too, so nothing can overdraw the plan.
 
 ``HistorySelection`` records which atoms of which past groups are included and why. The unit the
-strategies pick is a whole group (turn). When a group does not fit whole, ``fill_group`` includes
+seed strategies pick is a whole group (turn); ``fused`` picks atoms (``include_atom(..., with_user=False)``
+takes a plain message without its turn's user message). When a group does not fit whole, ``fill_group`` includes
 its user message and then its later atoms in chronological order while they fit (a coherent
 prefix of the turn); atoms are never split, and an atom is only ever included together with its
 group's user message. Atoms nobody picked are excluded ``over_budget`` unless a strategy gave the
@@ -69,6 +70,7 @@ class HistorySelection:
         self.defaults: dict[int, tuple[str, str]] = {}  # group index -> exclusion reason for unpicked atoms
         self.scores: dict[int, float] = {}
         self.atom_details: dict[int, dict[int, str]] = {}  # group -> atom -> detail for excluded atoms
+        self.atom_scores: dict[int, dict[int, float]] = {}  # group -> atom -> score, when a strategy scores atoms
 
     # ---- queries ---------------------------------------------------------------------------
     def available(self) -> list[int]:
@@ -164,8 +166,10 @@ class HistorySelection:
             return PARTIAL
         return NONE
 
-    def include_atom(self, gi: int, ai: int, budget: Budget, reason: str, detail: str = "", pin: str = "") -> bool:
-        """Include one atom (and its group's user message first, if not yet in). False if it does not fit."""
+    def include_atom(self, gi: int, ai: int, budget: Budget, reason: str, detail: str = "", pin: str = "",
+                     *, with_user: bool = True) -> bool:
+        """Include one atom (and, unless ``with_user`` is False, its group's user message first, if not yet in).
+        False if it does not fit."""
         group = self.groups[gi]
         atom = group.atoms[ai]
         if atom.exclusion or gi in self.excluded:
@@ -173,7 +177,7 @@ class HistorySelection:
         if self.is_included(gi, ai):
             return True
         ui = group.user_index
-        need_user = ui >= 0 and ui != ai and not self.is_included(gi, ui)
+        need_user = with_user and ui >= 0 and ui != ai and not self.is_included(gi, ui)
         cost = atom.tokens + (group.atoms[ui].tokens if need_user else 0)
         if not budget.fits(cost):
             return False

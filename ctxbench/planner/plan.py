@@ -140,6 +140,8 @@ def canonical_inputs(
         "config": _config_digest(config),
         "tokenizer": tokenizer_name,
         **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
+        **({"message_similarity": [[m, s] for m, s in inputs.message_similarity]} if inputs.message_similarity else {}),
+        **({"message_keyword": [[m, s] for m, s in inputs.message_keyword]} if inputs.message_keyword else {}),
         **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
                           for s in inputs.summaries]} if inputs.summaries else {}),
         **({"task": [inputs.task_id, inputs.task_name]} if inputs.task_id else {}),
@@ -233,7 +235,7 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
         id=cand.id, kind=cand.kind, section=cand.section, label=cand.label, tokens=cand.tokens,
         included=cand.included, reason=cand.reason or "over_budget", score=cand.score, pin=cand.pin,
         order=order, message_ids=cand.message_ids, messages=cand.messages if cand.included else (),
-        detail=cand.detail,
+        detail=cand.detail, external_ids=(),
     )
 
 
@@ -246,7 +248,7 @@ def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanIte
         template.update(
             id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
             included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
-            messages=(), detail="",
+            messages=(), detail="", external_ids=atom.external_ids,
         )
     item = _NEW(PlanItem)
     fields = item.__dict__
@@ -285,6 +287,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
     defaults = selection.defaults
     scores = selection.scores
     atom_details = selection.atom_details
+    atom_scores = selection.atom_scores
     group_excluded_all = selection.excluded
     for gi, group in enumerate(selection.groups):
         pick = picks.get(gi)
@@ -292,6 +295,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
         default = defaults.get(gi)
         score = scores.get(gi, 0.0)
         details = atom_details.get(gi)
+        own_scores = atom_scores.get(gi)
         if pick is None and details is None:
             reason, detail = group_excluded or default or ("over_budget", "")
             excluded.extend(_untouched_group(group, reason, detail, score))
@@ -300,8 +304,10 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
             if pick is not None and pick.reasons[ai] is not None:
                 included.append((atom.first_id, _item(
                     id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
-                    included=True, reason=pick.reasons[ai], score=score, pin=pick.pins[ai], order=0,
+                    included=True, reason=pick.reasons[ai], score=own_scores.get(ai, score) if own_scores else score,
+                    pin=pick.pins[ai], order=0,
                     message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
+                    external_ids=atom.external_ids,
                 )))
                 continue
             if group_excluded is not None:
@@ -315,7 +321,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
                 detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
                 if details is not None:
                     detail = details.get(ai, detail)
-            excluded.append(_excluded_atom(atom, reason, detail, score))
+            excluded.append(_excluded_atom(atom, reason, detail, own_scores.get(ai, score) if own_scores else score))
     return included, excluded
 
 

@@ -58,9 +58,10 @@ def pin_message(pin: Pin, content: str) -> dict[str, Any]:
 
 
 def card_text(hit: RetrievalHit, with_excerpt: bool) -> str:
+    """The card as the model sees it: thin, or (Heavy) its head and the excerpt chosen for the query."""
     text = hit.card_text or hit.symbol
     if with_excerpt and hit.excerpt:
-        text = f"{text}\n{hit.excerpt}"
+        text = f"{hit.card_head or text}\n{hit.excerpt}"
     return text
 
 

@@ -55,8 +55,8 @@ class SymbolCard:
             h.update(b"\x00")
         return h.hexdigest()[:20]
 
-    def render(self, with_excerpt: bool = False) -> str:
-        """The card text given to the model."""
+    def head(self) -> str:
+        """The card without its body: the title line, decorators, signature and doc."""
         lines = [f"# {self.symbol_id} ({self.kind}) — {self.path}:{self.line}-{self.end_line}"]
         if self.decorators:
             lines.append("decorators: " + ", ".join(self.decorators))
@@ -64,6 +64,11 @@ class SymbolCard:
             lines.append(self.signature)
         if self.doc:
             lines.append('"""' + self.doc + '"""')
+        return "\n".join(lines)
+
+    def render(self, with_excerpt: bool = False) -> str:
+        """The card text given to the model."""
+        lines = [self.head()]
         body = self.excerpt if (with_excerpt and self.excerpt) else self.snippet
         if body:
             lines.append(body)

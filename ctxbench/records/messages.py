@@ -43,6 +43,7 @@ class Message:
     tokens: int = 0
     flags: tuple[str, ...] = field(default=())  # importance flags: instruction, error, solution, ...
     partial: bool = False  # a reply cut off mid-stream
+    external_id: str = ""  # the message's id in the transcript it was imported from (e.g. LoCoMo's ``D3:12``)
 
     @property
     def is_tool_message(self) -> bool:

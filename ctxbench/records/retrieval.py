@@ -17,6 +17,10 @@ class RetrievalHit:
     provenance: str = ""  # semantic | keyword | graph | pin | activation (the strongest source)
     card_text: str = ""  # the thin card as it would be shown to the model
     excerpt: str = ""  # Heavy mode excerpt (<= 30 lines)
+    excerpt_lines: tuple[int, int] = (0, 0)  # the file lines (first, last) the excerpt shows; (0, 0) without one
+    # the card without its body (title, signature, doc): with an excerpt chosen for the query, what precedes it
+    # (the excerpt then holds only body lines, so nothing is sent twice); empty: the excerpt follows card_text
+    card_head: str = ""
     card_hash: str = ""
     neighbour_of: str = ""  # set when the hit came from graph expansion
     # why the hit is under the relevance floor (RetrievalConfig.min_semantic_similarity, chat words):
@@ -41,7 +45,7 @@ class RetrievalSet:
         never mistaken for another one (sets are stored once per id)."""
         payload = json.dumps(
             [query, index_version, semantic_available, list(notes), scaffold,
-             [[getattr(h, f.name) for f in fields(RetrievalHit)] for h in hits]],
+             [_hit_row(h) for h in hits]],
             ensure_ascii=False,
         )
         return "rs_" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
@@ -53,5 +57,15 @@ class RetrievalSet:
         rid = cls.make_id(query, hits, index_version, semantic_available=semantic_available, notes=notes,
                           scaffold=scaffold)
         return cls(rid, query, hits, semantic_available, tuple(notes), scaffold)
+
+# fields added after ids were first stored: left out of a hit's id while they hold their default, so the
+# ids of sets that do not use them stay what they were
+_LATER_FIELDS = {"excerpt_lines": (0, 0), "card_head": ""}
+
+
+def _hit_row(hit: RetrievalHit) -> list:
+    return [getattr(hit, f.name) for f in fields(RetrievalHit)
+            if f.name not in _LATER_FIELDS or getattr(hit, f.name) != _LATER_FIELDS[f.name]]
+
 
 EMPTY_RETRIEVAL_SET = RetrievalSet(id="rs_empty", query="", hits=(), semantic_available=False, notes=("no repository",))

@@ -115,3 +115,5 @@ class NewMessage:
     tokens: int = 0
     flags: tuple[str, ...] = ()
     partial: bool = False
+    external_id: str = ""  # its id in the transcript it was imported from
+    created_at: str = ""  # an imported message's own time; empty: the store stamps it now

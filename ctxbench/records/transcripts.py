@@ -30,6 +30,8 @@ class TranscriptMessage:
     tool_name: str | None = None
     parsing_strategy: str = "openai"
     flags: tuple[str, ...] = ()
+    external_id: str = ""  # the message's own id in the source, kept through the import
+    created_at: str = ""  # when the source says the message was written (ISO 8601), else ""
 
 
 @dataclass(frozen=True)

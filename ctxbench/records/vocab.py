@@ -22,7 +22,7 @@ STRATEGY_FAMILIES: dict[str, str] = {
 }
 
 # -- plans ------------------------------------------------------------------------------------------
-STRATEGIES = ("window", "hybrid", "levels", "semantic")  # history strategies, in the order a picker cycles
+STRATEGIES = ("window", "hybrid", "levels", "semantic", "fused")  # history strategies, in the order a picker cycles
 
 INCLUDED_REASONS = (
     "mandatory",
@@ -37,6 +37,7 @@ INCLUDED_REASONS = (
     "state",
     "memory_level",
     "client_sent",  # a proxied request: the assistant's client put it there
+    "standing_instruction",
     "summary",  # a summary of earlier turns (or a protected turn sent verbatim beside it)
 )
 EXCLUDED_REASONS = (

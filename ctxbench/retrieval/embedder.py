@@ -114,7 +114,9 @@ class Embedder:
         self._encode_lock = threading.Lock()
         self._loaded = threading.Event()
         self._thread: threading.Thread | None = None
-        self._model: Any = None
+        self._model: Any = None  # the sentence-transformers model (torch), loaded for bulk encoding
+        self._query_model: Any = None  # minilm_numpy.NumpyMiniLM, for a few texts at a time without torch
+        self._torch_lock = threading.Lock()
         self._error: EmbedderError | None = None
         self.load_seconds: float = 0.0
         self.dimension: int = 0
@@ -136,7 +138,7 @@ class Embedder:
 
     @property
     def ready(self) -> bool:
-        return self._loaded.is_set() and self._model is not None
+        return self._loaded.is_set() and (self._model is not None or self._query_model is not None)
 
     @property
     def error(self) -> EmbedderError | None:
@@ -157,7 +159,9 @@ class Embedder:
     def _load(self) -> None:
         started = time.perf_counter()
         try:
-            self._model = self._load_model()
+            self._query_model = self._load_numpy()
+            if self._query_model is None:
+                self._model = self._load_model()
         except EmbedderError as exc:
             self._error = exc
         except Exception as exc:  # noqa: BLE001 - any failure of a third-party load becomes one clear error
@@ -171,6 +175,40 @@ class Embedder:
         if bundled:
             verify_model_dir(path, self.expected_sha256)
         return self._construct(path)
+
+    def _load_numpy(self) -> Any:
+        """The numpy query encoder, when the config asks for it and the model is one it computes exactly
+        (float32, BERT, mean pooling, normalized); None otherwise (torch is loaded instead)."""
+        c = self.config
+        if c.query_runtime not in ("numpy", "torch"):
+            raise EmbedderError(f"embedding.query_runtime {c.query_runtime!r}: expected numpy or torch")
+        if c.query_runtime != "numpy" or c.precision != "float32":
+            return None
+        path, bundled = resolve_model_dir(c)
+        if not numpy_compatible(path):
+            return None
+        if bundled:
+            verify_model_dir(path, self.expected_sha256)
+        from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
+
+        model = NumpyMiniLM(path)
+        self.dimension = model.hidden
+        return model
+
+    def _torch_model(self) -> Any:
+        """The torch model, loaded now if only the numpy encoder was (bulk encoding needs it)."""
+        if self._model is None:
+            with self._torch_lock:
+                if self._model is None:
+                    try:
+                        self._model = self._load_model()
+                    except EmbedderError as exc:
+                        self._error = exc
+                        raise
+                    except Exception as exc:  # noqa: BLE001 - as in _load
+                        self._error = EmbedderError(f"embedding model failed to load: {type(exc).__name__}: {exc}")
+                        raise self._error from exc
+        return self._model
 
     def _construct(self, path: Path) -> Any:
         """Import sentence-transformers (offline) and build the model from a verified local directory."""
@@ -205,10 +243,16 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         texts = list(texts)
+        if self._model is None and self._query_model is not None and len(texts) <= self.config.numpy_max_texts:
+            with self._encode_lock:
+                vectors = self._query_model.encode(texts, max_seq_length or self.config.max_seq_length)
+            if progress is not None:
+                progress(len(texts), len(texts))
+            return vectors
         step = max(1, self.config.progress_every)
         parts = []
+        model = self._torch_model()
         with self._encode_lock:
-            model = self._model
             if max_seq_length:
                 model.max_seq_length = max_seq_length
             try:
@@ -223,6 +267,25 @@ class Embedder:
             finally:
                 model.max_seq_length = self.config.max_seq_length
         return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
+
+
+def numpy_compatible(path: Path) -> bool:
+    """True when the model folder holds what the numpy encoder computes the same way sentence-transformers
+    does: a BERT with gelu, mean pooling, then normalization, and a fast tokenizer file."""
+    import json
+
+    try:
+        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
+        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
+        pooling = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return False
+    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
+    return (config.get("model_type") == "bert" and config.get("hidden_act") == "gelu"
+            and kinds == ["Transformer", "Pooling", "Normalize"] and (path / "tokenizer.json").is_file()
+            and pooling.get("pooling_mode_mean_tokens") is True
+            and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
+                                                  "pooling_mode_mean_sqrt_len_tokens")))
 
 
 class HashingEmbedder:

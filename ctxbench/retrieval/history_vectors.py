@@ -5,7 +5,7 @@ Each earlier turn (group) is embedded as one text — its user message, then the
 uses. Vectors are cached in the card vector cache (``retrieval/vectors.py``) keyed by the sha256 of that text and a model key naming the model, the
 sequence length and the text version, so a turn is embedded once per model and an edited turn is
 embedded again. The query is embedded the same way and compared with every turn by cosine
-similarity; the most similar turns above ``min_similarity`` (at most ``candidates``) are the
+similarity; the most similar turns above ``min_similarity`` (at most ``candidates``, 0 = all) are the
 ranking ``PlanInputs.semantic_ranking`` carries.
 
 The work is split so a caller holding a lock over its database connection only needs it for the
@@ -85,7 +85,7 @@ def rank_turns(history: Sequence[Message], query: str, embedder, cache: VectorCa
     groups = group_messages(history, skip_groups)
     texts = {gid: turn_text(msgs, config) for gid, msgs in groups.items()}
     texts = {gid: t for gid, t in texts.items() if t.strip()}
-    if not texts or not query.strip() or config.candidates <= 0:
+    if not texts or not query.strip():
         return (), HistoryRankingStats(len(texts), 0)
     key = cache_key(embedder.key, config)
     hashes = {gid: text_hash(t) for gid, t in texts.items()}
@@ -103,4 +103,137 @@ def rank_turns(history: Sequence[Message], query: str, embedder, cache: VectorCa
     sims = matrix @ np.asarray(query_vector, dtype=np.float32)
     scored = [(g, round(float(s), 6)) for g, s in zip(gids, sims) if float(s) >= config.min_similarity]
     scored.sort(key=lambda gs: (-gs[1], -gs[0]))
-    return tuple(scored[: config.candidates]), HistoryRankingStats(len(texts), len(todo))
+    if config.candidates > 0:
+        scored = scored[: config.candidates]
+    return tuple(scored), HistoryRankingStats(len(texts), len(todo))
+
+
+# -- single messages (the fused strategy) ----------------------------------------------------------------------
+
+# Bump when message_text changes: cached vectors of the old text are then not reused.
+MESSAGE_TEXT_VERSION = "m1"
+MEMORY_MAX_VECTORS = 100_000  # vectors kept in the process (about 150 MB at 384 dimensions)
+WARM_CHUNK = 32  # messages per encode call while warming up, so a plan's query waits at most one chunk
+
+
+@dataclass(frozen=True)
+class MessageRankingStats:
+    messages: int  # messages with a text to compare
+    embedded: int  # embedded by this call
+    pending: int  # still without a vector (left for the warm-up)
+
+
+def message_text(message: Message, config: SemanticHistoryConfig) -> str:
+    """The text embedded for one message: its words (whitespace folded), cut to ``embed_max_chars``; tool
+    calls and results are not embedded (their words reach the fused strategy through keyword search)."""
+    if message.role == "tool" or not message.content:
+        return ""
+    return " ".join(message.content.split())[: config.embed_max_chars]
+
+
+def message_cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
+    return f"{embedder_key}|msg-{MESSAGE_TEXT_VERSION}|seq{config.embed_max_seq_length}"
+
+
+class MessageVectors:
+    """Vectors of messages by content hash: in the process first, then the store's vector cache; a matrix of
+    a session's vectors is kept between plans and extended when turns are added (an append-only history
+    never re-stacks)."""
+
+    def __init__(self) -> None:
+        self._memory: dict[tuple[str, str], np.ndarray] = {}
+        self._texts: dict[int, tuple[str, str]] = {}  # message id -> (text, hash)
+        self._matrix: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
+
+    def texts(self, history: Sequence[Message], config: SemanticHistoryConfig,
+              skip_groups: Iterable[int] = ()) -> list[tuple[int, str, str]]:
+        """(message id, text, hash) of the active messages that have a text, oldest first."""
+        skip = set(skip_groups)
+        out = []
+        for m in history:
+            if m.status != "active" or m.group_id in skip:
+                continue
+            known = self._texts.get(m.id)
+            text = message_text(m, config)
+            if not text:
+                continue
+            if known is None or known[0] != text:
+                known = (text, text_hash(f"{MESSAGE_TEXT_VERSION}\x00{text}"))
+                self._texts[m.id] = known
+            out.append((m.id, text, known[1]))
+        return out
+
+    def missing(self, rows: Sequence[tuple[int, str, str]], key: str, cache: VectorCache) -> list[tuple[int, str, str]]:
+        absent = [r for r in rows if (key, r[2]) not in self._memory]
+        if absent:
+            found = cache.load([r[2] for r in absent], key)
+            self._remember(key, found.items())
+            absent = [r for r in absent if r[2] not in found]
+        return absent
+
+    def embed(self, rows: Sequence[tuple[int, str, str]], key: str, embedder, cache: VectorCache,
+              config: SemanticHistoryConfig) -> int:
+        todo = list({r[2]: r[1] for r in rows}.items())
+        if not todo:
+            return 0
+        vectors = embedder.encode([t for _h, t in todo], max_seq_length=config.embed_max_seq_length)
+        fresh = [(h, np.asarray(v, dtype=np.float32)) for (h, _t), v in zip(todo, vectors)]
+        cache.save(fresh, key)
+        self._remember(key, fresh)
+        return len(fresh)
+
+    def _remember(self, key: str, items) -> None:
+        if len(self._memory) > MEMORY_MAX_VECTORS:
+            self._memory.clear()
+            self._matrix.clear()
+        for h, v in items:
+            self._memory[(key, h)] = np.asarray(v, dtype=np.float32)
+
+    def matrix(self, key: str, hashes: tuple[str, ...]) -> np.ndarray:
+        hit = self._matrix.get(key)
+        if hit is not None and hit[0] == hashes:
+            return hit[1]
+        if hit is not None and len(hit[0]) < len(hashes) and hashes[: len(hit[0])] == hit[0]:
+            extra = np.vstack([self._memory[(key, h)] for h in hashes[len(hit[0]):]])
+            matrix = np.vstack([hit[1], extra])
+        else:
+            matrix = np.vstack([self._memory[(key, h)] for h in hashes])
+        self._matrix[key] = (hashes, matrix)
+        return matrix
+
+    def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
+                   config: SemanticHistoryConfig, *, embed_limit: int, skip_groups: Iterable[int] = ()
+                   ) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
+        """(message id, cosine with ``query``) of every message that has a vector, in history order.
+
+        Messages without one are embedded here, newest first, ``embed_limit`` at most (a plan never embeds a
+        whole session); the rest stay without a similarity until :meth:`warm` has embedded them.
+        """
+        rows = self.texts(history, config, skip_groups)
+        if not rows or not query.strip():
+            return (), MessageRankingStats(len(rows), 0, 0)
+        key = message_cache_key(embedder.key, config)
+        absent = self.missing(rows, key, cache)
+        embedded = self.embed(absent[::-1][: max(0, embed_limit)], key, embedder, cache, config) if absent else 0
+        ready = [r for r in rows if (key, r[2]) in self._memory]
+        pending = len(rows) - len(ready)
+        if not ready:
+            return (), MessageRankingStats(len(rows), embedded, pending)
+        matrix = self.matrix(key, tuple(r[2] for r in ready))
+        query_vector = embedder.encode([query], max_seq_length=config.embed_max_seq_length)[0]
+        sims = matrix @ np.asarray(query_vector, dtype=np.float32)
+        return (tuple((r[0], round(float(s), 6)) for r, s in zip(ready, sims)),
+                MessageRankingStats(len(rows), embedded, pending))
+
+    def warm(self, history: Sequence[Message], embedder, cache: VectorCache, config: SemanticHistoryConfig,
+             progress=None) -> MessageRankingStats:
+        """Embed every message of ``history`` that has no vector yet, in small chunks (newest first)."""
+        rows = self.texts(history, config)
+        key = message_cache_key(embedder.key, config)
+        absent = self.missing(rows, key, cache)[::-1]
+        done = 0
+        for start in range(0, len(absent), WARM_CHUNK):
+            done += self.embed(absent[start:start + WARM_CHUNK], key, embedder, cache, config)
+            if progress is not None:
+                progress(min(start + WARM_CHUNK, len(absent)), len(absent))
+        return MessageRankingStats(len(rows), done, 0)

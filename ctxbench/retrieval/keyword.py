@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import RetrievalConfig
@@ -34,8 +34,9 @@ def identifier_tokens(text: str) -> str:
     return " ".join(out)
 
 
-def _row(card: SymbolCard) -> tuple[str, ...]:
-    """A card's row: its symbol id, then the text of each of ``code_search.COLUMNS``."""
+def _row(card: SymbolCard, body: str = "") -> tuple[str, ...]:
+    """A card's row: its symbol id, then the text of each of ``code_search.COLUMNS`` (``body``: the text of
+    the body column, default the card's excerpt or snippet)."""
     name = card.symbol_id.rsplit(".", 1)[-1]
     return (
         card.symbol_id,
@@ -44,16 +45,18 @@ def _row(card: SymbolCard) -> tuple[str, ...]:
         identifier_tokens(card.signature),
         identifier_tokens(card.doc),
         identifier_tokens(card.path),
-        identifier_tokens(card.excerpt or card.snippet),
+        identifier_tokens(body or card.excerpt or card.snippet),
     )
 
 
-def sync_keyword_index(conn: sqlite3.Connection, repo: str, cards: Sequence[SymbolCard]) -> bool:
-    """Make the FTS rows of ``repo`` match ``cards``; returns True when they had to be rewritten."""
-    digest = card_set_digest(cards, _TEXT_VERSION)
+def sync_keyword_index(conn: sqlite3.Connection, repo: str, cards: Sequence[SymbolCard],
+                       body: Callable[[SymbolCard], str] | None = None, body_key: str = "") -> bool:
+    """Make the FTS rows of ``repo`` match ``cards``; returns True when they had to be rewritten. ``body`` gives
+    a card's body text for the body column (``body_key`` names that choice, so changing it rewrites the rows)."""
+    digest = card_set_digest(cards, _TEXT_VERSION + body_key)
     if code_search.card_set(conn, repo) == digest:
         return False
-    code_search.replace_rows(conn, repo, [_row(c) for c in cards], digest)
+    code_search.replace_rows(conn, repo, [_row(c, body(c) if body is not None else "") for c in cards], digest)
     return True
 
 

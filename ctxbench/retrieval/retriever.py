@@ -36,6 +36,7 @@ import networkx as nx
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
+from ctxbench.retrieval.areas import area_of, asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
@@ -69,6 +70,18 @@ class IndexView:
     scaffold: str = ""
     version: str = ""  # changes whenever the indexed cards change
     scaffold_at: Callable[[int], str] | None = dataclasses.field(default=None, compare=False, repr=False)
+    # builds ``scaffold`` on first use when it was not given (a one-shot ``retrieve`` never needs it, and
+    # building it costs the tokenizer's load and a PageRank)
+    default_scaffold: Callable[[], str] | None = dataclasses.field(default=None, compare=False, repr=False)
+    _built: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+
+    def scaffold_text(self) -> str:
+        """The scaffold at the default budget: ``scaffold``, or built once by ``default_scaffold``."""
+        if self.scaffold or self.default_scaffold is None:
+            return self.scaffold
+        if "scaffold" not in self._built:
+            self._built["scaffold"] = self.default_scaffold()
+        return self._built["scaffold"]
 
 
 class Retriever:
@@ -90,6 +103,8 @@ class Retriever:
         self._module_paths: dict[str, list[str]] | None = None
         self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
         self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
+        self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
+        self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -99,14 +114,17 @@ class Retriever:
             self._index = load_index_view(self.root, self.conn, self.config)
         return self._index
 
-    def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False) -> None:
-        """Bring the keyword index, the graph walk of personalized retrieval and (when the model is ready or
-        ``wait_for_model``) the vector index up to date."""
+    def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False,
+                walk: bool = True) -> None:
+        """Bring the keyword index, the graph walk of personalized retrieval (unless ``walk`` is False: a
+        one-shot command builds it only if a pin asks) and (when the model is ready or ``wait_for_model``)
+        the vector index up to date."""
         view = self.index
         if view is None:
             return
         self._sync_keyword(view)
-        self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
+        if walk:
+            self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
         if self.embedder is not None:
             if wait_for_model:
                 self.embedder.wait()
@@ -124,8 +142,33 @@ class Retriever:
     def _sync_keyword(self, view: IndexView) -> None:
         with self._lock:
             if self._keyword_version != view.version:
-                sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()))
+                lines = self.config.retrieval.keyword_body_lines
+                body = None
+                if lines > 0:
+                    def body(card: SymbolCard) -> str:
+                        return self._body_text(view, card, lines)
+                sync_keyword_index(self.conn, view.repo_key, list(view.cards.values()), body,
+                                   f"-b{lines}" if lines > 0 else "")
                 self._keyword_version = view.version
+
+    def _body_text(self, view: IndexView, card: SymbolCard, limit: int) -> str:
+        """Up to ``limit`` lines of a function's or method's body from its file (masked), for the keyword
+        index; "" for other kinds (their card's excerpt is used) or an unreadable file."""
+        if card.kind not in ("function", "method"):
+            return ""
+        source = self._source_lines(view)
+        lines = source.lines(card.path)
+        if lines is None or card.end_line > len(lines):
+            return ""
+        return "\n".join(lines[card.line - 1: min(card.end_line, card.line - 1 + limit)])
+
+    def _source_lines(self, view: IndexView) -> Any:
+        from ctxbench.retrieval.excerpts import SourceLines
+
+        if self._source is None:
+            self._source = SourceLines(self.root or view.repo_key, self.config.index.secret_file_globs,
+                                       self.config.retrieval.excerpt_files_cached)
+        return self._source
 
     def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
                       block: bool = True):
@@ -283,22 +326,27 @@ class Retriever:
     # -- components -------------------------------------------------------------------------------
     def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
         """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
+        ranking, note, _ = self._semantic(query, pool)
+        return ranking, note
+
+    def _semantic(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str, Any]:
+        """``semantic_ranking`` with a function giving the cosine of any symbol to the query (None without)."""
         view = self.index
         if view is None:
-            return [], NOTE_NOT_INDEXED
+            return [], NOTE_NOT_INDEXED, None
         if self.embedder is None:
-            return [], NOTE_NO_EMBEDDER
+            return [], NOTE_NO_EMBEDDER, None
         error = getattr(self.embedder, "error", None)
         if error is not None:
-            return [], NOTE_FAILED.format(error=error)
+            return [], NOTE_FAILED.format(error=error), None
         if not self.embedder.ready:
             self.embedder.start_loading()
-            return [], NOTE_LOADING
+            return [], NOTE_LOADING, None
         vectors = self._vector_index(view, block=False)
         if vectors is None:  # another thread is embedding the cards: answer without waiting for it
-            return [], NOTE_EMBEDDING
+            return [], NOTE_EMBEDDING, None
         query_vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
-        return vectors.search(query_vector, pool), ""
+        return vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid)
 
     def keyword_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         view = self.index
@@ -352,8 +400,9 @@ class Retriever:
         notes: list[str] = []
         rankings: dict[str, list[tuple[str, float]]] = {}
         semantic_available = False
+        similarity = None
         if "semantic" in sources:
-            ranking, note = self.semantic_ranking(query, rc.candidate_pool)
+            ranking, note, similarity = self._semantic(query, rc.candidate_pool)
             if note:
                 notes.append(note)
             else:
@@ -369,7 +418,8 @@ class Retriever:
                    "scope": rc.scope_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
-        self._apply_kind_weights(view, fused)
+        asked = asks_for(query_terms(query))
+        self._apply_kind_weights(view, fused, asked)
 
         pin_ids = set(self.resolve_targets(pins))
         mentioned_ids = set(self.resolve_mentions(mentioned))
@@ -383,7 +433,7 @@ class Retriever:
 
         graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
         if "graph" in sources and fused and rc.graph_weight > 0:
-            self._expand_graph(view, fused, graph_notes, unit)
+            self._expand_graph(view, fused, graph_notes, unit, asked, similarity)
 
         for sid in sorted(pin_ids | mentioned_ids):
             if sid not in fused:
@@ -402,10 +452,12 @@ class Retriever:
 
         ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
-        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label)
+        words = self._excerpt_words(query)
+        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label,
+                               words)
                      for f in ranked)
         return RetrievalSet.create(query, hits, view.version, semantic_available=semantic_available,
-                                   notes=tuple(notes), scaffold=view.scaffold if scaffold is None else scaffold)
+                                   notes=tuple(notes), scaffold=view.scaffold_text() if scaffold is None else scaffold)
 
     def _relevance_floor(self, view: IndexView, query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
                          graph_notes: Mapping[str, tuple[str, str]], semantic_available: bool) -> dict[str, str]:
@@ -481,27 +533,54 @@ class Retriever:
                 return NESTED
         return card.kind
 
-    def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused]) -> None:
-        weights = dict(self.config.retrieval.kind_weights)
-        if not weights:
-            return
+    def _weight_of(self, view: IndexView, sid: str, asked: frozenset[str]) -> float:
+        """The kind weight times the area weight of a symbol (an area the question asks for weighs 1)."""
+        rc = self.config.retrieval
+        weight = dict(rc.kind_weights).get(self._kind_of(view, sid), 1.0)
+        card = view.cards.get(sid)
+        if card is not None and rc.area_weights:
+            area = self._areas.get(card.path)
+            if area is None:
+                area = self._areas[card.path] = area_of(card.path)
+            if area and area not in asked:
+                weight *= dict(rc.area_weights).get(area, 1.0)
+        return weight
+
+    def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
+                            ) -> None:
         for sid, entry in fused.items():
-            if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind
-                entry.score *= weights.get(self._kind_of(view, sid), 1.0)
+            if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind or area
+                entry.score *= self._weight_of(view, sid, asked)
 
     def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
-                      unit: float) -> None:
+                      unit: float, asked: frozenset[str] = frozenset(), similarity: Any = None) -> None:
+        """Neighbours of the strongest hits (callers, callees, members, bases) scored as hop targets: the
+        seed's strength times the relation's weight times, blended by ``graph_hop_relevance``, how much the
+        neighbour itself is about the query (its cosine to the query, or its own fused score, relative to
+        the best neighbour); the ``graph_neighbours`` best of each seed gain that score."""
         from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
 
         rc = self.config.retrieval
         relation_weight = dict(rc.graph_relation_weights)
         seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_seeds]
         top = seeds[0].score if seeds else 0.0
+        blend = rc.graph_hop_relevance
+        candidates = {seed.symbol: [(relation_weight.get(nb.kind, 0.0), nb) for nb in neighbours(view.graph, seed.symbol)
+                                    if nb.symbol != seed.symbol and nb.symbol in view.cards]
+                      for seed in seeds}
+        relevance: dict[str, float] = {}
+        if blend > 0:
+            pool = {nb.symbol for near in candidates.values() for _, nb in near}
+            raw = {sid: max(0.0, similarity(sid)) if similarity is not None else 0.0 for sid in pool}
+            best_sim = max(raw.values(), default=0.0)
+            for sid in pool:
+                own = fused[sid].score / top if sid in fused and top > 0 else 0.0
+                relevance[sid] = max(raw[sid] / best_sim if best_sim > 0 else 0.0, min(1.0, own))
         gains: dict[str, tuple[float, str, str]] = {}
         for seed in seeds:
-            # the seed's neighbours by relation weight (calls before contains), at most graph_neighbours of them
-            near = sorted(((relation_weight.get(nb.kind, 0.0), nb) for nb in neighbours(view.graph, seed.symbol)
-                           if nb.symbol != seed.symbol and nb.symbol in view.cards),
+            # the seed's neighbours by hop score (relation weight x relevance), at most graph_neighbours of them
+            near = sorted(((w * ((1.0 - blend) + blend * relevance.get(nb.symbol, 0.0)), nb)
+                           for w, nb in candidates[seed.symbol]),
                           key=lambda wn: (-wn[0], wn[1].symbol))
             for weight, nb in near[: rc.graph_neighbours]:
                 if weight <= 0:
@@ -511,20 +590,45 @@ class Retriever:
                     # how the neighbour relates to the seed: the seed calls it -> it is "called by" the seed
                     words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
                     gains[nb.symbol] = (gain, words, seed.symbol)
-        kind_weights = dict(rc.kind_weights)
         for sid, (gain, words, seed) in gains.items():
             entry = fused.get(sid)
             if entry is None or "name" not in entry.scores:
-                gain *= kind_weights.get(self._kind_of(view, sid), 1.0)
+                gain *= self._weight_of(view, sid, asked)
             if entry is None:
                 entry = fused[sid] = Fused(sid)
             entry.score += gain
             entry.scores["graph"] = gain
             graph_notes[sid] = (f"{words} {_short(seed)}", seed)
 
+    def _score_words(self, score: float) -> str:
+        """The hit's fused score and its scale, first in its why: the number the overlay's score column shows."""
+        rc = self.config.retrieval
+        if rc.fusion == "rrf":
+            return f"score {score:.3f} (RRF: a first place in one source = {rrf_unit(rc.rrf_k):.3f})"
+        return f"score {score:.3f} (sum of per-source scores, each at most its weight)"
+
+    def _excerpt_words(self, query: str) -> frozenset[str] | None:
+        """The query's words for choosing excerpts (None when excerpts are the stored heads)."""
+        rc = self.config.retrieval
+        if not rc.query_excerpts:
+            return None
+        from ctxbench.retrieval.excerpts import query_words
+
+        return query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words)))
+
+    def _excerpt(self, view: IndexView, card: SymbolCard, words: frozenset[str] | None) -> Any:
+        if words is None:
+            return None
+        from ctxbench.retrieval.excerpts import query_excerpt
+
+        icfg = self.config.index
+        return query_excerpt(card, self._source_lines(view), words, icfg.excerpt_lines, self.config.retrieval.excerpt_context_lines,
+                             icfg.card_line_max_chars)
+
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
-             near_label: str = "") -> RetrievalHit:
+             near_label: str = "", words: frozenset[str] | None = None) -> RetrievalHit:
         card = view.cards[f.symbol]
+        chosen = self._excerpt(view, card, words)
         components: list[tuple[str, float]] = []
         why: list[str] = []
         if "semantic" in f.scores:
@@ -566,10 +670,13 @@ class Retriever:
             line=card.line,
             score=round(f.score, 8),
             components=tuple(components),
-            why=" · ".join(why),
+            why=" · ".join([self._score_words(f.score), *why]),
             provenance=provenance,
             card_text=card.render(with_excerpt=False),
-            excerpt=card.excerpt,
+            excerpt=chosen.text if chosen is not None else card.excerpt,
+            excerpt_lines=((chosen.first, chosen.last) if chosen is not None
+                           else (card.line, card.line + card.excerpt.count("\n")) if card.excerpt else (0, 0)),
+            card_head=card.head() if chosen is not None else "",
             card_hash=card.card_hash,
             neighbour_of=graph_note[1] if provenance == "graph" else "",
             below_threshold=below_threshold,
@@ -596,18 +703,27 @@ def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None 
 def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any = None) -> IndexView:
     """Adapt the code graph's ``CodeIndex`` to what retrieval needs (the one place a view is made).
 
-    ``scaffold`` is the scaffold at the largest scaffold share of any mode of the default budget (what
-    a caller that names no budget gets); ``scaffold_at(tokens)`` builds it for any size, counted
-    with ``tokenizer`` (default: the configured one), so each plan can get its own share's worth.
+    The view's default scaffold is the scaffold at the largest scaffold share of any mode of the default
+    budget (what a caller that names no budget gets), built on first use; ``scaffold_at(tokens)`` builds
+    it for any size, counted with ``tokenizer`` (a Tokenizer, a callable returning one, or None for the
+    configured one, loaded only when a scaffold is built), so each plan can get its own share's worth.
     """
     config = config or Config()
-    if tokenizer is None:
-        from ctxbench.tokens import get_tokenizer
+    chosen: dict[str, Any] = {}
 
-        tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
+    def counter() -> Any:
+        if "tokenizer" not in chosen:
+            if tokenizer is None:
+                from ctxbench.tokens import get_tokenizer
+
+                chosen["tokenizer"] = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
+            else:
+                chosen["tokenizer"] = tokenizer() if callable(tokenizer) and not hasattr(tokenizer, "count") \
+                    else tokenizer
+        return chosen["tokenizer"]
 
     def scaffold_at(tokens: int) -> str:
-        return code_index.scaffold(tokens, tokenizer) if tokens > 0 else ""
+        return code_index.scaffold(tokens, counter()) if tokens > 0 else ""
 
     planner = config.planner
     share = max((m.scaffold_share for m in planner.modes), default=0.0)
@@ -615,7 +731,7 @@ def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any 
         repo_key=code_index.root,
         cards=code_index.cards,
         graph=code_index.graph,
-        scaffold=scaffold_at(max(1, int(planner.default_budget * share))),
         version=code_index.version,
         scaffold_at=scaffold_at,
+        default_scaffold=lambda: scaffold_at(max(1, int(planner.default_budget * share))),
     )

@@ -122,6 +122,17 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.symbol_ids)
 
+    def similarity(self, query: np.ndarray, symbol_id: str) -> float:
+        """The cosine of one symbol's vector to a unit query vector (0 for a symbol not in the index)."""
+        rows = self.__dict__.get("_rows")
+        if rows is None:
+            rows = self.__dict__["_rows"] = {sid: i for i, sid in enumerate(self.symbol_ids)}
+            self.__dict__["_matrix"] = self.index.reconstruct_n(0, len(self.symbol_ids)) if self.symbol_ids else None
+        row = rows.get(symbol_id)
+        if row is None:
+            return 0.0
+        return float(self.__dict__["_matrix"][row] @ np.asarray(query, dtype=np.float32))
+
     def search(self, query: np.ndarray, k: int) -> list[tuple[str, float]]:
         """The ``k`` nearest symbols to one unit query vector, with cosine similarities, best first."""
         if not self.symbol_ids or k <= 0:
@@ -152,6 +163,16 @@ def build_faiss(vectors: np.ndarray, config: EmbeddingConfig):
 def index_file(db_file: Path, repo_key: str, key: str) -> Path:
     tag = hashlib.sha256(f"{repo_key}\x00{key}".encode()).hexdigest()[:12]
     return db_file.with_name(f"{db_file.stem}.{tag}.faiss")
+
+
+def index_is_current(conn: sqlite3.Connection, repo_key: str, cards: Sequence[SymbolCard], embedder_key: str) -> bool:
+    """True when the saved FAISS index of ``repo_key`` holds exactly these cards for this embedder (then no
+    card needs embedding and the index loads from its file)."""
+    key = model_key(embedder_key)
+    row = index_row(conn, repo_key, key)
+    if row is None or database_file(conn) is None or not row.file.is_file():
+        return False
+    return row.card_set == card_set_digest({c.symbol_id: c for c in cards}.values(), key)
 
 
 def load_or_build_index(conn: sqlite3.Connection, repo_key: str, cards: Sequence[SymbolCard], embedder,

@@ -119,6 +119,17 @@ class ModeRetrieval:
         return text
 
 
+class _LazyTokenizer:
+    """The workbench's tokenizer, loaded when something is first counted (a one-shot ``retrieve`` counts
+    nothing, and loading the tokenizer takes half a second)."""
+
+    def __init__(self, workbench: Any) -> None:
+        self._workbench = workbench
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._workbench.tokenizer, name)
+
+
 def fit_scaffold(build: Callable[[int], str], cap: int, tokenizer: Tokenizer) -> str:
     """The largest scaffold ``build(tokens)`` whose plan item (its rendered system message) takes at most ``cap``
     tokens, counted the way the planner counts it; "" when not even the navigation note fits."""
@@ -182,11 +193,13 @@ def load_embedder(config: Config) -> Any:
 
 
 def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
-                      semantic: bool = True, embedder: Any = None, wait_for_model: bool = True
-                      ) -> AttachedRepository | None:
+                      semantic: bool = True, embedder: Any = None, wait_for_model: bool = True,
+                      one_shot: bool = False) -> AttachedRepository | None:
     """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return it (None without a repo).
 
     ``embedder``: the model to use (default: the configured one, loading in the background from here on).
+    ``one_shot``: a command that answers once (``retrieve``): what only later turns need (the graph walk of
+    personalized retrieval) is built when first asked for, not now.
     Import errors are bugs and propagate.
     """
     if repo is None:
@@ -207,17 +220,20 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
     if embedder is not None:
         embedder.start_loading()  # overlaps the model load with parsing
         if wait_for_model:
-            from ctxbench.retrieval.vectors import embed_cards
+            from ctxbench.retrieval.vectors import EmbedStats, embed_cards, index_is_current
 
             # indexing fills the vector cache; retriever.prepare() below builds the FAISS index once from it
+            # (or reads it from its file when the cards are the ones it holds: nothing to embed, nothing to read)
             def embed(cards: Any, embed_progress: Any) -> Any:
+                if index_is_current(conn, str(root), cards, embedder.key):
+                    return EmbedStats(0, len({c.card_hash for c in cards}), 0.0)
                 return embed_cards(cards, conn, embedder, embed_progress)
 
     result = build_index(root, conn, config, progress=progress, embed=embed)
     index = load_index(root, conn, config)
-    retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, workbench.tokenizer))
-    retriever.prepare(wait_for_model=embedder is not None and wait_for_model)
-    attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, workbench.tokenizer),
+    retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
+    retriever.prepare(wait_for_model=embedder is not None and wait_for_model, walk=not one_shot)
+    attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, _LazyTokenizer(workbench)),
                                   IndexCodeContext(index, config), files=getattr(result, "files", 0))
     if embedder is not None and workbench.embedder is None:
         workbench.embedder = embedder

@@ -150,6 +150,8 @@ class WorkbenchSession:
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
+        if self.session_id:  # the fused strategy's message vectors, before plans need them
+            wb.warm_history(self.session_id, embedding)
         status(Progress("embedder", "semantic ready", "ready"))
         on_semantic_ready()
 
@@ -213,7 +215,9 @@ class WorkbenchSession:
 
     def suggestions(self, plan: ContextPlan, pins: tuple[Pin, ...]) -> tuple[Suggestion, ...]:
         """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
-        then high activation; with neither, the best-scored symbol cards that are not pinned."""
+        then high activation; with neither, the best-scored symbol cards the plan left out although they are
+        above the relevance floor (cut by the budget or the mode's card limit). The best few are chosen
+        before rejected ones are taken out, so rejecting a suggestion never pulls up a weaker one."""
         from ctxbench.llm.suggestions import open_suggestions
 
         pinned = {p.target for p in pins}
@@ -224,11 +228,11 @@ class WorkbenchSession:
             label = labels.get(s.target) or s.target.replace(":", " ", 1)  # card:x -> "card x", as plans say
             found.append(Suggestion(s.target, label, float(s.score), why))
         if not found:
-            cards = sorted((i for i in plan.items if i.kind == "symbol_card" and i.id not in pinned),
+            cards = sorted((i for i in plan.items if _left_out_but_relevant(i) and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
-            found = [Suggestion(i.id, i.label, i.score, "retrieval score") for i in cards]
-        found = [s for s in found if s.target not in pinned and s.target not in self.rejected]
-        return tuple(found[: self.config.planner.activation.max_suggestions])
+            found = [Suggestion(i.id, i.label, i.score, _card_suggestion_why(i)) for i in cards]
+        found = [s for s in found if s.target not in pinned][: self.config.planner.activation.max_suggestions]
+        return tuple(s for s in found if s.target not in self.rejected)
 
     # -- what an item holds -------------------------------------------------------------------------------
     def item_content(self, item: PlanItem, plan: ContextPlan) -> tuple[str, str]:
@@ -289,7 +293,10 @@ class WorkbenchSession:
 
     # -- pins, drops and the history ----------------------------------------------------------------------
     def pin_item(self, item_id: str, kind: str, *, scope: str = "turn", label: str = "",
-                 plan: ContextPlan | None = None) -> Pin:
+                 plan: ContextPlan | None = None, suggested: bool = False) -> Pin:
+        """Pin ``item_id``; a target that names nothing is refused (ValueError, nothing stored). Without a code
+        index yet, a card or file is known when the plan shows it, or (``suggested``) when the user accepts
+        a suggestion of it; with one, the index decides."""
         wb, sid = self.wb, self.session_id
         if item_id.startswith("pin:"):
             existing = next((p for p in wb.pins.list(sid) if p.id == item_id[4:]), None)
@@ -299,6 +306,13 @@ class WorkbenchSession:
                                   **({"ttl": self._ttl(scope)} if kind == "leased" else {}))
         if not item_id.startswith(PIN_TARGET_PREFIXES):
             raise ValueError(f"{item_id} cannot be pinned")
+        from ctxbench.service.pin_targets import check_pin_target
+
+        index = self.attached.index if self.attached is not None else None
+        shown = [i.id for i in plan.items] if plan is not None else []
+        if suggested and index is None:
+            shown.append(item_id)
+        check_pin_target(wb, sid, item_id, index, shown=shown)
         content = ""
         if item_id.startswith("card:") and plan is not None:
             content = self.card_text(item_id[5:], plan)
@@ -354,7 +368,7 @@ class WorkbenchSession:
     def accept(self, suggestion: Suggestion, plan: ContextPlan | None) -> Pin:
         from ctxbench.llm.suggestions import record_decision
 
-        pin = self.pin_item(suggestion.target, "sticky", label=suggestion.label, plan=plan)
+        pin = self.pin_item(suggestion.target, "sticky", label=suggestion.label, plan=plan, suggested=True)
         record_decision(self.wb, self.session_id, suggestion.target, accept=True)
         return pin
 
@@ -439,3 +453,20 @@ class WorkbenchSession:
 
 def repo_name(repo: str | Path | None) -> str:
     return Path(repo).name if repo else ""
+
+
+CARD_LEFT_OUT = ("over_budget", "below_threshold")  # reasons a relevant card can miss a plan (budget, card limit)
+FLOOR_DETAIL = "below the relevance floor"
+
+
+def _left_out_but_relevant(item: PlanItem) -> bool:
+    """A symbol card the plan excluded for room (its share or the mode's card limit), not for relevance."""
+    return (item.kind == "symbol_card" and not item.included and item.reason in CARD_LEFT_OUT
+            and not item.detail.startswith(FLOOR_DETAIL))
+
+
+def _card_suggestion_why(item: PlanItem) -> str:
+    """Why a left-out card is suggested: what retrieval found, and why the plan had no room for it."""
+    room = item.detail or item.reason.replace("_", " ")
+    return f"retrieved above the relevance floor (score {item.score:.3f}), left out: {room}"
+

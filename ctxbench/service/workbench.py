@@ -92,6 +92,7 @@ class Workbench:
         self._open_lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
+        self._message_vectors: Any = None
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
         self.branches = Branches(self)
@@ -200,7 +201,8 @@ class Workbench:
         new = [
             NewMessage(group_id=m.group + 1, role=m.role, content=m.content, tool_calls=m.tool_calls,
                        tool_call_id=m.tool_call_id, tool_name=m.tool_name, parsing_strategy=m.parsing_strategy,
-                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags)
+                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags,
+                       external_id=m.external_id, created_at=m.created_at)
             for m in transcript.messages
         ]
         with self.transaction():
@@ -242,7 +244,49 @@ class Workbench:
             ranking = self._semantic_ranking(inputs)
             if ranking:
                 inputs = dataclasses.replace(inputs, semantic_ranking=ranking)
+        elif wanted.strategy == "fused":
+            inputs = self._fused_inputs(inputs)
         return inputs
+
+    # -- the fused strategy's inputs ------------------------------------------------------------------------
+    @property
+    def message_vectors(self) -> Any:
+        """The vectors of single messages (``retrieval.history_vectors.MessageVectors``), made on first use."""
+        with self._open_lock:
+            if self._message_vectors is None:
+                from ctxbench.retrieval.history_vectors import MessageVectors
+
+                self._message_vectors = MessageVectors()
+            return self._message_vectors
+
+    def _fused_inputs(self, inputs: PlanInputs) -> PlanInputs:
+        """Each earlier message's BM25 relevance (the store's message index) and, with a ready embedder, its
+        cosine similarity to the query (a plan embeds at most ``fused.embed_per_plan`` messages itself)."""
+        history_ids = {m.id for m in inputs.history}
+        keyword = tuple((mid, score) for mid, score in self.search.messages(
+            inputs.session_id, inputs.query, self.config.planner.fused.keyword_candidates) if mid in history_ids)
+        similarity: tuple[tuple[int, float], ...] = ()
+        embedder = self.history_embedder()
+        if embedder is not None:
+            from ctxbench.records.errors import EmbedderError
+
+            try:
+                similarity, _ = self.message_vectors.similarity(
+                    inputs.history, inputs.query, embedder, self.vectors, self.config.planner.semantic,
+                    embed_limit=self.config.planner.fused.embed_per_plan, skip_groups=inputs.dropped_groups)
+            except EmbedderError:
+                similarity = ()
+        return dataclasses.replace(inputs, message_keyword=keyword, message_similarity=similarity)
+
+    def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None) -> int:
+        """Embed every message of the session that has no vector yet (in the background, before plans need
+        them); returns how many were embedded. Nothing happens without a ready embedder."""
+        embedder = self.history_embedder()
+        if embedder is None:
+            return 0
+        stats = self.message_vectors.warm(self.messages.history(session_id), embedder, self.vectors,
+                                          self.config.planner.semantic, progress)
+        return stats.embedded
 
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
                      current_group: int | None) -> PlanInputs:

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
-from ctxbench.store import plans, sessions
+from ctxbench.store import message_search, plans, sessions
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import NotFound, UnknownGroup
 from ctxbench.store.db import Connections
@@ -29,7 +29,7 @@ def _tool_calls_json(calls: Sequence[ToolCall]) -> str:
 _EMPTY_LIST = "[]"
 
 
-def _row_to_message(row: sqlite3.Row) -> Message:
+def row_to_message(row: sqlite3.Row) -> Message:
     raw_calls = row["tool_calls"]
     calls = (
         ()
@@ -53,7 +53,15 @@ def _row_to_message(row: sqlite3.Row) -> Message:
         tokens=int(row["tokens"]),
         flags=() if raw_flags == _EMPTY_LIST else tuple(json.loads(raw_flags)),
         partial=bool(row["partial"]),
+        external_id=_external_id(row),
     )
+
+
+def _external_id(row: sqlite3.Row) -> str:
+    try:
+        return row["external_id"]
+    except IndexError:  # a database read by a migration older than core v5 (the column does not exist yet)
+        return ""
 
 
 def insert_messages(
@@ -73,8 +81,8 @@ def insert_messages(
             raise ValueError(f"unknown role {m.role!r}; expected one of {', '.join(ROLES)}")
         cur = conn.execute(
             "INSERT INTO messages (session_id, branch_id, group_id, role, content, tool_calls, tool_call_id, "
-            "tool_name, parsing_strategy, status, created_at, tokens, flags, partial) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?)",
+            "tool_name, parsing_strategy, status, created_at, tokens, flags, partial, external_id) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'active', ?, ?, ?, ?, ?)",
             (
                 session_id,
                 branch_id,
@@ -85,17 +93,18 @@ def insert_messages(
                 m.tool_call_id,
                 m.tool_name,
                 m.parsing_strategy,
-                stamp,
+                m.created_at or stamp,
                 m.tokens,
                 json.dumps(list(m.flags)),
                 int(m.partial),
+                m.external_id,
             ),
         )
         message_id = int(cur.lastrowid)
         if m.group_id not in touched:
             conn.execute(
                 "INSERT OR IGNORE INTO message_groups (session_id, branch_id, group_id, created_at) VALUES (?, ?, ?, ?)",
-                (session_id, branch_id, m.group_id, stamp),
+                (session_id, branch_id, m.group_id, m.created_at or stamp),
             )
             sessions.note_group_used(conn, session_id, m.group_id)
             touched[m.group_id] = None
@@ -112,14 +121,16 @@ def insert_messages(
                 tool_name=m.tool_name,
                 parsing_strategy=m.parsing_strategy,
                 status="active",
-                created_at=stamp,
+                created_at=m.created_at or stamp,
                 tokens=m.tokens,
                 flags=tuple(m.flags),
                 partial=m.partial,
+                external_id=m.external_id,
             )
         )
     if stored:
         conn.execute("UPDATE branches SET head_message_id = ? WHERE id = ?", (stored[-1].id, branch_id))
+        message_search.index_messages(conn, stored)
     for group_id in touched:
         reindex_group(conn, session_id, group_id)
     return stored
@@ -127,7 +138,7 @@ def insert_messages(
 
 def get_message(conn: sqlite3.Connection, message_id: int) -> Message | None:
     row = conn.execute("SELECT * FROM messages WHERE id = ?", (message_id,)).fetchone()
-    return _row_to_message(row) if row else None
+    return row_to_message(row) if row else None
 
 
 def update_message(
@@ -144,6 +155,7 @@ def update_message(
     reindex_group(conn, row["session_id"], int(row["group_id"]))
     message = get_message(conn, message_id)
     assert message is not None
+    message_search.index_messages(conn, [message])
     return message
 
 
@@ -173,7 +185,7 @@ def branch_messages(
     if not include_dropped:
         sql += " AND status = 'active'"
     sql += " ORDER BY id"
-    return tuple(_row_to_message(r) for r in conn.execute(sql, [session_id, *params]))
+    return tuple(row_to_message(r) for r in conn.execute(sql, [session_id, *params]))
 
 
 def branch_group_ids(conn: sqlite3.Connection, session_id: str, branch_id: str) -> list[int]:
@@ -191,7 +203,7 @@ def group_messages(conn: sqlite3.Connection, session_id: str, group_id: int) -> 
     rows = conn.execute(
         "SELECT * FROM messages WHERE session_id = ? AND group_id = ? ORDER BY id", (session_id, group_id)
     )
-    return tuple(_row_to_message(r) for r in rows)
+    return tuple(row_to_message(r) for r in rows)
 
 
 def _group_row(conn: sqlite3.Connection, session_id: str, group_id: int) -> sqlite3.Row:
@@ -230,6 +242,7 @@ def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> in
     ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND group_id = ?",
                                       (session_id, group_id))]
     cur = conn.execute("DELETE FROM messages WHERE session_id = ? AND group_id = ?", (session_id, group_id))
+    message_search.forget(conn, ids)
     plans.collect_messages(conn, session_id, ids)
     conn.execute("DELETE FROM message_groups WHERE n = ?", (row["n"],))
     branch_id = row["branch_id"]
@@ -240,13 +253,7 @@ def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> in
 
 def searchable_text(message: Message) -> str:
     """What a message contributes to its group's keyword index: text, tool names and arguments."""
-    parts = [message.content]
-    for call in message.tool_calls:
-        parts.append(call.name)
-        parts.append(call.arguments)
-    if message.tool_name:
-        parts.append(message.tool_name)
-    return "\n".join(p for p in parts if p)
+    return message_search.message_text(message)
 
 
 def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> None:

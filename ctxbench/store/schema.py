@@ -256,17 +256,23 @@ def _v5_branch_scoped(conn: sqlite3.Connection) -> None:
     conn.execute("CREATE INDEX plans_by_branch ON plans (branch_id, created_at)")
 
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped)
+# v6: a message keeps the id it had in the transcript it was imported from (LoCoMo's ``D3:12``, a Claude Code
+# uuid), so plans can name the source turns they include; empty for messages written here.
+_V6 = """
+ALTER TABLE messages ADD COLUMN external_id TEXT NOT NULL DEFAULT '';
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped, _V6)
 
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
     """Every store component and its migrations, in the order a new database creates them."""
-    from ctxbench.store import code_search, compaction, index_tables, proxy, traces, vectors
+    from ctxbench.store import code_search, compaction, index_tables, message_search, proxy, traces, vectors
 
     return ((COMPONENT, MIGRATIONS), (index_tables.COMPONENT, tuple(index_tables.MIGRATIONS)),
             (code_search.COMPONENT, code_search.MIGRATIONS), (vectors.COMPONENT, vectors.MIGRATIONS),
-            (traces.COMPONENT, traces.MIGRATIONS), (proxy.COMPONENT, proxy.MIGRATIONS),
-            (compaction.COMPONENT, compaction.MIGRATIONS))
+            (traces.COMPONENT, traces.MIGRATIONS), (message_search.COMPONENT, message_search.MIGRATIONS),
+            (proxy.COMPONENT, proxy.MIGRATIONS), (compaction.COMPONENT, compaction.MIGRATIONS))
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:

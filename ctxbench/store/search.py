@@ -90,6 +90,15 @@ class GroupSearch:
             return search_groups(conn, session_id, session_store.active_branch(conn, session_id), query, limit)
 
 
+    def messages(self, session_id: str, query: str, limit: int) -> tuple[tuple[int, float], ...]:
+        """(message id, BM25 relevance) of the session's single messages for ``query``, best first (Porter-stemmed
+        words, the same stop words as the turn search)."""
+        from ctxbench.store import message_search
+
+        with self._db.connection() as conn:
+            return message_search.search(conn, session_id, fts_query(query), limit)
+
+
 class MemoryGroupIndex:
     """An in-memory FTS5 table of some turns' text, ranked by BM25 with the same query as :func:`search_groups`:
     for callers that have a session's messages but no database (``ctxbench bench plan-latency``)."""
@@ -113,3 +122,25 @@ class MemoryGroupIndex:
             "SELECT rowid FROM turns WHERE turns MATCH ? ORDER BY bm25(turns), rowid LIMIT ?", (expr, limit)
         )
         return tuple(int(r[0]) for r in rows)
+
+
+class MemoryTextIndex:
+    """An in-memory FTS5 table of (rowid, text) rows ranked by BM25 with the same query as :func:`search_groups`:
+    for benchmarks that rank texts outside any database (the LoCoMo baselines, the plan timing)."""
+
+    def __init__(self, rows: Iterable[tuple[int, str]], tokenize: str = "unicode61") -> None:
+        if tokenize not in ("unicode61", "porter unicode61"):
+            raise ValueError(f"unknown tokenizer {tokenize!r}")
+        self.conn = sqlite3.connect(":memory:", check_same_thread=False)
+        self.conn.execute(f"CREATE VIRTUAL TABLE texts USING fts5(content, tokenize = '{tokenize}')")
+        self.conn.executemany("INSERT INTO texts (rowid, content) VALUES (?, ?)", [(i, t) for i, t in rows if t])
+        self.conn.commit()
+
+    def ranking(self, query: str, limit: int = -1) -> list[tuple[int, float]]:
+        """(rowid, BM25 relevance > 0) best first; ties: the higher rowid (the newer text) first."""
+        expr = fts_query(query)
+        if not expr:
+            return []
+        rows = self.conn.execute("SELECT rowid, bm25(texts) FROM texts WHERE texts MATCH ? "
+                                 "ORDER BY bm25(texts), rowid DESC LIMIT ?", (expr, limit))
+        return [(int(r[0]), -float(r[1])) for r in rows]

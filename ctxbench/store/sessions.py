@@ -116,6 +116,9 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> None:
         "DELETE FROM group_search WHERE rowid IN (SELECT n FROM message_groups WHERE session_id = ?)", (session_id,)
     )
     _forget_plans(conn, session_id)
+    from ctxbench.store import message_search  # its rows are FTS5 rows too
+
+    message_search.forget_session(conn, session_id)
     present = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     for table in UNLINKED_SESSION_TABLES:
         if table in present:

@@ -156,7 +156,10 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
         if not text.strip():
             continue
         group += 1
-        out.append(TranscriptMessage(line=number, group=group, role="user", content=text, parsing_strategy=STRATEGY))
+        uuid, stamp = record.get("uuid"), record.get("timestamp")
+        out.append(TranscriptMessage(line=number, group=group, role="user", content=text, parsing_strategy=STRATEGY,
+                                     external_id=uuid if isinstance(uuid, str) else "",
+                                     created_at=stamp if isinstance(stamp, str) else ""))
     flush()
     if not out:
         raise TranscriptError(0, f"{source}: no user or assistant messages (is this a Claude Code session file?)")

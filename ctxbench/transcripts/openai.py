@@ -3,7 +3,9 @@
 Each line holds ``role`` and ``content`` and, as the role needs, ``tool_calls`` (assistant),
 ``tool_call_id`` and optionally ``name`` (tool). Two optional extra keys are understood:
 ``parsing_strategy`` (the provider format that made the line; default ``openai``) and
-``flags`` (importance flags such as ``instruction``). Other keys are ignored.
+``flags`` (importance flags such as ``instruction``). Two more are kept with the message: ``id`` (its id in
+the source, a string or a number, carried by the plan items that include it) and ``created_at`` (when it was
+written, ISO 8601). Other keys are ignored.
 
 Turns (groups): a user message starts a new group; a system message is a group of its own;
 assistant and tool messages join the open group. Blank lines are skipped.
@@ -85,6 +87,15 @@ def _optional_str(obj: dict[str, Any], key: str, line: int) -> str | None:
     return value
 
 
+def _external_id(value: Any, line: int) -> str:
+    """A message's own id in the source: a string, or a number written as one; absent is empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise TranscriptError(line, f"id must be a string or a number, got {type(value).__name__}")
+    return str(value)
+
+
 def _check_answered(pending: dict[str, int], where: str) -> None:
     """Raise naming the assistant message's line when one of its tool calls has no tool message yet."""
     if pending:
@@ -114,6 +125,8 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
         if not isinstance(flags_value, list) or not all(isinstance(f, str) for f in flags_value):
             raise TranscriptError(number, "flags must be a list of strings")
         name = _optional_str(obj, "name", number)
+        external_id = _external_id(obj.get("id"), number)
+        created_at = _optional_str(obj, "created_at", number) or ""
         tool_call_id = None
         tool_name = None
         if role == "tool":
@@ -157,6 +170,8 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
                 tool_name=tool_name,
                 parsing_strategy=strategy,
                 flags=tuple(flags_value),
+                external_id=external_id,
+                created_at=created_at,
             )
         )
     if not out:

@@ -58,6 +58,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("mode", "|".join(m.name for m in DEFAULT_MODES), "set the Context Mode"),
     SlashCommand("budget", "N", "set the token budget of the plan"),
     SlashCommand("strategy", "|".join(STRATEGIES), "choose the history strategy"),
+    SlashCommand("bench", "[DIR]", "the last benchmark results: recall per strategy and budget, speed"),
     SlashCommand("theme", "NAME", "switch theme (no name lists them)"),
     SlashCommand("help", "", "list the commands"),
     SlashCommand("quit", "", "leave ctxbench"),

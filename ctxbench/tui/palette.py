@@ -19,6 +19,7 @@ STRATEGY_HELP = {
     "hybrid": "keyword + recency (RRF)",
     "levels": "permanent / session / working / volatile",
     "semantic": "embedding similarity + recency + importance",
+    "fused": "single messages by meaning + keywords + neighbours (the default)",
 }
 
 PALETTE_ENTRIES: tuple[tuple[str, str, str], ...] = (
@@ -43,6 +44,7 @@ PALETTE_ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("Budget: 16,000 tokens", "", "/budget 16000"),
     ("Budget: 32,000 tokens", "", "/budget 32000"),
     *((f"Strategy: {name}", STRATEGY_HELP.get(name, ""), f"/strategy {name}") for name in STRATEGIES),
+    ("Benchmarks: the last results", "recall per strategy and budget, plan time, speed targets", "/bench"),
     ("Undo", "remove the last turn (and rebuild the ### STATE)", "/undo"),
     ("Messages: list the turns", "", "/message list"),
     ("Pins: list", "", "/pin list"),

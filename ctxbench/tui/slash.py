@@ -203,6 +203,22 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
         self.host.change_settings(strategy=args[0])
 
     # -- the app ------------------------------------------------------------------------------------------
+    @handles("bench")
+    def bench(self, args: tuple[str, ...]) -> None:
+        from pathlib import Path
+
+        from ctxbench.tui.screens.bench import BenchScreen
+
+        folder = Path(args[0] if args else self.host.config.bench.results_dir)
+        app = self.host.app
+
+        def work() -> None:  # read the result files off the UI thread, then show them
+            from ctxbench.service.bench_results import load_results
+
+            app.call_from_thread(app.push_screen, BenchScreen(load_results(folder)))
+
+        app.run_worker(work, thread=True, group="bench", name="bench", exit_on_error=False)
+
     @handles("theme")
     def theme(self, args: tuple[str, ...]) -> None:
         app = self.host.app

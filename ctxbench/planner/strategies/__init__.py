@@ -9,13 +9,14 @@ from ctxbench.planner.strategies.context import Strategy
 
 
 def get_strategy(name: str) -> Strategy:
-    from ctxbench.planner.strategies import hybrid, levels, semantic, window
+    from ctxbench.planner.strategies import fused, hybrid, levels, semantic, window
 
     table: dict[str, Strategy] = {
         "window": window.select,
         "hybrid": hybrid.select,
         "levels": levels.select,
         "semantic": semantic.select,
+        "fused": fused.select,
     }
     try:
         return table[name]

@@ -2,7 +2,8 @@
 
 Turns older than the window are excluded ``outside_window``. Inside it, turns are taken newest
 first; the first turn that does not fit whole is taken partially (its user message and a prefix of
-its atoms) and everything older is ``over_budget``, so the window stays contiguous.
+its atoms); older turns that still fit whole are taken after it (a long turn no longer ends the window
+and leaves the budget empty), the others are ``over_budget``.
 """
 from __future__ import annotations
 
@@ -15,9 +16,12 @@ REASON = "recent_window"
 
 
 def fill_newest_first(selection: HistorySelection, budget: Budget, order: Sequence[int], reason: str = REASON) -> None:
+    partial_taken = False
     for gi in reversed(order):
-        if selection.fill_group(gi, budget, reason) != FULL:
+        if budget.remaining <= 0:
             break
+        if selection.fill_group(gi, budget, reason, partial=not partial_taken) != FULL:
+            partial_taken = True
 
 
 def limit_window(selection: HistorySelection, order: list[int], n: int) -> list[int]:

@@ -3,6 +3,7 @@ widths. Pure functions over a PlanView, so the screen (``overlay``) only lays th
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 from rich.text import Text
 
@@ -37,13 +38,16 @@ class OverlayRow:
             return self.suggestion.target
         return ""
 
+    @cached_property
     def haystack(self) -> str:
+        """What the filter searches: the row's columns and detail, and the content the item sends."""
         if self.item is not None:
             i = self.item
-            return " ".join((i.id, i.kind, i.section, i.label, i.reason, self.pin, i.detail)).lower()
+            content = " ".join(str(m.get("content") or "") for m in i.messages)
+            return " ".join((i.id, i.kind, i.section, i.label, i.reason, self.pin, i.detail, content)).lower()
         if self.suggestion is not None:
             s = self.suggestion
-            return " ".join((s.target, s.label, s.why, "suggested")).lower()
+            return " ".join((s.target, s.label, s.why, "suggested", s.content)).lower()
         return ""
 
 
@@ -77,7 +81,7 @@ def filter_rows(rows: list[OverlayRow], text: str) -> list[OverlayRow]:
     words = text.lower().split()
     if not words:
         return rows
-    kept = [r for r in rows if r.kind == "divider" or all(w in r.haystack() for w in words)]
+    kept = [r for r in rows if r.kind == "divider" or all(w in r.haystack for w in words)]
     out: list[OverlayRow] = []
     for n, row in enumerate(kept):
         if row.kind == "divider":

@@ -1,0 +1,254 @@
+"""Excerpts chosen by the question: the window of a symbol's body that best matches it.
+
+A card's stored excerpt is the head of the symbol (its first lines), which repeats the signature and
+the doc comment the card already shows and often stops before the part a question is about. Here the
+excerpt of a hit is chosen per query instead:
+
+- the body region starts after the signature and the doc comment (``body_region``), so nothing the
+  card shows is sent twice;
+- a body that fits in ``excerpt_lines`` is sent whole; a longer one is cut to the window of that many
+  lines with the highest keyword score: each query word found in the window counts its inverse line
+  frequency in this body (a word on every line says little), words matched after light stemming
+  (``stem``) and split out of identifiers like the keyword index splits them;
+- the lines keep their real file line numbers, printed in front of each line.
+
+Files are read from the repository with secrets masked as cards mask them (``SourceLines``, cached by
+path, size and mtime); a file that cannot be read, or whose lines no longer cover the symbol, keeps the
+card's stored excerpt.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from ctxbench.records.code import SymbolCard
+from ctxbench.retrieval.vectors import split_identifier
+
+_SUFFIXES = ("ings", "ing", "ied", "ies", "ed", "es", "s")
+_STRING_START = re.compile(r"""^[rRbBuUfF]{0,2}(\"\"\"|''')""")
+_OPENERS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+OCCURRENCE_SHARE = 0.05  # a window's score: its distinct query words by weight + this much of every match
+STRONG_LINE_SHARE = 0.5  # lines matching at least this share of the window's best line anchor its position
+
+
+@dataclass(frozen=True)
+class Excerpt:
+    text: str  # the lines, each prefixed with its file line number
+    first: int  # first file line shown
+    last: int  # last file line shown
+
+
+def stem(word: str) -> str:
+    """A light stemmer shared by query words and code words: ``renders`` / ``rendering`` -> ``render``."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            word = word[: -len(suffix)]
+            if suffix in ("ied", "ies"):
+                word += "y"
+            break
+    return word
+
+
+def query_words(terms: Iterable[str]) -> frozenset[str]:
+    """The stems of a query's content words (``keyword.query_terms`` output)."""
+    return frozenset(stem(t) for t in terms if len(t) > 1)
+
+
+def line_words(line: str) -> set[str]:
+    return {stem(w) for w in split_identifier(line) if len(w) > 1}
+
+
+class _Matcher:
+    """Which query word a code word stands for: the same stem, one a prefix of the other (``pipe`` /
+    ``piped``, ``clos`` / ``close``), or a query word of 4+ letters inside it (``pipe`` in ``epipe``,
+    ``wrap`` in ``softwrap``: identifiers run words together)."""
+
+    def __init__(self, words: frozenset[str]):
+        self.words = words
+        self._seen: dict[str, str | None] = {}
+
+    def __call__(self, word: str) -> str | None:
+        found = self._seen.get(word, "")
+        if found != "":
+            return found
+        match = word if word in self.words else None
+        if match is None:
+            for q in sorted(self.words):
+                short, long_ = (q, word) if len(q) <= len(word) else (word, q)
+                if len(short) >= 4 and ((long_.startswith(short) and len(long_) - len(short) <= 3)
+                                        or (short is q and q in word)):
+                    match = q
+                    break
+        self._seen[word] = match
+        return match
+
+
+class SourceLines:
+    """The masked lines of one repository's files, cached by path, size and mtime."""
+
+    def __init__(self, root: str | Path, secret_globs: tuple[str, ...], cache_size: int = 64):
+        self.root = Path(root).resolve()
+        self.secret_globs = secret_globs
+        self.cache_size = cache_size
+        self._cache: OrderedDict[str, tuple[tuple[int, int], list[str]]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def lines(self, rel: str) -> list[str] | None:
+        from ctxbench.codegraph.code_context import read_masked
+
+        try:
+            st = os.stat(self.root / rel)
+        except OSError:
+            return None
+        stamp = (st.st_size, st.st_mtime_ns)
+        with self._lock:
+            found = self._cache.get(rel)
+            if found is not None and found[0] == stamp:
+                self._cache.move_to_end(rel)
+                return found[1]
+        text = read_masked(self.root, rel, self.secret_globs)
+        if text is None:
+            return None
+        lines = text.splitlines()
+        with self._lock:
+            self._cache[rel] = (stamp, lines)
+            while len(self._cache) > self.cache_size:
+                self._cache.popitem(last=False)
+        return lines
+
+
+def body_region(lines: Sequence[str], first: int, last: int, language: str) -> tuple[int, int]:
+    """The 1-based line span of a definition's body after its signature and doc comment (Python) or after
+    the line that opens it (other languages); the whole span when no body is found."""
+    depth = 0
+    sig_end = 0
+    for n in range(first, last + 1):
+        text = _code_part(lines[n - 1])
+        for ch in text:
+            depth += _OPENERS.get(ch, 0)
+        stripped = text.rstrip()
+        if language == "python":
+            if depth <= 0 and stripped.endswith(":"):
+                sig_end = n
+                break
+        elif "{" in text or "=>" in text:
+            sig_end = n
+            break
+    if not sig_end or sig_end >= last:
+        return first, last
+    start = sig_end + 1
+    if language == "python":
+        start = _skip_docstring(lines, start, last)
+    while start < last and not lines[start - 1].strip():
+        start += 1
+    return (start, last) if start <= last else (first, last)
+
+
+def _code_part(line: str) -> str:
+    """The line without a trailing ``#`` / ``//`` comment (strings are not parsed: good enough for brackets)."""
+    for marker in ("#", "//"):
+        cut = line.find(marker)
+        if cut >= 0:
+            line = line[:cut]
+    return line
+
+
+def _skip_docstring(lines: Sequence[str], start: int, last: int) -> int:
+    n = start
+    while n <= last and not lines[n - 1].strip():
+        n += 1
+    if n > last:
+        return start
+    head = lines[n - 1].strip()
+    match = _STRING_START.match(head)
+    if not match:
+        return start
+    quote = match.group(1)
+    rest = head[match.end():]
+    if quote in rest:
+        return n + 1
+    for m in range(n + 1, last + 1):
+        if quote in lines[m - 1]:
+            return m + 1
+    return start
+
+
+def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[str], width: int,
+                  context: int = 0) -> tuple[int, int]:
+    """The span of at most ``width`` lines of ``start..end`` that best matches ``words`` (see module doc);
+    the head of the span when nothing matches. ``context``: lines kept above the first match."""
+    if end - start + 1 <= width or not words:
+        return start, min(end, start + width - 1)
+    match = _Matcher(words)
+    per_line = [{m for m in map(match, line_words(lines[n - 1])) if m is not None} for n in range(start, end + 1)]
+    total = len(per_line)
+    df: dict[str, int] = {}
+    for found in per_line:
+        for w in found:
+            df[w] = df.get(w, 0) + 1
+    if not df:
+        return start, start + width - 1
+    weight = {w: math.log(1.0 + total / c) for w, c in df.items()}
+    line_weight = [sum(weight[w] for w in found) for found in per_line]
+    best, best_at = -1.0, 0
+    counts: dict[str, int] = {}
+    score = 0.0  # distinct words of the window by weight, plus a little for every further matching line
+    for i in range(total):  # slide: add line i, drop line i - width
+        score += OCCURRENCE_SHARE * line_weight[i]
+        for w in per_line[i]:
+            counts[w] = counts.get(w, 0) + 1
+            if counts[w] == 1:
+                score += weight[w]
+        if i >= width:
+            score -= OCCURRENCE_SHARE * line_weight[i - width]
+            for w in per_line[i - width]:
+                counts[w] -= 1
+                if counts[w] == 0:
+                    score -= weight[w]
+        if i >= width - 1 and score > best + 1e-9:
+            best, best_at = score, i - width + 1
+    strongest = max(line_weight[best_at: best_at + width])
+    matched = [i for i in range(best_at, best_at + width) if line_weight[i] >= STRONG_LINE_SHARE * strongest > 0]
+    at = best_at
+    if matched:  # start ``context`` lines above the first strong match, as long as the last one stays in
+        at = max(0, min(total - width, matched[0] - context))
+        if matched[-1] >= at + width:
+            at = matched[-1] - width + 1
+    first = start + at
+    return first, first + width - 1
+
+
+def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) -> str:
+    """Lines ``first..last`` with their common indentation removed, each after its file line number."""
+    chosen = lines[first - 1: last]
+    indent = min((len(ln) - len(ln.lstrip()) for ln in chosen if ln.strip()), default=0)
+    width = len(str(last))
+    out = []
+    for n, ln in zip(range(first, last + 1), chosen):
+        text = ln[indent:].rstrip()
+        if len(text) > max_chars:
+            text = text[: max(0, max_chars - 1)].rstrip() + "…"
+        out.append(f"{n:>{width}}  {text}".rstrip())
+    return "\n".join(out)
+
+
+def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], width: int, context: int,
+                  max_chars: int) -> Excerpt | None:
+    """The excerpt of ``card`` for a query's ``words``; None when the file cannot give it (the caller keeps
+    the card's stored excerpt) or the card is a module's."""
+    if card.kind == "module" or width <= 0:
+        return None
+    lines = source.lines(card.path)
+    if lines is None or card.end_line > len(lines) or card.line < 1:
+        return None
+    start, end = body_region(lines, card.line, card.end_line, card.language)
+    first, last = choose_window(lines, start, end, words, width, context)
+    while last > first and not lines[last - 1].strip():
+        last -= 1
+    return Excerpt(render_excerpt(lines, first, last, max_chars), first, last)

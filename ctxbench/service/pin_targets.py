@@ -1,0 +1,54 @@
+"""Pin targets that exist: a pin is only stored for something a plan can show.
+
+``check_pin_target`` raises ``ValueError`` with one clear line when a target names nothing: a symbol the
+code index does not have (with the closest names), a file it did not index, a turn the session does not
+have, a memo that is not stored. ``text:`` pins carry their own content and always exist; ``pin:ID``
+re-pins an existing pin (the pin store checks that id).
+"""
+from __future__ import annotations
+
+import difflib
+from typing import Any, Iterable
+
+from ctxbench.records.errors import NotFound
+from ctxbench.records.vocab import PIN_TARGET_PREFIXES
+
+CLOSE_NAMES = 3  # names offered when a symbol is not found
+
+
+def check_pin_target(wb: Any, session_id: str, target: str, code_index: Any = None,
+                     shown: Iterable[str] = ()) -> None:
+    """Raise ValueError unless ``target`` names something that exists (``code_index``: the attached
+    ``CodeIndex``, None when the session has no repository yet; ``shown``: the item ids of the plan on
+    screen, whose cards exist whatever retrieval produced them)."""
+    if target in set(shown):
+        return
+    kind, sep, name = target.partition(":")
+    if not sep or not name or f"{kind}:" not in (*PIN_TARGET_PREFIXES, "pin:"):
+        raise ValueError(f"cannot pin {target!r}: expected group:ID, atom:ID, card:SYMBOL, path:FILE, memo:ID, "
+                         "text:LABEL or pin:ID")
+    if kind in ("text", "pin"):
+        return
+    if kind in ("card", "path"):
+        if code_index is None:
+            raise ValueError(f"cannot pin {target}: no repository is indexed for this session")
+        if kind == "card" and name not in code_index.symbols:
+            tails = sorted(sid for sid in code_index.symbols if sid.endswith("." + name))
+            close = tails[:CLOSE_NAMES] or difflib.get_close_matches(name, list(code_index.symbols), CLOSE_NAMES)
+            hint = f"; did you mean {', '.join('card:' + c for c in close)}?" if close else ""
+            raise ValueError(f"cannot pin {target}: the code index of {code_index.root} has no symbol {name}{hint}")
+        if kind == "path" and name.removeprefix("./") not in code_index.by_path:
+            raise ValueError(f"cannot pin {target}: {name} is not a file of the indexed repository {code_index.root}")
+        return
+    if kind in ("group", "atom"):
+        head = name.split(":", 1)[0]
+        try:
+            found = head.lstrip("-").isdigit() and wb.messages.group(session_id, int(head))
+        except NotFound:
+            found = False
+        if not found:
+            raise ValueError(f"cannot pin {target}: this session has no turn {head}")
+        return
+    if kind == "memo":
+        if not any(str(m.id) == name for m in wb.memory.memos()):
+            raise ValueError(f"cannot pin {target}: there is no memo {name}")

@@ -1,0 +1,140 @@
+"""Heavy excerpts chosen by the query: body only, the best-matching window, real line numbers; areas."""
+from __future__ import annotations
+
+import textwrap
+
+from ctxbench.config import Config
+from ctxbench.records.code import SymbolCard
+from ctxbench.retrieval.areas import GENERATED, PLATFORM, TEST, VENDORED, area_of, asks_for
+from ctxbench.retrieval.embedder import HashingEmbedder
+from ctxbench.retrieval.excerpts import SourceLines, body_region, choose_window, query_excerpt, query_words, stem
+from ctxbench.retrieval.retriever import Retriever
+from ctxbench.store.db import connect
+
+from retrieval_fixture import index_repo, view, write_repo
+
+LONG = textwrap.dedent('''
+    def main(args=None, standalone=True):
+        """Run the program.
+
+        A long docstring that the card already shows.
+        """
+        if args is None:
+            args = read_args()
+    ''') + "".join(f"    step_{n}(args)\n" for n in range(40)) + textwrap.dedent('''\
+        try:
+            run(args)
+        except OSError as e:
+            if e.errno == errno.EPIPE:
+                sys.stdout = FlushWrapper(sys.stdout)
+                sys.exit(1)
+            raise
+    ''').replace("\n", "\n    ").rstrip() + "\n"
+
+
+def _card(path: str, lines: list[str], language: str = "python") -> SymbolCard:
+    return SymbolCard("m.main", "function", "m", path, 2, len(lines), "def main(args=None, standalone=True):",
+                      "Run the program.", "", language=language)
+
+
+def test_stem_and_query_words():
+    assert stem("piped") == stem("pipes") == "pip" and stem("rendering") == "render" and stem("entries") == "entry"
+    assert query_words(["closed", "pipe", "x"]) == frozenset({"clos", "pipe"})
+
+
+def test_body_region_skips_signature_and_docstring():
+    lines = LONG.splitlines()
+    start, end = body_region(lines, 2, len(lines), "python")
+    assert lines[start - 1].strip() == "if args is None:" and end == len(lines)
+    js = ["function send(body) {", "  const a = 1;", "  return a;", "}"]
+    assert body_region(js, 1, 4, "javascript") == (2, 4)
+    one = ["def f(): return 1"]
+    assert body_region(one, 1, 1, "python") == (1, 1)
+
+
+def test_the_window_that_matches_the_question_wins_over_the_head(tmp_path):
+    (tmp_path / "m.py").write_text(LONG, encoding="utf-8")
+    lines = LONG.splitlines()
+    card = _card("m.py", lines)
+    words = query_words(["broken", "pipe", "closed", "exit", "output"])
+    got = query_excerpt(card, SourceLines(tmp_path, ()), words, 30, 3, 240)
+    epipe = next(n for n, t in enumerate(lines, 1) if "EPIPE" in t)
+    assert got is not None and got.first <= epipe <= got.last and got.last - got.first + 1 <= 30
+    assert '"""' not in got.text and "def main" not in got.text  # the card shows them already
+    first_line = got.text.splitlines()[0]
+    assert first_line.split()[0] == str(got.first)  # real file line numbers
+    assert f"{epipe}" in got.text and "errno.EPIPE" in got.text
+    # a question with no word in the body gets the head of the body, not the signature
+    head = query_excerpt(card, SourceLines(tmp_path, ()), query_words(["zebra"]), 30, 3, 240)
+    assert lines[head.first - 1].strip() == "if args is None:"
+
+
+def test_choose_window_prefers_rare_words_and_keeps_context():
+    lines = ["common"] * 100
+    lines[70] = "common rare"
+    first, last = choose_window(lines, 1, 100, frozenset({"common", "rare"}), 10, context=3)
+    assert first == 68 and last == 77  # three lines above the match
+
+
+def test_source_lines_mask_secrets_and_refuse_secret_files(tmp_path):
+    (tmp_path / "a.py").write_text('API_KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"\n', encoding="utf-8")
+    (tmp_path / ".env").write_text("TOKEN=x\n", encoding="utf-8")
+    source = SourceLines(tmp_path, Config().index.secret_file_globs)
+    assert "sk-abcdef" not in source.lines("a.py")[0]
+    assert source.lines(".env") is None and source.lines("missing.py") is None
+
+
+def test_heavy_cards_carry_the_query_excerpt_and_no_repeated_head(tmp_path):
+    from ctxbench.planner.render import card_text
+
+    repo = write_repo(tmp_path / "repo")
+    conn = connect(tmp_path / "b.db")
+    retriever = Retriever(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    hit = next(h for h in retriever.retrieve("evict the oldest cache entry when full").hits
+               if h.symbol == "store.cache.LRUCache.set")
+    assert hit.excerpt_lines[0] > hit.line  # the body, after the signature and docstring
+    heavy = card_text(hit, True)
+    assert heavy.count("def set(") == 1 and heavy.count("Store a value") == 1
+    assert "self.data.pop" in heavy
+    assert card_text(hit, False) == hit.card_text  # Light keeps the thin card
+    off = Retriever(conn, repo, Config().__class__(retrieval=Config().retrieval.__class__(query_excerpts=False)),
+                    HashingEmbedder(), index=view(index_repo(repo, conn)))
+    plain = next(h for h in off.retrieve("evict the oldest cache entry when full").hits
+                 if h.symbol == "store.cache.LRUCache.set")
+    assert plain.card_head == "" and plain.excerpt_lines[0] == plain.line  # the stored head, as before
+    conn.close()
+
+
+def test_areas_from_paths():
+    assert area_of("pkg/tests/test_core.py") == TEST and area_of("trio/_core/_tests/test_run.py") == TEST
+    assert area_of("src/app.test.js") == TEST and area_of("conftest.py") == TEST
+    assert area_of("click/testing.py") == ""  # test helpers are a feature
+    assert area_of("rich/_win32_console.py") == PLATFORM and area_of("trio/_core/_io_windows.py") == PLATFORM
+    assert area_of("click/_winconsole.py") == PLATFORM
+    assert area_of("trio/_core/_generated_run.py") == GENERATED and area_of("api/msg_pb2.py") == GENERATED
+    assert area_of("pip/_vendor/rich/console.py") == VENDORED
+    assert area_of("rich/console.py") == "" and area_of("window.py") == ""
+    assert asks_for(["why", "does", "the", "test", "fail", "on", "windows"]) == {TEST, PLATFORM}
+    assert asks_for(["render", "a", "table"]) == frozenset()
+
+
+def test_test_code_is_demoted_unless_the_question_asks_for_it(tmp_path):
+    repo = write_repo(tmp_path / "repo")
+    (repo / "tests").mkdir()
+    (repo / "tests" / "test_cache.py").write_text(
+        'def test_evict_oldest_cache_entry_when_full():\n    """Evict the oldest cache entry when full."""\n',
+        encoding="utf-8")
+    conn = connect(tmp_path / "b.db")
+    index = view(index_repo(repo, conn))
+    test_id = "tests.test_cache.test_evict_oldest_cache_entry_when_full"
+
+    def rank(config, query):
+        hits = [h.symbol for h in Retriever(conn, repo, config, HashingEmbedder(), index=index).retrieve(query).hits]
+        return hits.index(test_id)
+
+    plain = Config().__class__(retrieval=Config().retrieval.__class__(area_weights=()))
+    query = "evict the oldest cache entry when full"
+    assert rank(Config(), query) > rank(plain, query)
+    asked = "which test covers evicting the oldest cache entry when full"
+    assert rank(Config(), asked) == rank(plain, asked)
+    conn.close()
