@@ -66,7 +66,7 @@ def command(session_id: str, target_tokens: int | None, keep: str | None, summar
             preview = compactor.preview(session_id, target_tokens=target_tokens, choices=choices, task=task,
                                         use_model=False if extractive else None)
             summary_ids: tuple[int, ...] = ()
-            if apply_ and preview.changes_anything:
+            if apply_ and not preview.refusal:
                 summary_ids = (compactor.apply(preview).id,)
     except (NotFound, ValueError, ProviderError) as exc:
         fail(str(exc), 2)
@@ -78,7 +78,9 @@ def command(session_id: str, target_tokens: int | None, keep: str | None, summar
         click.echo(f"applied: summary s{summary_ids[0]} stands in for {len(preview.summarised_groups)} turns "
                    f"from the next plan on (undo: ctxbench compact {session_id} --undo)")
     elif apply_:
-        click.echo("nothing to apply: the preview summarises no turn")
+        click.echo(preview.refusal)
+    elif preview.refusal and preview.changes_anything:
+        click.echo(preview.refusal)
     elif preview.changes_anything:
         click.echo("preview only: nothing changed (add --apply to store this summary)")
 

@@ -43,6 +43,15 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
     would do. ``only_groups``: summarise exactly these turns (a finished task's) and keep the rest."""
     turns = turns_of(history)
     protected = protections(turns, pins, task, config.planner.levels)
+    notes: list[str] = []
+    if choices and only_groups is None:
+        known = {t.group_id for t in turns}
+        unknown = sorted(set(choices) - known)
+        if unknown:
+            raise ValueError(f"turn {', '.join(map(str, unknown))} is not on this branch "
+                             f"(its turns are {min(known, default=0)}-{max(known, default=0)})")
+        notes.extend(f"turn {g} stays verbatim: it is protected ({protected[g]})"
+                     for g, c in sorted(choices.items()) if c == "summarised" and g in protected)
     if only_groups is not None:
         wanted = set(only_groups)
         choices = {t.group_id: ("summarised" if t.group_id in wanted else "kept") for t in turns}
@@ -60,7 +69,6 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
     earlier = sum(s.tokens_after for s in summaries)
     before = sum(t.tokens for t in live) + earlier
     after = sum(t.tokens for t in live if t.group_id not in set(groups)) + earlier + new_tokens
-    notes: list[str] = []
     if not plan.target_reached and only_groups is None:
         notes.append(f"the target of {target_tokens:,} tokens is not reached: protected, recent and kept turns "
                      f"alone take more")

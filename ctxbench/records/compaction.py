@@ -115,6 +115,20 @@ class CompactionPreview:
     def changes_anything(self) -> bool:
         return bool(self.summarised_groups)
 
+    @property
+    def refusal(self) -> str:
+        """Why this preview cannot be applied ("" when it can): it summarises no turn, its summary is empty,
+        or the summary would not be smaller than the turns it replaces."""
+        if not self.changes_anything:
+            return "nothing to apply: the preview summarises no turn"
+        if not self.summary_text.strip():
+            return "the summary is empty: nothing to apply (keep more turns or choose others)"
+        if self.tokens_after >= self.tokens_before:
+            replaced = sum(r.tokens for r in self.rows if r.disposition == SUMMARISED and not r.summary)
+            return (f"nothing to gain: the summary ({self.summary_tokens:,} tokens) is not smaller than the "
+                    f"{replaced:,} tokens of the turns it would replace; summarise more turns")
+        return ""
+
     def to_json(self, summary_ids: tuple[int, ...] = ()) -> dict[str, Any]:
         return {
             "session_id": self.session_id,

@@ -112,10 +112,8 @@ class Compactor:
     # -- applying -----------------------------------------------------------------------------------
     def apply(self, preview: CompactionPreview) -> Summary:
         """Store the summary ``preview`` shows; from the next plan on it stands in for its turns."""
-        if not preview.changes_anything:
-            raise ValueError("this preview summarises no turn: nothing to apply")
-        if not preview.summary_text.strip():
-            raise ValueError("the summary is empty: nothing to apply (keep more turns or choose others)")
+        if preview.refusal:
+            raise ValueError(preview.refusal)
         wb = self.wb
         if wb.branches.active_id(preview.session_id) != preview.branch_id:
             raise ValueError("the active branch changed since the preview: make a new preview")

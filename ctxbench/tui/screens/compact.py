@@ -88,7 +88,7 @@ class CompactScreen(ModalScreen[CompactionPreview | None]):
                   + (f" ({p.ratio:.1f}×)" if p.summary_tokens else "") + f" · {p.source}"
                   + (f" · {p.cost_note}" if p.cost_note else "")
                   + (f" · protected: {len(p.protected)}" if p.protected else ""))
-        notes = "".join(f"\n⚠ {n}" for n in p.notes)
+        notes = "".join(f"\n⚠ {n}" for n in p.notes) + (f"\n⚠ {p.refusal}" if p.refusal and p.changes_anything else "")
         self.query_one("#compact-totals", Static).update(Text(totals + notes))
         self._fill(p)
         self.query_one("#compact-summary", Static).update(
@@ -127,8 +127,8 @@ class CompactScreen(ModalScreen[CompactionPreview | None]):
         p = self.preview
         if p is None or p.choices != tuple(sorted(self.choices.items())):
             self.notify("the preview is still being built", severity="warning")
-        elif not p.changes_anything:
-            self.notify("nothing to apply: no turn is summarised", severity="warning")
+        elif p.refusal:
+            self.notify(p.refusal, severity="warning")
         else:
             self.dismiss(p)
 
