@@ -66,7 +66,7 @@ def test_a_fork_inherits_the_branch_state_and_then_they_are_independent(wb):
     assert [p.target for p in wb.pins.list(sid)] == ["group:1"]
     assert wb.activation.scores(sid) == {"group:2": 0.7}
     assert wb.memory.state(sid) == "### STATE\nGoal: cents everywhere"
-    assert (wb.settings(sid).budget, wb.settings(sid).strategy) == (4000, "window")
+    assert (wb.settings(sid).budget, wb.settings(sid).strategy) == (4000, Config().planner.strategy)
     wb.pins.add(sid, "text:main only", "sticky")
     timeline.switch("try-b")
     assert {p.target for p in wb.pins.list(sid)} == {"group:1", "card:ledger.total"}
