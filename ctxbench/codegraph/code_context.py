@@ -57,7 +57,7 @@ class IndexCodeContext:
     # -- files ------------------------------------------------------------------------------
 
     def _read(self, rel: str) -> str | None:
-        from ctxbench.codegraph.secrets import redact
+        from ctxbench.redaction import redact
         from ctxbench.codegraph.walk import is_secret_file
 
         path = (self.root / rel).resolve()

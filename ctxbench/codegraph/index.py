@@ -37,7 +37,7 @@ from ctxbench.config import Config, IndexConfig
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
 
-PARSER_VERSION = 2  # bump when parsing, cards or secret masking change: every file is parsed again
+PARSER_VERSION = 3  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)

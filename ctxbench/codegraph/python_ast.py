@@ -15,7 +15,7 @@ from typing import Iterable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
 from ctxbench.records.code import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
-from ctxbench.codegraph.secrets import mask_secrets
+from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
@@ -448,7 +448,7 @@ def _type_name(ann: ast.AST | None) -> str:
 def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig) -> ParsedFile:
     """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported)."""
     source = _normalize(source)
-    masked, masked_lines = mask_secrets(source)
+    masked, masked_lines = mask_secrets(source, path)
     try:
         tree = ast.parse(masked, filename=path)
     except SyntaxError as exc:
