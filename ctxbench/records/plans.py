@@ -78,6 +78,7 @@ class PlanItem:
     message_ids: tuple[int, ...] = ()
     messages: tuple[dict[str, Any], ...] = ()  # the OpenAI messages this item renders to (empty if excluded)
     detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
+    redacted: int = 0  # secrets masked in what this item sends (each one is a [REDACTED] in its messages)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -92,6 +93,7 @@ class PlanItem:
             "pin": self.pin or None,
             "detail": self.detail,
             "message_ids": list(self.message_ids),
+            **({"redacted": self.redacted} if self.redacted else {}),
         }
 
 
