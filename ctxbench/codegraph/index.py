@@ -11,6 +11,7 @@ root until the index's generation changes, so retrieval can call it on every que
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -36,6 +37,7 @@ from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import Config, IndexConfig
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
+from ctxbench.store.locks import exclusive
 
 PARSER_VERSION = 3  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
@@ -47,6 +49,8 @@ PHASE_PARSE = "parse"  # symbols, references and cards
 PHASE_RESOLVE = "resolve"  # references -> edges
 PHASE_STORE = "store"
 PHASE_EMBED = "embed"
+PHASE_WAIT = "wait"  # another run indexes this database: this one waits for it (reported once, 0 of 1)
+INDEX_LOCK = "index"
 
 
 class IndexNotFound(LookupError):
@@ -94,6 +98,7 @@ class IndexResult:
     phases: tuple[tuple[str, float], ...]  # (phase, seconds) in order
     generation: int
     changed: bool  # the index content changed in this run
+    waited_for: str = ""  # who held the index lock when this run started ("" when it did not wait)
 
     @property
     def seconds(self) -> float:
@@ -121,6 +126,7 @@ class IndexResult:
             "parse_errors": [{"path": e.path, "error": e.error, "partial": e.partial} for e in self.parse_errors],
             "seconds": {name: round(sec, 4) for name, sec in self.phases},
             "seconds_total": round(self.seconds, 4),
+            **({"waited_for": self.waited_for} if self.waited_for else {}),
         }
 
 
@@ -175,9 +181,34 @@ def _noop(phase: str, done: int, total: int) -> None:
 
 def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None, *,
                 progress: Progress | None = None, embed: EmbedFn | None = None) -> IndexResult:
-    """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened."""
-    icfg = _index_config(config)
+    """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened.
+
+    One run at a time per database: a run that finds another one going (another ``ctxbench index``, a
+    workbench attaching the repository) reports ``PHASE_WAIT``, waits for it, then diffs against what
+    it stored, so the same files are never written twice (and an unchanged repository is a no-op).
+    """
     report = progress or _noop
+    holder: list[str] = []
+
+    def waiting(who: str) -> None:
+        holder.append(who)
+        report(PHASE_WAIT, 0, 1)
+
+    started = time.perf_counter()
+    with exclusive(conn, INDEX_LOCK, waiting) as waited:
+        waited_s = time.perf_counter() - started
+        if waited:
+            report(PHASE_WAIT, 1, 1)
+        result = _build_index(root, conn, config, report, embed)
+    if waited:
+        result = dataclasses.replace(result, waited_for=holder[0] if holder else "another run",
+                                     phases=((PHASE_WAIT, waited_s),) + result.phases)
+    return result
+
+
+def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None,
+                 report: Progress, embed: EmbedFn | None) -> IndexResult:
+    icfg = _index_config(config)
     root_s = normalize_root(root)
     phases: list[tuple[str, float]] = []
     tables.ensure_schema(conn)
