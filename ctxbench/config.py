@@ -281,7 +281,12 @@ class LLMConfig:
     model: str = "offline"
     api_key_env: str = "OPENAI_API_KEY"
     context_limit: int = 128000
-    timeout_s: float = 60.0
+    timeout_s: float = 60.0  # seconds one read from the endpoint may take (the first token, each chunk after it)
+    # seconds one model call may take in all, retries and streaming included: a slow endless stream ends
+    # there (its text so far is stored as a partial reply)
+    reply_deadline_s: float = 600.0
+    # the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)
+    max_reply_tokens: int = 4096
     max_retries: int = 3
     max_tool_rounds: int = 8
     retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)

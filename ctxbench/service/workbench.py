@@ -34,6 +34,7 @@ from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
 from ctxbench.store.database import Database
+from ctxbench.store.locks import FileLock
 from ctxbench.store.memory import Memory
 from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
@@ -122,6 +123,11 @@ class Workbench:
         """One transaction for a block of work: every repository write inside it commits or rolls back
         with it (a transaction already open on the thread is joined)."""
         return self.database.transaction()
+
+    def turn_lock(self, session_id: str) -> FileLock:
+        """The lock one turn of ``session_id`` holds (across processes): turns of one session never interleave."""
+        path = None if str(self.db_path) == ":memory:" else self.db_path
+        return FileLock(path, f"turn-{session_id}", memory_key=f"workbench:{id(self)}")
 
     @property
     def conn(self) -> sqlite3.Connection:
