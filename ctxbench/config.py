@@ -216,6 +216,8 @@ class EmbeddingConfig:
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
     threads: int = 0  # torch threads for encoding; 0 = torch's default (all cores)
     progress_every: int = 256  # cards encoded between two progress callbacks
+    # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
+    save_every: int = 1024
     hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
     hnsw_ef_construction: int = 80
     hnsw_ef_search: int = 64

@@ -86,7 +86,8 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
                f"{f', {result.files_removed} removed' if result.files_removed else ''}), {result.symbols} symbols, "
                f"{result.edges} edges, {result.cards} cards ({result.cards_reused} reused)")
     if result.embedded:
-        click.echo(f"  embeddings: {result.cards_embedded} cards embedded, {result.vectors_reused} reused from cache")
+        click.echo(f"  embeddings: {result.cards_embedded} cards embedded, {result.vectors_reused} reused from cache"
+                   + (f", {result.vectors_removed} stale removed" if result.vectors_removed else ""))
     else:
         click.echo(f"  embeddings: {data['embed_note']}")
     if result.skipped:

@@ -39,7 +39,7 @@ from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
 from ctxbench.store.locks import exclusive
 
-PARSER_VERSION = 3  # bump when parsing, cards or secret masking change: every file is parsed again
+PARSER_VERSION = 4  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -99,6 +99,7 @@ class IndexResult:
     generation: int
     changed: bool  # the index content changed in this run
     waited_for: str = ""  # who held the index lock when this run started ("" when it did not wait)
+    vectors_removed: int = 0  # cached vectors of cards that no longer exist, deleted in this run
 
     @property
     def seconds(self) -> float:
@@ -114,6 +115,7 @@ class IndexResult:
             "cards_embedded": self.cards_embedded,
             "cards_reused": self.cards_reused,
             "vectors_reused": self.vectors_reused,
+            "vectors_removed": self.vectors_removed,
             "embedded": self.embedded,
             "embed_note": self.embed_note,
             "files_parsed": self.files_parsed,
@@ -166,7 +168,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "") -> ParsedFile:
-    """Parse one file of any supported language."""
+    """Parse one file of any supported language. A blank file (but a package's ``__init__.py``) has nothing to
+    retrieve: it is listed among the files, with no symbol and no card to embed."""
+    if not text.strip() and os.path.basename(path) != "__init__.py":
+        if language == "python":
+            return ParsedFile(path, module_name_for(path, prefix)[0], language)
+        from ctxbench.codegraph.treesitter import module_id_for
+
+        return ParsedFile(path, module_id_for(path), language)
     if language == "python":
         module, is_package = module_name_for(path, prefix)
         return parse_python(text, path, module, is_package, config)
@@ -307,6 +316,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
 
     embedded = 0
     vectors_reused = 0
+    vectors_removed = 0
     embed_note = "not embedded (--no-embed or no embedder available)"
     if embed is not None:
         t0 = time.perf_counter()
@@ -324,6 +334,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             report(PHASE_EMBED, len(cards), len(cards))
         embedded = int(getattr(stats, "embedded", 0) or 0)
         vectors_reused = int(getattr(stats, "reused", 0) or 0)
+        vectors_removed = int(getattr(stats, "removed", 0) or 0)
         model = getattr(stats, "model", "")
         embed_note = str(getattr(stats, "note", "") or (f"embedded with {model}" if model else "embedded"))
         phases.append((PHASE_EMBED, time.perf_counter() - t0))
@@ -348,6 +359,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
         phases=tuple(phases),
         generation=generation,
         changed=changed,
+        vectors_removed=vectors_removed,
     )
 
 
