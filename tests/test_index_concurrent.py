@@ -2,6 +2,7 @@
 one waits for the other and says so, and the store ends as one run would leave it."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -34,6 +35,17 @@ def _env():
 def _index(repo, db):
     return subprocess.Popen([sys.executable, "-m", "ctxbench", "index", str(repo), "--no-embed", "--json",
                              "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=_env())
+
+
+@contextlib.contextmanager
+def _index_lock_held(db):
+    """This process holds the database's index lock for the block, as a running index run would."""
+    conn = connect(db)
+    try:
+        with exclusive(conn, "index"):
+            yield
+    finally:
+        conn.close()
 
 
 def _counts(db):
@@ -71,23 +83,19 @@ def test_two_first_time_index_runs_at_once(tmp_path, attempt):
 def test_a_run_that_finds_the_lock_held_says_so_waits_and_then_indexes(tmp_path):
     repo = _repo(tmp_path / "repo", files=20)
     db = tmp_path / "ctx.db"
-    conn = connect(db)
-    try:
-        with exclusive(conn, "index"):
-            proc = _index(repo, db)
-            deadline = time.monotonic() + 120
-            # the waiting run says so on stderr before it can do anything else
-            line = ""
-            while time.monotonic() < deadline and "waiting" not in line:
-                line = proc.stderr.readline()
-                if not line and proc.poll() is not None:
-                    break
-            assert "another index run is using this database; waiting for it to finish" in line
-            time.sleep(0.5)
-            assert proc.poll() is None  # still waiting while the lock is held
-        out, err = proc.communicate(timeout=300)
-    finally:
-        conn.close()
+    with _index_lock_held(db):
+        proc = _index(repo, db)
+        deadline = time.monotonic() + 120
+        # the waiting run says so on stderr before it can do anything else
+        line = ""
+        while time.monotonic() < deadline and "waiting" not in line:
+            line = proc.stderr.readline()
+            if not line and proc.poll() is not None:
+                break
+        assert "another index run is using this database; waiting for it to finish" in line
+        time.sleep(0.5)
+        assert proc.poll() is None  # still waiting while the lock is held
+    out, err = proc.communicate(timeout=300)
     assert proc.returncode == 0, err
     result = json.loads(out)
     assert result["waited_for"] == f"process {os.getpid()}" and result["files_parsed"] == 21
@@ -97,15 +105,11 @@ def test_a_run_that_finds_the_lock_held_says_so_waits_and_then_indexes(tmp_path)
 def test_plain_output_says_it_waited(tmp_path):
     repo = _repo(tmp_path / "repo", files=5)
     db = tmp_path / "ctx.db"
-    conn = connect(db)
-    try:
-        with exclusive(conn, "index"):
-            proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "index", str(repo), "--no-embed",
-                                     "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                    env=_env())
-            assert "waiting" in proc.stderr.readline()
-        out, _ = proc.communicate(timeout=300)
-    finally:
-        conn.close()
+    with _index_lock_held(db):
+        proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "index", str(repo), "--no-embed",
+                                 "--db", str(db)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=_env())
+        assert "waiting" in proc.stderr.readline()
+    out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0
-    assert f"waited" in out and f"for another index run (process {os.getpid()})" in out
+    assert "waited" in out and f"for another index run (process {os.getpid()})" in out

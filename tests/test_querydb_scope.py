@@ -8,19 +8,12 @@ import sqlite3
 
 import pytest
 
-from ctxbench.config import Config, LLMConfig
+from ctxbench.config import LLMConfig
 from ctxbench.llm.tools import ToolBox
 from ctxbench.records.messages import ToolCall
-from ctxbench.service.workbench import Workbench
 from ctxbench.store.schema import components
 
 MARK = "OTHER-SESSION-MARK"
-
-
-@pytest.fixture
-def wb(tmp_path):
-    with Workbench(tmp_path / "ctx.db", Config()) as workbench:
-        yield workbench
 
 
 @pytest.fixture
