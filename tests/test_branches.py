@@ -66,15 +66,19 @@ def test_a_fork_inherits_the_branch_state_and_then_they_are_independent(wb):
     assert [p.target for p in wb.pins.list(sid)] == ["group:1"]
     assert wb.activation.scores(sid) == {"group:2": 0.7}
     assert wb.memory.state(sid) == "### STATE\nGoal: cents everywhere"
-    assert (wb.settings(sid).budget, wb.settings(sid).strategy) == (4000, "window")
+    assert (wb.settings(sid).budget, wb.settings(sid).strategy) == (4000, Config().planner.default_strategy)
     wb.pins.add(sid, "text:main only", "sticky")
     timeline.switch("try-b")
     assert {p.target for p in wb.pins.list(sid)} == {"group:1", "card:ledger.total"}
     assert wb.settings(sid).budget == 2000
 
 
-def test_work_on_the_child_leaves_the_parents_plan_unchanged(wb):
+@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels", "semantic", pytest.param("fused", marks=pytest.mark.xfail(
+    strict=True, reason="known defect: fused's BM25 scores come from the whole message_search table's statistics, so "
+                        "messages on another branch (or session) change this branch's keyword scores and the plan id"))])
+def test_work_on_the_child_leaves_the_parents_plan_unchanged(wb, strategy):
     sid = _session(wb)
+    wb.update_settings(sid, strategy=strategy)
     timeline = Timeline(wb, sid)
     last = wb.messages.history(sid)[-1].group_id
     before = wb.plan(sid, None, current_group=last, store=False)

@@ -50,10 +50,19 @@ def test_context_limit_reaches_the_turn_and_the_failure_names_the_session(tmp_pa
     result = _chat(db, "a question that will not fit", *args, env=env)
     assert result.exit_code == 1
     (line,) = result.stderr.strip().splitlines()
-    assert "limit of 50" in line
-    session_id = re.search(r"\(session (s_\w+)\)$", line).group(1)
+    assert "limit of 50" in line and "nothing was stored (the new session was removed)" in line
+    first = _chat(db, "hello")  # a session with a turn, then a turn that cannot be sent
+    assert first.exit_code == 0, first.output
     with Workbench(db, Config()) as wb:
-        assert [m.content for m in wb.messages.history(session_id)] == ["a question that will not fit"]
+        (session,) = wb.sessions.list()
+    result = _chat(db, "a question that will not fit", "--session", session.id, *args, env=env)
+    (line,) = result.stderr.strip().splitlines()
+    assert "limit of 50" in line
+    session_id = re.search(r"kept in session (s_\w+) but, unanswered, left out of later plans", line).group(1)
+    with Workbench(db, Config()) as wb:
+        assert session_id == session.id
+        assert wb.messages.all(session_id)[-1].content == "a question that will not fit"
+        assert [m.role for m in wb.messages.history(session_id)] == ["user", "assistant"]
 
 
 @pytest.mark.parametrize("how", ["flag", "env"])
@@ -68,7 +77,7 @@ def test_timeout_reaches_the_client(tmp_path, how):
         else:
             result = _chat(db, "hi", *args, env={"CTXBENCH_LLM_TIMEOUT": "0.25"})
     assert result.exit_code == 1
-    assert "timed out after 0.25s" in result.stderr and "(session s_" in result.stderr
+    assert "timed out after 0.25s" in result.stderr and "nothing was stored" in result.stderr
 
 
 @pytest.mark.parametrize("message", ["", "   ", "\n\t"])

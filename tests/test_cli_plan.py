@@ -71,7 +71,7 @@ def test_plan_table_lists_included_then_excluded(env):
                                   "--window", "3", "--db", str(db)])
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "mode light · strategy window · budget 700" in out
+    assert f"mode light · strategy {Config().planner.default_strategy} · budget 700" in out
     rows = [r for r in (line.split() for line in out.splitlines()) if len(r) > 2 and r[0].isdigit()
             and r[1] in ("yes", "no")]
     flags = [r[1] for r in rows]

@@ -5,7 +5,7 @@ import dataclasses
 
 from codegraph_helpers import MULTI, small_config
 from ctxbench.codegraph.index import parse_file
-from ctxbench.codegraph.secrets import MASK, mask_secrets, redact
+from ctxbench.redaction import MASK, mask_secrets, redact
 
 
 def cards_of(path: str, config=None):

@@ -14,7 +14,8 @@ import ctxbench
 
 ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.compaction", "ctxbench.store", "ctxbench.service", "ctxbench.codegraph",
                    "ctxbench.retrieval", "ctxbench.llm", "ctxbench.bench", "ctxbench.transcripts",
-                   "ctxbench.tokens", "ctxbench.config", "ctxbench.records", "ctxbench.heap",
+                   "ctxbench.tokens", "ctxbench.config", "ctxbench.records", "ctxbench.heap", "ctxbench.redaction",
+                   "ctxbench.validation",
                    # the headless front ends (servers) never pull in the TUI libraries either
                    "ctxbench.proxy", "ctxbench.mcp_server")
 NOT_ENGINE = ("ctxbench.tui", "ctxbench.cli", "ctxbench.__main__")

@@ -347,8 +347,9 @@ async def test_escape_before_the_first_token_says_so(tmp_path):
             await pilot.press("escape")
             await settle(pilot)
             wb, sid = main.session.wb, main.session.session_id
-            assert wb.messages.history(sid)[-1].role == "user"  # nothing of the reply to keep
-            block = main.chat.block(wb.messages.history(sid)[-1].group_id)
+            last = wb.messages.all(sid)[-1]
+            assert last.role == "user" and last.flags == ("unanswered",)  # nothing of the reply to keep
+            block = main.chat.block(last.group_id)
             assert "cancelled before the model replied" in str(block.query_one(".cancel-note").render())
 
 

@@ -3,12 +3,17 @@
 The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
 stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
 prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
-once the turn is done. When the endpoint fails the command exits 1 with a one-line reason that
-names the session holding the stored message (``--session ID`` continues it). An empty message
-is refused (exit 2) before anything is stored.
+once the turn is done. When the endpoint fails the command exits 1 with a one-line reason. A turn
+that got no reply at all leaves nothing behind in a new session (the session is removed: the message
+is still on the command line) and, in a continued one, is kept but left out of later plans (flagged
+``unanswered``), so the next turn never sends two user messages in a row; a partial reply is always
+stored and the line names its session (``--session ID`` continues it). SIGTERM stores the partial
+reply like Ctrl-C does. Two ``chat`` turns on one session take turns: the second says it waits. An
+empty message is refused (exit 2) before anything is stored.
 """
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -17,6 +22,15 @@ import click
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143  # 128 + SIGTERM
+
+
+class _Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where Ctrl-C would be, so the partial reply is stored the same way."""
+
+
+def _on_sigterm(signum: int, frame: object) -> None:
+    raise _Terminated()
 
 
 @click.command("chat", help="Run one turn (with the tool loop) against the configured model and print the reply.")
@@ -31,6 +45,12 @@ EXIT_INTERRUPTED = 130
               help="The model's context window in tokens (default: $CTXBENCH_LLM_CONTEXT_LIMIT or [llm] context_limit).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds to wait for the endpoint (default: $CTXBENCH_LLM_TIMEOUT or [llm] timeout_s).")
+@click.option("--deadline", "reply_deadline_s", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds one model call may take in all, streaming included; the reply so far is kept "
+                   "(default: $CTXBENCH_LLM_DEADLINE or [llm] reply_deadline_s).")
+@click.option("--max-reply-tokens", type=click.IntRange(min=1), default=None,
+              help="Reply-token cap sent as max_tokens (default: $CTXBENCH_LLM_MAX_REPLY_TOKENS or "
+                   "[llm] max_reply_tokens).")
 @click.option("--mode", default=None,
               help="Context Mode for this turn: off, light, heavy or one defined in the config.")
 @click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
@@ -41,11 +61,13 @@ EXIT_INTERRUPTED = 130
 @db_option
 @config_option
 def command(message: str, session_id: str | None, repo: Path | None, base_url: str | None, model: str | None,
-            api_key_env: str | None, context_limit: int | None, timeout_s: float | None, mode: str | None,
+            api_key_env: str | None, context_limit: int | None, timeout_s: float | None,
+            reply_deadline_s: float | None, max_reply_tokens: int | None, mode: str | None,
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
     from ctxbench.records.errors import ProviderError, UnknownSession
-    from ctxbench.records.turns import ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, UsageRecorded
+    from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, TurnStarted,
+                                        TurnWaiting, UsageRecorded)
     from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.model import make_runner, resolve_model
@@ -62,24 +84,38 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             fail(str(exc), 2)
     try:
         config = resolve_model(config, base_url=base_url, model=model, api_key_env=api_key_env,
-                               context_limit=context_limit, timeout_s=timeout_s)
+                               context_limit=context_limit, timeout_s=timeout_s,
+                               reply_deadline_s=reply_deadline_s, max_reply_tokens=max_reply_tokens)
     except ProviderError as exc:
         fail(str(exc), 2)
     cancel = CancelToken()
     finished: TurnFinished | None = None
+    new_session = session_id is None
+    try:
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except ValueError:  # not the main thread (an embedding caller): SIGTERM keeps its default
+        pass
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
             attached = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
             if session_id is None:
+                runner = make_runner(wb, config, attached.code if attached is not None else None)
                 session_id = wb.new_session(" ".join(message.split())[:60], repo)
             else:
                 wb.sessions.info(session_id)
-            runner = make_runner(wb, config, attached.code if attached is not None else None)
+                runner = make_runner(wb, config, attached.code if attached is not None else None)
             out = _Out()
+            group_id: int | None = None
+            turn = runner.run(session_id, message, cancel=cancel, mode=mode, budget=budget)
             try:
-                for event in runner.run(session_id, message, cancel=cancel, mode=mode, budget=budget):
+                for event in turn:
+                    if isinstance(event, TurnStarted):
+                        group_id = event.group_id
                     if isinstance(event, TurnFinished):
                         finished = event
+                    elif isinstance(event, TurnWaiting):
+                        out.note(f"· another turn of session {session_id} is running ({event.holder}); "
+                                 "waiting for it to finish…")
                     elif as_json:
                         continue  # only the summary is printed
                     elif isinstance(event, ReplyDelta):
@@ -92,19 +128,23 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                         out.note(f"· retrying in {event.wait_s:.1f}s after: {event.reason}")
                     elif isinstance(event, UsageRecorded) and event.usage.mismatch:
                         out.note(f"· {event.usage.badge}")
-            except KeyboardInterrupt:
+            except KeyboardInterrupt as exc:
                 cancel.cancel()
+                turn.close()  # the runner stores the partial reply (or marks the message unanswered) first
                 out.end_line()
-                fail(f"interrupted; the partial reply is stored (session {session_id})", EXIT_INTERRUPTED)
+                how, code = (("terminated", EXIT_TERMINATED) if isinstance(exc, _Terminated)
+                             else ("interrupted", EXIT_INTERRUPTED))
+                fail(f"{how}; {_kept(wb, session_id, group_id, new_session)}", code)
             out.end_line()
+            if finished is not None and finished.status != "ok":
+                kept = _kept(wb, session_id, group_id, new_session)
     except UnknownSession as exc:
         fail(str(exc), 2)
     except EmbedderError as exc:
         fail(f"{exc} (--no-semantic chats without the model)", 1)
     assert finished is not None
     if finished.status != "ok":
-        kept = "; the partial reply is stored" if finished.reply else ""
-        fail(f"{finished.error or finished.status}{kept} (session {finished.session_id})", 1)
+        fail(f"{finished.error or finished.status}; {kept}", 1)
     if as_json:
         usage = finished.usage
         emit_json({
@@ -124,6 +164,24 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     where = f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
     click.echo(f"{where} (continue with --session {finished.session_id}"
                + (f"; ctxbench show {plan_id} --messages prints what was sent)" if plan_id else ")"), err=True)
+
+
+def _kept(wb: object, session_id: str, group_id: int | None, new_session: bool) -> str:
+    """What a turn (``group_id``, None when it never started) that did not finish left behind, for its error
+    line. A new session that got no reply at all is removed (nothing in it but the message on the command
+    line)."""
+    from ctxbench.records.vocab import UNANSWERED_FLAG
+
+    messages = wb.messages.all(session_id)  # type: ignore[attr-defined]
+    turn = [m for m in messages if m.group_id == group_id]
+    if any(m.role == "assistant" for m in turn):
+        partial = any(m.partial for m in turn if m.role == "assistant")
+        return f"{'the partial reply is' if partial else 'what arrived is'} stored (session {session_id})"
+    if new_session and all(m.role == "user" and UNANSWERED_FLAG in m.flags for m in messages):
+        wb.sessions.delete(session_id)  # type: ignore[attr-defined]
+        return "no reply, so nothing was stored (the new session was removed)"
+    return (f"the message is kept in session {session_id} but, unanswered, left out of later plans "
+            "(/context restore brings it back)")
 
 
 class _Out:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from ctxbench.config import ConfigError, default_db_path, load_config
+from ctxbench.config import ConfigError, default_config_path, default_db_path, load_config
 
 db_option = click.option(
     "--db",
@@ -31,10 +31,20 @@ def resolve_db(db_path: Path | None) -> Path:
 
 
 def get_config(config_path: Path | None):
+    """The config, validated as a whole; a config that is wrong is ``error: FILE: KEY: what is wrong`` (one line
+    per problem, the first says the first) and exit 2, before anything is stored."""
     try:
-        return load_config(config_path)
+        config = load_config(config_path)
     except ConfigError as exc:
-        raise click.UsageError(str(exc)) from exc
+        fail(str(exc), 2)
+    if config.ui.keymap:  # the keys live with the workbench: checked against its bindings, only when rebound
+        from ctxbench.tui.keymap import keymap_problems
+
+        problems = keymap_problems(config.ui.keymap)
+        if problems:
+            source = config_path or default_config_path()
+            fail("\n".join(f"{source}: {p}" for p in problems), 2)
+    return config
 
 
 def emit_json(data: Any) -> None:

@@ -47,15 +47,27 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
     from ctxbench.service.attach import index_repository
     from ctxbench.service.workbench import Workbench
 
+    from ctxbench.codegraph.index import PHASE_WAIT
+
     config = get_config(config_path)
     show_bar = not as_json and sys.stderr.isatty()
+    bar: _TerminalProgress | None = None
+
+    def progress(phase: str, done: int, total: int) -> None:
+        if phase == PHASE_WAIT:  # said once, terminal or not: the run is not stuck
+            if done == 0:
+                click.echo("another index run is using this database; waiting for it to finish…", err=True)
+            return
+        if bar is not None:
+            bar(phase, done, total)
+
     try:
         with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
             if show_bar:
                 with _TerminalProgress() as bar:
-                    result = index_repository(wb, path or Path.cwd(), bar, embed=not no_embed)
+                    result = index_repository(wb, path or Path.cwd(), progress, embed=not no_embed)
             else:
-                result = index_repository(wb, path or Path.cwd(), embed=not no_embed)
+                result = index_repository(wb, path or Path.cwd(), progress, embed=not no_embed)
     except EmbedderError as exc:  # a bad model checksum or load failure is a clear error, not a traceback
         fail(str(exc))
         return
@@ -66,11 +78,16 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
         emit_json(data)
         return
     click.echo(f"indexed {result.root}")
+    if result.waited_for:
+        waited = dict(result.phases).get(PHASE_WAIT, 0.0)
+        click.echo(f"  waited {waited:.1f}s for another index run ({result.waited_for}), then "
+                   + ("found nothing left to do" if not result.changed else "indexed what had changed since"))
     click.echo(f"  {result.files} files ({result.files_parsed} parsed, {result.files_reused} unchanged"
                f"{f', {result.files_removed} removed' if result.files_removed else ''}), {result.symbols} symbols, "
                f"{result.edges} edges, {result.cards} cards ({result.cards_reused} reused)")
     if result.embedded:
-        click.echo(f"  embeddings: {result.cards_embedded} cards embedded, {result.vectors_reused} reused from cache")
+        click.echo(f"  embeddings: {result.cards_embedded} cards embedded, {result.vectors_reused} reused from cache"
+                   + (f", {result.vectors_removed} stale removed" if result.vectors_removed else ""))
     else:
         click.echo(f"  embeddings: {data['embed_note']}")
     if result.skipped:

@@ -13,10 +13,7 @@ import click
 
 from ctxbench.cli.common import config_option, db_option, get_config
 
-from ctxbench.config import DEFAULT_MODES
 from ctxbench.records.vocab import STRATEGIES
-
-MODES = tuple(m.name for m in DEFAULT_MODES)  # the built-in Context Modes
 
 
 def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -26,7 +23,8 @@ def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
         config_option,
         click.option("--session", "session_id", default=None, help="Open this session id."),
         click.option("--new", "new_session", is_flag=True, help="Start a new session."),
-        click.option("--mode", type=click.Choice(MODES), default=None, help="Context Mode (remembered by the session)."),
+        click.option("--mode", default=None,
+                     help="Context Mode (remembered by the session): off, light, heavy or one defined in the config."),
         click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget of the plan."),
         click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="History strategy."),
         click.option("--theme", default=None, help="Theme name (ctxbench-dark, ctxbench-light, or any Textual theme)."),
@@ -56,11 +54,18 @@ def find_repo_root(start: Path) -> Path:
 
 
 def check_model(config, options) -> None:
-    """Fail with a one-line reason before the app starts when the model flags cannot make a client."""
+    """Fail with a one-line reason before the app starts when the model flags cannot make a client, or
+    ``--mode`` names no Context Mode of the config."""
     from ctxbench.cli.common import fail
+    from ctxbench.config import ConfigError
     from ctxbench.records.errors import ProviderError
     from ctxbench.service.model import resolve_model
 
+    if options.mode is not None:
+        try:
+            config.planner.mode(options.mode)
+        except ConfigError as exc:
+            fail(str(exc), 2)
     try:
         resolve_model(config, from_env=options.llm_from_env, **options.llm_flags())
     except ProviderError as exc:

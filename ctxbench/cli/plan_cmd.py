@@ -45,6 +45,10 @@ def render_plan(plan: ContextPlan, *, footer: str = "", origin=None) -> None:
     console.print(Text("sections: " + " · ".join(f"{name} {tokens}" for name, tokens in plan.sections)))
     for note in plan.notes:
         console.print(Text(f"note: {note}"))
+    redacted = [i for i in plan.items if i.redacted]
+    if redacted:
+        console.print(Text(f"redacted: {sum(i.redacted for i in redacted)} secrets masked in "
+                           + ", ".join(f"{i.id} ({i.redacted})" for i in redacted)))
     included = sorted(plan.included, key=lambda i: i.order)
 
     def fit(values: list[str], title: str) -> int:

@@ -24,7 +24,7 @@ the port."""
               help="Repository to open (default: the enclosing repository of the current directory).")
 @click.option("--session", "session_id", default=None, help="Open this session id.")
 @click.option("--watch", is_flag=True, help="Follow a proxied conversation live (see ctxbench open --watch).")
-@click.option("--mode", default=None, help="Context Mode (off, light, heavy).")
+@click.option("--mode", default=None, help="Context Mode (off, light, heavy or one defined in the config).")
 @click.option("--theme", default=None, help="Theme name.")
 @click.option("--no-index", is_flag=True, help="Do not index the repository.")
 @db_option

@@ -77,7 +77,7 @@ class IndexCodeContext:
 def read_masked(root: Path, rel: str, secret_globs: tuple[str, ...]) -> str | None:
     """The text of the file ``rel`` under ``root`` with secrets masked as cards mask them; None for a file
     outside the repository, a secret file, or one that cannot be read."""
-    from ctxbench.codegraph.secrets import redact
+    from ctxbench.redaction import redact
     from ctxbench.codegraph.walk import is_secret_file
 
     path = (root / rel).resolve()

@@ -11,6 +11,7 @@ root until the index's generation changes, so retrieval can call it on every que
 """
 from __future__ import annotations
 
+import dataclasses
 import gc
 import hashlib
 import json
@@ -36,8 +37,9 @@ from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import Config, IndexConfig
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
+from ctxbench.store.locks import exclusive
 
-PARSER_VERSION = 2  # bump when parsing, cards or secret masking change: every file is parsed again
+PARSER_VERSION = 4  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -47,6 +49,8 @@ PHASE_PARSE = "parse"  # symbols, references and cards
 PHASE_RESOLVE = "resolve"  # references -> edges
 PHASE_STORE = "store"
 PHASE_EMBED = "embed"
+PHASE_WAIT = "wait"  # another run indexes this database: this one waits for it (reported once, 0 of 1)
+INDEX_LOCK = "index"
 
 
 class IndexNotFound(LookupError):
@@ -94,6 +98,8 @@ class IndexResult:
     phases: tuple[tuple[str, float], ...]  # (phase, seconds) in order
     generation: int
     changed: bool  # the index content changed in this run
+    waited_for: str = ""  # who held the index lock when this run started ("" when it did not wait)
+    vectors_removed: int = 0  # cached vectors of cards that no longer exist, deleted in this run
 
     @property
     def seconds(self) -> float:
@@ -109,6 +115,7 @@ class IndexResult:
             "cards_embedded": self.cards_embedded,
             "cards_reused": self.cards_reused,
             "vectors_reused": self.vectors_reused,
+            "vectors_removed": self.vectors_removed,
             "embedded": self.embedded,
             "embed_note": self.embed_note,
             "files_parsed": self.files_parsed,
@@ -121,6 +128,7 @@ class IndexResult:
             "parse_errors": [{"path": e.path, "error": e.error, "partial": e.partial} for e in self.parse_errors],
             "seconds": {name: round(sec, 4) for name, sec in self.phases},
             "seconds_total": round(self.seconds, 4),
+            **({"waited_for": self.waited_for} if self.waited_for else {}),
         }
 
 
@@ -160,7 +168,14 @@ def _gc_paused() -> Iterator[None]:
 
 
 def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "") -> ParsedFile:
-    """Parse one file of any supported language."""
+    """Parse one file of any supported language. A blank file (but a package's ``__init__.py``) has nothing to
+    retrieve: it is listed among the files, with no symbol and no card to embed."""
+    if not text.strip() and os.path.basename(path) != "__init__.py":
+        if language == "python":
+            return ParsedFile(path, module_name_for(path, prefix)[0], language)
+        from ctxbench.codegraph.treesitter import module_id_for
+
+        return ParsedFile(path, module_id_for(path), language)
     if language == "python":
         module, is_package = module_name_for(path, prefix)
         return parse_python(text, path, module, is_package, config)
@@ -175,9 +190,34 @@ def _noop(phase: str, done: int, total: int) -> None:
 
 def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None, *,
                 progress: Progress | None = None, embed: EmbedFn | None = None) -> IndexResult:
-    """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened."""
-    icfg = _index_config(config)
+    """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened.
+
+    One run at a time per database: a run that finds another one going (another ``ctxbench index``, a
+    workbench attaching the repository) reports ``PHASE_WAIT``, waits for it, then diffs against what
+    it stored, so the same files are never written twice (and an unchanged repository is a no-op).
+    """
     report = progress or _noop
+    holder: list[str] = []
+
+    def waiting(who: str) -> None:
+        holder.append(who)
+        report(PHASE_WAIT, 0, 1)
+
+    started = time.perf_counter()
+    with exclusive(conn, INDEX_LOCK, waiting) as waited:
+        waited_s = time.perf_counter() - started
+        if waited:
+            report(PHASE_WAIT, 1, 1)
+        result = _build_index(root, conn, config, report, embed)
+    if waited:
+        result = dataclasses.replace(result, waited_for=holder[0] if holder else "another run",
+                                     phases=((PHASE_WAIT, waited_s),) + result.phases)
+    return result
+
+
+def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None,
+                 report: Progress, embed: EmbedFn | None) -> IndexResult:
+    icfg = _index_config(config)
     root_s = normalize_root(root)
     phases: list[tuple[str, float]] = []
     tables.ensure_schema(conn)
@@ -276,6 +316,7 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
 
     embedded = 0
     vectors_reused = 0
+    vectors_removed = 0
     embed_note = "not embedded (--no-embed or no embedder available)"
     if embed is not None:
         t0 = time.perf_counter()
@@ -293,6 +334,7 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
             report(PHASE_EMBED, len(cards), len(cards))
         embedded = int(getattr(stats, "embedded", 0) or 0)
         vectors_reused = int(getattr(stats, "reused", 0) or 0)
+        vectors_removed = int(getattr(stats, "removed", 0) or 0)
         model = getattr(stats, "model", "")
         embed_note = str(getattr(stats, "note", "") or (f"embedded with {model}" if model else "embedded"))
         phases.append((PHASE_EMBED, time.perf_counter() - t0))
@@ -317,6 +359,7 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
         phases=tuple(phases),
         generation=generation,
         changed=changed,
+        vectors_removed=vectors_removed,
     )
 
 

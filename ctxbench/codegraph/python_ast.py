@@ -15,7 +15,7 @@ from typing import Iterable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
 from ctxbench.records.code import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
-from ctxbench.codegraph.secrets import mask_secrets
+from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
@@ -448,12 +448,19 @@ def _type_name(ann: ast.AST | None) -> str:
 def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig) -> ParsedFile:
     """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported)."""
     source = _normalize(source)
-    masked, masked_lines = mask_secrets(source)
+    masked, masked_lines = mask_secrets(source, path)
+    error, partial = "", False
     try:
         tree = ast.parse(masked, filename=path)
     except SyntaxError as exc:
-        return ParsedFile(path, module, "python", error=f"SyntaxError: {exc.msg} (line {exc.lineno})",
-                          is_package=is_package)
+        error = f"SyntaxError: {exc.msg} (line {exc.lineno})"
+        from ctxbench.codegraph.python_repair import repair
+
+        repaired = repair(masked)  # the broken statements blanked, so the rest keeps its symbols
+        if repaired is None:
+            return ParsedFile(path, module, "python", error=error, is_package=is_package)
+        masked, partial = repaired, True
+        tree = ast.parse(masked, filename=path)
     except (ValueError, RecursionError, MemoryError) as exc:
         return ParsedFile(path, module, "python", error=f"{type(exc).__name__}: {exc}", is_package=is_package)
     lines = masked.split("\n")
@@ -496,4 +503,5 @@ def parse_python(source: str, path: str, module: str, is_package: bool, config: 
         path=path, module=module, language="python", symbols=symbols, cards=tuple(cards), refs=refs,
         imports=tuple(ex.imports), bindings=tuple(ex.bindings.items()), star_imports=tuple(ex.stars),
         attr_types=tuple((c, a, t) for (c, a), t in ex.attr_types.items()), is_package=is_package,
+        error=error, partial=partial,
     )

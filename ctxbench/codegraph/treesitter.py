@@ -18,7 +18,7 @@ from typing import Any, Callable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
 from ctxbench.records.code import CALLS, INHERITS, ParsedFile, RawRef
-from ctxbench.codegraph.secrets import mask_secrets
+from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
@@ -460,7 +460,7 @@ def parse_treesitter(source: str, path: str, language: str, config: IndexConfig)
     grammar = grammar_for(path, language)
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
-    masked, masked_lines = mask_secrets(source)
+    masked, masked_lines = mask_secrets(source, path)
     data = masked.encode("utf-8", "surrogatepass")
     try:
         tree = get_parser(grammar).parse(data)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterator, Protocol, Union
 
@@ -49,6 +50,7 @@ class ChatRequest:
     messages: tuple[dict[str, Any], ...]
     tools: tuple[dict[str, Any], ...] = ()
     plan: Any = None  # the ContextPlan (the offline model describes it); never sent over the wire
+    max_tokens: int | None = None  # the reply-token cap sent as ``max_tokens`` (None: the endpoint's default)
 
 
 @dataclass(frozen=True)
@@ -83,10 +85,14 @@ class LLMError(RuntimeError):
     def __init__(self, reason: str, *, kind: str, partial: str = "", status: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
-        self.kind = kind  # rate_limit | server | timeout | connection | auth | request | dropped | cancelled
+        self.kind = kind  # rate_limit | server | timeout | deadline | connection | auth | request | dropped | cancelled
         self.partial = partial
         self.status = status
         self.retry_after: float | None = None  # seconds the server asked us to wait (Retry-After)
+
+
+class DeadlinePassed(Exception):
+    """The call's total deadline (``llm.reply_deadline_s``) passed while waiting for the endpoint."""
 
 
 class LLMCancelled(LLMError):
@@ -200,12 +206,16 @@ class _Pump:
         except BaseException as exc:  # delivered to the reader
             self._queue.put(("error", exc))
 
-    def next(self, cancel: CancelToken) -> Any:
-        """The next chunk; StopIteration at the end; the stream's error; LLMCancelled once cancelled."""
+    def next(self, cancel: CancelToken, deadline: float | None = None) -> Any:
+        """The next chunk; StopIteration at the end; the stream's error; LLMCancelled once cancelled;
+        ``DeadlinePassed`` once ``time.monotonic()`` reaches ``deadline``."""
         while True:
             if cancel.cancelled:
                 self.close()
                 raise LLMCancelled()
+            if deadline is not None and time.monotonic() >= deadline:
+                self.close()
+                raise DeadlinePassed()
             try:
                 kind, value = self._queue.get(timeout=CANCEL_POLL_S)
             except queue.Empty:
@@ -288,13 +298,21 @@ class OpenAIChatClient:
         }
         if request.tools:
             payload["tools"] = [dict(t) for t in request.tools]
+        if request.max_tokens is not None:
+            payload["max_tokens"] = request.max_tokens
         return payload
+
+    def _deadline_error(self, partial: str) -> LLMError:
+        kept = "; the reply so far is kept" if partial else ""
+        return LLMError(f"no complete reply within the deadline of {self.config.reply_deadline_s:g}s "
+                        f"(llm.reply_deadline_s / --deadline){kept}", kind="deadline", partial=partial)
 
     def stream(self, request: ChatRequest, cancel: CancelToken | None = None) -> Iterator[StreamEvent]:
         from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential_jitter
 
         cancel = cancel or CancelToken()
         payload = self._payload(request)
+        deadline = time.monotonic() + self.config.reply_deadline_s
         pending: dict[str, float] = {}
         retry_after: dict[str, float] = {}
 
@@ -314,12 +332,16 @@ class OpenAIChatClient:
         for attempt in retrying:
             if "wait" in pending:
                 wait = min(pending.pop("wait"), self.config.retry_backoff_max_s)
+                if time.monotonic() + wait >= deadline:
+                    raise self._deadline_error("")
                 yield RetryScheduled(attempt.retry_state.attempt_number - 1, wait, last_error)
                 if cancel.wait(wait):
                     raise LLMCancelled()
             with attempt:
                 try:
-                    opened = self._open(payload, cancel)
+                    opened = self._open(payload, cancel, deadline)
+                except DeadlinePassed:
+                    raise self._deadline_error("") from None
                 except LLMError as error:
                     last_error = error.reason
                     if error.retry_after is not None:
@@ -331,11 +353,13 @@ class OpenAIChatClient:
             yield from first_events
             while True:
                 try:
-                    chunk = pump.next(cancel)
+                    chunk = pump.next(cancel, deadline)
                 except StopIteration:
                     break
                 except LLMCancelled:
                     raise LLMCancelled(assembly.text) from None
+                except DeadlinePassed:
+                    raise self._deadline_error(assembly.text) from None
                 except Exception as exc:
                     error = self._classify(exc, assembly.text)
                     if error.kind != "dropped":
@@ -356,7 +380,8 @@ class OpenAIChatClient:
             model=assembly.model or self.model,
         ))
 
-    def _open(self, payload: dict[str, Any], cancel: CancelToken) -> "tuple[_Pump, _Assembly, list[StreamEvent]]":
+    def _open(self, payload: dict[str, Any], cancel: CancelToken,
+              deadline: float | None = None) -> "tuple[_Pump, _Assembly, list[StreamEvent]]":
         """Send the request and read up to the first token (or the end): everything a retry may redo."""
         if cancel.cancelled:
             raise LLMCancelled()
@@ -365,10 +390,10 @@ class OpenAIChatClient:
         events: list[StreamEvent] = []
         try:
             while not assembly.started and not assembly.finish_reason:
-                events.extend(self._absorb(pump.next(cancel), assembly))
+                events.extend(self._absorb(pump.next(cancel, deadline), assembly))
         except StopIteration:
             pass  # ended before a token: the checks after the stream report it
-        except LLMCancelled:
+        except (LLMCancelled, DeadlinePassed):
             pump.close()
             raise
         except Exception as exc:

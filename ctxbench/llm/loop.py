@@ -40,6 +40,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
+from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
     AssistantStored,
     CallStarted,
@@ -56,6 +57,7 @@ from ctxbench.records.turns import (
     TurnFailed,
     TurnFinished,
     TurnStarted,
+    TurnWaiting,
     UsageCheck,
     UsageRecorded,
 )
@@ -122,18 +124,47 @@ class TurnRunner:
         budget: int | None = None,
         strategy: str | None = None,
     ) -> Iterator[TurnEvent]:
-        """One user turn with the tool loop; ends with one TurnFinished."""
+        """One user turn with the tool loop; ends with one TurnFinished.
+
+        Turns of one session never interleave: while another one runs (another process, another window)
+        this one says so (``TurnWaiting``) and waits, before its message is stored. A turn that ends with
+        no reply at all is dropped from plans and its user message flagged ``unanswered``, so the next
+        turn never sends two user messages in a row.
+        """
         cancel = cancel or CancelToken()
-        # Intent: stored before anything can fail
-        user = self.workbench.messages.append(session_id, "user", text, parsing_strategy=self.client.parsing_strategy)
-        group_id = user.group_id
-        yield TurnStarted(session_id, group_id, user)
+        lock = self.workbench.turn_lock(session_id)
+        if not lock.try_acquire():
+            yield TurnWaiting(session_id, lock.holder())
+            if not lock.acquire(give_up=lambda: cancel.cancelled):
+                yield TurnCancelled(None)
+                yield TurnFinished(session_id, 0, "cancelled", "", (), None, None,
+                                   "cancelled while waiting for the session's turn in progress")
+                return
         try:
-            yield from self._turn(session_id, text, group_id, cancel, mode, budget, strategy)
-        except Exception as exc:  # a bug must not leave the UI waiting: say so, end the turn
-            reason = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
-            yield TurnFailed(reason, "internal", None)
-            yield TurnFinished(session_id, group_id, "failed", "", (), None, None, reason)
+            # Intent: stored before anything can fail
+            user = self.workbench.messages.append(session_id, "user", text,
+                                                  parsing_strategy=self.client.parsing_strategy)
+            group_id = user.group_id
+            try:
+                yield TurnStarted(session_id, group_id, user)
+                yield from self._turn(session_id, text, group_id, cancel, mode, budget, strategy)
+            except Exception as exc:  # a bug must not leave the UI waiting: say so, end the turn
+                reason = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
+                yield TurnFailed(reason, "internal", None)
+                yield TurnFinished(session_id, group_id, "failed", "", (), None, None, reason)
+            finally:
+                self._mark_unanswered(session_id, group_id, user)
+        finally:
+            lock.release()
+
+    def _mark_unanswered(self, session_id: str, group_id: int, user: Message) -> None:
+        """A turn with no assistant message (not even a partial one) is dropped and its message flagged."""
+        messages = self.workbench.messages
+        if any(m.role == "assistant" for m in messages.group(session_id, group_id)):
+            return
+        with self.workbench.transaction():
+            messages.set_flags(session_id, user.id, tuple(dict.fromkeys((*user.flags, UNANSWERED_FLAG))))
+            messages.drop(session_id, group_id)
 
     def _turn(self, session_id: str, text: str, group_id: int, cancel: CancelToken, mode: str | None,
               budget: int | None, strategy: str | None) -> Iterator[TurnEvent]:
@@ -176,7 +207,8 @@ class TurnRunner:
 
             # Action
             yield CallStarted(plan.plan_id, round_no, self.client.model, bool(tools))
-            request = ChatRequest(messages=tuple(plan.messages()), tools=tuple(tools), plan=plan)
+            request = ChatRequest(messages=tuple(plan.messages()), tools=tuple(tools), plan=plan,
+                                  max_tokens=self._reply_cap(estimated))
             result = _CallResult()
             yield from self._call(request, cancel, result, group_id)
 
@@ -229,6 +261,11 @@ class TurnRunner:
                         wb.tasks.start(session_id, opens, first_group=group_id, opened_by="state")
 
             if not completion.tool_calls:
+                if round_no and not tools and not completion.content.strip():
+                    status = "failed"  # the last call offered no tools and the model still said nothing
+                    error_line = (f"the model gave no answer after {llm.max_tool_rounds} tool rounds "
+                                  "(llm.max_tool_rounds); ask a narrower question or raise the limit")
+                    yield TurnFailed(error_line, "tool_limit", None)
                 break
             run_tools = bool(tools) and not cancel.cancelled
             for call in completion.tool_calls:
@@ -255,6 +292,12 @@ class TurnRunner:
                 yield TurnCancelled(None)
                 break
             if not run_tools:
+                if not completion.content.strip():  # the rounds ran out before the model answered
+                    status = "failed"
+                    error_line = (f"the model was still calling tools after {llm.max_tool_rounds} tool rounds "
+                                  "(llm.max_tool_rounds) and gave no answer; ask a narrower question or raise "
+                                  "the limit")
+                    yield TurnFailed(error_line, "tool_limit", None)
                 break
 
         # Reflection
@@ -284,7 +327,8 @@ class TurnRunner:
         yield PlanReady(plan, 0)
         yield CallStarted(plan.plan_id, 0, self.client.model, False)
         result = _CallResult()
-        yield from self._call(ChatRequest(messages=tuple(plan.messages()), plan=plan), cancel, result)
+        yield from self._call(ChatRequest(messages=tuple(plan.messages()), plan=plan,
+                                          max_tokens=self._reply_cap(plan.used_tokens)), cancel, result)
         check = None
         block = None
         status, error_line = "ok", ""
@@ -314,6 +358,12 @@ class TurnRunner:
                            (plan.plan_id,), check, block, error_line)
 
     # -- internals ----------------------------------------------------------------------------
+
+    def _reply_cap(self, prompt_tokens: int) -> int:
+        """``max_tokens`` for a call: ``llm.max_reply_tokens``, or what the context window has left after the
+        prompt when that is less (an endpoint refuses a request whose prompt and cap exceed its window)."""
+        llm = self.config.llm
+        return max(1, min(llm.max_reply_tokens, llm.context_limit - prompt_tokens))
 
     def _record_usage(self, plan_id: str, estimated: int, completion: Any) -> UsageCheck:
         """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""

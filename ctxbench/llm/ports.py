@@ -40,6 +40,8 @@ class UnitOfWork(Protocol):
 
     def transaction(self) -> AbstractContextManager[Any]: ...
 
+    def turn_lock(self, session_id: str) -> Any: ...  # a store.locks.FileLock: one turn of a session at a time
+
     def settings(self, session_id: str) -> SessionSettings: ...
 
     def plan(self, session_id: str, query: str | None, settings: SessionSettings | None = None, *,

@@ -27,6 +27,8 @@ ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
     ("CTXBENCH_LLM_API_KEY_ENV", "api_key_env"),
     ("CTXBENCH_LLM_CONTEXT_LIMIT", "context_limit"),
     ("CTXBENCH_LLM_TIMEOUT", "timeout_s"),
+    ("CTXBENCH_LLM_DEADLINE", "reply_deadline_s"),
+    ("CTXBENCH_LLM_MAX_REPLY_TOKENS", "max_reply_tokens"),
 )
 
 
@@ -39,6 +41,8 @@ def resolve_llm_config(
     api_key_env: str | None = None,
     context_limit: int | None = None,
     timeout_s: float | None = None,
+    reply_deadline_s: float | None = None,
+    max_reply_tokens: int | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> LLMConfig:
     """``config`` with environment and flag overrides applied.
@@ -53,11 +57,12 @@ def resolve_llm_config(
         if env.get(var):
             changes[name] = _env_value(var, name, env[var], config)
     flags = (("provider", provider), ("base_url", base_url), ("model", model), ("api_key_env", api_key_env),
-             ("context_limit", context_limit), ("timeout_s", timeout_s))
+             ("context_limit", context_limit), ("timeout_s", timeout_s), ("reply_deadline_s", reply_deadline_s),
+             ("max_reply_tokens", max_reply_tokens))
     for name, value in flags:
         if value:
             changes[name] = value
-    for name in ("context_limit", "timeout_s"):
+    for name in ("context_limit", "timeout_s", "reply_deadline_s", "max_reply_tokens"):
         if name in changes and not changes[name] > 0:  # type: ignore[operator]
             raise ProviderError(f"{name} must be positive, got {changes[name]}")
     resolved = dataclasses.replace(config, **changes)

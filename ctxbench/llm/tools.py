@@ -240,7 +240,10 @@ class ToolBox:
             return f"error: {exc}", False, ()
         except sqlite3.Error as exc:
             return f"error: SQL failed: {exc}", False, ()
-        return result.render(self.config.query_db_max_chars), True, ()
+        from ctxbench.redaction import redact
+
+        # stored messages typed or pasted in a chat may hold secrets: they reach the model masked
+        return redact(result.render(self.config.query_db_max_chars))[0], True, ()
 
     def _scratchpad(self, args: dict[str, Any]) -> tuple[str, bool, tuple[PinSuggestion, ...]]:
         action = str(args.get("action") or "read")

@@ -88,6 +88,7 @@ class PlanItem:
     messages: tuple[dict[str, Any], ...] = ()  # the OpenAI messages this item renders to (empty if excluded)
     detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
     external_ids: tuple[str, ...] = ()  # the source ids of its messages, when they were imported with one
+    redacted: int = 0  # secrets masked in what this item sends (each one is a [REDACTED] in its messages)
 
     def to_json(self) -> dict[str, Any]:
         extra = {"external_ids": list(self.external_ids)} if self.external_ids else {}
@@ -104,6 +105,7 @@ class PlanItem:
             "detail": self.detail,
             "message_ids": list(self.message_ids),
             **extra,
+            **({"redacted": self.redacted} if self.redacted else {}),
         }
 
 

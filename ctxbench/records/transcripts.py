@@ -3,6 +3,7 @@ or a :class:`TranscriptError` naming the line and what is wrong. Parsers never t
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -65,6 +66,20 @@ def decode_line(number: int, raw: str | bytes) -> str:
     return raw.lstrip("\ufeff") if number == 1 else raw
 
 
+# a \uD800-\uDFFF escape: a surrogate, valid only as the half of a pair (the raw bytes are checked UTF-8 already)
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89abcdefABCDEF][0-9a-fA-F]{2}")
+
+
+def _check_text(number: int, obj: Any) -> None:
+    """A lone surrogate escape (``"\\ud800"``) decodes to text that can be neither stored nor sent."""
+    try:
+        json.dumps(obj, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = exc.object[exc.start:exc.end]
+        raise TranscriptError(number, f"a lone surrogate escape (\\u{ord(bad[0]):04x}) is not text; "
+                                      "was the file cut inside an emoji?") from None
+
+
 def json_objects(lines: Iterable[str | bytes], what: str) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, object) for each non-blank JSONL line; bad JSON or a non-object names its line."""
     for number, raw in enumerate(lines, start=1):
@@ -75,6 +90,10 @@ def json_objects(lines: Iterable[str | bytes], what: str) -> Iterator[tuple[int,
             obj = json.loads(text)
         except json.JSONDecodeError as exc:
             raise TranscriptError(number, f"bad JSON: {exc.msg} (column {exc.colno})") from None
+        except RecursionError:
+            raise TranscriptError(number, "JSON nested too deeply to be a message") from None
+        if "\\u" in text and _SURROGATE_ESCAPE.search(text):
+            _check_text(number, obj)
         if not isinstance(obj, dict):
             raise TranscriptError(number, f"expected a JSON object (one {what}), got {type(obj).__name__}")
         yield number, obj

@@ -5,6 +5,7 @@ passes them on (each plan as a :class:`TurnPlanned` carrying what the screens sh
 posts each one to its screen in one typed message and the CLI prints or collects them. A turn always
 ends with exactly one :class:`TurnFinished`.
 
+(wait)      TurnWaiting                          another turn of the session is running: this one waits for it
 Intent      TurnStarted                          the user's message is stored (before any call)
 Context     PlanReady (TurnPlanned from the service) the plan for this model call (one per round)
 Action      CallStarted, Retrying, ReplyDelta,   streaming; ToolCallRequested as the model names a tool
@@ -22,6 +23,14 @@ from typing import Union
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.views import PlanView
+
+
+@dataclass(frozen=True)
+class TurnWaiting:
+    """Another turn of the same session is running (another process, another window): this one waits."""
+
+    session_id: str
+    holder: str  # who runs it ("process 4242")
 
 
 @dataclass(frozen=True)
@@ -157,7 +166,9 @@ class ReflectionDone:
 @dataclass(frozen=True)
 class TurnFailed:
     reason: str  # one line
-    kind: str  # rate_limit | server | timeout | connection | auth | request | dropped | context_limit | internal
+    # rate_limit | server | timeout | deadline | connection | auth | request | dropped | context_limit
+    # | tool_limit | internal
+    kind: str
     partial_message: Message | None
 
 
@@ -179,6 +190,6 @@ class TurnFinished:
 
 
 TurnEvent = Union[
-    TurnStarted, PlanReady, CallStarted, Retrying, ReplyDelta, ToolCallRequested, AssistantStored, ToolStarted,
+    TurnWaiting, TurnStarted, PlanReady, CallStarted, Retrying, ReplyDelta, ToolCallRequested, AssistantStored, ToolStarted,
     ToolFinished, UsageRecorded, StateUpdated, ReflectionDone, TurnFailed, TurnCancelled, TurnFinished,
 ]

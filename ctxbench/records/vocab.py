@@ -82,3 +82,9 @@ PIN_SOURCES = ("user", "activation", "model", "promotion")
 PIN_TARGET_PREFIXES = ("group:", "atom:", "card:", "memo:", "text:", "path:")
 # What activation may raise as a suggested pin on its own (the model's own suggestions can name any target).
 ACTIVATION_SUGGESTION_PREFIXES = ("card:", "group:")
+
+# -- messages ---------------------------------------------------------------------------------------
+# The flag on a user message whose turn ended with no reply at all (failed, cancelled or interrupted before
+# the model's first token): its turn is dropped from plans (kept in the store, ``/context restore`` brings
+# it back), so the next turn never sends two user messages in a row.
+UNANSWERED_FLAG = "unanswered"

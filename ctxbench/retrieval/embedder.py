@@ -243,7 +243,9 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         texts = list(texts)
-        if self._model is None and self._query_model is not None and len(texts) <= self.config.numpy_max_texts:
+        # a few texts (a query) always go through the numpy encoder when there is one, torch loaded or not: the
+        # same query gets the same vector in every process, so a plan's inputs (and its id) are reproducible
+        if self._query_model is not None and len(texts) <= self.config.numpy_max_texts:
             with self._encode_lock:
                 vectors = self._query_model.encode(texts, max_seq_length or self.config.max_seq_length)
             if progress is not None:

@@ -21,6 +21,7 @@ import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
+from ctxbench.store.vectors import TURN_KEY_MARK
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
 TURN_TEXT_VERSION = "h2"
@@ -60,7 +61,7 @@ def text_hash(text: str) -> str:
 
 def cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
     """What shapes a turn's vector: the embedder (model, precision), the sequence length, the text version."""
-    return f"{embedder_key}|turn-{TURN_TEXT_VERSION}|seq{config.embed_max_seq_length}"
+    return f"{embedder_key}{TURN_KEY_MARK}{TURN_TEXT_VERSION}|seq{config.embed_max_seq_length}"
 
 
 def group_messages(history: Sequence[Message], skip_groups: Iterable[int] = ()) -> dict[int, list[Message]]:

@@ -20,12 +20,14 @@ import numpy as np
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import EmbeddingConfig
-from ctxbench.store.vectors import database_file, index_row, load_vectors, save_index_row, save_vectors
+from ctxbench.store.vectors import (database_file, index_row, load_vectors, prune_card_vectors, save_index_row,
+                                    save_vectors)
 
 # Bump when embed_text changes: cached vectors of the old text are then not reused.
 EMBED_TEXT_VERSION = "t1"
 
 Progress = Callable[[int, int], None]
+SAVE_EVERY = EmbeddingConfig().save_every  # for embedders without an EmbeddingConfig (tests' small ones)
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
 _NON_WORD = re.compile(r"[^A-Za-z0-9]+")
@@ -70,6 +72,7 @@ class EmbedStats:
     embedded: int
     reused: int
     seconds: float
+    removed: int = 0  # cached vectors of cards that no longer exist, deleted after this run
 
     @property
     def cards_per_second(self) -> float:
@@ -95,12 +98,22 @@ def _card_vectors(cards: Sequence[SymbolCard], conn: sqlite3.Connection, embedde
     todo = [card for h, card in unique.items() if h not in found]
     if progress is not None:
         progress(0, len(todo))
-    if todo:
-        vectors = embedder.encode([embed_text(c) for c in todo], progress=progress)
-        rows = [(c.card_hash, np.asarray(v, dtype=np.float32)) for c, v in zip(todo, vectors)]
+    # saved batch by batch: a run killed (or failing) midway keeps what it embedded, the next one reuses it
+    step = max(1, int(getattr(getattr(embedder, "config", None), "save_every", 0) or SAVE_EVERY))
+    for start in range(0, len(todo), step):
+        batch = todo[start:start + step]
+
+        def batch_progress(done: int, total: int, offset: int = start) -> None:
+            if progress is not None:
+                progress(offset + done, len(todo))
+
+        vectors = embedder.encode([embed_text(c) for c in batch], progress=batch_progress)
+        rows = [(c.card_hash, np.asarray(v, dtype=np.float32)) for c, v in zip(batch, vectors)]
         save_vectors(conn, rows, key)
         found.update(rows)
-    stats = EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started)
+    removed = prune_card_vectors(conn)
+    stats = EmbedStats(embedded=len(todo), reused=len(unique) - len(todo), seconds=time.perf_counter() - started,
+                       removed=removed)
     return found, stats
 
 

@@ -28,12 +28,14 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import NewMessage, SessionSettings
 from ctxbench.records.transcripts import Transcript, TranscriptError
+from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
 from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
 from ctxbench.store.compaction import Summaries, Tasks, active_summaries, open_task
 from ctxbench.store.database import Database
+from ctxbench.store.locks import FileLock
 from ctxbench.store.memory import Memory
 from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
@@ -126,6 +128,11 @@ class Workbench:
         with it (a transaction already open on the thread is joined)."""
         return self.database.transaction()
 
+    def turn_lock(self, session_id: str) -> FileLock:
+        """The lock one turn of ``session_id`` holds (across processes): turns of one session never interleave."""
+        path = None if str(self.db_path) == ":memory:" else self.db_path
+        return FileLock(path, f"turn-{session_id}", memory_key=f"workbench:{id(self)}")
+
     @property
     def conn(self) -> sqlite3.Connection:
         """A connection of its own for direct SQL (inspection, tools, tests); the product goes through
@@ -197,14 +204,18 @@ class Workbench:
         return self.import_transcript(transcript, title=title if title is not None else Path(path).stem)
 
     def import_transcript(self, transcript: Transcript, *, title: str = "") -> str:
-        """Store a parsed transcript as a new session in one transaction; returns its id."""
-        new = [
-            NewMessage(group_id=m.group + 1, role=m.role, content=m.content, tool_calls=m.tool_calls,
-                       tool_call_id=m.tool_call_id, tool_name=m.tool_name, parsing_strategy=m.parsing_strategy,
-                       tokens=self._count(m.role, m.content, m.tool_calls, m.tool_call_id), flags=m.flags,
-                       external_id=m.external_id, created_at=m.created_at)
-            for m in transcript.messages
-        ]
+        """Store a parsed transcript as a new session in one transaction; returns its id. Secrets in the
+        messages (a tool result holding a ``.env``, a key pasted in a prompt) are masked before they are stored."""
+        from ctxbench.redaction import redact
+
+        new = []
+        for m in transcript.messages:
+            content, calls = redact(m.content)[0], redact_calls(m.tool_calls)
+            new.append(NewMessage(group_id=m.group + 1, role=m.role, content=content, tool_calls=calls,
+                                  tool_call_id=m.tool_call_id, tool_name=m.tool_name,
+                                  parsing_strategy=m.parsing_strategy,
+                                  tokens=self._count(m.role, content, calls, m.tool_call_id), flags=m.flags,
+                                  external_id=m.external_id, created_at=m.created_at))
         with self.transaction():
             session_id = self.sessions.create(title or transcript.source, str(self.repo) if self.repo else None)
             self.messages.insert(session_id, new)
@@ -239,7 +250,7 @@ class Workbench:
             inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
-        inputs = dataclasses.replace(inputs, retrieval=retrieval, tools_tokens=tools_tokens)
+        inputs = dataclasses.replace(redact_inputs(inputs), retrieval=retrieval, tools_tokens=tools_tokens)
         if wanted.strategy == "semantic":
             ranking = self._semantic_ranking(inputs)
             if ranking:
@@ -387,7 +398,7 @@ class Workbench:
                                   tools_tokens=tools_tokens, **overrides)
         from ctxbench.planner import build_plan  # imported on first use
 
-        plan = build_plan(inputs, self.config.planner, self.tokenizer)
+        plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))
         if store:
             self.plans.save(inputs, plan)
         return plan

@@ -95,6 +95,8 @@ def migrate(conn: sqlite3.Connection, component: str, migrations: Sequence[Migra
         )
     for version, step in enumerate(migrations[current:], start=current + 1):
         with transaction(conn):
+            if schema_version(conn, component) >= version:
+                continue  # another process applied it while this one waited for the write lock
             if callable(step):
                 step(conn)
             else:

@@ -1,15 +1,17 @@
-"""``query_db``: read-only SQL over one session's messages, enforced by SQLite itself.
+"""``query_db``: read-only SQL over one session's messages, enforced by what the connection holds.
 
-The model's SQL runs on its own connection to the database file, opened read-only
-(``mode=ro`` URI) with ``PRAGMA query_only`` on. A TEMP view ``messages`` shows only this
-session's rows, and an authorizer allows nothing but SELECT, reads *through that view*,
-functions (except ``load_extension``), the table-valued functions ``json_each`` / ``json_tree``
-(to look into ``tool_calls``) and recursive CTEs: every write, ATTACH, PRAGMA, transaction, DDL,
-other table-valued function (``pragma_table_info`` ...) or direct read of any table (other
-sessions, plans, memos) is refused by SQLite while it compiles the statement, however the text is
-dressed up. A progress handler stops runaway queries; SQLite's length limit keeps any one value
-small (``randomblob(1e9)`` fails instead of allocating a gigabyte); results are capped in rows,
-in characters per value and in characters overall.
+The model's SQL runs on a connection of its own to a private, anonymous database (SQLite deletes it
+on close). Before the statement runs, this session's rows are copied from the store file (attached
+read-only, then detached) into a TEMP table ``messages``; nothing else of the store is on the
+connection, so no spelling of the SQL — a CTE or alias named ``messages``, a subquery, a ``main.`` or
+``temp.`` prefix, another table's name — can reach another session's rows, plans or memos: they are
+not there. On top of that an authorizer allows nothing but SELECT, reads of that table, functions
+(except ``load_extension``), the table-valued functions ``json_each`` / ``json_tree`` (to look into
+``tool_calls``) and recursive CTEs: every write, ATTACH, PRAGMA, transaction, DDL, other
+table-valued function (``pragma_table_info`` ...) is refused by SQLite while it compiles the
+statement, however the text is dressed up. A progress handler stops runaway queries; SQLite's length
+limit keeps any one value small (``randomblob(1e9)`` fails instead of allocating a gigabyte); results
+are capped in rows, in characters per value and in characters overall.
 """
 from __future__ import annotations
 
@@ -63,10 +65,6 @@ class QueryResult:
         return text + note
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 class _Authorizer:
     def __init__(self) -> None:
         self.denied: list[str] = []
@@ -75,14 +73,12 @@ class _Authorizer:
         if action == sqlite3.SQLITE_SELECT or action == sqlite3.SQLITE_RECURSIVE:
             return sqlite3.SQLITE_OK
         if action == sqlite3.SQLITE_READ:
-            # Reads are allowed only when they happen inside our view (source names it) on main.messages.
-            if source == VIEW and dbname == "main" and arg1 == "messages":
-                return sqlite3.SQLITE_OK
-            if (dbname == "temp" and arg1 == VIEW) or dbname is None:  # the view itself; CTEs and subqueries
+            # the connection holds only this session's copy: reads of it (under any alias or CTE) are fine
+            if (dbname == "temp" and arg1 == VIEW) or dbname is None:
                 return sqlite3.SQLITE_OK
             if dbname == "main" and arg1 in TABLE_VALUED:  # the columns of json_each(...) / json_tree(...)
                 return sqlite3.SQLITE_OK
-            self.denied.append(f"reading {dbname}.{arg1} directly (use the `{VIEW}` view)")
+            self.denied.append(f"reading {dbname}.{arg1} directly (only the `{VIEW}` table of this session is here)")
             return sqlite3.SQLITE_DENY
         if action == sqlite3.SQLITE_UPDATE and arg1 == _SCHEMA_TABLE:
             # only the first use of a table-valued function (pragma_table_info, dbstat, ...) does this;
@@ -135,12 +131,17 @@ def run_query(
     path = Path(db_path)
     if str(db_path) == ":memory:" or not path.exists():
         raise QueryRefused("query_db needs the session's database file")
-    conn = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True, check_same_thread=False)
+    # "" is a private temporary database (on disk when it grows, deleted on close): the only data the
+    # model's statement can see is the copy of this session's rows made here
+    conn = sqlite3.connect("", uri=True, check_same_thread=False)
     try:
+        conn.execute("ATTACH DATABASE ? AS store", (f"{path.resolve().as_uri()}?mode=ro",))
         conn.execute(
-            f"CREATE TEMP VIEW {VIEW} AS SELECT {', '.join(VIEW_COLUMNS)} FROM main.messages "
-            f"WHERE session_id = {_quote(session_id)}"
+            f"CREATE TEMP TABLE {VIEW} AS SELECT {', '.join(VIEW_COLUMNS)} FROM store.messages "
+            "WHERE session_id = ? ORDER BY id", (session_id,)
         )
+        conn.commit()
+        conn.execute("DETACH DATABASE store")
         conn.execute("PRAGMA query_only = ON")
         for name in TABLE_VALUED:
             conn.execute(f"SELECT * FROM {name}('[]')").fetchall()
@@ -174,11 +175,13 @@ def run_query(
         except sqlite3.DatabaseError as exc:
             if authorizer.denied:
                 raise QueryRefused(
-                    "query_db is read-only over the `messages` view of this session; refused: "
+                    "query_db is read-only over the `messages` table of this session; refused: "
                     + ", ".join(dict.fromkeys(authorizer.denied))
                 ) from exc
             if budget["steps"] > max_steps:
                 raise QueryRefused(f"query stopped after {max_steps} steps; narrow it down or add LIMIT") from exc
+            if "no such table" in str(exc):
+                raise QueryRefused(f"{exc}: query_db holds one table, `{VIEW}` (this session's messages)") from exc
             if isinstance(exc, sqlite3.DataError) or "too big" in str(exc):
                 raise QueryRefused(
                     f"a value in the query grew past {max_length} bytes; select less (substr(), LIMIT)"

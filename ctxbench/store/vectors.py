@@ -39,6 +39,8 @@ MIGRATIONS = (
     """,
 )
 _SQL_PARAMS = 500  # hashes per IN (...) query
+# what a turn's model key holds (``retrieval.history_vectors.cache_key``): those rows are not card vectors
+TURN_KEY_MARK = "|turn-"
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -75,6 +77,20 @@ def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]
             "INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
             [(h, key, int(np.asarray(v).shape[-1]), _blob(v)) for h, v in rows],
         )
+
+
+def prune_card_vectors(conn: sqlite3.Connection) -> int:
+    """Delete the cached card vectors no card of any repository indexed here has any more (a card whose
+    text changed left its old vector behind); turn vectors are kept. Returns how many were deleted."""
+    ensure_schema(conn)
+    with transaction(conn):
+        try:
+            cursor = conn.execute(
+                "DELETE FROM card_vectors WHERE instr(model, ?) = 0 "
+                "AND card_hash NOT IN (SELECT card_hash FROM code_cards)", (TURN_KEY_MARK,))
+        except sqlite3.OperationalError:  # no code index in this database
+            return 0
+        return cursor.rowcount
 
 
 def database_file(conn: sqlite3.Connection) -> Path | None:

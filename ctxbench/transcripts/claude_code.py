@@ -76,6 +76,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
     """Parse and validate every record; raises :class:`TranscriptError` at the first problem."""
     out: list[TranscriptMessage] = []
     tool_names: dict[str, str] = {}
+    answered_on: dict[str, int] = {}  # tool_use id -> line of the tool_result that answered it
     group = -1
     pending: _Assistant | None = None
 
@@ -122,6 +123,7 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
                     arguments = json.dumps(block.get("input", {}), sort_keys=True, ensure_ascii=False)
                     pending.calls.append(ToolCall(call_id, name, arguments))
                     tool_names[call_id] = name
+                    answered_on.pop(call_id, None)
                 # thinking, redacted_thinking and others are not part of the replayable history
             continue
 
@@ -143,6 +145,13 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
                 use_id = block.get("tool_use_id")
                 if not isinstance(use_id, str) or not use_id:
                     raise TranscriptError(number, f"tool_result {i} has no tool_use_id")
+                if use_id not in tool_names:  # as the OpenAI importer: a result must answer a call
+                    raise TranscriptError(number, f"tool_result {i} answers tool_use_id {use_id!r}, which no "
+                                                  "earlier assistant message called")
+                if use_id in answered_on:
+                    raise TranscriptError(number, f"tool_result {i} answers tool_use_id {use_id!r}, which was "
+                                                  f"already answered on line {answered_on[use_id]}")
+                answered_on[use_id] = number
                 body = _block_text(block.get("content"), number, f"tool_result {i} content")
                 if block.get("is_error"):
                     body = "[error] " + body

@@ -12,9 +12,12 @@ the replay screen, ``whatif.*`` in the what-if screen, ``compact.*`` in the comp
 """
 from __future__ import annotations
 
+import difflib
+import re
 from dataclasses import dataclass
 
 from textual.binding import Binding
+from textual.keys import KEY_NAME_REPLACEMENTS, key_to_character
 
 
 @dataclass(frozen=True)
@@ -108,15 +111,97 @@ BINDING_IDS: frozenset[str] = frozenset(s.id for s in ALL_KEYS)
 
 
 def keymap_from_config(pairs: tuple[tuple[str, str], ...]) -> tuple[dict[str, str], list[str]]:
-    """The config's ``ui.keymap`` as a Textual keymap, and the ids it names that do not exist."""
+    """The config's ``ui.keymap`` as a Textual keymap (keys written as Textual names them, so ``"ctrl+k, f2"``
+    binds f2 too), and the ids it names that do not exist."""
     keymap: dict[str, str] = {}
     unknown: list[str] = []
     for binding_id, keys in pairs:
         if binding_id not in BINDING_IDS:
             unknown.append(binding_id)
             continue
-        keymap[binding_id] = str(keys)
+        keymap[binding_id] = ",".join(_key_names(str(keys)))
     return keymap, unknown
+
+
+# screens with a text input that has the focus: a key that types a character must reach it
+TYPING_SCOPES = ("ctxbench", "overlay")
+SCOPE_NAMES = {"ctxbench": "the main screen", "overlay": "the context overlay", "viewer": "the viewers",
+               "replay": "the replay screen", "whatif": "the what-if screen"}
+MODIFIERS = ("ctrl", "shift", "alt", "meta", "super", "hyper")
+_KEY_NAME = re.compile(rf"^(({'|'.join(MODIFIERS)})\+)*([a-z0-9_]+|[^\sA-Z+]|[A-Z])$")
+
+
+def keymap_problems(pairs: tuple[tuple[str, str], ...]) -> list[str]:
+    """What is wrong with the config's ``ui.keymap``, one line per problem naming the key: an unknown binding
+    id, a key that is not a key name, a key bound twice on one screen (by the keymap, or by the keymap and a
+    default left as it is), a key the app keeps (quit, the command palette), or a key that types a character
+    bound on a screen where the user types."""
+    from textual.app import App
+
+    problems: list[str] = []
+    given = dict(pairs)
+    reserved = {b.key: b.description or b.action for b in Binding.make_bindings(App.BINDINGS)}
+    reserved[App.COMMAND_PALETTE_BINDING] = "command palette"
+    for binding_id, keys in pairs:
+        where = f"ui.keymap.{binding_id}"
+        if binding_id not in BINDING_IDS:
+            problems.append(f"{where}: unknown binding id; {_closest_id(binding_id)}")
+            continue
+        scope = binding_id.split(".")[0]
+        for key in [k.strip() for k in str(keys).split(",")]:
+            if not _KEY_NAME.match(key):
+                problems.append(f"{where}: {key!r} is not a key name (write keys as Textual names them: ctrl+k, f2, "
+                                "escape, space, a)")
+            elif _key_names(key)[0] in reserved:
+                problems.append(f"{where}: {key} is the app's own key ({reserved[_key_names(key)[0]]})")
+            elif scope in TYPING_SCOPES and _types_a_character(key):
+                problems.append(f"{where}: {key} types a character, and on {_scope(scope)} you type: bind a key "
+                                "with ctrl+ or alt+, or a function key")
+    for scope in dict.fromkeys(spec.id.split(".")[0] for spec in ALL_KEYS):
+        owners: dict[str, list[str]] = {}
+        for spec in ALL_KEYS:
+            if spec.id.split(".")[0] == scope:
+                for key in _key_names(given.get(spec.id, spec.keys)):
+                    owners.setdefault(key, []).append(spec.id)
+        for key, ids in owners.items():
+            mine = [i for i in ids if i in given]
+            if len(ids) > 1 and mine:
+                others = ", ".join(i for i in ids if i != mine[0])
+                problems.append(f"ui.keymap.{mine[0]}: {key} is bound twice on {_scope(scope)}: also to {others}"
+                                f"{'' if all(i in given for i in ids) else ' (its default key)'}")
+    return problems
+
+
+def _closest_id(binding_id: str) -> str:
+    """The id meant: the closest name on the same screen, else the closest id, else the ids there are."""
+    scope, _, name = binding_id.partition(".")
+    same = [spec.id for spec in ALL_KEYS if spec.id.split(".")[0] == scope]
+    close = (difflib.get_close_matches(name, [i.partition(".")[2] for i in same], n=1, cutoff=0.6) if same else
+             difflib.get_close_matches(binding_id, [spec.id for spec in ALL_KEYS], n=1, cutoff=0.6))
+    if close:
+        return f"did you mean {scope + '.' + close[0] if same else close[0]}?"
+    if same:
+        return f"known on {_scope(scope)}: {', '.join(same)}"
+    return "ids start with " + ", ".join(f"{s}." for s in dict.fromkeys(i.id.split(".")[0] for i in ALL_KEYS))
+
+
+def _key_names(keys: str) -> list[str]:
+    """Keys as Textual names them (``,`` -> comma), blanks around them dropped."""
+    return [b.key for k in keys.split(",") if k.strip() for b in Binding.make_bindings([Binding(k.strip(), "noop")])]
+
+
+def _types_a_character(key: str) -> bool:
+    base = key.removeprefix("shift+")
+    if "+" in base.rstrip("+"):
+        return False
+    if base in KEY_NAME_REPLACEMENTS.values():  # minus, plus, slash, ...
+        return True
+    character = base if len(base) == 1 else key_to_character(base)
+    return character is not None and character.isprintable()
+
+
+def _scope(scope: str) -> str:
+    return SCOPE_NAMES.get(scope, f"the {scope} screen")
 
 
 def describe_key(binding_id: str, keymap: dict[str, str] | None = None) -> str:

@@ -83,11 +83,11 @@ class WatchController:
 
 def toggle_steer(host: Any) -> None:
     """The steering key: switch a followed proxied conversation between steering and pass-through."""
-    watch = getattr(host, "watch", None)
-    if watch is None:
+    watcher = getattr(host, "watcher", None)
+    if watcher is None:
         host.notify("steering applies to proxied conversations: ctxbench open --watch", severity="warning")
     else:
-        watch.toggle()
+        watcher.toggle()
 
 
 def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView) -> Text:

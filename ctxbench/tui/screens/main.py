@@ -46,7 +46,7 @@ class MainScreen(Screen[None]):
         self.link = SessionLink(self, options, config)
         self.slash = SlashController(self)
         self.feed = TurnFeed(self)
-        self.watch = WatchController(self) if options.watch else None  # following a proxied conversation
+        self.watcher = WatchController(self) if options.watch else None  # following a proxied conversation (not `watch`: Textual's DOMNode.watch)
         self.view: PlanView | None = None  # the plan the meter and the overlay show
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
@@ -103,11 +103,11 @@ class MainScreen(Screen[None]):
         self.session_title = snap.title or snap.session_id
         self._take(snap)
         await self.chat.show_history(snap.history, snap.dropped)
-        if not snap.history and self.watch is None:
+        if not snap.history and self.watcher is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
         self.ready = True
-        if self.watch is not None:
-            self.watch.start()
+        if self.watcher is not None:
+            self.watcher.start()
 
     def _take(self, snap) -> None:
         """The session's (or a branch's) own settings and branch name: indicator and status line."""

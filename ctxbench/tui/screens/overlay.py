@@ -127,6 +127,9 @@ class ContextOverlay(ModalScreen[None]):
                     f"{tok(plan.used_tokens)} / {tok(plan.budget)} tok{over} · "
                     f"{len(plan.included)} included · {len(plan.excluded)} excluded · "
                     f"{len(self.view.suggestions)} suggested")
+        redacted = sum(i.redacted for i in plan.items)
+        if redacted:
+            text.append(f" · redacted: {redacted} secrets masked", style="bold")
         if self.view.draft:
             text.append(" · for your draft", style="italic")
         title.update(text)
@@ -198,6 +201,8 @@ class ContextOverlay(ModalScreen[None]):
             bits = [i.id, f"{tok(i.tokens)} tok", i.reason]
             if i.detail:
                 bits.append(i.detail)
+            if i.redacted:
+                bits.append(f"redacted: {i.redacted}")
             if row.pin:
                 bits.append(f"pinned {row.pin}")
             detail.update(Text(" · ".join(bits), no_wrap=True, overflow="ellipsis"))

@@ -1,0 +1,225 @@
+"""Where the secrets in a text are: detect-secrets' rule set run over the whole text, plus ours.
+
+detect-secrets scans line by line through global settings; here its plugins are used directly (they
+are plain regexes and an entropy check), each regex detector over the whole text at once, so a file
+costs a few C-speed passes instead of a Python loop per line and plugin, and nothing is shared
+between threads but compiled patterns. Its verification (which would call provider APIs) never runs.
+"""
+from __future__ import annotations
+
+import re
+import threading
+from bisect import bisect_right
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterator
+
+from ctxbench.redaction.rules import count_key_blocks, extra_spans, looks_like_a_value, mask_private_keys
+
+MASK = "[REDACTED]"
+
+# detect-secrets detectors left out: public IP addresses are not secrets, and its private-key rule only
+# flags the BEGIN line (rules.private_key_spans masks the key's body and keeps the armour lines)
+_SKIPPED_DETECTORS = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
+# the keyword detector runs on lines that hold one of its own keywords
+_KEYWORD_HINT = re.compile(
+    r"(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass|password|passwd"
+    r"|pwd|secret|contrase(?:ñ|n)a", re.IGNORECASE)
+# the regex detectors run on the lines that could hold what they look for: a long run of token characters
+# with a digit in it (every provider key format has one in all but a vanishing share of keys), or a URL
+# with credentials (``scheme://user:password@``)
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{12,}")
+_DIGIT = re.compile(r"\d")
+_URL_CREDENTIALS = re.compile(r"://[^\s/@]+:[^\s/@]+@")
+_MIN_KEYWORD_VALUE = 6  # shorter values after a keyword (``password = "x"``) are placeholders, not secrets
+MASKED_CACHE_SIZE = 50_000  # texts whose masking is remembered (plans mask their whole history every call)
+
+
+@dataclass(frozen=True)
+class Masked:
+    text: str
+    count: int  # secrets masked
+    lines: frozenset[int]  # 1-based lines holding a masked secret
+
+
+@dataclass(frozen=True)
+class _Detectors:
+    patterns: tuple[re.Pattern[str], ...]  # regex detectors: mask the groups, else the whole match
+    entropy: tuple[Any, ...]  # high-entropy string plugins
+    keyword: Any
+    config_style: dict  # the keyword detector's regexes for config files (values need no quotes)
+
+
+@lru_cache(maxsize=1)
+def _detectors() -> _Detectors:
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+    from detect_secrets.plugins.base import RegexBasedDetector
+    from detect_secrets.plugins.high_entropy_strings import HighEntropyStringsPlugin
+    from detect_secrets.plugins.keyword import CONFIG_DENYLIST_REGEX_TO_GROUP, KeywordDetector
+
+    patterns: list[re.Pattern[str]] = []
+    entropy: list[Any] = []
+    for cls in get_mapping_from_secret_type_to_class().values():
+        if cls.__name__ in _SKIPPED_DETECTORS:
+            continue
+        if issubclass(cls, RegexBasedDetector):
+            patterns.extend(cls().denylist)
+        elif issubclass(cls, HighEntropyStringsPlugin):
+            entropy.append(cls())  # detect-secrets' default limits (base64 4.5, hex 3.0)
+    return _Detectors(tuple(patterns), tuple(entropy), KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP)
+
+
+def _candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
+    """The lines the regex detectors need to see, joined, with (offset in the joined text, offset in ``text``)."""
+    starts: set[int] = set()
+    for match in _LONG_TOKEN.finditer(text):
+        if _DIGIT.search(match.group()):
+            starts.add(text.rfind("\n", 0, match.start()) + 1)
+    for match in _URL_CREDENTIALS.finditer(text):
+        starts.add(text.rfind("\n", 0, match.start()) + 1)
+    pieces: list[str] = []
+    offsets: list[tuple[int, int]] = []
+    joined = 0
+    for start in sorted(starts):
+        end = text.find("\n", start)
+        line = text[start:] if end < 0 else text[start:end]
+        offsets.append((joined, start))
+        pieces.append(line)
+        joined += len(line) + 1
+    return "\n".join(pieces), offsets
+
+
+def _regex_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
+    joined, offsets = _candidate_lines(text)
+    if not offsets:
+        return
+    keys = [j for j, _ in offsets]
+
+    def back(pos: int) -> int:
+        i = bisect_right(keys, pos) - 1
+        return offsets[i][1] + pos - offsets[i][0]
+
+    for pattern in d.patterns:
+        for match in pattern.finditer(joined):
+            if match.re.groups:
+                for n in range(1, match.re.groups + 1):
+                    if match.group(n):
+                        a, b = match.span(n)
+                        yield back(a), back(a) + (b - a)
+            else:
+                a, b = match.span()
+                yield back(a), back(a) + (b - a)
+
+
+def _entropy_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
+    from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string
+
+    for plugin in d.entropy:
+        shortest = 2 ** plugin.entropy_limit  # a string of n characters has at most log2(n) bits of entropy each
+        for match in plugin.regex.finditer(text):
+            value = match.group(2)
+            if len(value) <= shortest:
+                continue
+            if plugin.calculate_shannon_entropy(value) <= plugin.entropy_limit:
+                continue
+            if is_sequential_string(value) or is_potential_uuid(value):
+                continue
+            yield match.span(2)
+
+
+def _keyword_spans(text: str, filename: str, d: _Detectors) -> Iterator[tuple[int, int]]:
+    from detect_secrets.filters.heuristic import is_indirect_reference, is_prefixed_with_dollar_sign, is_templated_secret
+    from detect_secrets.plugins.keyword import REGEX_BY_FILETYPE
+    from detect_secrets.util.filetype import determine_file_type
+
+    # code: the detector's rules for the file's language; free text (transcripts, tool output holding a
+    # .env or YAML): its config-file rules, where a value needs no quotes
+    regexes = REGEX_BY_FILETYPE.get(determine_file_type(filename)) if filename else None
+    if regexes is None:
+        regexes = d.config_style
+    starts = sorted({text.rfind("\n", 0, m.start()) + 1 for m in _KEYWORD_HINT.finditer(text)})
+    for offset in starts:
+        end = text.find("\n", offset)
+        line = text[offset:] if end < 0 else text[offset:end]
+        if is_indirect_reference(line):
+            continue
+        for value in d.keyword.analyze_string(line, denylist_regex_to_group=regexes):
+            value = (value or "").strip()
+            if (len(value) < _MIN_KEYWORD_VALUE or MASK in value or is_templated_secret(value)
+                    or is_prefixed_with_dollar_sign(value) or not looks_like_a_value(value)):
+                continue
+            start = line.find(value)
+            while start >= 0:
+                yield offset + start, offset + start + len(value)
+                start = line.find(value, start + len(value))
+
+
+def find_spans(text: str, filename: str = "") -> list[tuple[int, int]]:
+    """The (start, end) character spans of the secrets in ``text``, sorted, overlaps merged."""
+    d = _detectors()
+    spans = list(_regex_spans(text, d))
+    spans.extend(_entropy_spans(text, d))
+    spans.extend(_keyword_spans(text, filename, d))
+    spans.extend(extra_spans(text))
+    spans = [(a, b) for a, b in spans if b > a and MASK not in text[a:b]]
+    spans.sort()
+    merged: list[tuple[int, int]] = []
+    for start, end in spans:
+        if merged and start < merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+        else:
+            merged.append((start, end))
+    return merged
+
+
+def mask_text(text: str, filename: str = "") -> Masked:
+    """``text`` with every secret replaced by ``[REDACTED]`` (private key bodies line by line)."""
+    if not text:
+        return Masked(text, 0, frozenset())
+    lines: set[int] = set()
+    count = 0
+    if "PRIVATE KEY" in text:
+        text, key_lines = mask_private_keys(text, MASK)
+        if key_lines:
+            lines.update(key_lines)
+            count += count_key_blocks(text)
+    spans = find_spans(text, filename)
+    if not spans:
+        return Masked(text, count, frozenset(lines))
+    pieces: list[str] = []
+    last = 0
+    for start, end in spans:
+        pieces.append(text[last:start])
+        pieces.append(MASK)
+        lines.add(text.count("\n", 0, start) + 1)
+        last = end
+    pieces.append(text[last:])
+    return Masked("".join(pieces), count + len(spans), frozenset(lines))
+
+
+def count_masks(text: str) -> int:
+    """How many ``[REDACTED]`` marks ``text`` holds."""
+    return text.count(MASK) if text else 0
+
+
+_CACHE: OrderedDict[str, tuple[str, int]] = OrderedDict()
+_CACHE_LOCK = threading.Lock()
+
+
+def redact_cached(text: str) -> tuple[str, int]:
+    """:func:`mask_text` of free text (messages), remembered: a plan masks the whole history on every call."""
+    if not text:
+        return text, 0
+    with _CACHE_LOCK:
+        found = _CACHE.get(text)
+        if found is not None:
+            _CACHE.move_to_end(text)
+            return found
+    result = mask_text(text)
+    value = (result.text, result.count)
+    with _CACHE_LOCK:
+        _CACHE[text] = value
+        while len(_CACHE) > MASKED_CACHE_SIZE:
+            _CACHE.popitem(last=False)
+    return value
