@@ -444,14 +444,14 @@ class CompactionConfig:
 
     # warn (meter, notice) when sending the whole remaining history would take this share of the budget;
     # per session: ``/compact auto 80%``; 0 turns the warning off. Nothing is ever compacted silently.
-    auto_threshold: float = 0.8
-    auto_target: float = 0.5  # the preview the warning offers compacts the history to this share of the budget
-    target_ratio: float = 0.5  # without --target-tokens: compact to this share of the history's tokens
+    auto_threshold: Share = 0.8
+    auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
+    target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
     keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
-    summary_ratio: float = 0.12  # a summary's length: this share of the tokens it replaces ...
-    summary_min_tokens: int = 60  # ... but at least this many
-    summary_max_tokens: int = 1500  # ... and at most this many
-    first_words_chars: int = 60  # characters of a turn's user message shown in a preview row
+    summary_ratio: Share = 0.12  # a summary's length: this share of the tokens it replaces ...
+    summary_min_tokens: PositiveInt = 60  # ... but at least this many
+    summary_max_tokens: PositiveInt = 1500  # ... and at most this many
+    first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
     # the extractive summariser: sentences scored by these named signals (keyword weight of their terms,
     # similarity to the covered turns' centroid when an embedder is ready, and cue bonuses)
     keyword_weight: float = 1.0
@@ -460,7 +460,7 @@ class CompactionConfig:
     error_bonus: float = 0.8  # errors, failures, tracebacks and their fixes
     identifier_bonus: float = 0.15  # per code identifier (CamelCase, snake_case, dotted names, paths), up to 4
     user_bonus: float = 0.3  # the user's own words
-    sentence_max_chars: int = 280  # a longer sentence is cut
+    sentence_max_chars: PositiveInt = 280  # a longer sentence is cut
     tool_lines: int = 2  # lines of a tool result considered (its first line, error lines first)
     decision_words: tuple[str, ...] = (
         "decided", "decide", "decision", "agreed", "chose", "choose", "switch to", "instead", "we will", "we'll",
@@ -474,7 +474,7 @@ class CompactionConfig:
         "standing instructions and decisions, what was done and why, errors met and how they were fixed, "
         "file paths, symbol names and commands, and open questions. Plain sentences, no preamble; at most "
         "{max_tokens} tokens.")
-    model_reply_tokens: int = 1500  # max_tokens of the model's summary call
+    model_reply_tokens: PositiveInt = 1500  # max_tokens of the model's summary call
 
 
 @dataclass(frozen=True)
