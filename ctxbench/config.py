@@ -439,6 +439,45 @@ class ServeConfig:
 
 
 @dataclass(frozen=True)
+class CompactionConfig:
+    """Summaries of history (``/compact``, ``ctxbench compact``) and the auto-compact warning (seed 004)."""
+
+    # warn (meter, notice) when sending the whole remaining history would take this share of the budget;
+    # per session: ``/compact auto 80%``; 0 turns the warning off. Nothing is ever compacted silently.
+    auto_threshold: Share = 0.8
+    auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
+    target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
+    keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
+    summary_ratio: Share = 0.12  # a summary's length: this share of the tokens it replaces ...
+    summary_min_tokens: PositiveInt = 60  # ... but at least this many
+    summary_max_tokens: PositiveInt = 1500  # ... and at most this many
+    first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
+    # the extractive summariser: sentences scored by these named signals (keyword weight of their terms,
+    # similarity to the covered turns' centroid when an embedder is ready, and cue bonuses)
+    keyword_weight: float = 1.0
+    semantic_weight: float = 0.5
+    decision_bonus: float = 0.8  # "we decided", "switch to", "instead", "use X"
+    error_bonus: float = 0.8  # errors, failures, tracebacks and their fixes
+    identifier_bonus: float = 0.15  # per code identifier (CamelCase, snake_case, dotted names, paths), up to 4
+    user_bonus: float = 0.3  # the user's own words
+    sentence_max_chars: PositiveInt = 280  # a longer sentence is cut
+    tool_lines: int = 2  # lines of a tool result considered (its first line, error lines first)
+    decision_words: tuple[str, ...] = (
+        "decided", "decide", "decision", "agreed", "chose", "choose", "switch to", "instead", "we will", "we'll",
+        "let's", "plan is", "going with", "from now on", "always", "never", "must", "should", "rule")
+    error_words: tuple[str, ...] = (
+        "error", "exception", "traceback", "failed", "failing", "fails", "failure", "bug", "broken", "crash",
+        "fixed", "fix", "regression", "assert")
+    # with a model configured, it writes the summary; this is its instruction
+    prompt: str = (
+        "Summarise the conversation above for the assistant that will continue it. Keep: the user's "
+        "standing instructions and decisions, what was done and why, errors met and how they were fixed, "
+        "file paths, symbol names and commands, and open questions. Plain sentences, no preamble; at most "
+        "{max_tokens} tokens.")
+    model_reply_tokens: PositiveInt = 1500  # max_tokens of the model's summary call
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
     # from the current directory)
@@ -457,6 +496,7 @@ class Config:
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
     mcp: McpConfig = field(default_factory=McpConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
+    compaction: CompactionConfig = field(default_factory=CompactionConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
 
     def canonical(self) -> dict[str, Any]:

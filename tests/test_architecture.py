@@ -24,6 +24,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("codegraph", "transcripts"),
     ("retrieval",),
     ("planner",),
+    ("compaction",),
     ("llm",),
     ("service",),
     ("tui", "proxy", "mcp_server"),  # front ends over service/ (they do not import each other)

@@ -12,7 +12,7 @@ import pytest
 
 import ctxbench
 
-ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.store", "ctxbench.service", "ctxbench.codegraph",
+ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.compaction", "ctxbench.store", "ctxbench.service", "ctxbench.codegraph",
                    "ctxbench.retrieval", "ctxbench.llm", "ctxbench.bench", "ctxbench.transcripts",
                    "ctxbench.tokens", "ctxbench.config", "ctxbench.records", "ctxbench.heap", "ctxbench.redaction",
                    "ctxbench.validation",

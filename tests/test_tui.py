@@ -377,3 +377,45 @@ async def test_bindings_are_rebound_from_the_config(tmp_path):
         await pilot.press("f6")
         await settle(pilot)
         assert app.main_screen.view.plan.mode == "heavy"
+
+
+async def test_compact_preview_apply_undo_and_tasks(tmp_path):
+    from ctxbench.tui.screens.compact import CompactScreen
+
+    import dataclasses
+
+    config = quiet_config()
+    config = dataclasses.replace(config, compaction=dataclasses.replace(config.compaction, keep_recent_turns=1))
+    app = make_app(tmp_path, config=config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        wb, sid = main.session.wb, main.session.session_id
+        before = main.view.plan.used_tokens
+
+        await type_and_enter(pilot, "/compact 50")
+        screen = app.screen
+        assert isinstance(screen, CompactScreen)
+        await settle(pilot)
+        assert wb.summaries.active(sid) == ()  # the preview changed nothing
+        await pilot.press("a")
+        await settle(pilot)
+        assert app.screen is main
+        [summary] = wb.summaries.active(sid)
+        plan = main.view.plan
+        assert any(i.kind == "summary" and i.included for i in plan.items)
+        assert any(i.reason == "summarised" for i in plan.excluded) and plan.used_tokens < before
+
+        await type_and_enter(pilot, "/compact undo")
+        assert wb.summaries.active(sid) == () and main.view.plan.used_tokens == before
+
+        await type_and_enter(pilot, "/compact")
+        await settle(pilot)
+        await pilot.press("escape")  # cancelled: nothing stored
+        await settle(pilot)
+        assert app.screen is main and wb.summaries.active(sid) == ()
+
+        await type_and_enter(pilot, "/task start fix-rounding")
+        assert main.task_name == "fix-rounding" and wb.tasks.current(sid).name == "fix-rounding"
+        await type_and_enter(pilot, "/task end")
+        assert main.task_name == "" and wb.tasks.current(sid) is None

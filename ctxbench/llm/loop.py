@@ -62,7 +62,8 @@ from ctxbench.records.turns import (
     UsageRecorded,
 )
 from ctxbench.llm.prompts import REBUILD_PROMPT
-from ctxbench.records.state import extract_state
+from ctxbench.records.compaction import task_from_goal
+from ctxbench.records.state import extract_state, state_fields
 from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message, ToolCall
@@ -255,6 +256,9 @@ class TurnRunner:
                     wb.memory.set_state(session_id, block)
                     state_block = block
                     yield StateUpdated(session_id, block)
+                    opens = task_from_goal(wb.tasks.current(session_id), state_fields(block).get("Goal", ""))
+                    if opens is not None:  # the model's goal names the task from this turn on
+                        wb.tasks.start(session_id, opens, first_group=group_id, opened_by="state")
 
             if not completion.tool_calls:
                 if round_no and not tools and not completion.content.strip():

@@ -14,6 +14,7 @@ from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.store.activation import Activation
+from ctxbench.store.compaction import Summaries, Tasks
 from ctxbench.store.memory import Memory
 from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
@@ -31,6 +32,8 @@ class UnitOfWork(Protocol):
     activation: Activation
     plans: Plans
     traces: Traces
+    summaries: Summaries
+    tasks: Tasks
 
     @property
     def tokenizer(self) -> Tokenizer: ...

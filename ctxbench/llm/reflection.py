@@ -220,7 +220,8 @@ def _reflect_writes(workbench: UnitOfWork, session_id: str, group_id: int, plans
     # leases count down into the next turn; expired leases and spent ephemeral pins go
     expired: list[str] = []
     ageing = [p for p in pins if p.id not in promoted_ids]
-    survivors = {p.id: p for p in pin_rules.advance_turn(ageing, group_id + 1)}
+    task_open = workbench.tasks.current(session_id) is not None
+    survivors = {p.id: p for p in pin_rules.advance_turn(ageing, group_id + 1, task_open=task_open)}
     for pin in ageing:
         after = survivors.get(pin.id)
         if after is None:

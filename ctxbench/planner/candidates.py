@@ -9,7 +9,8 @@ budget: ``mode_off`` (scaffold and cards when the mode never auto-retrieves), ``
 whose retrieval hit is under the relevance floor), ``duplicate`` (a second
 card for a symbol, a second pin on a target, a pin on the current turn, the pin item of a pinned
 group), ``lease_expired``, ``dropped_by_user``, ``isolated_strategy``, ``outside_window`` (a pinned
-group that is not in the active branch's history).
+group that is not in the active branch's history), ``summarised`` (a turn a summary stands in for; a pin
+on it still brings it back).
 """
 from __future__ import annotations
 
@@ -33,8 +34,9 @@ CAT_MEMO = 4
 CAT_SCAFFOLD = 5
 CAT_PIN = 6
 CAT_CARD = 7
-CAT_HISTORY = 8
-CAT_CURRENT = 9
+CAT_SUMMARY = 8  # summaries of earlier turns: before the history atoms they stand in front of
+CAT_HISTORY = 9
+CAT_CURRENT = 10
 
 PIN_ORDER = {"sticky": 0, "leased": 1, "ephemeral": 2}
 
@@ -122,6 +124,8 @@ class Candidates:
     dropped: dict[int, tuple[str, str]]  # view index -> (reason, detail)
     current: list[Cand]  # the current turn item first, then its isolated atoms
     notes: list[str] = field(default_factory=list)
+    summaries: list[Cand] = field(default_factory=list)  # oldest covered turn first
+    summary_kept: dict[str, tuple[int, ...]] = field(default_factory=dict)  # summary id -> protected view indices
 
     def layer_cands(self) -> list[Cand]:
         out = [self.system]
@@ -134,6 +138,7 @@ class Candidates:
             out.append(self.scaffold)
         out += [p.cand for p in self.pins]
         out += self.cards
+        out += self.summaries
         return out
 
 
@@ -287,7 +292,7 @@ def build_candidates(
         if target_kind == "group":
             if current_gid is not None and target_name == str(current_gid):
                 cand.exclude("duplicate", "the current turn is always included")
-            elif group_index >= 0 and group_index in dropped:
+            elif group_index >= 0 and dropped.get(group_index, ("",))[0] == "dropped_by_user":
                 cand.exclude("dropped_by_user", f"turn {target_name} dropped by the user")
             elif group_index < 0 and not pin.content:
                 cand.exclude("outside_window", f"turn {target_name} is not in the active branch's history")
@@ -330,6 +335,28 @@ def build_candidates(
     if profile.auto_retrieve:
         notes.extend(f"retrieval: {n}" for n in retrieval.notes)
 
+    summaries, kept = _summaries(inputs, tokenizer, view_index, dropped, ids)
     current = _current_turn(inputs, config, tokenizer, family)
     return Candidates(system, tools, system_messages, state, scratchpad, memos, scaffold, pins, cards, views, dropped,
-                      current, notes)
+                      current, notes, summaries, kept)
+
+
+def _summaries(inputs: PlanInputs, tokenizer: Tokenizer, view_index: dict[int, int],
+               dropped: dict[int, tuple[str, str]], ids: set[str]) -> tuple[list[Cand], dict[str, tuple[int, ...]]]:
+    """A candidate per summary that covers a turn of this history; its covered turns are marked
+    ``summarised`` (a turn the user dropped keeps that reason). Must run after the pins are built, so a
+    pin on a summarised turn still works."""
+    out: list[Cand] = []
+    kept: dict[str, tuple[int, ...]] = {}
+    usable = [s for s in inputs.summaries if any(g in view_index for g in s.group_ids)]
+    for summary in sorted(usable, key=lambda s: (min(s.group_ids), s.id)):
+        covered = [view_index[g] for g in summary.group_ids if g in view_index]
+        cand = Cand(_unique(ids, f"summary:{summary.id}"), "summary", "history",
+                    f"summary s{summary.id} of {summary.span}", [render.summary_message(summary)], tokenizer,
+                    CAT_SUMMARY, detail=f"{summary.source}; {len(summary.group_ids)} turns, "
+                                        f"{summary.tokens_before:,} tokens before")
+        for gi in covered:
+            dropped.setdefault(gi, ("summarised", f"in summary s{summary.id} ({summary.span})"))
+        kept[cand.id] = tuple(view_index[g] for g in summary.kept_groups if g in view_index)
+        out.append(cand)
+    return out, kept

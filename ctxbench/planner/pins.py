@@ -2,7 +2,8 @@
 
 * sticky — the user's; never changed or dropped here;
 * leased — auto-added for a scope (``turn`` or ``task``) with a TTL in turns; ``advance_turn``
-  counts it down once per new turn and drops it when it reaches 0;
+  counts it down once per new turn and drops it when it reaches 0 — except a lease of scope ``task``
+  while a task is open: it lives as long as the task (ending the task ends it);
 * ephemeral — a thin card for one plan; ``advance_turn`` drops it once its turn is over.
 
 Promotion: an ephemeral pin whose target was referenced in at least ``promote_after_turns`` turns
@@ -18,15 +19,16 @@ from ctxbench.config import PinConfig
 from ctxbench.records.plans import Pin
 
 
-def advance_turn(pins: Sequence[Pin], turn: int) -> tuple[Pin, ...]:
+def advance_turn(pins: Sequence[Pin], turn: int, *, task_open: bool = False) -> tuple[Pin, ...]:
     """The pins that live on into ``turn`` (call once per new turn).
 
     Pins created at ``turn`` or later are new for this turn and pass unchanged. Older leased pins
-    lose one turn of TTL and are dropped at 0; older ephemeral pins are dropped.
+    lose one turn of TTL and are dropped at 0 (leases of scope ``task`` do not age while ``task_open``);
+    older ephemeral pins are dropped.
     """
     out: list[Pin] = []
     for pin in pins:
-        if pin.kind == "sticky" or pin.created_turn >= turn:
+        if pin.kind == "sticky" or pin.created_turn >= turn or (task_open and pin.kind == "leased" and pin.scope == "task"):
             out.append(pin)
         elif pin.kind == "leased":
             ttl = pin.ttl - 1

@@ -15,7 +15,9 @@ single token unless the mandatory items alone do):
 5. the orientation scaffold, within the mode's ``scaffold_share`` of the budget;
 6. symbol cards by score, within the mode's ``retrieval_share`` and ``max_cards`` (Heavy: with
    their excerpt, or the thin card when the excerpt does not fit);
-7. history by the session's strategy (window / hybrid / levels / semantic) with what is left;
+7. summaries of earlier turns (each whole, with the protected turns inside its span), then history by
+   the session's strategy (window / hybrid / levels / semantic) with what is left; ``levels`` places
+   the summaries in its session level instead;
 8. ephemeral pins.
 
 Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are
@@ -51,7 +53,8 @@ from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
-from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.planner.strategies.context import StrategyContext, places_summaries
+from ctxbench.planner.summaries import fill_summaries
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 
 PLAN_FORMAT_VERSION = 1
@@ -139,6 +142,9 @@ def canonical_inputs(
         **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
         **({"message_similarity": [[m, s] for m, s in inputs.message_similarity]} if inputs.message_similarity else {}),
         **({"message_keyword": [[m, s] for m, s in inputs.message_keyword]} if inputs.message_keyword else {}),
+        **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
+                          for s in inputs.summaries]} if inputs.summaries else {}),
+        **({"task": [inputs.task_id, inputs.task_name]} if inputs.task_id else {}),
     }
 
 
@@ -366,7 +372,7 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
 
     over_budget = budget.used > budget.limit
     over_reason = ""
-    context = StrategyContext(inputs, config, inputs.budget)
+    context = StrategyContext(inputs, config, inputs.budget, summaries=c.summaries, summary_kept=c.summary_kept)
     if over_budget:
         over_reason = _over_budget_reason(mandatory, budget.used, budget.limit)
         notes.append("over budget: " + over_reason)
@@ -377,7 +383,9 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         for memo in c.memos:  # memos reach the planner through the store's keyword search
             _take(memo, budget, "keyword_match")
         _fill_retrieval(c, budget, inputs, profile)  # 5, 6
-        strategy(selection, budget, context)  # 7
+        if not places_summaries(strategy):
+            fill_summaries(c.summaries, c.summary_kept, selection, budget)  # 7
+        strategy(selection, budget, context)
         _fill_pins(c, selection, budget, "ephemeral", "pinned_ephemeral")  # 8
         notes.extend(context.notes)
 
@@ -427,4 +435,6 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         tokenizer=tokenizer.name,
         estimated=tokenizer.is_estimate,
         notes=tuple(notes),
+        task_id=inputs.task_id,
+        task_name=inputs.task_name,
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxbench.records.compaction import Summary
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import Memo, Pin
 from ctxbench.records.retrieval import RetrievalHit
@@ -19,6 +20,7 @@ MEMO_HEADER = "### MEMO"
 SCAFFOLD_HEADER = "### ORIENTATION"
 PIN_HEADER = "### PINNED"
 CARD_HEADER = "### SYMBOL CARD"
+SUMMARY_HEADER = "### SUMMARY"
 LABEL_CHARS = 72
 # the reply a tool call gets in the payload when none was stored (an import or a turn cut off mid-tool):
 # providers reject an assistant tool call that no tool message answers
@@ -66,6 +68,12 @@ def card_text(hit: RetrievalHit, with_excerpt: bool) -> str:
 def card_message(hit: RetrievalHit, with_excerpt: bool) -> dict[str, Any]:
     where = f" ({hit.path}:{hit.line})" if hit.path else ""
     return system(f"{CARD_HEADER} {hit.symbol}{where}\n{card_text(hit, with_excerpt)}")
+
+
+def summary_message(summary: Summary) -> dict[str, Any]:
+    """A summary of earlier turns as one system message (its header names the turns it stands in for)."""
+    return system(f"{SUMMARY_HEADER} of {summary.span} (earlier conversation, {summary.source})\n"
+                  f"{summary.text.strip(chr(10))}")
 
 
 def history_message(message: Message, content: str | None = None) -> dict[str, Any]:

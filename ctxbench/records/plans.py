@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxbench.records.compaction import Summary, compaction_metrics
 from ctxbench.records.messages import Message
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 
@@ -65,6 +66,10 @@ class PlanInputs:
     # tokens of the tool definitions (function schemas) sent with this call, counted with the real
     # tokenizer by whoever offers the tools; a mandatory item, so the budget covers the whole prompt
     tools_tokens: int = 0
+    # summaries of earlier turns on this branch (their turns are replaced by them); the open task
+    summaries: tuple[Summary, ...] = ()
+    task_id: int = 0
+    task_name: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +126,8 @@ class ContextPlan:
     tokenizer: str
     estimated: bool  # True when the tokenizer is the chars/4 estimate
     notes: tuple[str, ...] = field(default=())
+    task_id: int = 0  # the task open when the plan was made (0: none)
+    task_name: str = ""
 
     @property
     def included(self) -> tuple[PlanItem, ...]:
@@ -153,5 +160,7 @@ class ContextPlan:
             "tokenizer": self.tokenizer,
             "estimated": self.estimated,
             "notes": list(self.notes),
+            "task": {"id": self.task_id, "name": self.task_name} if self.task_id else None,
+            "compaction": compaction_metrics(self).to_json(),
             "items": [i.to_json() for i in self.items],
         }

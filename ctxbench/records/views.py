@@ -20,6 +20,7 @@ class SessionSnapshot:
     dropped: frozenset[int]
     pins: tuple[Pin, ...]
     branch: str = "main"  # the active branch's name
+    task: str = ""  # the open task's name ("" when none is open)
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,8 @@ class PlanView:
     group_id: int | None  # the turn planned (None: a draft that is not stored yet)
     draft: bool = False
     diff: PlanDiff | None = None  # against the previous turn's last stored plan (None: there is none)
+    compact_warning: str = ""  # the meter's auto-compact warning ("" below the threshold)
+    task: str = ""  # the task open now ("" when none), for the status line
 
     def pin_for(self, item_id: str) -> Pin | None:
         if item_id.startswith("pin:"):

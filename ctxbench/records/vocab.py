@@ -38,6 +38,7 @@ INCLUDED_REASONS = (
     "memory_level",
     "client_sent",  # a proxied request: the assistant's client put it there
     "standing_instruction",
+    "summary",  # a summary of earlier turns (or a protected turn sent verbatim beside it)
 )
 EXCLUDED_REASONS = (
     "over_budget",
@@ -48,6 +49,7 @@ EXCLUDED_REASONS = (
     "lease_expired",
     "dropped_by_user",
     "duplicate",
+    "summarised",  # a turn a summary stands in for (the detail names the summary)
 )
 REASONS = INCLUDED_REASONS + EXCLUDED_REASONS
 
@@ -66,6 +68,7 @@ ITEM_KINDS = (
     "tool_definitions",
     "tool_atom",  # proxied requests: a tool call with its result
     "attached_file",  # proxied requests: a file (or image, document) the client attached
+    "summary",  # a summary of earlier turns (compaction)
 )
 # the sections of a proxied request's plan (``ctxbench proxy``), in payload order
 PROXY_SECTIONS = ("system", "tools", "pins", "history", "tool_results", "files")

@@ -26,6 +26,7 @@ from ctxbench.records.turns import PlanReady, ReflectionDone, TurnEvent, TurnPla
 from ctxbench.records.views import PlanView, Progress, ReplayPage, SessionSnapshot, Suggestion
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.service.attach import AttachedRepository, attach_repository
+from ctxbench.service.compaction import Compactor
 from ctxbench.service.model import make_runner, offered_tools_tokens
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
@@ -50,6 +51,7 @@ class WorkbenchSession:
         self.rejected: set[str] = set()  # suggestions the user rejected in this session
         self.attached: AttachedRepository | None = None
         self.timeline: Timeline | None = None  # set by open()
+        self.compaction: Compactor | None = None  # set by open(): summaries, the auto-compact threshold, tasks
         self.reflection = None  # the last turn's Reflection
         self._lock = threading.RLock()  # settings writes and the runner's creation
         self._runner: TurnRunner | None = None
@@ -70,6 +72,7 @@ class WorkbenchSession:
             sid = (None if opts.new_session else wb.sessions.latest(repo)) or wb.sessions.create(opts.title, repo)
         self.session_id = sid
         self.timeline = Timeline(wb, sid)
+        self.compaction = Compactor(wb, self.config)
         if opts.retriever is not None:
             wb.retriever = opts.retriever
         changes = {k: v for k, v in (("mode", opts.mode), ("budget", opts.budget), ("strategy", opts.strategy))
@@ -88,8 +91,9 @@ class WorkbenchSession:
         info = wb.sessions.info(sid)
         messages = wb.messages.all(sid)
         dropped = frozenset(m.group_id for m in messages if m.status == "dropped")
+        task = wb.tasks.current(sid)
         return SessionSnapshot(sid, info.title, info.repo, self.stored_settings(), messages, dropped, wb.pins.list(sid),
-                               wb.branches.active(sid).name)
+                               wb.branches.active(sid).name, task.name if task is not None else "")
 
     def stored_settings(self) -> SessionSettings:
         if self.settings is None:
@@ -204,7 +208,10 @@ class WorkbenchSession:
     def view_of(self, plan: ContextPlan, group_id: int | None, *, draft: bool = False) -> PlanView:
         pins = self.wb.pins.list(self.session_id)
         diff = self.timeline.previous_turn_diff(plan, group_id) if self.timeline is not None else None
-        return PlanView(plan, self.stored_settings(), pins, self.suggestions(plan, pins), group_id, draft, diff)
+        warning = self.compaction.pressure(self.session_id, plan).line if self.compaction is not None else ""
+        task = self.wb.tasks.current(self.session_id)
+        return PlanView(plan, self.stored_settings(), pins, self.suggestions(plan, pins), group_id, draft, diff,
+                        warning, task.name if task is not None else "")
 
     def suggestions(self, plan: ContextPlan, pins: tuple[Pin, ...]) -> tuple[Suggestion, ...]:
         """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
@@ -237,6 +244,9 @@ class WorkbenchSession:
         if item.messages:
             return render_messages(item.messages), "text"
         wb, sid = self.wb, self.session_id
+        if item.id.startswith("summary:") and item.id[8:].isdigit():
+            summary = wb.summaries.get(sid, int(item.id[8:]))
+            return f"summary s{summary.id} of {summary.span} ({summary.source})\n\n{summary.text}", "text"
         if item.id.startswith(("group:", "atom:")):
             parts = item.id.split(":")
             try:

@@ -2,7 +2,7 @@
 
 A :class:`Workbench` opens its database on first use and exposes one repository per concern —
 ``sessions``, ``branches``, ``messages``, ``search``, ``pins``, ``memory``, ``activation``, ``plans``,
-``traces``, ``vectors`` — each call on a connection the database lends to the calling thread, each
+``traces``, ``vectors``, ``proxy``, ``summaries``, ``tasks`` — each call on a connection the database lends to the calling thread, each
 write its own transaction unless the caller holds one: ``with wb.transaction(): …`` makes several
 repository calls commit or roll back together. Every method is safe from any thread.
 
@@ -33,6 +33,7 @@ from ctxbench.service.settings import SettingsRules
 from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
+from ctxbench.store.compaction import Summaries, Tasks, active_summaries, open_task
 from ctxbench.store.database import Database
 from ctxbench.store.locks import FileLock
 from ctxbench.store.memory import Memory
@@ -106,6 +107,8 @@ class Workbench:
         self.traces = Traces(self)
         self.vectors = VectorCache(self)
         self.proxy = ProxyStore(self)
+        self.summaries = Summaries(self)
+        self.tasks = Tasks(self)
 
     # -- the unit of work ---------------------------------------------------------------------------
     @property
@@ -315,6 +318,9 @@ class Workbench:
             history = tuple(m for m in visible if m.group_id != current_group)
             if query is None:
                 query = next((m.content for m in current if m.role == "user"), "")
+        current_gid = current[0].group_id
+        summaries = tuple(x for x in active_summaries(conn, branch_id) if all(g < current_gid for g in x.group_ids))
+        task = open_task(conn, branch_id)
         keyword_ranking: tuple[int, ...] = ()
         if s.strategy == "hybrid":
             keyword_ranking = tuple(g for g in self.search.groups(session_id, query) if g != current_group)
@@ -336,6 +342,9 @@ class Workbench:
             memos=self.memory.search_memos(query),
             keyword_ranking=keyword_ranking,
             tokenizer=self.tokenizer.name,
+            summaries=summaries,
+            task_id=task.id if task is not None and task.started_group <= current_gid else 0,
+            task_name=task.name if task is not None and task.started_group <= current_gid else "",
         )
 
     def retrieval_for(self, session_id: str, query: str, settings: SessionSettings, pins: Sequence[Pin]) -> RetrievalSet:

@@ -3,9 +3,10 @@
 A branch sees its parent's messages up to its fork point and then its own (``sessions.lineage``); the
 SQL of branches lives in :mod:`ctxbench.store.sessions`, what a fork can see in :mod:`ctxbench.store.messages`.
 
-Branch-scoped state: pins (and leases), activation, the ``### STATE``, the scratchpad and the settings
-belong to a branch. A fork inherits them — the pins, leases, activation, scratchpad and settings as they
-are when it is made, the STATE as it was at the fork point — and from then on each branch changes its own.
+Branch-scoped state: pins (and leases), activation, the ``### STATE``, the scratchpad, the settings, the
+summaries and the tasks belong to a branch. A fork inherits them — the pins, leases, activation, scratchpad
+and settings as they are when it is made, the STATE as it was at the fork point, the summaries of turns it
+sees and the task open at the fork — and from then on each branch changes its own.
 Memos are global; a session's turn numbers (group ids) are shared by its branches.
 """
 from __future__ import annotations
@@ -14,7 +15,7 @@ import re
 
 from ctxbench.records.errors import NotFound
 from ctxbench.records.sessions import BranchInfo, BranchSummary
-from ctxbench.store import activation, memory, pins
+from ctxbench.store import activation, compaction, memory, pins
 from ctxbench.store.db import Connections
 from ctxbench.store.messages import branch_messages
 from ctxbench.store.sessions import (
@@ -86,6 +87,8 @@ class Branches:
             branch_id = create_branch(conn, session_id, name, parent, at_message_id)
             later = next((m for m in visible if m.id > at_message_id), None)  # the parent's next message
             _inherit(conn, session_id, parent, branch_id, later)
+            fork_group = next((m.group_id for m in visible if m.id == at_message_id), None)
+            compaction.copy_to_fork(conn, session_id, parent, branch_id, fork_group)
             if switch:
                 set_active_branch(conn, session_id, branch_id)
             return branch_id

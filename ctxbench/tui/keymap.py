@@ -8,7 +8,7 @@ Rebinding: in the config file
 
 Ids are grouped by where they act: ``ctxbench.*`` anywhere on the main screen, ``overlay.*``
 in the context overlay, ``viewer.*`` in the payload / preview / listing views, ``replay.*`` in
-the replay screen.
+the replay screen, ``whatif.*`` in the what-if screen, ``compact.*`` in the compaction preview.
 """
 from __future__ import annotations
 
@@ -80,6 +80,13 @@ WHATIF_KEYS: tuple[KeySpec, ...] = (
 )
 
 
+COMPACT_KEYS: tuple[KeySpec, ...] = (
+    KeySpec("compact.close", "escape,q", "close", "Cancel", priority=True, key_display="esc"),
+    KeySpec("compact.toggle", "space", "toggle", "Kept/summarised", priority=True),
+    KeySpec("compact.apply", "a", "apply", "Apply", priority=True),
+)
+
+
 def bindings(specs: tuple[KeySpec, ...]) -> list[Binding]:
     return [
         Binding(s.keys, s.action, s.description, show=s.show, priority=s.priority, key_display=s.key_display,
@@ -99,7 +106,7 @@ REPLAY_KEYS: tuple[KeySpec, ...] = (
     KeySpec("replay.payload", "enter", "payload", "Payload", priority=True),
 )
 
-ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS + REPLAY_KEYS + WHATIF_KEYS
+ALL_KEYS: tuple[KeySpec, ...] = MAIN_KEYS + OVERLAY_KEYS + VIEWER_KEYS + REPLAY_KEYS + WHATIF_KEYS + COMPACT_KEYS
 BINDING_IDS: frozenset[str] = frozenset(s.id for s in ALL_KEYS)
 
 

@@ -38,6 +38,7 @@ class MeterState:
     used: int = 0
     over_budget: bool = False
     over_reason: str = ""
+    warning: str = ""  # the auto-compact warning ("" when the history is below the threshold)
 
     @property
     def free(self) -> int:
@@ -48,12 +49,12 @@ class MeterState:
         return max(0, self.used - self.budget)
 
 
-def meter_state(plan) -> MeterState:
+def meter_state(plan, warning: str = "") -> MeterState:
     by_name = dict(plan.sections)
     names = METER_SECTIONS + tuple(n for n in EXTRA_METER_SECTIONS if by_name.get(n))
     sections = tuple((name, int(by_name.get(name, 0))) for name in names)
     over = bool(plan.over_budget) or plan.used_tokens > plan.budget
-    return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "")
+    return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "", warning)
 
 
 def meter_cells(state: MeterState, width: int) -> list[tuple[str, int]]:
@@ -229,14 +230,16 @@ def model_label(llm) -> str:
 
 # -- the status line and first words ---------------------------------------------------------------
 
-def status_detail(settings, repo_name: str, title: str, model: str, branch: str = "") -> str:
-    """``repo · ⎇ branch · strategy · window · model`` after the session's title (the repository only when the
-    title does not already name it)."""
+def status_detail(settings, repo_name: str, title: str, model: str, branch: str = "", task: str = "") -> str:
+    """``repo · ⎇ branch · ▸ task · strategy · window · model`` after the session's title (the repository only
+    when the title does not already name it)."""
     parts = []
     if repo_name and repo_name not in title:
         parts.append(repo_name)
     if branch:
         parts.append(f"⎇ {branch}")
+    if task:
+        parts.append(f"▸ {task}")
     if settings is not None:
         parts.append(settings.strategy)
         parts.append("all turns" if not settings.window_groups else f"last {settings.window_groups} turns")
@@ -271,30 +274,18 @@ def payload_view(plan, as_json: bool = False) -> tuple[str, str, str, str]:
 
     payload = plan.messages()
     subtitle = (f"{len(payload)} messages · {tok(plan.used_tokens)} / {tok(plan.budget)} tok · "
-                f"{mode_label(plan.mode)} · {plan.strategy} · esc closes")
+                f"{mode_label(plan.mode)} · {plan.strategy}{compaction_line(plan)} · esc closes")
     if as_json:
         return f"Payload of {plan.plan_id} (JSON)", json.dumps(payload, indent=2, ensure_ascii=False), "json", subtitle
     return f"Payload of {plan.plan_id}", render_messages(payload), "text", subtitle
 
 
-# -- listings --------------------------------------------------------------------------------------
+def compaction_line(plan) -> str:
+    """`` · 1 summary: 1.4k tok for 52.1k (36.5×), 50.7k saved`` (seed 004's metrics); "" without summaries."""
+    from ctxbench.records.compaction import compaction_metrics
 
-def message_listing(messages, limit: int = 0) -> str:
-    """``/message list``: one line per turn with its status, size and first words."""
-    groups: dict[int, list] = {}
-    for m in messages:
-        groups.setdefault(m.group_id, []).append(m)
-    items = list(groups.items())
-    if limit:
-        items = items[-limit:]
-    lines = []
-    for gid, ms in items:
-        status = "dropped" if any(m.status == "dropped" for m in ms) else "active"
-        tokens = sum(m.tokens for m in ms)
-        first = next((m for m in ms if m.role in ("user", "system")), ms[0])
-        words = " ".join(first.content.split())[:70]
-        tools = sum(1 for m in ms if m.role == "tool")
-        extra = f" +{tools} tool" if tools else ""
-        lines.append(f"{gid:>5}  {status:<7} {len(ms):>3} msg{extra:<9} {tokens:>7,} tok  {first.role}: {words}")
-    return "\n".join(lines) or "no turns yet"
-
+    m = compaction_metrics(plan)
+    if not m.summaries:
+        return ""
+    return (f" · {m.summaries} summar{'y' if m.summaries == 1 else 'ies'}: {tok(m.summary_tokens)} tok for "
+            f"{tok(m.covered_tokens)} ({m.ratio:.1f}×), {tok(m.tokens_saved)} saved")

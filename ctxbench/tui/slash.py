@@ -1,7 +1,7 @@
 """Slash commands: the controller that runs each row of ``SLASH_COMMANDS``.
 
 Each handler is registered for its command's name (``@handles("context window")``, ``slash_base``; a
-test checks the table and the registry agree); the controller inherits the other groups (``slash_timeline``). A handler parses its arguments, then changes a setting on the screen,
+test checks the table and the registry agree); the controller inherits the other groups (``slash_timeline``, ``slash_compact``). A handler parses its arguments, then changes a setting on the screen,
 runs an engine action through the screen's link (a worker, then a replan), or opens a screen. A bad
 argument is a ``ValueError`` / ``LookupError``, shown with the command's usage.
 """
@@ -22,6 +22,7 @@ from ctxbench.tui.commands import (
 )
 from ctxbench.tui.session_link import ActionOutcome
 from ctxbench.tui.slash_base import HANDLERS, SlashBase, handles
+from ctxbench.tui.slash_compact import CompactCommands
 from ctxbench.tui.slash_timeline import TimelineCommands
 
 if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
 PIN_TEXT_LABEL = 40  # characters of a pinned note shown as its label
 
 
-class SlashController(TimelineCommands, SlashBase):
+class SlashController(TimelineCommands, CompactCommands, SlashBase):
     """Runs slash command lines typed in the input or chosen in the palette."""
 
     def run(self, line: str) -> None:
@@ -102,7 +103,7 @@ class SlashController(TimelineCommands, SlashBase):
 
     @handles("message list")
     def message_list(self, args: tuple[str, ...]) -> None:
-        from ctxbench.tui.present import message_listing
+        from ctxbench.tui.listings import message_listing
 
         limit = int_arg(args, "number of turns") if args else 0
         self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit),

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Any, Callable
 
 from ctxbench.config import PlannerConfig
 from ctxbench.planner.budget import Budget, HistorySelection
@@ -15,6 +15,15 @@ class StrategyContext:
     config: PlannerConfig
     plan_budget: int  # the whole plan's budget (levels scale their shares by it)
     notes: list[str] = field(default_factory=list)
+    # summary candidates and the protected turns each brings along; a strategy that places them itself
+    # (``places_summaries``) gets them undecided, every other strategy after the planner placed them
+    summaries: list[Any] = field(default_factory=list)
+    summary_kept: dict[str, tuple[int, ...]] = field(default_factory=dict)
 
 
 Strategy = Callable[[HistorySelection, Budget, StrategyContext], None]
+
+
+def places_summaries(strategy: Strategy) -> bool:
+    """True for a strategy that puts the summaries in its own levels (``levels``)."""
+    return bool(getattr(strategy, "places_summaries", False))

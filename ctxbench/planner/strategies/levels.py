@@ -14,7 +14,8 @@ scaled by plan budget / reference budget, and never more than what is left); vol
 remainder. Each level is filled newest first, atom by atom (an atom that does not fit is skipped
 and the next one tried); an atom always comes with its turn's user message, charged to the
 level that pulled it in. Reason ``memory_level``; the detail names the level. ``window_groups``
-does not apply (the working level is the recent window here).
+does not apply (the working level is the recent window here). Summaries of earlier turns are placed in
+the session level, before its atoms (reason ``summary``, detail ``level: session``).
 """
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ from ctxbench.config import LevelsConfig
 from ctxbench.planner.atoms import ATOM_USER, Atom, GroupView
 from ctxbench.planner.budget import Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.planner.summaries import fill_summaries
 
 PERMANENT = "permanent"
 SESSION = "session"
@@ -46,6 +48,15 @@ def _phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile(rf"\b(?:{alternatives})\b", re.IGNORECASE)
 
 
+def states_instruction(text: str, flags: tuple[str, ...], config: LevelsConfig) -> bool:
+    """True for a user's words that state a standing instruction: the ``instruction`` flag, or one of
+    ``instruction_phrases`` ("always", "never", "from now on", ...). Compaction protects the same turns."""
+    if config.instruction_flag in flags:
+        return True
+    pattern = _phrase_pattern(config.instruction_phrases)
+    return bool(pattern and pattern.search(text))
+
+
 def is_instruction(atom: Atom, config: LevelsConfig) -> bool:
     if atom.kind != ATOM_USER:
         return False
@@ -54,8 +65,7 @@ def is_instruction(atom: Atom, config: LevelsConfig) -> bool:
     key = (atom, config.instruction_phrases)
     hit = _INSTRUCTION_CACHE.get(key)
     if hit is None:
-        pattern = _phrase_pattern(config.instruction_phrases)
-        hit = bool(pattern and pattern.search(atom.user_text))
+        hit = states_instruction(atom.user_text, (), config)
         if len(_INSTRUCTION_CACHE) >= _INSTRUCTION_CACHE_MAX:
             _INSTRUCTION_CACHE.clear()
         _INSTRUCTION_CACHE[key] = hit
@@ -124,12 +134,17 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     for level, packed in levels.items():
         share = budget.child(caps[level]) if level in caps else budget
         detail = f"level: {level}"
+        if level == SESSION:  # summaries of earlier turns are session memory (seed 004)
+            fill_summaries(context.summaries, context.summary_kept, selection, share, detail)
         smallest = min((groups[code >> ATOM_BITS].atoms[code & mask].tokens for code in packed), default=0)
         for code in reversed(packed):
             if share.remaining < smallest:
                 break
             selection.include_atom(code >> ATOM_BITS, code & mask, share, REASON, detail)
     _explain_exclusions(selection, levels)
+
+
+select.places_summaries = True  # type: ignore[attr-defined]
 
 
 def _explain_exclusions(selection: HistorySelection, levels: dict[str, list[int]]) -> None:

@@ -53,6 +53,8 @@ class MainScreen(Screen[None]):
         self.ready = False  # the session is open and its history shown
         self.screens = ScreensOnTop(self)
         self.branch = ""  # the active branch's name
+        self.task_name = ""  # the open task's name
+        self._warned = False  # the auto-compact warning was announced (again once it clears and comes back)
         self._preview_timer: Timer | None = None
         self._draft = ""
 
@@ -109,7 +111,7 @@ class MainScreen(Screen[None]):
 
     def _take(self, snap) -> None:
         """The session's (or a branch's) own settings and branch name: indicator and status line."""
-        self.settings, self.branch = snap.settings, snap.branch
+        self.settings, self.branch, self.task_name = snap.settings, snap.branch, snap.task
         self.query_one(ModeIndicator).mode = snap.settings.mode
         self._status_detail()
 
@@ -117,7 +119,7 @@ class MainScreen(Screen[None]):
         repo = self.session.wb.repo if self.session is not None else None
         self.status.title = self.session_title
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
-                                                   present.model_label(self.config.llm), self.branch)
+                                                   present.model_label(self.config.llm), self.branch, self.task_name)
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -154,7 +156,14 @@ class MainScreen(Screen[None]):
 
     async def show_plan(self, view: PlanView) -> None:
         self.view = view
-        self.meter.state = present.meter_state(view.plan)
+        self.meter.state = present.meter_state(view.plan, view.compact_warning)
+        if view.task != self.task_name:  # a task started or ended (a STATE goal opens one during a turn)
+            self.task_name = view.task
+            self._status_detail()
+        if bool(view.compact_warning) != self._warned:
+            self._warned = bool(view.compact_warning)
+            if self._warned:
+                self.notify(view.compact_warning, title="auto-compact", severity="warning")
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
         self.screens.show_view(view)

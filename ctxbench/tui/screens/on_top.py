@@ -15,6 +15,7 @@ from ctxbench.records.views import PlanView
 from ctxbench.service.text import diff_lines
 from ctxbench.tui import present
 from ctxbench.tui.host import MainHost
+from ctxbench.tui.screens.compact import CompactScreen
 from ctxbench.tui.screens.overlay import ContextOverlay
 from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
 from ctxbench.tui.screens.overlay_rows import OverlayRow
@@ -99,6 +100,39 @@ class ScreensOnTop:
         screen = WhatIfScreen(session, settings, self.host.draft, view.group_id if view else None,
                               self.host.config.llm.context_limit, view.plan if view else None)
         self.host.app.push_screen(screen, callback=self._keep)
+
+    # -- compaction ---------------------------------------------------------------------------------------
+    def compact(self, *, target: int | None = None, task: str | None = None) -> None:
+        """The compaction preview; the preview the user applies is stored, then the workbench replans."""
+        session = self._session
+        if session is None or session.compaction is None:
+            return
+        compactor, sid = session.compaction, session.session_id
+
+        def build(choices: dict[int, str]):
+            if target is None and task is None and self.host.settings is not None:
+                wanted = compactor.auto_target(self.host.settings.budget) if self._warned() else None
+            else:
+                wanted = target
+            return compactor.preview(sid, target_tokens=wanted, choices=choices, task=task)
+
+        what = f"task {task}" if task else ""
+        self.host.app.push_screen(CompactScreen(build, what), callback=self._apply_compaction)
+
+    def _warned(self) -> bool:
+        return bool(self.host.view is not None and self.host.view.compact_warning)
+
+    def _apply_compaction(self, preview: Any) -> None:
+        if preview is None:
+            return
+
+        def run(session: "WorkbenchSession") -> str:
+            summary = session.compaction.apply(preview)
+            return (f"summary s{summary.id} now stands in for {len(summary.group_ids)} turns "
+                    f"({present.tok(summary.tokens_before)} → {present.tok(summary.tokens_after)} tok); "
+                    f"/compact undo brings them back")
+
+        self.host.link.act(run)
 
     def _keep(self, kept: SessionSettings | None) -> None:
         if kept is not None and kept != self.host.settings:

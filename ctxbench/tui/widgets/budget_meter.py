@@ -15,7 +15,7 @@ class BudgetMeter(Widget):
     """Tokens used by section against the budget; over budget turns the whole meter red."""
 
     COMPONENT_CLASSES = {f"budget-meter--{name}"
-                         for name in (*METER_SECTIONS, *EXTRA_METER_SECTIONS, "free", "over", "label")}
+                         for name in (*METER_SECTIONS, *EXTRA_METER_SECTIONS, "free", "over", "label", "warn")}
 
     DEFAULT_CSS = """
     BudgetMeter { height: 2; }
@@ -31,6 +31,8 @@ class BudgetMeter(Widget):
     def _describe(self, state: MeterState) -> str:
         lines = [f"{name}: {tok(tokens)} tok" for name, tokens in state.sections]
         lines.append(f"free: {tok(state.free)} tok")
+        if state.warning:
+            lines.append(state.warning)
         return "\n".join(lines)
 
     def _style(self, name: str):
@@ -62,6 +64,8 @@ class BudgetMeter(Widget):
             why = state.over_reason or "the plan does not fit"
             return Text(f"⚠ OVER BUDGET by {tok(state.overflow)} tok — {why}", style=self._style("over"),
                         no_wrap=True, overflow="ellipsis")
+        if state.warning:
+            return Text(f"⚠ {state.warning}", style=self._style("warn"), no_wrap=True, overflow="ellipsis")
         entries = [*state.sections, ("free", state.free)]
         for names in (None, SHORT):
             legend = Text(no_wrap=True, overflow="ellipsis")

@@ -1,0 +1,32 @@
+"""Summaries in a plan: each one is taken whole or not at all, and the protected turns inside its span
+(a standing instruction, a sticky pin's turn — kept verbatim when the summary was made) come with it.
+
+Every strategy but ``levels`` gets the summaries before it picks history; ``levels`` places them in its
+session level (seed 004: task summaries and key decisions live there).
+"""
+from __future__ import annotations
+
+from typing import Mapping, Sequence
+
+from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.candidates import Cand
+
+REASON = "summary"
+
+
+def fill_summaries(summaries: Sequence[Cand], kept: Mapping[str, tuple[int, ...]], selection: HistorySelection,
+                   budget: Budget, detail: str = "") -> None:
+    for cand in summaries:
+        if cand.decided:
+            continue
+        if not budget.fits(cand.tokens):
+            cand.exclude("over_budget", f"the summary needs {cand.tokens} tokens; {max(0, budget.remaining)} are left")
+            continue
+        budget.take(cand.tokens)
+        cand.include(REASON)
+        if detail:
+            cand.detail = f"{detail}; {cand.detail}" if cand.detail else detail
+        label = cand.id.replace("summary:", "s")
+        for gi in kept.get(cand.id, ()):
+            selection.fill_group(gi, budget, REASON, detail=f"protected turn sent verbatim beside summary {label}",
+                                 partial=False)

@@ -1,0 +1,32 @@
+"""Listings the slash commands show in the viewer: the session's turns and its tasks."""
+from __future__ import annotations
+
+
+def message_listing(messages, limit: int = 0) -> str:
+    """``/message list``: one line per turn with its status, size and first words."""
+    groups: dict[int, list] = {}
+    for m in messages:
+        groups.setdefault(m.group_id, []).append(m)
+    items = list(groups.items())
+    if limit:
+        items = items[-limit:]
+    lines = []
+    for gid, ms in items:
+        status = "dropped" if any(m.status == "dropped" for m in ms) else "active"
+        tokens = sum(m.tokens for m in ms)
+        first = next((m for m in ms if m.role in ("user", "system")), ms[0])
+        words = " ".join(first.content.split())[:70]
+        tools = sum(1 for m in ms if m.role == "tool")
+        extra = f" +{tools} tool" if tools else ""
+        lines.append(f"{gid:>5}  {status:<7} {len(ms):>3} msg{extra:<9} {tokens:>7,} tok  {first.role}: {words}")
+    return "\n".join(lines) or "no turns yet"
+
+
+def task_listing(tasks) -> str:
+    """``/task``: one line per task of the branch, the open one marked."""
+    lines = []
+    for t in tasks:
+        span = f"turns {t.started_group}–{t.ended_group}" if t.ended_group is not None else f"from turn {t.started_group}"
+        mark = "*" if t.open else " "
+        lines.append(f"{mark} t{t.id:<4} {t.name:<40} {span:<18} opened by {t.opened_by}")
+    return "\n".join(lines) or "no tasks yet: /task start NAME opens one (a STATE block's Goal opens one too)"
