@@ -448,7 +448,9 @@ class CompactionConfig:
     auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
     target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
     keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
-    summary_ratio: Share = 0.12  # a summary's length: this share of the tokens it replaces ...
+    # a summary's length: this share of the tokens it replaces (never more than the target leaves after the kept
+    # turns) ...
+    summary_ratio: Share = 0.12
     summary_min_tokens: PositiveInt = 60  # ... but at least this many
     summary_max_tokens: PositiveInt = 1500  # ... and at most this many
     first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
