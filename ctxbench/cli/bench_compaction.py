@@ -31,7 +31,8 @@ HELD_OUT = "47,48,49,50"
 @click.option("--locomo", "locomo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of LoCoMo conversation files (N.json).")
 @click.option("--conversations", default=HELD_OUT, show_default=True, help="LoCoMo conversations (held-out ones).")
-@click.option("--locomo-budget", type=click.IntRange(min=64), default=1024, show_default=True)
+@click.option("--locomo-budget", type=click.IntRange(min=64), default=1024, show_default=True,
+              help="The plan budget of the LoCoMo questions.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the results file goes (default: bench.results_dir of the config).")
 @click.option("--no-save", is_flag=True, help="Do not write the results file.")
