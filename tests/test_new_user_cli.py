@@ -1,0 +1,72 @@
+"""Issue 12, tried as a new user would, on the command line: each case fails before its fix.
+
+A fresh database, read-only commands that must not create one, budgets the mandatory items do not fit,
+``chat --mode`` kept for the session, ``retrieve`` on a folder that is not a repository, ``--no-semantic``
+named as such, and progress counters only on a terminal.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ctxbench.cli import main
+from ctxbench.config import Config
+from ctxbench.service.workbench import Workbench
+
+DEMO_REPO = Path(__file__).resolve().parent.parent / "fixtures" / "demo_repo"
+
+
+@pytest.fixture
+def env(tmp_path, monkeypatch):
+    monkeypatch.setenv("CTXBENCH_CONFIG", os.devnull)
+    monkeypatch.setenv("CTXBENCH_DB", str(tmp_path / "default.db"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    return tmp_path
+
+
+def small_repo(tmp_path: Path) -> Path:
+    repo = tmp_path / "repo"
+    shutil.copytree(DEMO_REPO / "ledgerlite", repo / "ledgerlite")
+    (repo / "pyproject.toml").write_text("[project]\nname = 'ledgerlite'\n")
+    return repo
+
+
+# -- plan on a fresh database -------------------------------------------------------------------------
+
+def test_plan_with_a_repo_on_a_fresh_database_plans_an_empty_history(env):
+    db = env / "fresh.db"
+    repo = small_repo(env)
+    result = CliRunner().invoke(main, ["plan", "where is a ledger balanced", "--repo", str(repo), "--db", str(db),
+                                       "--no-semantic", "--json"])
+    assert result.exit_code == 0, result.output
+    plan = json.loads(result.stdout)
+    kinds = [i["kind"] for i in plan["items"] if i["included"]]
+    assert "history_atom" not in kinds and "current_turn" in kinds
+    assert "symbol_card" in kinds and "scaffold" in kinds  # the repository was used
+    with Workbench(db, Config()) as wb:
+        (info,) = wb.sessions.list()
+        assert info.id == plan["session_id"] and info.message_count == 0
+        assert info.repo == str(repo.resolve())
+        assert wb.plans.get(plan["plan_id"]).plan_id == plan["plan_id"]  # stored: show works
+
+
+def test_plan_on_a_fresh_database_says_it_made_a_session(env):
+    db = env / "fresh.db"
+    result = CliRunner().invoke(main, ["plan", "what next", "--db", str(db), "--no-semantic"])
+    assert result.exit_code == 0, result.output
+    assert "no sessions yet: planning with an empty history in a new session s_" in result.stderr
+    assert "stored; show it again with: ctxbench show plan_" in result.stdout
+
+
+def test_a_refused_plan_on_a_fresh_database_leaves_no_session(env):
+    db = env / "fresh.db"
+    result = CliRunner().invoke(main, ["plan", "what next", "--db", str(db), "--no-semantic", "--pin", "group:7"])
+    assert result.exit_code == 2
+    assert "group:7" in result.stderr
+    with Workbench(db, Config()) as wb:
+        assert list(wb.sessions.list()) == []
