@@ -108,23 +108,40 @@ async def test_context_rebuild_from_the_palette(tmp_path):
         assert main.session.wb.memory.state(main.session.session_id).startswith("### STATE")
 
 
-async def test_undo_removes_the_last_turn_and_rebuilds_the_state(tmp_path):
+async def test_undo_restores_the_stored_previous_state_without_a_model_call(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
+        said: list[str] = []
+        main.notify = lambda message, **kw: said.append(str(message))
         groups = wb.messages.group_ids(sid)
+        await type_and_enter(pilot, "First question that stays")
+        kept = wb.memory.state(sid)
+        assert "Goal: First question that stays" in kept
         await type_and_enter(pilot, "A question that will be undone")
         assert "Goal: A question that will be undone" in wb.memory.state(sid)
+        calls = len(wb.traces.calls(session_id=sid))
+        blocks = len(main.chat.query(TurnBlock))
+
         await type_and_enter(pilot, "/undo")
-        for _ in range(50):  # the rebuild starts once the undo's replan is in
-            await settle(pilot)
-            if main.chat.query(".rebuild") and not main.turn_running:
-                break
-        assert wb.messages.group_ids(sid) == groups
-        assert wb.memory.state(sid).startswith("### STATE\nGoal: Where are the reports rendered?")
-        assert [i for i in main.view.plan.included if i.kind == "state"]
+        await settle(pilot)
+        assert wb.messages.group_ids(sid) == (*groups, groups[-1] + 1)
+        assert wb.memory.state(sid) == kept  # the version the undone turn saw, as stored
+        assert len(wb.traces.calls(session_id=sid)) == calls  # no model call rewrote it
+        assert not main.chat.query(".rebuild") and len(main.chat.query(TurnBlock)) == blocks - 1
+        assert any("the ### STATE is back to the version before it" in s for s in said)
+        state_items = [i for i in main.view.plan.included if i.kind == "state"]
+        assert len(state_items) == 1 and "First question that stays" in state_items[0].messages[0]["content"]
+        # the undone version stays in the state's history
+        assert any("A question that will be undone" in v.content for v in wb.memory.state_history(sid))
+
+        await type_and_enter(pilot, "/undo")  # the first turn wrote the first STATE: none now
+        await settle(pilot)
+        assert wb.messages.group_ids(sid) == groups and wb.memory.state(sid) == ""
+        assert not [i for i in main.view.plan.included if i.kind == "state"]
+        assert any("it wrote the first ### STATE, so there is none now" in s for s in said)
 
 
 async def test_context_drop_and_restore(tmp_path):

@@ -358,12 +358,13 @@ class WorkbenchSession:
         self.wb.messages.group(self.session_id, group_id)  # raises for an unknown group
         self.wb.messages.remove(self.session_id, group_id)
 
-    def undo(self) -> int | None:
-        """Remove the last turn; its group id, or None when there is nothing to undo."""
-        return self.wb.messages.undo(self.session_id)
-
-    def has_state(self) -> bool:
-        return bool(self.wb.memory.state(self.session_id).strip())
+    def undo(self) -> tuple[int | None, str | None]:
+        """Remove the last turn: its group id (None when there is nothing to undo), and the ``### STATE`` now
+        current when undoing brought back the version stored before that turn (None: the state did not change)."""
+        before = self.wb.memory.state(self.session_id)
+        gid = self.wb.messages.undo(self.session_id)
+        after = self.wb.memory.state(self.session_id)
+        return gid, (after if after != before else None)
 
     def accept(self, suggestion: Suggestion, plan: ContextPlan | None) -> Pin:
         from ctxbench.llm.suggestions import record_decision

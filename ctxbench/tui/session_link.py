@@ -12,7 +12,6 @@ the host. Nothing here touches a widget.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from textual.dom import DOMNode
@@ -30,15 +29,7 @@ if TYPE_CHECKING:  # the engine loads in the first worker, never before the firs
 
 
 
-@dataclass(frozen=True)
-class ActionOutcome:
-    """What an action says to the user, and whether the ``### STATE`` should be rebuilt afterwards."""
-
-    note: str | None
-    rebuild_state: bool = False
-
-
-Action = Callable[["WorkbenchSession"], "str | ActionOutcome | None"]
+Action = Callable[["WorkbenchSession"], "str | None"]  # what the action says to the user
 
 
 class SessionLink:
@@ -131,7 +122,6 @@ class SessionLink:
         def work() -> None:
             try:
                 said = action(session)
-                outcome = said if isinstance(said, ActionOutcome) else ActionOutcome(said)
                 snapshot = session.snapshot() if history else None
             except (ValueError, LookupError) as exc:
                 self._post(msg.Notice(str(exc), "error"))
@@ -141,7 +131,7 @@ class SessionLink:
                 self._post(msg.Notice(f"{type(exc).__name__}: {exc}", "error"))
                 self._post(msg.ActionDone(None))
                 return
-            self._post(msg.ActionDone(outcome.note, snapshot, rebuild_state=outcome.rebuild_state))
+            self._post(msg.ActionDone(said, snapshot))
 
         self.host.run_worker(work, thread=True, group="action", name="action", exit_on_error=False)
 

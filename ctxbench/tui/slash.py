@@ -20,7 +20,6 @@ from ctxbench.tui.commands import (
     parse,
     pin_target,
 )
-from ctxbench.tui.session_link import ActionOutcome
 from ctxbench.tui.slash_base import HANDLERS, SlashBase, handles
 from ctxbench.tui.slash_compact import CompactCommands
 from ctxbench.tui.slash_timeline import TimelineCommands
@@ -91,13 +90,16 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
         self._need_session()
         self._not_while_replying()
 
-        def undo(session: WorkbenchSession) -> ActionOutcome:
-            gid = session.undo()
+        def undo(session: WorkbenchSession) -> str:
+            gid, state = session.undo()
             if gid is None:
-                return ActionOutcome("nothing to undo")
-            if session.has_state():  # seed 001: the state came from replies that may be gone; the model rewrites it
-                return ActionOutcome(f"removed the last turn ({gid}); rebuilding the state", rebuild_state=True)
-            return ActionOutcome(f"removed the last turn ({gid})")
+                return "nothing to undo"
+            if state is None:
+                return f"removed the last turn ({gid})"
+            # the stored STATE that turn saw is current again: no model call rewrites it
+            if state.strip():
+                return f"removed the last turn ({gid}); the ### STATE is back to the version before it"
+            return f"removed the last turn ({gid}); it wrote the first ### STATE, so there is none now"
 
         self.host.link.act(undo, history=True)
 

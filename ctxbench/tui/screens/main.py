@@ -189,8 +189,6 @@ class MainScreen(Screen[None]):
             self._take(message.history)  # a fork or a switch brings the branch's own settings
             await self.chat.show_history(message.history.history, message.history.dropped)
         self.request_plan()
-        if message.rebuild_state:
-            await self.feed.rebuild_state()
 
     # -- settings -----------------------------------------------------------------------------------------
     def change_settings(self, **changes: Any) -> None:
