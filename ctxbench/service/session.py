@@ -361,10 +361,7 @@ class WorkbenchSession:
     def undo(self) -> tuple[int | None, str | None]:
         """Remove the last turn: its group id (None when there is nothing to undo), and the ``### STATE`` now
         current when undoing brought back the version stored before that turn (None: the state did not change)."""
-        before = self.wb.memory.state(self.session_id)
-        gid = self.wb.messages.undo(self.session_id)
-        after = self.wb.memory.state(self.session_id)
-        return gid, (after if after != before else None)
+        return self.wb.undo(self.session_id)
 
     def accept(self, suggestion: Suggestion, plan: ContextPlan | None) -> Pin:
         from ctxbench.llm.suggestions import record_decision

@@ -187,6 +187,21 @@ class Workbench:
         path = Path(repo).resolve() if repo is not None else self.repo
         return self.sessions.create(title, str(path) if path else None)
 
+    def undo(self, session_id: str) -> tuple[int | None, str | None]:
+        """Remove the last turn of the active branch and put back the ``### STATE`` stored before its first
+        message (the one that turn saw: what its reply, or anything after it, wrote is no longer current; the
+        versions stay in the state's history). Returns the removed group id (None: nothing to undo) and the
+        state now current when it changed (None: unchanged). One transaction."""
+        with self.transaction():
+            group_id = self.messages.undoable(session_id)
+            if group_id is None:
+                return None, None
+            started = min(m.created_at for m in self.messages.group(session_id, group_id))
+            before = self.memory.state(session_id)
+            self.messages.undo(session_id)
+            after = self.memory.restore_state_before(session_id, started)
+        return group_id, (after if after != before else None)
+
     # -- import -------------------------------------------------------------------------------------
     def parse_transcript(self, path: Path, format: str = "openai") -> Transcript:
         target = TRANSCRIPT_FORMATS.get(format)

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
-from ctxbench.store import memory, message_search, plans, sessions
+from ctxbench.store import message_search, plans, sessions
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import NotFound, UnknownGroup
 from ctxbench.store.db import Connections
@@ -399,23 +399,19 @@ class Messages:
             sessions.require_session(conn, session_id)
             delete_group(conn, session_id, group_id)
 
-    def undo(self, session_id: str) -> int | None:
-        """Delete the last group written on the active branch; returns its id (None: nothing to undo).
-
-        The branch's ``### STATE`` goes back to the version stored before the group's first message (the
-        one that turn saw): a version the turn's reply, or anything after it, wrote is no longer current.
-        The old versions stay in the state's history; going back is a new version holding the old text.
-        """
-        with self._db.transaction() as conn:
+    def undoable(self, session_id: str) -> int | None:
+        """The group :meth:`undo` would delete: the last one written on the active branch (None when the branch
+        has none of its own: undo never reaches across a fork into the parent's turns)."""
+        with self._db.connection() as conn:
             branch_id = sessions.active_branch(conn, session_id)
             for group_id in reversed(branch_group_ids(conn, session_id, branch_id)):
-                if group_branch(conn, session_id, group_id) != branch_id:
-                    return None  # the rest belongs to the parent branch; undo never reaches across a fork
-                started = conn.execute("SELECT MIN(created_at) FROM messages WHERE session_id = ? AND group_id = ?",
-                                       (session_id, group_id)).fetchone()[0]
-                delete_group(conn, session_id, group_id)
-                if started is not None:
-                    before = memory.state_before(conn, branch_id, started)
-                    memory.set_state_block(conn, session_id, branch_id, before.content if before is not None else "")
-                return group_id
+                return group_id if group_branch(conn, session_id, group_id) == branch_id else None
             return None
+
+    def undo(self, session_id: str) -> int | None:
+        """Delete the last group written on the active branch; returns its id (None: nothing to undo)."""
+        with self._db.transaction() as conn:
+            group_id = self.undoable(session_id)
+            if group_id is not None:
+                delete_group(conn, session_id, group_id)
+            return group_id
