@@ -70,3 +70,39 @@ def test_a_refused_plan_on_a_fresh_database_leaves_no_session(env):
     assert "group:7" in result.stderr
     with Workbench(db, Config()) as wb:
         assert list(wb.sessions.list()) == []
+
+
+# -- replay: the tool definitions and the turn numbers ------------------------------------------------
+
+def _session(db: Path, tmp: Path, turns: int = 4) -> str:
+    rows = [{"role": "system", "content": "Be brief."}]
+    for i in range(turns):
+        rows += [{"role": "user", "content": f"Question {i} about module m{i}?"},
+                 {"role": "assistant", "content": f"Answer {i}."}]
+    path = tmp / "s.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    result = CliRunner().invoke(main, ["import", str(path), "--db", str(db)])
+    assert result.exit_code == 0, result.output
+    return result.stdout.split()[-1]
+
+
+def test_replay_counts_a_dropped_turn_and_can_budget_the_tool_definitions(env):
+    db = env / "r.db"
+    sid = _session(db, env)
+    with Workbench(db, Config()) as wb:
+        second = [m for m in wb.messages.all(sid) if m.role == "user"][1]
+        wb.messages.drop(sid, second.group_id)
+    runner = CliRunner()
+    plain = json.loads(runner.invoke(main, ["replay", sid, "--db", str(db), "--json"]).stdout)
+    assert [r["turn"] for r in plain] == [1, 2, 3, 4]
+    assert [r["dropped"] for r in plain] == [False, True, False, False]
+    assert plain[1]["query"] == second.content
+    tools = json.loads(runner.invoke(main, ["replay", sid, "--db", str(db), "--json", "--tools"]).stdout)
+    with Workbench(db, Config()) as wb:
+        from ctxbench.service.model import offered_tools_tokens
+
+        offered = offered_tools_tokens(Config(), wb.tokenizer)
+    assert offered > 0
+    assert all(t["sections"]["system"] == p["sections"]["system"] + offered for t, p in zip(tools, plain))
+    table = runner.invoke(main, ["replay", sid, "--db", str(db)])
+    assert table.exit_code == 0 and "(dropped since)" in table.stdout.splitlines()[2]

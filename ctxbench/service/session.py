@@ -434,14 +434,16 @@ class WorkbenchSession:
 
     # -- replay -------------------------------------------------------------------------------------------
     def replay(self, turn: int, settings: SessionSettings) -> ReplayPage:
-        """The plan user turn ``turn`` (1-based; past the end: the last) would get under ``settings``."""
+        """The plan user turn ``turn`` (1-based, dropped turns counted; past the end: the last) would get under
+        ``settings``, with the tool definitions a live call offers (so its meter is the live meter)."""
         from ctxbench.llm.replay import replay, user_turns
 
-        total = len(user_turns(self.wb.messages.history(self.session_id)))
+        total = len(user_turns(self.wb.messages.all(self.session_id)))
         if not total:
             return ReplayPage(0, None, "this session has no user turns yet")
         wanted = {name: getattr(settings, name) for name in ("mode", "budget", "strategy", "window_groups")}
-        step = next(replay(self.wb, self.session_id, only_turn=min(turn, total), **wanted), None)
+        step = next(replay(self.wb, self.session_id, only_turn=min(turn, total), tools_tokens=self.tools_tokens(),
+                           **wanted), None)
         return ReplayPage(total, step)
 
     def with_settings(self, **changes: object) -> SessionSettings:

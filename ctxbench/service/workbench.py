@@ -246,6 +246,7 @@ class Workbench:
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
         tools_tokens: int = 0,
+        dropped_current: bool = False,
         **overrides: Any,
     ) -> PlanInputs:
         """Everything the planner needs for one call, read from the store.
@@ -256,13 +257,14 @@ class Workbench:
         ``query`` (id 0, not stored, in the group the next user message will get). With it, the stored
         messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
         defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
-        offers; the plan counts them against its budget.
+        offers; the plan counts them against its budget. ``dropped_current``: the current group may be one the
+        user dropped since (replay plans a turn as it was sent, whatever became of it later).
         """
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
         with self.connection() as conn:  # one snapshot of the session for the whole read
-            inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         inputs = dataclasses.replace(redact_inputs(inputs), retrieval=retrieval, tools_tokens=tools_tokens)
@@ -315,7 +317,7 @@ class Workbench:
         return stats.embedded
 
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
-                     current_group: int | None) -> PlanInputs:
+                     current_group: int | None, dropped_current: bool = False) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
         visible = message_store.branch_messages(conn, session_id, branch_id, include_dropped=True)
         if current_group is None:
@@ -327,7 +329,8 @@ class Workbench:
             current: tuple[Message, ...] = (pending,)
             history = visible
         else:
-            current = tuple(m for m in visible if m.group_id == current_group and m.status == "active")
+            current = tuple(m for m in visible if m.group_id == current_group
+                            and (m.status == "active" or dropped_current))
             if not current:
                 raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
             history = tuple(m for m in visible if m.group_id != current_group)
