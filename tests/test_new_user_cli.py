@@ -106,3 +106,27 @@ def test_replay_counts_a_dropped_turn_and_can_budget_the_tool_definitions(env):
     assert all(t["sections"]["system"] == p["sections"]["system"] + offered for t, p in zip(tools, plain))
     table = runner.invoke(main, ["replay", sid, "--db", str(db)])
     assert table.exit_code == 0 and "(dropped since)" in table.stdout.splitlines()[2]
+
+
+# -- a budget the mandatory items do not fit -----------------------------------------------------------
+
+def test_chat_with_a_budget_below_the_mandatory_items_is_refused_and_nothing_is_sent(env):
+    db = env / "c.db"
+    runner = CliRunner()
+    result = runner.invoke(main, ["chat", "hello there", "--budget", "1", "--db", str(db)])
+    assert result.exit_code == 2
+    (line,) = result.stderr.strip().splitlines()
+    assert line.startswith("error: not sent: mandatory items need ") and "but the budget is 1" in line
+    assert "tool definitions" in line and "system prompt" in line and "raise the budget" in line
+    assert result.stdout == ""  # no reply: the offline model was never called
+    with Workbench(db, Config()) as wb:
+        assert list(wb.sessions.list()) == []  # a new session with nothing in it is not kept
+
+    first = runner.invoke(main, ["chat", "hello there", "--db", str(db), "--json"])
+    sid = json.loads(first.stdout)["session_id"]
+    again = runner.invoke(main, ["chat", "and again", "--session", sid, "--budget", "100", "--db", str(db)])
+    assert again.exit_code == 2 and "not sent:" in again.stderr
+    with Workbench(db, Config()) as wb:
+        calls = wb.traces.calls(session_id=sid)
+        assert [c.status for c in calls] == ["ok", "failed"]  # the refused turn reached no model
+        assert "not sent:" in calls[-1].error

@@ -3,7 +3,9 @@
 The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
 stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
 prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
-once the turn is done. When the endpoint fails the command exits 1 with a one-line reason. A turn
+once the turn is done. When the endpoint fails the command exits 1 with a one-line reason; a budget too small
+for what every call must send (system prompt, tool definitions, the message, sticky pins) is refused before
+anything is sent (exit 2), never sent over budget. A turn
 that got no reply at all leaves nothing behind in a new session (the session is removed: the message
 is still on the command line) and, in a continued one, is kept but left out of later plans (flagged
 ``unanswered``), so the next turn never sends two user messages in a row; a partial reply is always
@@ -66,8 +68,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
     from ctxbench.records.errors import ProviderError, UnknownSession
-    from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, TurnStarted,
-                                        TurnWaiting, UsageRecorded)
+    from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFailed, TurnFinished,
+                                        TurnStarted, TurnWaiting, UsageRecorded)
     from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.model import make_runner, resolve_model
@@ -90,6 +92,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         fail(str(exc), 2)
     cancel = CancelToken()
     finished: TurnFinished | None = None
+    refused = False  # the plan did not fit the budget: nothing was sent (bad input, exit 2)
     new_session = session_id is None
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -111,6 +114,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 for event in turn:
                     if isinstance(event, TurnStarted):
                         group_id = event.group_id
+                    if isinstance(event, TurnFailed) and event.kind == "over_budget":
+                        refused = True
                     if isinstance(event, TurnFinished):
                         finished = event
                     elif isinstance(event, TurnWaiting):
@@ -144,7 +149,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         fail(f"{exc} (--no-semantic chats without the model)", 1)
     assert finished is not None
     if finished.status != "ok":
-        fail(f"{finished.error or finished.status}; {kept}", 1)
+        fail(f"{finished.error or finished.status}; {kept}", 2 if refused else 1)
     if as_json:
         usage = finished.usage
         emit_json({

@@ -167,7 +167,7 @@ class ReflectionDone:
 class TurnFailed:
     reason: str  # one line
     # rate_limit | server | timeout | deadline | connection | auth | request | dropped | context_limit
-    # | tool_limit | internal
+    # | tool_limit | over_budget | internal
     kind: str
     partial_message: Message | None
 

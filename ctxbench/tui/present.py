@@ -217,6 +217,12 @@ def usage_text(checks) -> tuple[str, bool]:
     return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{calls}{model}", False
 
 
+def over_budget_notice(plan) -> str:
+    """What the workbench says when a plan's mandatory items alone exceed its budget: such a turn is refused."""
+    return (f"{plan.over_budget_reason}. A message is not sent until the budget is at least "
+            f"{tok(plan.used_tokens)} (/budget N).")
+
+
 def model_label(llm) -> str:
     """Short name of the model for the status line: ``offline model`` or ``NAME @ host:port``."""
     if llm is None or llm.provider == "offline":

@@ -55,6 +55,7 @@ class MainScreen(Screen[None]):
         self.branch = ""  # the active branch's name
         self.task_name = ""  # the open task's name
         self._warned = False  # the auto-compact warning was announced (again once it clears and comes back)
+        self._over = False  # the plan's mandatory items exceed the budget (announced when it starts)
         self._preview_timer: Timer | None = None
         self._draft = ""
 
@@ -164,6 +165,10 @@ class MainScreen(Screen[None]):
             self._warned = bool(view.compact_warning)
             if self._warned:
                 self.notify(view.compact_warning, title="auto-compact", severity="warning")
+        if view.plan.over_budget != self._over:
+            self._over = view.plan.over_budget
+            if self._over:  # a message would be refused: say so now, not only when it is sent
+                self.notify(present.over_budget_notice(view.plan), title="over budget", severity="warning")
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
         self.screens.show_view(view)
@@ -273,6 +278,11 @@ class MainScreen(Screen[None]):
     def request_rebuild(self) -> None:
         """``/context rebuild`` from a command: start it once the current message is handled."""
         self.call_later(self.feed.rebuild_state)
+
+    def give_back(self, text: str) -> None:
+        """A message that was not sent goes back into the input (unless something was typed since)."""
+        if not self.prompt.value:
+            self.prompt.value = text
 
     @on(msg.TurnProgress)
     async def _turn_progress(self, message: msg.TurnProgress) -> None:

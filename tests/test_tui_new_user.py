@@ -1,0 +1,50 @@
+"""Issue 12, tried in the workbench as a new user would: each case fails before its fix.
+
+Functional tests with Pilot over the recorded six-turn session of ``tui_helpers`` and the offline model.
+"""
+from __future__ import annotations
+
+from ctxbench.records.vocab import UNANSWERED_FLAG
+from ctxbench.tui.widgets.bubbles import TurnBlock
+from tui_helpers import make_app, settle, type_and_enter
+
+
+def capture_notes(main) -> list[tuple[str, str]]:
+    said: list[tuple[str, str]] = []
+    main.notify = lambda message, **kw: said.append((str(message), kw.get("severity") or "information"))
+    return said
+
+
+async def test_a_budget_below_the_mandatory_items_is_announced_and_the_message_is_not_sent(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        wb, sid = main.session.wb, main.session.session_id
+        said = capture_notes(main)
+        await type_and_enter(pilot, "/budget 10")
+        await settle(pilot)
+        plan = main.view.plan
+        assert plan.over_budget and plan.budget == 10
+        warnings = [text for text, severity in said if severity == "warning"]
+        assert any("mandatory items need" in w and "A message is not sent until the budget is at least" in w
+                   for w in warnings), said
+        calls = len(wb.traces.calls(session_id=sid))
+        groups = wb.messages.group_ids(sid)
+
+        await type_and_enter(pilot, "Will this be sent?")
+        await settle(pilot)
+        assert [c.status for c in wb.traces.calls(session_id=sid)][calls:] == ["failed"]  # refused, not sent
+        assert not any(c.status == "ok" for c in wb.traces.calls(session_id=sid)[calls:])
+        (new,) = [g for g in wb.messages.group_ids(sid) if g not in groups]
+        (user,) = wb.messages.group(sid, new)  # the message alone: no reply was asked for
+        assert UNANSWERED_FLAG in user.flags and user.status == "dropped"
+        block = main.chat.block(new)
+        assert "✗ not sent: mandatory items need" in str(block.query_one(".error-note").render())
+        assert main.prompt.value == "Will this be sent?"  # the text is the user's again
+
+        await type_and_enter(pilot, "/budget 8000")
+        main.prompt.value = ""
+        await type_and_enter(pilot, "Now it fits")
+        await settle(pilot)
+        assert wb.traces.calls(session_id=sid)[-1].status == "ok"
