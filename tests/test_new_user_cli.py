@@ -7,6 +7,7 @@ named as such, and progress counters only on a terminal.
 from __future__ import annotations
 
 import json
+import re
 import os
 import shutil
 from pathlib import Path
@@ -130,3 +131,70 @@ def test_chat_with_a_budget_below_the_mandatory_items_is_refused_and_nothing_is_
         calls = wb.traces.calls(session_id=sid)
         assert [c.status for c in calls] == ["ok", "failed"]  # the refused turn reached no model
         assert "not sent:" in calls[-1].error
+
+
+# -- budget = "auto" and the cost of a turn -----------------------------------------------------------
+
+def _loopback_chat(server, db, config, *more):
+    return CliRunner().invoke(main, ["chat", *more, "--db", str(db), "--base-url", server.base_url,
+                                     "--api-key-env", "CTXBENCH_TEST_KEY", "--config", str(config)],
+                              env={"CTXBENCH_TEST_KEY": "k"})
+
+
+def test_an_auto_budget_is_the_context_limit_minus_the_reply_reserve(env):
+    from llm_server import LLMServer, text
+
+    db, config = env / "a.db", env / "auto.toml"
+    config.write_text('[planner]\ndefault_budget = "auto"\n')
+    with LLMServer([text("one"), text("two"), text("three")]) as server:
+        first = _loopback_chat(server, db, config, "hi", "--model", "m", "--context-limit", "20000",
+                               "--max-reply-tokens", "1500", "--json")
+        config.write_text('[planner]\ndefault_budget = "auto"\nreply_reserve = 3000\n')
+        second = _loopback_chat(server, db, config, "hi", "--model", "m", "--context-limit", "20000", "--json")
+        config.write_text('[planner]\ndefault_budget = "auto"\n[llm]\ncontext_limit = 64000\n')
+        third = _loopback_chat(server, db, config, "hi", "--model", "m", "--json")
+    budgets = []
+    with Workbench(db, Config()) as wb:
+        for result in (first, second, third):
+            assert result.exit_code == 0, result.output
+            budgets.append(wb.plans.get(json.loads(result.stdout)["plan_id"]).budget)
+    assert budgets == [20000 - 1500, 20000 - 3000, 64000 - 4096]  # the reserve: reply_reserve, else the reply cap
+
+
+def test_a_wrong_auto_budget_is_named():
+    from ctxbench.config import ConfigError, config_from
+
+    for value, says in (("big", "expected a whole number or one of 'auto', got a string (\"big\")"),
+                        (0, "must be greater than 0, got 0")):
+        with pytest.raises(ConfigError, match="planner.default_budget: " + re.escape(says)):
+            config_from({"planner": {"default_budget": value}})
+
+
+def test_the_cost_of_a_turn_is_shown_for_a_model_with_a_known_price_only(env):
+    from llm_server import ENCODING, LLMServer, text, tool_call
+
+    db, config = env / "c.db", env / "prices.toml"
+    config.write_text('[[llm.prices]]\nname = "house-model"\ninput_per_mtok = 1.0\noutput_per_mtok = 2.0\n')
+    script = [text("Priced answer."), tool_call("manage_scratchpad", {"action": "read"}), text("Two calls."),
+              text("Unpriced answer.")]
+    with LLMServer(script) as server:
+        known = _loopback_chat(server, db, config, "hi", "--model", "gpt-4o-mini", "--json")
+        own = _loopback_chat(server, db, config, "use a tool", "--model", "house-model")
+        unknown = _loopback_chat(server, db, config, "hi", "--model", "llama3", "--json")
+        payloads, reported = server.payloads(), list(server.reported)
+    assert known.exit_code == own.exit_code == unknown.exit_code == 0, (known.output, own.output, unknown.output)
+    usage = json.loads(known.stdout)["usage"]
+    prompt, reply = usage["reported_prompt_tokens"], usage["reply_tokens"]
+    assert prompt > 0 and reply > 0
+    assert usage["cost_usd"] == round((prompt * 0.15 + reply * 0.60) / 1_000_000, 6)  # gpt-4o-mini's list price
+    assert len(payloads) == 4
+    # two calls (a tool round), both priced by the config's own entry: $1 a million prompt tokens, $2 reply tokens
+    import tiktoken
+
+    from ctxbench.records.turns import cost_text
+
+    enc = tiktoken.get_encoding(ENCODING)
+    replies = [len(enc.encode(json.dumps({"action": "read"}))), len(enc.encode("Two calls."))]
+    expected = (reported[1] + reported[2] + 2 * sum(replies)) / 1_000_000
+    assert f" · cost {cost_text(expected)} (continue with" in own.stderr.strip().splitlines()[-1]
+    assert json.loads(unknown.stdout)["usage"]["cost_usd"] is None  # no price: no cost, never a guess

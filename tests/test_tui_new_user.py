@@ -48,3 +48,38 @@ async def test_a_budget_below_the_mandatory_items_is_announced_and_the_message_i
         await type_and_enter(pilot, "Now it fits")
         await settle(pilot)
         assert wb.traces.calls(session_id=sid)[-1].status == "ok"
+
+
+async def test_the_usage_line_shows_the_cost_of_a_turn_when_the_model_has_a_price(tmp_path):
+    import dataclasses
+
+    from ctxbench.config import LLMConfig, ModelPrice
+    from ctxbench.records.turns import cost_text
+    from ctxbench.tui.widgets.bubbles import UsageLine
+    from llm_server import LLMServer, text
+    from tui_helpers import quiet_config
+
+    base = quiet_config()
+    with LLMServer([text("A priced answer."), text("An unpriced answer.")]) as server:
+        def config_for(model: str):
+            llm = dataclasses.replace(LLMConfig(), provider="openai", base_url=server.base_url, model=model,
+                                      max_retries=0, timeout_s=10.0,
+                                      prices=(ModelPrice("house-model", 3.0, 15.0),))
+            return dataclasses.replace(base, llm=llm)
+
+        for model, priced in (("house-model", True), ("some-local-model", False)):
+            (tmp_path / model).mkdir()
+            app = make_app(tmp_path / model, config=config_for(model))
+            async with app.run_test(size=(120, 40)) as pilot:
+                await settle(pilot)
+                main = app.main_screen
+                await type_and_enter(pilot, "What does it cost?")
+                await settle(pilot)
+                (check,) = main.feed.usage_checks
+                line = str(main.chat.block(main.session.wb.messages.history(main.session.session_id)[-1].group_id)
+                           .query_one(UsageLine).render())
+                if priced:
+                    cost = (check.reported * 3.0 + check.completion * 15.0) / 1_000_000
+                    assert check.cost_usd == cost and f" · {cost_text(cost)} · " in line
+                else:
+                    assert check.cost_usd is None and "$" not in line

@@ -13,8 +13,8 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.views import PlanView, Suggestion
 from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, parse
 from ctxbench.tui.keymap import ALL_KEYS, BINDING_IDS, describe_key, keymap_from_config
-from ctxbench.tui.present import (MeterState, attachment_for, meter_cells, next_mode, tier_note,
-                                  truncation_tiers)
+from ctxbench.tui.present import MeterState, attachment_for, meter_cells, next_mode
+from ctxbench.tui.tiers import tier_note, truncation_tiers
 from ctxbench.tui.listings import message_listing
 from ctxbench.tui.screens.overlay import build_rows, column_widths, filter_rows
 from ctxbench.tui.theme_files import ThemeFileError, bundled_themes_dir, load_themes, theme_from_file

@@ -93,6 +93,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     cancel = CancelToken()
     finished: TurnFinished | None = None
     refused = False  # the plan did not fit the budget: nothing was sent (bad input, exit 2)
+    checks: list = []  # every call's usage: the turn's cost where the model's price is known
     new_session = session_id is None
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -116,6 +117,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                         group_id = event.group_id
                     if isinstance(event, TurnFailed) and event.kind == "over_budget":
                         refused = True
+                    if isinstance(event, UsageRecorded):
+                        checks.append(event.usage)
                     if isinstance(event, TurnFinished):
                         finished = event
                     elif isinstance(event, TurnWaiting):
@@ -150,6 +153,9 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     assert finished is not None
     if finished.status != "ok":
         fail(f"{finished.error or finished.status}; {kept}", 2 if refused else 1)
+    from ctxbench.records.turns import cost_text, turn_cost
+
+    cost = turn_cost(checks)  # None unless the model's price is known ([[llm.prices]]): never a guess
     if as_json:
         usage = finished.usage
         emit_json({
@@ -161,12 +167,15 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 "estimated_prompt_tokens": usage.estimated if usage else None,
                 "reported_prompt_tokens": usage.reported if usage else None,
                 "mismatch": usage.mismatch if usage else False,
+                "reply_tokens": sum(c.completion or 0 for c in checks) if checks else None,
+                "cost_usd": round(cost, 6) if cost is not None else None,
             },
             "state_block": finished.state_block,
         })
         return
     plan_id = finished.plan_ids[-1] if finished.plan_ids else None
-    where = f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
+    where = (f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
+             + (f" · cost {cost_text(cost)}" if cost is not None else ""))
     click.echo(f"{where} (continue with --session {finished.session_id}"
                + (f"; ctxbench show {plan_id} --messages prints what was sent)" if plan_id else ")"), err=True)
 

@@ -382,8 +382,10 @@ class TurnRunner:
         """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""
         reported = completion.usage.prompt_tokens
         self.workbench.plans.record_usage(plan_id, estimated, reported, completion.model)
-        return reflection.check_usage(plan_id, estimated, reported, completion.model,
-                                      self.config.llm.usage_mismatch_ratio)
+        llm = self.config.llm
+        return reflection.check_usage(plan_id, estimated, reported, completion.model, llm.usage_mismatch_ratio,
+                                      completion=completion.usage.completion_tokens,
+                                      price=llm.price_of(self.client.model, completion.model))
 
     def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
               group_id: int | None = None) -> Iterator[TurnEvent]:

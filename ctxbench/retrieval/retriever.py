@@ -733,5 +733,5 @@ def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any 
         graph=code_index.graph,
         version=code_index.version,
         scaffold_at=scaffold_at,
-        default_scaffold=lambda: scaffold_at(max(1, int(planner.default_budget * share))),
+        default_scaffold=lambda: scaffold_at(max(1, int(config.default_budget_tokens() * share))),
     )

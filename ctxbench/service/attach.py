@@ -106,7 +106,7 @@ class ModeRetrieval:
         share = profile.scaffold_share
         if not profile.auto_retrieve:
             share = planner.mode(planner.default_mode).scaffold_share or max(m.scaffold_share for m in planner.modes)
-        cap = share_tokens(planner.default_budget if budget is None else budget, share)
+        cap = share_tokens(self.config.default_budget_tokens() if budget is None else budget, share)
         key = (str(view.version), cap)
         with self._lock:
             text = self._scaffolds.get(key)

@@ -214,7 +214,7 @@ class MainScreen(Screen[None]):
 
     def action_budget_step(self, direction: int) -> None:
         step = self.config.ui.budget_step
-        current = self.settings.budget if self.settings is not None else self.config.planner.default_budget
+        current = self.settings.budget if self.settings is not None else self.config.default_budget_tokens()
         self.change_settings(budget=max(step, current + direction * step))
 
     # -- screens on top -----------------------------------------------------------------------------------
