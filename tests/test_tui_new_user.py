@@ -83,3 +83,37 @@ async def test_the_usage_line_shows_the_cost_of_a_turn_when_the_model_has_a_pric
                     assert check.cost_usd == cost and f" · {cost_text(cost)} · " in line
                 else:
                     assert check.cost_usd is None and "$" not in line
+
+
+def _screen_line(widget) -> str:
+    """What the widget's first row shows on the screen (cut where the terminal ends)."""
+    return "".join(segment.text for segment in widget.render_line(0))
+
+
+async def test_the_status_line_keeps_progress_visible_at_80_columns_with_a_long_title(tmp_path):
+    from ctxbench.records.views import Progress
+
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.tui.app import CtxbenchApp
+    from tui_helpers import FixedRetriever, quiet_config, write_session
+
+    title = "A session imported from a transcript whose file name is very long indeed"
+    options = LaunchOptions(db_path=tmp_path / "t.db", import_file=write_session(tmp_path / "s.jsonl"), title=title,
+                            index_repo=False, retriever=FixedRetriever())
+    app = CtxbenchApp(options, quiet_config())
+    app._disable_notifications = True
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        status = main.status
+        status.set_slot(Progress("index", "21 files · 188 symbols · keyword ready", "ready"))
+        status.set_slot(Progress("embedder", "embedding cards", "busy", 0.45))
+        await pilot.pause()
+        shown = _screen_line(status)
+        assert len(shown) <= 80
+        assert "● 21 files · 188 symbols · keyword ready" in shown and "◌ embedding cards 45%" in shown
+        assert shown.startswith(" A session i") and "…" in shown  # the title gave way, marked as cut
+        status.set_slot(Progress("embedder", "", "idle"))
+        await pilot.pause()
+        shown = _screen_line(status)
+        assert "● 21 files · 188 symbols · keyword ready" in shown and "fused" in shown  # room for details again
