@@ -117,3 +117,103 @@ async def test_the_status_line_keeps_progress_visible_at_80_columns_with_a_long_
         await pilot.pause()
         shown = _screen_line(status)
         assert "● 21 files · 188 symbols · keyword ready" in shown and "fused" in shown  # room for details again
+
+
+async def test_errors_name_the_real_problem(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        said: list[tuple[str, str, str]] = []
+        main.notify = lambda message, **kw: said.append((str(message), kw.get("title", ""), kw.get("severity", "")))
+        missing = tmp_path / "no-such-folder" / "x.jsonl"
+        for command, expected in (("/pin remove p99", "no pin p99"),
+                                  ("/context drop 99", "has no turn 99"),
+                                  ("/message show 99", "has no turn 99"),
+                                  (f"/export {missing}", f"cannot use {missing}: No such file or directory")):
+            said.clear()
+            await type_and_enter(pilot, command)
+            await settle(pilot)
+            errors = [(text, title) for text, title, severity in said if severity == "error"]
+            assert len(errors) == 1 and expected in errors[0][0], (command, said)
+            assert "planning failed" not in errors[0][1] and "Error" not in errors[0][0], (command, said)
+            assert main.view is not None and not main.meter.pending  # the plan is still there
+
+
+async def test_the_overlay_cuts_kind_and_reason_with_an_ellipsis_at_80_columns(tmp_path):
+    from textual.widgets import DataTable
+
+    from ctxbench.tui.screens.overlay import ContextOverlay
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        overlay = app.screen
+        assert isinstance(overlay, ContextOverlay)
+        widths = overlay._widths
+        table = overlay.query_one(DataTable)
+        lines = ["".join(s.text for s in table.render_line(y)) for y in range(1, table.size.height)]
+        long_reasons = {r.item.reason for r in overlay.shown_rows if r.item is not None
+                        and len(r.item.reason) > widths["reason"]}
+        assert long_reasons  # e.g. keyword_match in an 11-cell column
+        for reason in long_reasons:
+            shown = reason[: widths["reason"] - 1] + "…"
+            assert any(shown in line for line in lines), (reason, lines)
+        for line in lines:  # nothing cut without saying so: every reason on screen is whole or ends in "…"
+            for reason in long_reasons:
+                if reason[: widths["reason"] - 1] in line:
+                    assert reason[: widths["reason"] - 1] + "…" in line
+
+
+async def test_message_list_says_in_or_out_of_the_window_of_the_current_plan(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        for command in ("/strategy window", "/context window 2", "/context drop 3"):
+            await type_and_enter(pilot, command)
+        await type_and_enter(pilot, "/message list")
+        viewer = app.screen
+        assert main.view.plan.plan_id in viewer.subtitle_text and "in / part / out" in viewer.subtitle_text
+        status = {int(line.split()[0]): line.split()[1] for line in viewer.body.splitlines()}
+        # the system message is always sent; the window holds the last two turns and the current one
+        assert status == {1: "in", 2: "out", 3: "dropped", 4: "in", 5: "in", 6: "in"}
+        await pilot.press("escape")
+        await type_and_enter(pilot, "/strategy fused")  # single messages: a turn can be partly in
+        await type_and_enter(pilot, "/budget 700")
+        await type_and_enter(pilot, "/message list")
+        body = app.screen.body
+        lines = {int(line.split()[0]): line.split()[1] for line in body.splitlines()}
+        plan = main.view.plan
+        sent = {mid for item in plan.included for mid in item.message_ids}
+        wb, sid = main.session.wb, main.session.session_id
+        for gid, word in lines.items():
+            ids = {m.id for m in wb.messages.group(sid, gid)}
+            want = "dropped" if gid == 3 else "in" if ids <= sent else "part" if ids & sent else "out"
+            assert word == want, (gid, word, want, body)
+
+
+async def test_dropping_one_row_of_a_turn_says_the_whole_turn_leaves(tmp_path):
+    from textual.widgets import DataTable
+
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        said = capture_notes(main)
+        wb, sid = main.session.wb, main.session.session_id
+        gid = next(m.group_id for m in wb.messages.all(sid) if m.role == "tool")  # the turn with a tool call
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        overlay = app.screen
+        parts = [r for r in overlay.shown_rows if r.item is not None
+                 and r.item.id.startswith(("atom:", "group:")) and r.item.id.split(":")[1] == str(gid)]
+        assert len(parts) >= 3  # the user's message, the tool call with its result, the reply
+        overlay.query_one(DataTable).move_cursor(row=overlay.shown_rows.index(parts[1]))
+        await pilot.press("ctrl+d")
+        await settle(pilot)
+        assert all(m.status == "dropped" for m in wb.messages.group(sid, gid))
+        assert any(f"dropped turn {gid} whole: all {len(parts)} of its items leave the context" in text
+                   for text, _ in said), said

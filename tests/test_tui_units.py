@@ -167,7 +167,7 @@ def test_message_listing():
             Message(2, "s", "b", 1, "assistant", "hi", tokens=3),
             Message(3, "s", "b", 2, "user", "second", tokens=4, status="dropped")]
     lines = message_listing(msgs).splitlines()
-    assert len(lines) == 2 and "active" in lines[0] and "dropped" in lines[1] and "user: hello there" in lines[0]
+    assert len(lines) == 2 and " ?  " in lines[0] and "dropped" in lines[1] and "user: hello there" in lines[0]
     assert message_listing(msgs, limit=1).splitlines() == lines[1:]
 
 

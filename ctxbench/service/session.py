@@ -337,12 +337,20 @@ class WorkbenchSession:
                 return True
         return False
 
-    def drop(self, item_id: str) -> str:
-        """Leave an item out of the context; returns what was done, for the status line."""
+    def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
+        """Leave an item out of the context; returns what was done, for the status line. A turn is dropped whole:
+        when ``plan`` shows it as several items (atoms: a tool call with its result, a reply, ...), the note
+        says how many leave with it."""
         if item_id.startswith(("group:", "atom:")):
             gid = int(item_id.split(":")[1])
             self.wb.messages.drop(self.session_id, gid)
-            return f"dropped turn {gid}"
+            parts = [i for i in (plan.items if plan is not None else ())
+                     if i.id.startswith(("group:", "atom:")) and i.id.split(":")[1] == str(gid)]
+            sent = sum(1 for i in parts if i.included)
+            if len(parts) > 1:
+                return (f"dropped turn {gid} whole: all {len(parts)} of its items leave the context "
+                        f"({sent} of them were sent; /context restore {gid} brings them back)")
+            return f"dropped turn {gid} (/context restore {gid} brings it back)"
         if self.unpin(item_id):
             return f"unpinned {item_id}"
         if item_id.startswith("card:"):

@@ -32,6 +32,17 @@ if TYPE_CHECKING:  # the engine loads in the first worker, never before the firs
 Action = Callable[["WorkbenchSession"], "str | None"]  # what the action says to the user
 
 
+def problem(exc: BaseException) -> str:
+    """An engine error in the user's words: what the refusal says (a bad argument, something that is not
+    there), the file and the reason for a file that cannot be used; only an unexpected error (a bug) keeps its
+    type name."""
+    if isinstance(exc, (ValueError, LookupError)):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot use {exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return f"{type(exc).__name__}: {exc}"
+
+
 class SessionLink:
     """The open session of one screen, reached only through workers."""
 
@@ -61,14 +72,14 @@ class SessionLink:
         try:
             snapshot = session.open()
         except Exception as exc:  # noqa: BLE001 - shown in the status line; nothing else can run
-            self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {exc}", "error")))
+            self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {problem(exc)}", "error")))
             return
         self.session = session
         self._post(msg.SessionLoaded(snapshot))
         try:
             self._post(msg.PlanReady(session.plan()))
         except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
-            self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+            self._post(msg.PlanFailed(problem(exc)))
         session.settle()  # the history and the planner's caches now live as long as the app
         try:
             session.attach_repository(lambda progress: self._post(msg.StatusChanged(progress)),
@@ -76,7 +87,7 @@ class SessionLink:
                                       on_semantic_ready=lambda: self._post(msg.RetrievalReady(True)))
             session.settle()  # the code index and vectors are long-lived too
         except Exception as exc:  # noqa: BLE001 - shown in the status line; plans go on without cards
-            self._post(msg.StatusChanged(Progress("index", f"indexing failed: {type(exc).__name__}: {exc}",
+            self._post(msg.StatusChanged(Progress("index", f"indexing failed: {problem(exc)}",
                                                   "error")))
 
     def close(self) -> None:
@@ -99,7 +110,7 @@ class SessionLink:
                 view = session.plan(draft, settings)
             except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
                 if not worker.is_cancelled:
-                    self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+                    self._post(msg.PlanFailed(problem(exc)))
                 return
             if not worker.is_cancelled:  # a newer request is planning: this plan is stale
                 self._post(msg.PlanReady(view))
@@ -123,12 +134,8 @@ class SessionLink:
             try:
                 said = action(session)
                 snapshot = session.snapshot() if history else None
-            except (ValueError, LookupError) as exc:
-                self._post(msg.Notice(str(exc), "error"))
-                self._post(msg.ActionDone(None))
-                return
             except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
-                self._post(msg.Notice(f"{type(exc).__name__}: {exc}", "error"))
+                self._post(msg.Notice(problem(exc), "error"))
                 self._post(msg.ActionDone(None))
                 return
             self._post(msg.ActionDone(said, snapshot))
@@ -145,7 +152,7 @@ class SessionLink:
             try:
                 self._post(reader(session))
             except Exception as exc:  # noqa: BLE001 - shown to the user
-                self._post(msg.Notice(str(exc), "error"))
+                self._post(msg.Notice(problem(exc), "error"))
 
         self.host.run_worker(work, thread=True, group="view", name="read", exit_on_error=False)
 

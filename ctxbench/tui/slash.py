@@ -73,7 +73,8 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
     def context_drop(self, args: tuple[str, ...]) -> None:
         gid = int_arg(args, "turn id (GID)")
         self._need_session()
-        self.host.link.act(lambda s: s.drop(f"group:{gid}"), history=True)
+        plan = self._plan()
+        self.host.link.act(lambda s: s.drop(f"group:{gid}", plan), history=True)
 
     @handles("context restore")
     def context_restore(self, args: tuple[str, ...]) -> None:
@@ -108,8 +109,10 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
         from ctxbench.tui.listings import message_listing
 
         limit = int_arg(args, "number of turns") if args else 0
-        self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit),
-                   "GID · status · messages · tokens · first words — /message show GID", wrap=False)
+        plan = self._plan()
+        where = f"in / part / out of the window of {plan.plan_id}" if plan is not None else "status"
+        self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit, plan),
+                   f"GID · {where} · messages · tokens · first words — /message show GID", wrap=False)
 
     @handles("message show")
     def message_show(self, args: tuple[str, ...]) -> None:
