@@ -417,6 +417,7 @@ class UIConfig:
     budget_step: PositiveInt = 1000  # tokens added or removed by the budget keys
     live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
     preview_delay_s: float = 0.4  # pause in typing before the draft is planned
+    preview_source_lines: PositiveInt = 60  # lines of a symbol's source an item preview shows under what is sent
 
 
 @dataclass(frozen=True)

@@ -217,3 +217,100 @@ async def test_dropping_one_row_of_a_turn_says_the_whole_turn_leaves(tmp_path):
         assert all(m.status == "dropped" for m in wb.messages.group(sid, gid))
         assert any(f"dropped turn {gid} whole: all {len(parts)} of its items leave the context" in text
                    for text, _ in said), said
+
+
+def _repo_app(tmp_path, **options):
+    """The workbench on a copy of the demo repository, indexed for real (keyword and graph, no model)."""
+    import shutil
+    from pathlib import Path
+
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.tui.app import CtxbenchApp
+    from tui_helpers import quiet_config, write_session
+
+    repo = tmp_path / "repo"
+    shutil.copytree(Path(__file__).resolve().parent.parent / "fixtures" / "demo_repo" / "ledgerlite",
+                    repo / "ledgerlite")
+    opts = LaunchOptions(db_path=tmp_path / "t.db", repo=repo, import_file=write_session(tmp_path / "s.jsonl"),
+                         title="ledgerlite", warm_embedder=False, **options)
+    app = CtxbenchApp(opts, quiet_config())
+    app._disable_notifications = True
+    return app
+
+
+async def _open_overlay_on_a_card(pilot):
+    from textual.widgets import DataTable
+
+    await pilot.press("ctrl+o")
+    await settle(pilot)
+    overlay = pilot.app.screen
+    row = next(r for r in overlay.shown_rows if r.item is not None and r.item.kind == "symbol_card" and r.item.included)
+    overlay.query_one(DataTable).move_cursor(row=overlay.shown_rows.index(row))
+    await pilot.pause()
+    return overlay, row.item
+
+
+async def test_the_preview_shows_what_each_mode_sends_with_the_files_line_numbers(tmp_path):
+    from ctxbench.tui.screens.viewer import ViewerScreen
+
+    app = _repo_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        index = main.session.attached.index
+        for mode, shape in (("light", "(Light: the thin card"), ("heavy", "(Heavy: the card's head and an excerpt")):
+            await type_and_enter(pilot, f"/mode {mode}")
+            overlay, item = await _open_overlay_on_a_card(pilot)
+            await pilot.press("enter")
+            await settle(pilot)
+            viewer = app.screen
+            assert isinstance(viewer, ViewerScreen) and viewer.language == "text"  # no numbering from 1 added
+            body = viewer.body
+            assert body.startswith(f"sent in this plan {shape}"), body[:120]
+            assert item.messages[0]["content"] in body  # exactly what the plan sends
+            card = index.cards[item.id[5:]]
+            source = body.split(" as in the file:\n\n", 1)[1].splitlines()
+            assert source[0].split()[0] == str(card.line)  # numbered from the symbol's own line
+            assert [int(line.split()[0]) for line in source] == list(range(card.line, card.line + len(source)))
+            await pilot.press("escape")
+            await settle(pilot)
+            await pilot.press("escape")
+            await settle(pilot)
+            assert app.screen is main, app.screen_stack
+
+
+async def test_a_leased_card_keeps_its_text_and_a_pin_without_text_says_why_it_is_small(tmp_path):
+    from textual.widgets import Static
+
+    app = _repo_app(tmp_path, mode="heavy")
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        wb, sid = main.session.wb, main.session.session_id
+        overlay, item = await _open_overlay_on_a_card(pilot)
+        await pilot.press("ctrl+e")  # lease it for this turn
+        await settle(pilot)
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is main
+        (pin,) = wb.pins.list(sid)
+        assert pin.kind == "leased" and pin.content  # the card's text is kept with the pin
+        sizes = set()
+        for command in ("/mode light", "/mode off", "/mode heavy"):
+            await type_and_enter(pilot, command)
+            pinned = next(i for i in main.view.plan.items if i.id == f"pin:{pin.id}")
+            sizes.add(pinned.tokens)
+        assert len(sizes) == 1  # the pin is sent as pinned, whatever the mode or retrieval finds
+
+        bare = wb.pins.add(sid, "card:ledgerlite.nowhere.Gone", "leased", label="card ledgerlite.nowhere.Gone")
+        await type_and_enter(pilot, "/mode light")
+        await pilot.press("ctrl+o")
+        await settle(pilot)
+        overlay = app.screen
+        from textual.widgets import DataTable
+
+        row = next(r for r in overlay.shown_rows if r.item is not None and r.item.id == f"pin:{bare.id}")
+        overlay.query_one(DataTable).move_cursor(row=overlay.shown_rows.index(row))
+        await pilot.pause()
+        detail = str(overlay.query_one("#overlay-detail", Static).render())
+        assert "no text stored with the pin and retrieval did not find the card this turn: only its name" in detail
