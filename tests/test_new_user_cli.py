@@ -198,3 +198,21 @@ def test_the_cost_of_a_turn_is_shown_for_a_model_with_a_known_price_only(env):
     expected = (reported[1] + reported[2] + 2 * sum(replies)) / 1_000_000
     assert f" · cost {cost_text(expected)} (continue with" in own.stderr.strip().splitlines()[-1]
     assert json.loads(unknown.stdout)["usage"]["cost_usd"] is None  # no price: no cost, never a guess
+
+
+# -- chat --mode is kept for the session ----------------------------------------------------------------
+
+def test_chat_mode_and_budget_are_kept_for_the_session_but_a_refused_budget_is_not(env):
+    db = env / "m.db"
+    runner = CliRunner()
+    first = runner.invoke(main, ["chat", "first", "--mode", "heavy", "--budget", "6000", "--db", str(db)])
+    assert first.exit_code == 0, first.output
+    assert "mode heavy and budget 6000 kept for the session" in first.stderr
+    sid = first.stderr.split("session ")[1].split()[0]
+    second = json.loads(runner.invoke(main, ["chat", "second", "--session", sid, "--db", str(db), "--json"]).stdout)
+    refused = runner.invoke(main, ["chat", "third", "--session", sid, "--budget", "5", "--db", str(db)])
+    assert refused.exit_code == 2
+    with Workbench(db, Config()) as wb:
+        plan = wb.plans.get(second["plan_id"])
+        assert (plan.mode, plan.budget) == ("heavy", 6000)  # the next turn plans as the first one did
+        assert (wb.settings(sid).mode, wb.settings(sid).budget) == ("heavy", 6000)  # 5 was refused, not kept

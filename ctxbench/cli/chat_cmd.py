@@ -54,8 +54,9 @@ def _on_sigterm(signum: int, frame: object) -> None:
               help="Reply-token cap sent as max_tokens (default: $CTXBENCH_LLM_MAX_REPLY_TOKENS or "
                    "[llm] max_reply_tokens).")
 @click.option("--mode", default=None,
-              help="Context Mode for this turn: off, light, heavy or one defined in the config.")
-@click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
+              help="Context Mode: off, light, heavy or one defined in the config; kept for the session's later turns.")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Token budget of the plans; kept for the session's later turns.")
 @click.option("--semantic/--no-semantic", default=True,
               help="With --repo: load the embedding model and wait for it (default), or retrieve with keyword "
                    "and graph only and no model.")
@@ -146,6 +147,9 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             out.end_line()
             if finished is not None and finished.status != "ok":
                 kept = _kept(wb, session_id, group_id, new_session)
+            elif finished is not None and (mode is not None or budget is not None):
+                # the session's settings from now on (as `open --mode` does): the next turn plans the same way
+                wb.update_settings(session_id, **{k: v for k, v in (("mode", mode), ("budget", budget)) if v is not None})
     except UnknownSession as exc:
         fail(str(exc), 2)
     except EmbedderError as exc:
@@ -174,8 +178,11 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         })
         return
     plan_id = finished.plan_ids[-1] if finished.plan_ids else None
+    kept_settings = " and ".join(f"{name} {value}" for name, value in (("mode", mode), ("budget", budget))
+                                 if value is not None)
     where = (f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
-             + (f" · cost {cost_text(cost)}" if cost is not None else ""))
+             + (f" · cost {cost_text(cost)}" if cost is not None else "")
+             + (f" · {kept_settings} kept for the session" if kept_settings else ""))
     click.echo(f"{where} (continue with --session {finished.session_id}"
                + (f"; ctxbench show {plan_id} --messages prints what was sent)" if plan_id else ")"), err=True)
 
