@@ -216,3 +216,28 @@ def test_chat_mode_and_budget_are_kept_for_the_session_but_a_refused_budget_is_n
         plan = wb.plans.get(second["plan_id"])
         assert (plan.mode, plan.budget) == ("heavy", 6000)  # the next turn plans as the first one did
         assert (wb.settings(sid).mode, wb.settings(sid).budget) == ("heavy", 6000)  # 5 was refused, not kept
+
+
+# -- read-only commands create nothing -------------------------------------------------------------------
+
+def test_commands_that_read_what_is_stored_create_no_folder_and_no_database(env):
+    folder = env / "new" / "dir"
+    db = folder / "x.db"
+    runner = CliRunner()
+    listing = runner.invoke(main, ["sessions", "--db", str(db)])
+    assert listing.exit_code == 0 and f"no sessions: there is no database at {db} yet" in listing.stdout
+    assert json.loads(runner.invoke(main, ["sessions", "--db", str(db), "--json"]).stdout) == []
+    for args, unknown in ((["show", "plan_x"], "unknown plan 'plan_x'"),
+                          (["diff", "plan_a", "plan_b"], "unknown plan 'plan_a'"),
+                          (["replay", "s_x"], "unknown session 's_x'"),
+                          (["export", "s_x"], "unknown session 's_x'"),
+                          (["branch", "list", "s_x"], "unknown session 's_x'"),
+                          (["branch", "switch", "s_x", "main"], "unknown session 's_x'"),
+                          (["compact", "s_x"], "unknown session 's_x'")):
+        result = runner.invoke(main, [*args, "--db", str(db)])
+        assert result.exit_code == 2, (args, result.output)
+        assert result.stderr.strip() == (f"error: {unknown}: there is no database at {db} (nothing has been stored "
+                                         "there yet)"), args
+    assert not (env / "new").exists()  # not even the folder
+    default = Path(os.environ["CTXBENCH_DB"])
+    assert runner.invoke(main, ["sessions"]).exit_code == 0 and not default.exists()

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
 from ctxbench.records.vocab import STRATEGIES
 
 _QUERY_CHARS = 48
@@ -43,7 +43,7 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
     rows: list[dict] = []
     try:
         config = get_config(config_path)
-        with Workbench(resolve_db(db_path), config) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), config) as wb:
             wb.sessions.info(session_id)
             tools_tokens = 0
             if offer_tools:
