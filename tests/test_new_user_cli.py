@@ -241,3 +241,36 @@ def test_commands_that_read_what_is_stored_create_no_folder_and_no_database(env)
     assert not (env / "new").exists()  # not even the folder
     default = Path(os.environ["CTXBENCH_DB"])
     assert runner.invoke(main, ["sessions"]).exit_code == 0 and not default.exists()
+
+
+# -- retrieve on a folder that is not a repository ----------------------------------------------------------
+
+def test_retrieve_refuses_the_home_folder_and_a_folder_without_source_files_and_announces_a_first_index(env):
+    from ctxbench.codegraph.index import indexed_roots
+
+    home = env / "home" / "someone"
+    (home / "notes").mkdir(parents=True)
+    (home / "notes" / "todo.md").write_text("buy milk\n")
+    (home / "project.py").write_text("def f():\n    return 1\n")
+    db = env / "r.db"
+    runner = CliRunner()
+
+    def retrieve(repo):
+        return runner.invoke(main, ["retrieve", "where is f", "--repo", str(repo), "--db", str(db), "--no-semantic"],
+                             env={"HOME": str(home)})
+
+    for folder, says in ((home, "is your home folder"), (home.parent, "is a folder above your home folder"),
+                         (home / "notes", "holds no source files ctxbench reads")):
+        result = retrieve(folder)
+        assert result.exit_code == 2, result.output
+        (line,) = result.stderr.strip().splitlines()
+        assert line.startswith(f"error: {folder.resolve()} ") and says in line
+    with Workbench(db, Config()) as wb, wb.connection() as conn:
+        assert indexed_roots(conn) == []  # nothing was indexed
+
+    repo = small_repo(env)
+    first, again = retrieve(repo), retrieve(repo)
+    assert first.exit_code == again.exit_code == 0, first.output
+    files = len(list((repo / "ledgerlite").glob("*.py")))
+    assert f"{repo.resolve()} is not indexed yet: indexing its {files} source files first" in first.stderr
+    assert "not indexed yet" not in again.stderr  # indexed before: incremental, nothing to announce

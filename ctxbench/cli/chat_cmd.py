@@ -102,7 +102,12 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         pass
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
-            attached = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
+            attached = None
+            if repo is not None:
+                from ctxbench.cli.repo_support import checked_repository
+
+                checked_repository(wb, repo, quiet=as_json)
+                attached = attach_repository(wb, repo, semantic=semantic)
             if session_id is None:
                 runner = make_runner(wb, config, attached.code if attached is not None else None)
                 session_id = wb.new_session(" ".join(message.split())[:60], repo)

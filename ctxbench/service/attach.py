@@ -192,6 +192,39 @@ def load_embedder(config: Config) -> Any:
     return embedder
 
 
+@dataclass(frozen=True)
+class RepositoryCheck:
+    """What indexing ``root`` would mean, asked before a command that answers from a repository indexes it."""
+
+    root: Path
+    indexed_before: bool  # this database holds an index of it (the run is incremental)
+    source_files: int  # the files the index would read (counted only when it was not indexed before)
+    refusal: str = ""  # why it will not be indexed ("": it will)
+
+
+def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
+    """Whether ``repo`` is a folder to index: never the home folder or a folder above it (the whole disk), and,
+    the first time, only one holding source files ctxbench reads; a repository indexed before always is."""
+    from ctxbench.codegraph.index import indexed_roots, normalize_root
+    from ctxbench.codegraph.walk import LANGUAGE_BY_EXT, walk
+
+    root = Path(normalize_root(repo))
+    home = Path.home().resolve()
+    if root == home or root in home.parents or root == Path(root.anchor):
+        where = "your home folder" if root == home else "a folder above your home folder"
+        return RepositoryCheck(root, False, 0, f"{root} is {where}: ctxbench indexes one repository, not every file "
+                                               "under it; give --repo PATH of a project (or run it inside one)")
+    with workbench.connection() as conn:
+        if str(root) in indexed_roots(conn):
+            return RepositoryCheck(root, True, 0)
+    files = len(walk(root, workbench.config.index).files)
+    if not files:
+        kinds = ", ".join(sorted(set(LANGUAGE_BY_EXT.values())))
+        return RepositoryCheck(root, False, 0, f"{root} holds no source files ctxbench reads ({kinds}), so there is "
+                                               "nothing to index or retrieve; give --repo PATH of a repository")
+    return RepositoryCheck(root, False, files)
+
+
 def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
                       semantic: bool = True, embedder: Any = None, wait_for_model: bool = True,
                       one_shot: bool = False) -> AttachedRepository | None:
