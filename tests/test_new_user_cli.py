@@ -274,3 +274,19 @@ def test_retrieve_refuses_the_home_folder_and_a_folder_without_source_files_and_
     files = len(list((repo / "ledgerlite").glob("*.py")))
     assert f"{repo.resolve()} is not indexed yet: indexing its {files} source files first" in first.stderr
     assert "not indexed yet" not in again.stderr  # indexed before: incremental, nothing to announce
+
+
+# -- --no-semantic says off, not "not available" ---------------------------------------------------------
+
+def test_no_semantic_says_semantic_search_is_off(env):
+    repo, db = small_repo(env), env / "s.db"
+    runner = CliRunner()
+    retrieved = json.loads(runner.invoke(main, ["retrieve", "where is a ledger balanced", "--repo", str(repo),
+                                                "--db", str(db), "--no-semantic", "--json"]).stdout)
+    assert retrieved["notes"] == ["semantic search off (--no-semantic)"] and not retrieved["semantic_available"]
+    planned = json.loads(runner.invoke(main, ["plan", "where is a ledger balanced", "--repo", str(repo),
+                                              "--db", str(db), "--no-semantic", "--json"]).stdout)
+    assert "retrieval: semantic search off (--no-semantic)" in planned["notes"]
+    assert not any("not available" in n for n in planned["notes"])
+    below = [i for i in planned["items"] if i["reason"] == "below_threshold"]
+    assert all("semantic search not available" not in i["detail"] for i in below)

@@ -28,7 +28,7 @@ def test_retrieve_json_indexes_first_and_has_the_contract_shape(tmp_path):
     assert set(data) >= {"retrieval_set_id", "semantic_available", "hits"}
     assert data["retrieval_set_id"].startswith("rs_")
     assert data["semantic_available"] is False
-    assert data["notes"] == ["semantic search not available: no embedding model"]
+    assert data["notes"] == ["semantic search off (--no-semantic)"]
     assert 1 <= len(data["hits"]) <= 3
     for hit in data["hits"]:
         assert set(hit) == {"symbol", "path", "line", "score", "why"}
@@ -47,7 +47,7 @@ def test_retrieve_plain_output_lists_ranked_hits(tmp_path):
     result = run(["retrieve", "LRUCache", "--repo", str(repo), "--db", str(tmp_path / "c.db"), "--no-semantic"])
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
-    assert lines[0] == "note: semantic search not available: no embedding model"
+    assert lines[0] == "note: semantic search off (--no-semantic)"
     assert lines[1].startswith("  1. store.cache.LRUCache  store/cache.py:")
     assert lines[-1].startswith("retrieval set rs_")
 

@@ -104,10 +104,10 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
             attached = None
             if repo is not None:
-                from ctxbench.cli.repo_support import checked_repository
+                from ctxbench.cli.repo_support import NO_SEMANTIC, checked_repository
 
                 checked_repository(wb, repo, quiet=as_json)
-                attached = attach_repository(wb, repo, semantic=semantic)
+                attached = attach_repository(wb, repo, semantic=semantic, semantic_off=NO_SEMANTIC)
             if session_id is None:
                 runner = make_runner(wb, config, attached.code if attached is not None else None)
                 session_id = wb.new_session(" ".join(message.split())[:60], repo)

@@ -103,12 +103,12 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
     same model ranks earlier turns for the semantic history strategy (``service.attach.attach_repository``).
     """
-    from ctxbench.cli.repo_support import checked_repository, stderr_progress
+    from ctxbench.cli.repo_support import NO_SEMANTIC, checked_repository, stderr_progress
     from ctxbench.service.attach import attach_repository
 
     checked_repository(wb, repo, quiet=quiet)
     with stderr_progress(quiet) as progress:
-        return attach_repository(wb, repo, progress, semantic=semantic)
+        return attach_repository(wb, repo, progress, semantic=semantic, semantic_off=NO_SEMANTIC)
 
 
 def pin_targets(wb: Any, session_id: str, targets: tuple[str, ...], attached: Any) -> None:

@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+NO_SEMANTIC = "--no-semantic"  # why semantic search is off when a command ran without the model
+
+
 class StderrProgress:
     """Indexing / embedding progress on stderr: updated in place on a terminal, one line per finished phase otherwise."""
 
@@ -92,5 +95,6 @@ def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic:
     with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
         checked_repository(wb, repo, quiet=quiet)
         with stderr_progress(quiet) as progress:
-            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot)
+            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot,
+                                         semantic_off=NO_SEMANTIC)
         yield attached.retriever, attached.index

@@ -227,12 +227,13 @@ def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
 
 def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
                       semantic: bool = True, embedder: Any = None, wait_for_model: bool = True,
-                      one_shot: bool = False) -> AttachedRepository | None:
+                      one_shot: bool = False, semantic_off: str = "") -> AttachedRepository | None:
     """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return it (None without a repo).
 
     ``embedder``: the model to use (default: the configured one, loading in the background from here on).
     ``one_shot``: a command that answers once (``retrieve``): what only later turns need (the graph walk of
-    personalized retrieval) is built when first asked for, not now.
+    personalized retrieval) is built when first asked for, not now. ``semantic_off``: with ``semantic=False``, why
+    the user turned it off (``--no-semantic``): the RetrievalSets then say "semantic search off (…)".
     Import errors are bugs and propagate.
     """
     if repo is None:
@@ -265,6 +266,7 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
     result = build_index(root, conn, config, progress=progress, embed=embed)
     index = load_index(root, conn, config)
     retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
+    retriever.semantic_off = semantic_off if embedder is None else ""
     retriever.prepare(wait_for_model=embedder is not None and wait_for_model, walk=not one_shot)
     attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, _LazyTokenizer(workbench)),
                                   IndexCodeContext(index, config), files=getattr(result, "files", 0))
