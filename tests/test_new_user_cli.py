@@ -290,3 +290,37 @@ def test_no_semantic_says_semantic_search_is_off(env):
     assert not any("not available" in n for n in planned["notes"])
     below = [i for i in planned["items"] if i["reason"] == "below_threshold"]
     assert all("semantic search not available" not in i["detail"] for i in below)
+
+
+# -- progress counters only on a terminal ----------------------------------------------------------------
+
+def test_progress_counters_are_not_printed_when_stderr_is_not_a_terminal(env):
+    import subprocess
+    import sys
+
+    repo, db = small_repo(env), env / "p.db"
+    run = subprocess.run([sys.executable, "-m", "ctxbench", "retrieve", "ledger balance", "--repo", str(repo),
+                          "--db", str(db), "--no-semantic"], capture_output=True, text=True,
+                         env={**os.environ, "CTXBENCH_CONFIG": os.devnull}, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.splitlines()[0] == "note: semantic search off (--no-semantic)"
+    # stderr is a pipe: the one-line note of a first index, and no "walk: 1/1", "parse: 8/8" counters
+    assert run.stderr.splitlines() == [line for line in run.stderr.splitlines() if "is not indexed yet" in line]
+    assert len(run.stderr.splitlines()) == 1
+
+
+def test_progress_counters_update_in_place_on_a_terminal():
+    import io
+
+    from ctxbench.cli.repo_support import StderrProgress
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    out = Terminal()
+    progress = StderrProgress(out, min_interval=0.0)
+    progress("parse", 4, 8)
+    progress("parse", 8, 8)
+    progress.close()
+    assert out.getvalue() == "\rparse: 4/8\rparse: 8/8\n"

@@ -18,7 +18,8 @@ NO_SEMANTIC = "--no-semantic"  # why semantic search is off when a command ran w
 
 
 class StderrProgress:
-    """Indexing / embedding progress on stderr: updated in place on a terminal, one line per finished phase otherwise."""
+    """Indexing / embedding progress on stderr, updated in place, on a terminal only: piped or redirected (a log, a
+    script reading stderr) the counters are noise, so nothing is written."""
 
     def __init__(self, stream: Any = None, min_interval: float = 0.1):
         self.stream = stream or sys.stderr
@@ -36,9 +37,6 @@ class StderrProgress:
             self.phase = phase
             self.last = 0.0
         if not self.tty:
-            if finished:
-                self.stream.write(f"{phase}: {done}/{total}\n")
-                self.stream.flush()
             return
         if finished or now - self.last >= self.min_interval:
             self.stream.write(f"\r{phase}: {done}/{total}")
