@@ -11,7 +11,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import platformdirs
 
@@ -30,6 +30,7 @@ PositiveInt = Annotated[int, Range(gt=0)]
 PositiveFloat = Annotated[float, Range(gt=0)]
 Share = Annotated[float, Range(ge=0, le=1)]  # a share of a budget, a probability, a decay factor
 Port = Annotated[int, Range(ge=1, le=65535)]
+AUTO = "auto"  # planner.default_budget: the model's context limit minus the reply reserve
 
 
 @dataclass(frozen=True)
@@ -168,12 +169,13 @@ class ActivationConfig:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    default_budget: PositiveInt = 8000
+    default_budget: PositiveInt | Literal["auto"] = 8000  # "auto": see Config.default_budget_tokens
     default_mode: str = "light"
     default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
-    reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
+    # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
+    reply_reserve: int = 0
     memo_candidates: int = 8  # memos matching the query offered to the planner
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
@@ -348,6 +350,26 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class ModelPrice:
+    """A model's list price in US dollars per million tokens, by its exact name (``[[llm.prices]]``)."""
+
+    name: str
+    input_per_mtok: float  # prompt tokens
+    output_per_mtok: float  # reply tokens
+
+
+# list prices (USD per million tokens) of a few OpenAI models as of 2025; a model not named here (local ones,
+# any other) gets no cost, never a guess. [[llm.prices]] entries change these by name or add models.
+DEFAULT_PRICES = (
+    ModelPrice("gpt-4o", 2.50, 10.00),
+    ModelPrice("gpt-4o-mini", 0.15, 0.60),
+    ModelPrice("gpt-4.1", 2.00, 8.00),
+    ModelPrice("gpt-4.1-mini", 0.40, 1.60),
+    ModelPrice("gpt-4.1-nano", 0.10, 0.40),
+)
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     provider: str = "offline"  # offline | openai (any OpenAI-compatible endpoint)
     base_url: str = ""
@@ -375,6 +397,16 @@ class LLMConfig:
     retrieve_memos_max: PositiveInt = 5  # memos a retrieve_memos call returns
     error_excerpt_chars: int = 200  # characters of a provider's error text quoted in an error line
     offline_chunk_chars: PositiveInt = 12  # the offline model streams its reply in pieces of this size
+    prices: tuple[ModelPrice, ...] = DEFAULT_PRICES  # cost per turn, for the models named here only
+
+    def price_of(self, *names: str) -> ModelPrice | None:
+        """The price of the first of ``names`` (the configured model, the one the provider reported) that the
+        table names exactly; None when it names none (then no cost is shown)."""
+        for name in names:
+            found = next((p for p in self.prices if name and p.name == name), None)
+            if found is not None:
+                return found
+        return None
 
 
 @dataclass(frozen=True)
@@ -385,6 +417,7 @@ class UIConfig:
     budget_step: PositiveInt = 1000  # tokens added or removed by the budget keys
     live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
     preview_delay_s: float = 0.4  # pause in typing before the draft is planned
+    preview_source_lines: PositiveInt = 60  # lines of a symbol's source an item preview shows under what is sent
 
 
 @dataclass(frozen=True)
@@ -504,6 +537,15 @@ class Config:
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""
         return dataclasses.asdict(self)
+
+    def default_budget_tokens(self) -> int:
+        """``planner.default_budget`` in tokens; ``"auto"``: the model's context limit (``llm.context_limit``, after
+        flags and the environment) minus the reply reserve (``planner.reply_reserve``, or ``llm.max_reply_tokens``)."""
+        budget = self.planner.default_budget
+        if budget != AUTO:
+            return int(budget)
+        reserve = self.planner.reply_reserve or self.llm.max_reply_tokens
+        return max(1, self.llm.context_limit - reserve)
 
 
 def default_config_path() -> Path:

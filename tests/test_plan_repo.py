@@ -58,7 +58,7 @@ def test_plan_with_repo_has_the_scaffold_and_cards_with_reasons(env):
     assert all(c["detail"] for c in included)  # the hit's why, e.g. "keyword rank 2"
     assert "card:ledgerlite.journal.Transaction.is_balanced" in {c["id"] for c in included}
     assert plan["sections"]["retrieval"] > 0 and plan["sections"]["scaffold"] > 0
-    assert any(n.startswith("retrieval: semantic search not available") for n in plan["notes"])
+    assert "retrieval: semantic search off (--no-semantic)" in plan["notes"]
 
 
 def test_mode_off_lists_the_cards_but_excludes_them(env):

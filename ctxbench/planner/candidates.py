@@ -268,8 +268,16 @@ def build_candidates(
         group_index = -1
         content = pin.content
         target_kind, _, target_name = pin.target.partition(":")
-        if target_kind == "card" and not content and target_name in hits_by_symbol:
-            content = render.card_text(hits_by_symbol[target_name], profile.excerpts)
+        pin_detail = ""
+        if target_kind == "card" and not content:  # a pin that holds no text of its own (made before it could)
+            hit = hits_by_symbol.get(target_name)
+            if hit is not None:
+                content = render.card_text(hit, profile.excerpts)
+                shape = "with its excerpt" if profile.excerpts and hit.excerpt else "thin"
+                pin_detail = f"no text stored with the pin: the card as retrieved for this turn ({shape})"
+            else:
+                pin_detail = ("no text stored with the pin and retrieval did not find the card this turn: only its "
+                              "name is sent (pin it again to keep its text)")
         if target_kind == "group" and target_name.lstrip("-").isdigit():
             gid = int(target_name)
             if gid in view_index:
@@ -279,7 +287,8 @@ def build_candidates(
             cand = Cand(cid, "pin", "pins", label, [] if view is not None else [render.pin_message(pin, content)],
                         tokenizer, CAT_PIN, pin=pin.kind, tokens=tokens)
         else:
-            cand = Cand(cid, "pin", "pins", label, [render.pin_message(pin, content)], tokenizer, CAT_PIN, pin=pin.kind)
+            cand = Cand(cid, "pin", "pins", label, [render.pin_message(pin, content)], tokenizer, CAT_PIN, pin=pin.kind,
+                        detail=pin_detail)
         entry = PinCand(pin, cand, group_index)
         pins.append(entry)
         if pin.kind == "leased" and pin.ttl <= 0:

@@ -49,6 +49,7 @@ SOURCES = ("semantic", "keyword", "name", "graph")
 NOTE_LOADING = "semantic search not available: model loading"
 NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
+NOTE_OFF = "semantic search off ({reason})"  # the user turned it off (``--no-semantic``): not a failure
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
@@ -93,6 +94,7 @@ class Retriever:
         self.root = Path(root).resolve() if root is not None else None
         self.config = config or Config()
         self.embedder = embedder
+        self.semantic_off = ""  # why the user turned semantic search off (``--no-semantic``); "" when they did not
         self._index = index
         self._lock = threading.RLock()
         self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
@@ -335,7 +337,7 @@ class Retriever:
         if view is None:
             return [], NOTE_NOT_INDEXED, None
         if self.embedder is None:
-            return [], NOTE_NO_EMBEDDER, None
+            return [], NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off else NOTE_NO_EMBEDDER, None
         error = getattr(self.embedder, "error", None)
         if error is not None:
             return [], NOTE_FAILED.format(error=error), None
@@ -488,7 +490,7 @@ class Retriever:
 
         def missing(entry: Fused) -> str:
             if not semantic_available:
-                semantic = "semantic search not available"
+                semantic = "semantic search off" if self.semantic_off else "semantic search not available"
             elif "semantic" in entry.scores:
                 semantic = f"semantic {entry.scores['semantic']:.2f} < {minimum:.2f}"
             else:
@@ -733,5 +735,5 @@ def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any 
         graph=code_index.graph,
         version=code_index.version,
         scaffold_at=scaffold_at,
-        default_scaffold=lambda: scaffold_at(max(1, int(planner.default_budget * share))),
+        default_scaffold=lambda: scaffold_at(max(1, int(config.default_budget_tokens() * share))),
     )

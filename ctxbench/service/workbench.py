@@ -187,6 +187,21 @@ class Workbench:
         path = Path(repo).resolve() if repo is not None else self.repo
         return self.sessions.create(title, str(path) if path else None)
 
+    def undo(self, session_id: str) -> tuple[int | None, str | None]:
+        """Remove the last turn of the active branch and put back the ``### STATE`` stored before its first
+        message (the one that turn saw: what its reply, or anything after it, wrote is no longer current; the
+        versions stay in the state's history). Returns the removed group id (None: nothing to undo) and the
+        state now current when it changed (None: unchanged). One transaction."""
+        with self.transaction():
+            group_id = self.messages.undoable(session_id)
+            if group_id is None:
+                return None, None
+            started = min(m.created_at for m in self.messages.group(session_id, group_id))
+            before = self.memory.state(session_id)
+            self.messages.undo(session_id)
+            after = self.memory.restore_state_before(session_id, started)
+        return group_id, (after if after != before else None)
+
     # -- import -------------------------------------------------------------------------------------
     def parse_transcript(self, path: Path, format: str = "openai") -> Transcript:
         target = TRANSCRIPT_FORMATS.get(format)
@@ -231,6 +246,7 @@ class Workbench:
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
         tools_tokens: int = 0,
+        dropped_current: bool = False,
         **overrides: Any,
     ) -> PlanInputs:
         """Everything the planner needs for one call, read from the store.
@@ -241,13 +257,14 @@ class Workbench:
         ``query`` (id 0, not stored, in the group the next user message will get). With it, the stored
         messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
         defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
-        offers; the plan counts them against its budget.
+        offers; the plan counts them against its budget. ``dropped_current``: the current group may be one the
+        user dropped since (replay plans a turn as it was sent, whatever became of it later).
         """
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
         with self.connection() as conn:  # one snapshot of the session for the whole read
-            inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         inputs = dataclasses.replace(redact_inputs(inputs), retrieval=retrieval, tools_tokens=tools_tokens)
@@ -300,7 +317,7 @@ class Workbench:
         return stats.embedded
 
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
-                     current_group: int | None) -> PlanInputs:
+                     current_group: int | None, dropped_current: bool = False) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
         visible = message_store.branch_messages(conn, session_id, branch_id, include_dropped=True)
         if current_group is None:
@@ -312,7 +329,8 @@ class Workbench:
             current: tuple[Message, ...] = (pending,)
             history = visible
         else:
-            current = tuple(m for m in visible if m.group_id == current_group and m.status == "active")
+            current = tuple(m for m in visible if m.group_id == current_group
+                            and (m.status == "active" or dropped_current))
             if not current:
                 raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
             history = tuple(m for m in visible if m.group_id != current_group)
