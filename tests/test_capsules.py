@@ -322,6 +322,9 @@ def test_capsules_command_builds_lists_filters_stale_and_prints_json(tmp_path, r
     assert {"id", "kind", "source", "confidence", "generated_at", "status", "stale_files", "files", "text"} <= set(money)
     assert money["status"] == "fresh" and money["files"] == [{"path": "ledgerlite/money.py",
                                                              "sha": _blake(repo / "ledgerlite/money.py")}]
+    retrieved = json.loads(_cli("retrieve", "currency conversion with exact decimal rates", "--repo", str(repo),
+                                "--no-semantic", "--json", "--db", db_path).stdout)
+    assert retrieved["capsules"][0]["title"] == "module ledgerlite.fx" and retrieved["capsules"][0]["status"] == "fresh"
     fresh_only = _cli("capsules", "--stale", "--db", db_path)
     assert fresh_only.exit_code == 0 and fresh_only.output.strip() == "no stale capsules"
     (repo / "ledgerlite/money.py").write_text((repo / "ledgerlite/money.py").read_text() + "\n# edit\n")
@@ -450,3 +453,20 @@ def test_bench_code_runs_capsules_on_and_off_in_one_command(tmp_path, repo):
         assert wb.capsules.list(str(repo.resolve()))  # --capsules built them first
     refused = _cli("bench", "code", "--queries", str(queries), "--repo", str(repo), "--capsule-weight", "2")
     assert refused.exit_code == 2 and "add --capsules" in refused.stderr
+
+
+def test_a_stale_capsule_keeps_its_keyword_match_when_the_capsule_component_ran_first(tmp_path, repo):
+    """The capsule component looks at fresh capsules only; the keyword rows must still hold the stale ones."""
+    base = Config()
+    config = dataclasses.replace(base, capsules=dataclasses.replace(base.capsules, retrieval_weight=1.0, max_hits=5,
+                                                                    stale_weight=1.0))
+    wb, _ = _built(tmp_path, repo, config=config)
+    with wb:
+        fx = repo / "ledgerlite/fx.py"
+        fx.write_text(fx.read_text() + "\n# changed\n")
+        index_repository(wb, repo, embed=False)
+        attach_repository(wb, repo, semantic=False)
+        rs = wb.retriever.retrieve("currency conversion with exact decimal rates", mode="light", budget=8000,
+                                   pins=(), activation={}, mentioned=())
+        stale = next(c for c in rs.capsules if c.capsule.subject == "ledgerlite.fx")
+        assert stale.capsule.stale and "keyword rank 1" in stale.why

@@ -80,40 +80,51 @@ class CapsuleSearch:
                 self._keyword_version = version
 
     def vectors(self, version: str, capsules: Sequence[Capsule], embedder: Any) -> dict[int, np.ndarray]:
-        """Capsule id -> unit vector of its text (cached in the store; missing ones embedded now)."""
+        """Capsule id -> unit vector of its text (cached in memory per index version and in the store; the missing
+        ones embedded now)."""
         with self._lock:
-            if self._vectors is not None and self._vectors[0] == version:
-                return self._vectors[1]
-        key = vector_key(embedder.key)
-        hashes = {c.id: text_hash(c) for c in capsules}
-        found = load_vectors(self.conn, hashes.values(), key)
-        todo = [c for c in capsules if hashes[c.id] not in found]
-        if todo:
-            encoded = embedder.encode([f"{c.title}. {c.text}" for c in todo],
-                                      max_seq_length=self.config.capsules.embed_max_seq_length)
-            rows = [(hashes[c.id], np.asarray(v, dtype=np.float32)) for c, v in zip(todo, encoded)]
-            save_vectors(self.conn, rows, key)
-            found.update(rows)
-        out = {cid: found[h] for cid, h in hashes.items() if h in found}
-        with self._lock:
-            self._vectors = (version, out)
-        return out
+            known = dict(self._vectors[1]) if self._vectors is not None and self._vectors[0] == version else {}
+        missing = [c for c in capsules if c.id not in known]
+        if missing:
+            key = vector_key(embedder.key)
+            hashes = {c.id: text_hash(c) for c in missing}
+            found = load_vectors(self.conn, hashes.values(), key)
+            todo = [c for c in missing if hashes[c.id] not in found]
+            if todo:
+                encoded = embedder.encode([f"{c.title}. {c.text}" for c in todo],
+                                          max_seq_length=self.config.capsules.embed_max_seq_length)
+                rows = [(hashes[c.id], np.asarray(v, dtype=np.float32)) for c, v in zip(todo, encoded)]
+                save_vectors(self.conn, rows, key)
+                found.update(rows)
+            known.update({cid: found[h] for cid, h in hashes.items() if h in found})
+            with self._lock:
+                self._vectors = (version, known)
+        return {c.id: known[c.id] for c in capsules if c.id in known}
 
-    def _topical(self, repo: str, version: str, capsules: Sequence[Capsule], query: str,
+    def prepare(self, repo: str, version: str, capsules: Sequence[Capsule], embedder: Any) -> None:
+        """Keyword rows and (with a ready embedder) the vectors of ``capsules``, before the first query needs them."""
+        self._sync(repo, version, capsules)
+        if embedder is not None and getattr(embedder, "ready", False):
+            self.vectors(version, [c for c in capsules if c.confidence >= self.config.capsules.min_confidence],
+                         embedder)
+
+    def _topical(self, repo: str, version: str, capsules: Sequence[Capsule], allowed: Sequence[Capsule], query: str,
                  query_vector: np.ndarray | None, embedder: Any) -> dict[int, _Ranked]:
-        """Every capsule the query's words or meaning reach, with its keyword and semantic signals."""
+        """Every capsule of ``allowed`` the query's words or meaning reach, with its keyword and semantic signals
+        (ranks among ``allowed``); ``capsules``: all of the repository's, which the keyword rows hold."""
         self._sync(repo, version, capsules)
         rc = self.config.retrieval
-        by_id = {c.id: c for c in capsules}
+        by_id = {c.id: c for c in allowed}
         ranked: dict[int, _Ranked] = {}
         terms = query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words))
         match = " OR ".join(f'"{t}"' for t in terms)
-        for rank, (cid, relevance) in enumerate(capsule_store.search_fts(self.conn, repo, match, len(capsules)), 1):
-            if cid in by_id:
-                entry = ranked.setdefault(cid, _Ranked(by_id[cid]))
-                entry.scores["keyword"], entry.ranks["keyword"] = relevance, rank
+        found = [(cid, rel) for cid, rel in capsule_store.search_fts(self.conn, repo, match, len(capsules))
+                 if cid in by_id]
+        for rank, (cid, relevance) in enumerate(found, 1):
+            entry = ranked.setdefault(cid, _Ranked(by_id[cid]))
+            entry.scores["keyword"], entry.ranks["keyword"] = relevance, rank
         if query_vector is not None and embedder is not None:
-            vectors = self.vectors(version, capsules, embedder)
+            vectors = self.vectors(version, allowed, embedder)
             q = np.asarray(query_vector, dtype=np.float32)
             cosines = sorted(((float(v @ q), cid) for cid, v in vectors.items()), key=lambda x: (-x[0], x[1]))
             for rank, (cos, cid) in enumerate(cosines, 1):
@@ -129,7 +140,8 @@ class CapsuleSearch:
         fresh = [c for c in capsules if not c.stale and c.confidence >= cc.min_confidence]
         if not fresh:
             return []
-        topical = self._fused(self._topical(repo, version, fresh, query, query_vector, embedder), ("keyword", "semantic"))
+        topical = self._fused(self._topical(repo, version, capsules, fresh, query, query_vector, embedder),
+                              ("keyword", "semantic"))
         seeds = [r for r in topical if self._evidence(r)][: cc.seed_capsules]
         paths = {p for r in seeds for p in r.capsule.paths}
         if not paths:
@@ -147,12 +159,12 @@ class CapsuleSearch:
         """The capsules to offer for ``query``: at most ``max_hits``, each with evidence, best first.
         ``support``: the symbol hits above the relevance floor, best first, with their fused scores."""
         cc = self.config.capsules
-        capsules = [c for c in capsules if c.confidence >= cc.min_confidence]
-        if cc.max_hits <= 0 or not capsules:
+        offered = [c for c in capsules if c.confidence >= cc.min_confidence]
+        if cc.max_hits <= 0 or not offered:
             return ()
-        ranked = self._topical(repo, version, capsules, query, query_vector, embedder)
+        ranked = self._topical(repo, version, capsules, offered, query, query_vector, embedder)
         by_path: dict[str, list[Capsule]] = {}
-        for c in capsules:
+        for c in offered:
             for p in c.paths:
                 by_path.setdefault(p, []).append(c)
         strength: dict[int, float] = {}
@@ -161,7 +173,7 @@ class CapsuleSearch:
             for c in by_path.get(card.path, ()) if card is not None else ():
                 strength[c.id] = strength.get(c.id, 0.0) + 1.0 / rank
         for rank, (cid, value) in enumerate(sorted(strength.items(), key=lambda kv: (-kv[1], kv[0])), 1):
-            entry = ranked.setdefault(cid, _Ranked(next(c for c in capsules if c.id == cid)))
+            entry = ranked.setdefault(cid, _Ranked(next(c for c in offered if c.id == cid)))
             entry.scores["support"], entry.ranks["support"] = value, rank
         asked = asks_for(query_terms(query))
         chosen = [r for r in self._fused(ranked, ("keyword", "semantic", "support"), asked) if self._evidence(r)]

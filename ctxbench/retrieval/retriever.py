@@ -139,6 +139,8 @@ class Retriever:
                 self.embedder.wait()
             if self.embedder.ready:
                 self._vector_index(view, progress)
+        if view.capsules:  # their keyword rows and vectors, so the first plan that offers one does not wait
+            self._capsules.prepare(view.repo_key, view.version, view.capsules, self.embedder)
 
     @property
     def semantic_ready(self) -> bool:
