@@ -494,8 +494,9 @@ class CapsuleConfig:
     support_weight: float = 1.0  # ... and how strongly the best symbol hits sit in the files they cover
     support_hits: PositiveInt = 10  # the first N symbol hits count as support
     # the symbol ranking: members of the best-matching capsules' files, in the order the other components ranked
-    # them, as one more fused component with this weight. 0 = off: measured on the tune repositories it did not
-    # raise recall (benchmarks/README.md), so capsules stay out of the default symbol ranking
+    # them, as one more fused component with this weight. 0 = off: on the tune repositories (extractive capsules)
+    # weight 1.0 took pooled R@10 from 0.835 to 0.785 and 0.3 from 0.840 to 0.826 (R@20 +0.004 / +0.008), so
+    # capsules stay out of the default symbol ranking (benchmarks/README.md, `bench code --capsules`)
     retrieval_weight: float = 0.0
     seed_capsules: PositiveInt = 3  # capsules whose members that component ranks
     embed_max_seq_length: PositiveInt = 128  # model tokens of a capsule's text when it is embedded

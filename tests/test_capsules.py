@@ -470,3 +470,20 @@ def test_a_stale_capsule_keeps_its_keyword_match_when_the_capsule_component_ran_
                                    pins=(), activation={}, mentioned=())
         stale = next(c for c in rs.capsules if c.capsule.subject == "ledgerlite.fx")
         assert stale.capsule.stale and "keyword rank 1" in stale.why
+
+
+def test_with_the_default_weight_capsules_change_no_symbol_hit(tmp_path, repo):
+    """Off by default (``retrieval_weight = 0``): the hits are the same with and without capsules, only the set's
+    ``capsules`` differ (what the bench's ``fused`` column, capsules off, relies on)."""
+    wb, _ = _built(tmp_path, repo)
+    with wb:
+        attach_repository(wb, repo, semantic=False)
+        base = wb.retriever.retriever
+        from ctxbench.retrieval.retriever import Retriever
+
+        bare = Retriever(base.conn, base.root, base.config, None, index=dataclasses.replace(base.index, capsules=()))
+        for query in ("how does currency conversion derive cross rates?", "save the ledger as json",
+                      "which rules must a transaction pass"):
+            with_capsules, without = base.retrieve(query), bare.retrieve(query)
+            assert with_capsules.capsules and not without.capsules
+            assert with_capsules.hits == without.hits
