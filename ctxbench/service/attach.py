@@ -89,7 +89,8 @@ class ModeRetrieval:
             return found
         view = self.retriever.index
         return RetrievalSet.create(query, found.hits, view.version if view is not None else "",
-                                   semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold)
+                                   semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold,
+                                   capsules=found.capsules)
 
     def scaffold_for(self, mode: str, budget: int | None) -> str | None:
         """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the

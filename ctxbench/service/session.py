@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 from ctxbench.config import Config
 from ctxbench.llm.client import CancelToken
 from ctxbench.llm.loop import TurnRunner
+from ctxbench.records.errors import NotFound
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, Pin, PlanItem
 from ctxbench.records.retrieval import RetrievalHit
@@ -240,6 +241,13 @@ class WorkbenchSession:
         """The full text of a plan item and a language for highlighting."""
         if item.id.startswith("card:"):
             return self.card_preview(item, plan), "text"
+        if item.id.startswith("capsule:") and item.id[8:].isdigit():  # in full: source, files, hashes, staleness
+            from ctxbench.service.capsules import capsule_view
+
+            try:
+                return capsule_view(self.wb.capsules.get(int(item.id[8:]))), "text"
+            except NotFound:
+                return f"capsule c{item.id[8:]} is no longer stored (its module left the index)", "text"
         if item.messages:
             return render_messages(item.messages), "text"
         wb, sid = self.wb, self.session_id

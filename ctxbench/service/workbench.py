@@ -2,9 +2,9 @@
 
 A :class:`Workbench` opens its database on first use and exposes one repository per concern —
 ``sessions``, ``branches``, ``messages``, ``search``, ``pins``, ``memory``, ``activation``, ``plans``,
-``traces``, ``vectors``, ``proxy``, ``summaries``, ``tasks`` — each call on a connection the database lends to the calling thread, each
-write its own transaction unless the caller holds one: ``with wb.transaction(): …`` makes several
-repository calls commit or roll back together. Every method is safe from any thread.
+``traces``, ``vectors``, ``proxy``, ``summaries``, ``tasks``, ``capsules`` — each call on a connection the
+database lends to the calling thread, each write its own transaction unless the caller holds one:
+``with wb.transaction(): …`` makes several repository calls commit or roll back together. Every method is safe from any thread.
 
 What is more than storage lives here: a session's settings (the config defaults under its overrides,
 checked once by :mod:`ctxbench.service.settings`), importing a transcript as a new session, and the
@@ -33,6 +33,7 @@ from ctxbench.service.settings import SettingsRules
 from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
+from ctxbench.store.capsules import Capsules
 from ctxbench.store.compaction import Summaries, Tasks, active_summaries, open_task
 from ctxbench.store.database import Database
 from ctxbench.store.locks import FileLock
@@ -109,6 +110,7 @@ class Workbench:
         self.proxy = ProxyStore(self)
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
+        self.capsules = Capsules(self)
 
     # -- the unit of work ---------------------------------------------------------------------------
     @property

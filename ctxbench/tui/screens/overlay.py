@@ -141,7 +141,7 @@ class ContextOverlay(ModalScreen[None]):
 
     def _cells(self, row: OverlayRow) -> list[Text]:
         w = self._widths
-        dim = "dim" if row.kind in ("excluded", "suggestion") else ""
+        dim = "dim" if row.muted else ""
         if row.item is not None:
             i = row.item
             badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(row.pin, "")
