@@ -145,6 +145,10 @@ class FusedConfig:
         r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
+    # BM25 over the planned history's own statistics (retrieval/history_keywords.py), FTS5's constants
+    bm25_k1: PositiveFloat = 1.2  # how fast repeats of a word stop adding relevance
+    bm25_b: Share = 0.75  # how much a long message's length discounts its words
+    keyword_sessions: PositiveInt = 8  # sessions whose keyword index a workbench keeps in memory
     embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
 
 

@@ -95,6 +95,7 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
+        self._message_keywords: dict[str, Any] = {}  # session id -> its MessageKeywords, most recent last
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
         self.branches = Branches(self)
@@ -270,12 +271,31 @@ class Workbench:
                 self._message_vectors = MessageVectors()
             return self._message_vectors
 
+    def message_keywords(self, session_id: str) -> Any:
+        """The session's keyword index of single messages (``retrieval.history_keywords.MessageKeywords``),
+        kept between plans for the last ``fused.keyword_sessions`` sessions planned."""
+        with self._open_lock:
+            index = self._message_keywords.pop(session_id, None)
+            if index is None:
+                from ctxbench.retrieval.history_keywords import MessageKeywords
+
+                index = MessageKeywords()
+            self._message_keywords[session_id] = index
+            while len(self._message_keywords) > self.config.planner.fused.keyword_sessions:
+                self._message_keywords.pop(next(iter(self._message_keywords)))
+            return index
+
+    def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> tuple[tuple[int, float], ...]:
+        """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: BM25 with
+        the statistics of ``history`` alone, so other branches and sessions never change them."""
+        fused = self.config.planner.fused
+        return self.message_keywords(session_id).scores(history, query, fused.keyword_candidates,
+                                                        k1=fused.bm25_k1, b=fused.bm25_b)
+
     def _fused_inputs(self, inputs: PlanInputs) -> PlanInputs:
-        """Each earlier message's BM25 relevance (the store's message index) and, with a ready embedder, its
-        cosine similarity to the query (a plan embeds at most ``fused.embed_per_plan`` messages itself)."""
-        history_ids = {m.id for m in inputs.history}
-        keyword = tuple((mid, score) for mid, score in self.search.messages(
-            inputs.session_id, inputs.query, self.config.planner.fused.keyword_candidates) if mid in history_ids)
+        """Each earlier message's BM25 relevance (over this history's own statistics) and, with a ready embedder,
+        its cosine similarity to the query (a plan embeds at most ``fused.embed_per_plan`` messages itself)."""
+        keyword = self.keyword_scores(inputs.session_id, inputs.history, inputs.query)
         similarity: tuple[tuple[int, float], ...] = ()
         embedder = self.history_embedder()
         if embedder is not None:
