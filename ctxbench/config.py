@@ -19,6 +19,13 @@ from ctxbench.validation import Range
 
 APP_NAME = "ctxbench"
 
+# BM25 as SQLite FTS5's bm25() defines it, computed over a planned history's own statistics by
+# retrieval/history_keywords.py (the fused strategy's keyword scores). Part of the definition, not settings.
+BM25_K1 = 1.2  # how fast repeats of a word stop adding relevance
+BM25_B = 0.75  # how much a long message's length discounts its words
+# sessions whose messages and keyword index a workbench keeps in memory between plans (service/history_cache.py)
+CACHED_SESSIONS = 8
+
 
 class ConfigError(ValueError):
     """The user's config file is unreadable or holds a value of the wrong type."""
@@ -145,10 +152,6 @@ class FusedConfig:
         r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
-    # BM25 over the planned history's own statistics (retrieval/history_keywords.py), FTS5's constants
-    bm25_k1: PositiveFloat = 1.2  # how fast repeats of a word stop adding relevance
-    bm25_b: Share = 0.75  # how much a long message's length discounts its words
-    keyword_sessions: PositiveInt = 8  # sessions whose keyword index a workbench keeps in memory
     embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
 
 
