@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.retrieval.history_keywords import MessageKeywords, query_words
+from ctxbench.retrieval.history_keywords import HistoryKeywords, query_words
 from ctxbench.retrieval.stemming import porter, tokens
 from ctxbench.store.message_search import message_text
 from ctxbench.store.search import fts_query
@@ -83,7 +83,7 @@ def _fts5_bm25(texts: list[str], query: str) -> dict[int, float]:
 def test_scores_are_fts5s_bm25_over_a_table_holding_exactly_the_history():
     history = tuple(_message(i, t) for i, t in enumerate(_TEXTS, 1))
     query = "why does the ledger parser fail after the migration?"
-    ours = dict(MessageKeywords().scores(history, query, 100, k1=K1, b=B))
+    ours = dict(HistoryKeywords().message_scores(history, query, 100, k1=K1, b=B))
     theirs = _fts5_bm25(_TEXTS, query)
     assert set(ours) == set(theirs) and len(ours) >= 4
     for mid, score in theirs.items():
@@ -93,36 +93,36 @@ def test_scores_are_fts5s_bm25_over_a_table_holding_exactly_the_history():
 def test_other_branches_and_sessions_do_not_change_a_historys_scores():
     parent = tuple(_message(i, t) for i, t in enumerate(_TEXTS, 1))
     query = "ledger parser migration"
-    alone = MessageKeywords().scores(parent, query, 100, k1=K1, b=B)
-    shared = MessageKeywords()
-    before = shared.scores(parent, query, 100, k1=K1, b=B)
+    alone = HistoryKeywords().message_scores(parent, query, 100, k1=K1, b=B)
+    shared = HistoryKeywords()
+    before = shared.message_scores(parent, query, 100, k1=K1, b=B)
     child = parent + tuple(_message(100 + i, "the ledger parser ledger parser ledger again", branch="child")
                            for i in range(20))
-    on_child = shared.scores(child, query, 100, k1=K1, b=B)
-    after = shared.scores(parent, query, 100, k1=K1, b=B)
+    on_child = shared.message_scores(child, query, 100, k1=K1, b=B)
+    after = shared.message_scores(parent, query, 100, k1=K1, b=B)
     assert before == alone == after
     assert on_child != before and {mid for mid, _s in on_child} > {mid for mid, _s in before}  # its own statistics
 
 
 def test_the_index_grows_with_the_history_and_follows_edits_and_drops():
-    index = MessageKeywords()
+    index = HistoryKeywords()
     history: tuple[Message, ...] = ()
     for i, text in enumerate(_TEXTS, 1):
         history += (_message(i, text),)
-        grown = index.scores(history, "ledger parser timeout", 100, k1=K1, b=B)
-        assert grown == MessageKeywords().scores(history, "ledger parser timeout", 100, k1=K1, b=B)
+        grown = index.message_scores(history, "ledger parser timeout", 100, k1=K1, b=B)
+        assert grown == HistoryKeywords().message_scores(history, "ledger parser timeout", 100, k1=K1, b=B)
     edited = tuple(_message(m.id, "an unrelated reply about the weather") if m.id == 1 else m for m in history)
-    scores = dict(index.scores(edited, "ledger parser", 100, k1=K1, b=B))
-    assert 1 not in scores and scores == dict(MessageKeywords().scores(edited, "ledger parser", 100, k1=K1, b=B))
-    assert dict(index.scores(edited, "weather", 100, k1=K1, b=B)).keys() == {1}
+    scores = dict(index.message_scores(edited, "ledger parser", 100, k1=K1, b=B))
+    assert 1 not in scores and scores == dict(HistoryKeywords().message_scores(edited, "ledger parser", 100, k1=K1, b=B))
+    assert dict(index.message_scores(edited, "weather", 100, k1=K1, b=B)).keys() == {1}
     dropped = tuple(_message(m.id, m.content, status="dropped") if m.id == 3 else m for m in history)
-    assert 3 not in dict(index.scores(dropped, "ledger parser", 100, k1=K1, b=B))
-    assert dict(index.scores(dropped, "ledger", 100, k1=K1, b=B)) == _without(dropped, "ledger", 3)
+    assert 3 not in dict(index.message_scores(dropped, "ledger parser", 100, k1=K1, b=B))
+    assert dict(index.message_scores(dropped, "ledger", 100, k1=K1, b=B)) == _without(dropped, "ledger", 3)
 
 
 def _without(history: tuple[Message, ...], query: str, mid: int) -> dict[int, float]:
     """What a fresh index gives for the history without message ``mid`` at all."""
-    return dict(MessageKeywords().scores(tuple(m for m in history if m.id != mid), query, 100, k1=K1, b=B))
+    return dict(HistoryKeywords().message_scores(tuple(m for m in history if m.id != mid), query, 100, k1=K1, b=B))
 
 
 def test_tool_calls_and_results_are_searched_by_their_names_and_arguments():
@@ -132,14 +132,38 @@ def test_tool_calls_and_results_are_searched_by_their_names_and_arguments():
                      tool_call_id="c1", tool_name="read_file")
     history = (_message(1, "look at the code", group=1), call, result)
     assert "ledger" in tokens(message_text(call))
-    scores = dict(MessageKeywords().scores(history, "what is in ledger.py", 10, k1=K1, b=B))
+    scores = dict(HistoryKeywords().message_scores(history, "what is in ledger.py", 10, k1=K1, b=B))
     assert set(scores) == {2}
 
 
 def test_the_query_loses_its_stop_words_and_the_limit_keeps_the_best():
-    assert query_words("please continue with the ledgers") == ["ledger"]
+    assert query_words("please continue with the ledgers", stemmed=True) == ["ledger"]
+    assert query_words("please continue with the ledgers", stemmed=False) == ["ledgers"]
     history = tuple(_message(i, "ledger " * (1 + i % 3) + "x " * i) for i in range(1, 60))
-    top = MessageKeywords().scores(history, "ledger", 5, k1=K1, b=B)
-    every = MessageKeywords().scores(history, "ledger", 100, k1=K1, b=B)
+    top = HistoryKeywords().message_scores(history, "ledger", 5, k1=K1, b=B)
+    every = HistoryKeywords().message_scores(history, "ledger", 100, k1=K1, b=B)
     assert len(top) == 5 and top == every[:5]
     assert [s for _m, s in every] == sorted((s for _m, s in every), reverse=True)
+
+
+def test_turns_rank_as_fts5_ranks_a_table_of_exactly_their_active_text_on_exact_words():
+    texts = {1: ["the amounts are wrong", "the ledger shows negative amounts"], 2: ["an amount is missing"],
+             3: ["retry the migration", "the ledger migration timed out"], 4: ["nothing about it"],
+             5: ["amounts again and again: amounts", "dropped words about amounts"]}
+    history, mid = [], 0
+    for gid, parts in texts.items():
+        for i, text in enumerate(parts):
+            mid += 1
+            history.append(_message(mid, text, group=gid, status="dropped" if (gid, i) == (5, 1) else "active"))
+    history = tuple(history)
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE g USING fts5 (c, tokenize = 'unicode61')")
+    conn.executemany("INSERT INTO g (rowid, c) VALUES (?, ?)",
+                     [(gid, "\n".join(m.content for m in history if m.group_id == gid and m.status == "active"))
+                      for gid in texts])
+    for query in ("amounts", "ledger migration", "what about the amount of the ledger?"):
+        expected = tuple(int(r[0]) for r in conn.execute(
+            "SELECT rowid FROM g WHERE g MATCH ? ORDER BY bm25(g), rowid", (fts_query(query),)))
+        assert HistoryKeywords().group_ranking(history, query, 100, k1=K1, b=B) == expected
+    assert HistoryKeywords().group_ranking(history, "amounts", 100, k1=K1, b=B) == (5, 1)  # not "amount": exact words
+    assert HistoryKeywords().group_ranking(history, "amounts", 1, k1=K1, b=B) == (5,)

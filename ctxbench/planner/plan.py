@@ -311,6 +311,7 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
     atom_details = selection.atom_details
     atom_scores = selection.atom_scores
     group_excluded_all = selection.excluded
+    explain = selection.explain
     for gi, group in enumerate(selection.groups):
         pick = picks.get(gi)
         group_excluded = group_excluded_all.get(gi)
@@ -318,6 +319,8 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
         score = scores.get(gi, 0.0)
         details = atom_details.get(gi)
         own_scores = atom_scores.get(gi)
+        if explain is not None and default is None and details is None and group_excluded is None:
+            default, details = explain(gi)
         if pick is None and details is None and own_scores is None:
             reason, detail = group_excluded or default or ("over_budget", "")
             excluded.extend(_untouched_group(group, reason, detail, score))
@@ -355,7 +358,7 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     views = layout.views
     pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
     c = build_candidates(inputs, config, tokenizer, profile, layout, family)
-    selection = HistorySelection(views, c.dropped)
+    selection = HistorySelection(views, c.dropped, layout.memo)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:

@@ -220,8 +220,30 @@ class _Terms(dict):
         return term
 
 
+class _Text(dict):
+    """An ASCII token (bytes) -> the same word as a string."""
+
+    def __missing__(self, word: bytes) -> str:
+        text = word.decode("ascii")
+        if len(self) < TERM_CACHE_MAX:
+            self[word] = text
+        return text
+
+
 TERM_CACHE_MAX = 500_000
 _TERMS = _Terms()
+_TEXT = _Text()
+
+
+def stem(word: str) -> str:
+    """The Porter term of one unicode61 word (cached)."""
+    return _TERMS[word]
+
+
+def words(text: str) -> list[str]:
+    """The words FTS5's ``unicode61`` tokenizer makes of ``text`` (folded, not stemmed), in order."""
+    found = _words(text) if text else []
+    return [_TEXT[w] for w in found] if found and isinstance(found[0], bytes) else found
 
 
 def tokens(text: str) -> list[str]:
@@ -229,13 +251,12 @@ def tokens(text: str) -> list[str]:
     return [_TERMS[w] for w in _words(text)] if text else []
 
 
-def term_counts(text: str) -> tuple[int, dict[str, int]]:
-    """(how many terms ``text`` has, how often each occurs)."""
+def word_counts(text: str) -> tuple[int, dict[str, int]]:
+    """(how many unicode61 words ``text`` has, how often each occurs)."""
     if not text:
         return 0, {}
-    words = _words(text)
-    counts: dict[str, int] = {}
-    for word, n in Counter(words).items():
-        term = _TERMS[word]
-        counts[term] = counts.get(term, 0) + n
-    return len(words), counts
+    found = _words(text)
+    counts = Counter(found)
+    if found and isinstance(found[0], bytes):
+        return len(found), {_TEXT[w]: n for w, n in counts.items()}
+    return len(found), dict(counts)

@@ -97,7 +97,7 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
-        self._message_keywords: dict[str, Any] = {}  # session id -> its MessageKeywords, most recent last
+        self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
@@ -275,25 +275,31 @@ class Workbench:
                 self._message_vectors = MessageVectors()
             return self._message_vectors
 
-    def message_keywords(self, session_id: str) -> Any:
-        """The session's keyword index of single messages (``retrieval.history_keywords.MessageKeywords``),
-        kept between plans for the last ``CACHED_SESSIONS`` sessions planned."""
+    def history_keywords(self, session_id: str) -> Any:
+        """The session's keyword index of its messages (``retrieval.history_keywords.HistoryKeywords``), kept
+        between plans for the last ``CACHED_SESSIONS`` sessions planned."""
         with self._open_lock:
-            index = self._message_keywords.pop(session_id, None)
+            index = self._keywords.pop(session_id, None)
             if index is None:
-                from ctxbench.retrieval.history_keywords import MessageKeywords
+                from ctxbench.retrieval.history_keywords import HistoryKeywords
 
-                index = MessageKeywords()
-            self._message_keywords[session_id] = index
-            while len(self._message_keywords) > CACHED_SESSIONS:
-                self._message_keywords.pop(next(iter(self._message_keywords)))
+                index = HistoryKeywords()
+            self._keywords[session_id] = index
+            while len(self._keywords) > CACHED_SESSIONS:
+                self._keywords.pop(next(iter(self._keywords)))
             return index
 
     def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> tuple[tuple[int, float], ...]:
-        """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: BM25 with
-        the statistics of ``history`` alone, so other branches and sessions never change them."""
-        return self.message_keywords(session_id).scores(history, query, self.config.planner.fused.keyword_candidates,
-                                                        k1=BM25_K1, b=BM25_B)
+        """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: Porter-stemmed
+        words, BM25 with the statistics of ``history`` alone, so other branches and sessions never change them."""
+        return self.history_keywords(session_id).message_scores(
+            history, query, self.config.planner.fused.keyword_candidates, k1=BM25_K1, b=BM25_B)
+
+    def keyword_ranking(self, session_id: str, history: Sequence[Message], query: str) -> tuple[int, ...]:
+        """Turns (group ids) of ``history`` ranked by BM25 relevance to ``query`` on exact words, with the statistics
+        of ``history`` alone (the hybrid strategy's keyword list)."""
+        return self.history_keywords(session_id).group_ranking(
+            history, query, self.config.planner.hybrid.keyword_candidates, k1=BM25_K1, b=BM25_B)
 
     def _fused_inputs(self, inputs: PlanInputs) -> PlanInputs:
         """Each earlier message's BM25 relevance (over this history's own statistics) and, with a ready embedder,
@@ -346,7 +352,7 @@ class Workbench:
         task = open_task(conn, branch_id)
         keyword_ranking: tuple[int, ...] = ()
         if s.strategy == "hybrid":
-            keyword_ranking = tuple(g for g in self.search.groups(session_id, query) if g != current_group)
+            keyword_ranking = self.keyword_ranking(session_id, history, query)
         return PlanInputs(
             session_id=session_id,
             query=query,
