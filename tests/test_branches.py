@@ -73,9 +73,7 @@ def test_a_fork_inherits_the_branch_state_and_then_they_are_independent(wb):
     assert wb.settings(sid).budget == 2000
 
 
-@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels", "semantic", pytest.param("fused", marks=pytest.mark.xfail(
-    strict=True, reason="known defect: fused's BM25 scores come from the whole message_search table's statistics, so "
-                        "messages on another branch (or session) change this branch's keyword scores and the plan id"))])
+@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels", "semantic", "fused"])
 def test_work_on_the_child_leaves_the_parents_plan_unchanged(wb, strategy):
     sid = _session(wb)
     wb.update_settings(sid, strategy=strategy)

@@ -143,10 +143,12 @@ _VIEWS_LOCK = threading.Lock()
 
 
 def clear_caches() -> None:
-    """Forget every cached group (tests, memory pressure)."""
+    """Forget every cached group and history layout (tests, memory pressure)."""
     with _VIEWS_LOCK:
         _VIEWS.clear()
     _DIGESTS.clear()
+    with _LAYOUTS_LOCK:
+        _LAYOUTS.clear()
 
 
 def _view_cache(tokenizer: Tokenizer) -> _TupleCache:
@@ -352,3 +354,83 @@ def _digest(msgs: tuple[Message, ...]) -> str:
 def group_digest(msgs: tuple[Message, ...]) -> str:
     """sha256 of the canonical rows of a group's messages (cached)."""
     return _DIGESTS.get("digest", msgs, lambda: _digest(msgs))
+
+
+# -- a whole history, laid out once ----------------------------------------------------------------------------
+
+LAYOUTS_KEPT = 8  # histories whose layout is kept (a few sessions and branches in one process)
+
+
+@dataclass(frozen=True, eq=False)
+class HistoryLayout:
+    """A history split into groups and their views, with what every plan of it needs (built once per history;
+    a history that only grew from one laid out before is extended, not laid out again).
+
+    ``memo`` holds what strategies derive from the whole history (the levels classification, the fused
+    strategy's arrays), keyed by what it depends on; it lives as long as this layout."""
+
+    history: tuple[Message, ...]
+    key: tuple[Any, ...]  # (tokenizer, provider family, truncation config)
+    views: tuple[GroupView, ...]
+    view_index: dict[int, int]  # group id -> index in ``views``
+    system_groups: tuple[int, ...]  # indices of the views holding system messages
+    atom_count: int
+    history_digest: str  # sha256 of the group digests, one per line (the PlanId's history part)
+    memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+
+_LAYOUTS: list[HistoryLayout] = []
+_LAYOUTS_LOCK = threading.Lock()
+
+
+def _layout(history: tuple[Message, ...], key: tuple[Any, ...], views: list[GroupView]) -> HistoryLayout:
+    digest = hashlib.sha256("\n".join(v.digest for v in views).encode()).hexdigest()
+    return HistoryLayout(
+        history=history, key=key, views=tuple(views), view_index={v.group_id: i for i, v in enumerate(views)},
+        system_groups=tuple(i for i, v in enumerate(views) if v.system_messages),
+        atom_count=sum(len(v.atoms) for v in views), history_digest=digest)
+
+
+def history_layout(history: Sequence[Message], provider_family: str, trunc: TruncationConfig,
+                   tokenizer: Tokenizer) -> HistoryLayout:
+    """The layout of ``history`` (kept for the last ``LAYOUTS_KEPT`` histories; found by identity first)."""
+    history = tuple(history)
+    key = (tokenizer.name, id(tokenizer), provider_family, trunc)
+    with _LAYOUTS_LOCK:
+        kept = list(_LAYOUTS)
+    for layout in kept:
+        if layout.history is history and layout.key == key:
+            return layout
+    base = None
+    for layout in kept:
+        n = len(layout.history)
+        if layout.key == key and 0 < n <= len(history) and history[:n] == layout.history:
+            if base is None or n > len(base.history):
+                base = layout
+    layout = _extend(base, history, provider_family, trunc, tokenizer) if base is not None else None
+    if layout is None:
+        views = group_views(split_groups(history), provider_family, trunc, tokenizer)
+        layout = _layout(history, key, views)
+    with _LAYOUTS_LOCK:
+        _LAYOUTS[:] = [x for x in _LAYOUTS if x is not base][-(LAYOUTS_KEPT - 1):] + [layout]
+    return layout
+
+
+def _extend(base: HistoryLayout, history: tuple[Message, ...], provider_family: str, trunc: TruncationConfig,
+            tokenizer: Tokenizer) -> HistoryLayout | None:
+    """``base``'s layout with the messages ``history`` adds after it; None when they continue an earlier group
+    than the last one (then the history is laid out from scratch)."""
+    tail = history[len(base.history):]
+    if not tail:
+        return HistoryLayout(history, base.key, base.views, base.view_index, base.system_groups, base.atom_count,
+                             base.history_digest, base.memo)
+    new_groups = split_groups(tail)
+    views = list(base.views)
+    last = views[-1] if views else None
+    if last is not None and new_groups[0][0].group_id == last.group_id:
+        new_groups[0] = last.messages + new_groups[0]
+        views.pop()
+    if any(g[0].group_id in base.view_index and (last is None or g[0].group_id != last.group_id) for g in new_groups):
+        return None
+    views += group_views(new_groups, provider_family, trunc, tokenizer)
+    return _layout(history, base.key, views)

@@ -13,7 +13,9 @@ group another reason (``outside_window``, ``below_threshold``).
 """
 from __future__ import annotations
 
-from typing import Sequence
+import math
+from itertools import accumulate
+from typing import Any, Callable, Sequence
 
 from ctxbench.planner.atoms import GroupView
 
@@ -62,17 +64,51 @@ class GroupPick:
         self.partial = False
 
 
+class AtomValues:
+    """Per-atom values (scores, details) of every group, made when a group's are first asked for: ``get(gi)``
+    answers like the ``{group index: {atom index: value}}`` dict it stands in for. A strategy that decides
+    tens of thousands of atoms keeps arrays and hands over how to read them, not a dict per group."""
+
+    def __init__(self, make: Callable[[int], dict[int, Any] | None]) -> None:
+        self._make = make
+        self._made: dict[int, dict[int, Any] | None] = {}
+
+    def get(self, gi: int, default: Any = None) -> Any:
+        if gi not in self._made:
+            self._made[gi] = self._make(gi)
+        found = self._made[gi]
+        return found if found is not None else default
+
+
+# (default reason and detail of the group's unpicked atoms, or per-atom details) of a group, asked for lazily
+Explain = Callable[[int], tuple["tuple[str, str] | None", "dict[int, str] | None"]]
+
+
 class HistorySelection:
-    def __init__(self, groups: Sequence[GroupView], excluded: dict[int, tuple[str, str]]) -> None:
+    def __init__(self, groups: Sequence[GroupView], excluded: dict[int, tuple[str, str]],
+                 memo: dict[Any, Any] | None = None) -> None:
         self.groups = groups
+        # what strategies derive from the whole history, kept as long as the history is (``HistoryLayout.memo``)
+        self.memo: dict[Any, Any] = memo if memo is not None else {}
         self.excluded = excluded  # group index -> (reason, detail) for whole groups (dropped by the user)
         self.picks: dict[int, GroupPick] = {}
         self.defaults: dict[int, tuple[str, str]] = {}  # group index -> exclusion reason for unpicked atoms
         self.scores: dict[int, float] = {}
-        self.atom_details: dict[int, dict[int, str]] = {}  # group -> atom -> detail for excluded atoms
-        self.atom_scores: dict[int, dict[int, float]] = {}  # group -> atom -> score, when a strategy scores atoms
+        self.atom_details: dict[int, dict[int, str]] | AtomValues = {}  # group -> atom -> detail for excluded atoms
+        self.atom_scores: dict[int, dict[int, float]] | AtomValues = {}  # group -> atom -> score, if atoms are scored
+        # a strategy that explains its exclusions only when they are read: group index -> (default, details)
+        self.explain: Explain | None = None
 
     # ---- queries ---------------------------------------------------------------------------
+    def smallest_before(self) -> list[float]:
+        """Per group index: the fewest tokens any group up to it needs whole (``inf`` if none has any); a strategy
+        filling newest first can stop once even that does not fit."""
+        hit = self.memo.get("smallest_before")
+        if hit is None:
+            hit = list(accumulate((g.eligible_tokens or math.inf for g in self.groups), min))
+            self.memo["smallest_before"] = hit
+        return hit
+
     def available(self) -> list[int]:
         """Indices of groups not excluded as a whole, chronological."""
         return [gi for gi in range(len(self.groups)) if gi not in self.excluded]

@@ -21,7 +21,7 @@ from typing import Any, Sequence
 from ctxbench.config import ModeProfile, PlannerConfig
 from ctxbench.records.messages import Message
 from ctxbench.planner import render, truncation
-from ctxbench.planner.atoms import GroupView, exclusion_of, render_atom_messages, split_atoms
+from ctxbench.planner.atoms import GroupView, HistoryLayout, exclusion_of, render_atom_messages, split_atoms
 from ctxbench.records.plans import PlanInputs, Pin
 from ctxbench.tokens import Tokenizer, count_message
 
@@ -122,7 +122,7 @@ class Candidates:
     scaffold: Cand | None
     pins: list[PinCand]
     cards: list[Cand]  # in fill order (score, then retrieval order)
-    views: list[GroupView]
+    views: Sequence[GroupView]
     dropped: dict[int, tuple[str, str]]  # view index -> (reason, detail)
     current: list[Cand]  # the current turn item first, then its isolated atoms
     notes: list[str] = field(default_factory=list)
@@ -199,7 +199,7 @@ def build_candidates(
     config: PlannerConfig,
     tokenizer: Tokenizer,
     profile: ModeProfile,
-    views: list[GroupView],
+    layout: HistoryLayout,
     family: str,
 ) -> Candidates:
     ids: set[str] = set()
@@ -216,15 +216,18 @@ def build_candidates(
                      detail="function schemas sent with the call; they render no message")
         ids.add("tools")
 
+    views = layout.views
+    view_index = layout.view_index
     dropped_ids = set(inputs.dropped_groups)
     dropped: dict[int, tuple[str, str]] = {}
-    view_index: dict[int, int] = {}
+    for gid in sorted(dropped_ids):
+        gi = view_index.get(gid)
+        if gi is not None:
+            dropped[gi] = ("dropped_by_user", f"turn {gid} dropped by the user")
     system_messages: list[Cand] = []
-    for gi, view in enumerate(views):
-        view_index[view.group_id] = gi
+    for gi in layout.system_groups:
+        view = views[gi]
         is_dropped = view.group_id in dropped_ids
-        if is_dropped:
-            dropped[gi] = ("dropped_by_user", f"turn {view.group_id} dropped by the user")
         for sm in view.system_messages:
             cand = Cand(_unique(ids, sm.id), "system_message", "system", sm.label, [sm.rendered], tokenizer,
                         CAT_SYSTEM_MESSAGE, message_ids=(sm.message_id,), tokens=sm.tokens)

@@ -52,7 +52,7 @@ from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelection
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
+from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
 from ctxbench.planner.strategies.context import StrategyContext, places_summaries
@@ -98,14 +98,14 @@ def _config_digest(config: PlannerConfig) -> str:
 
 
 def canonical_inputs(
-    inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, group_digests: Sequence[str]
+    inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, history: str
 ) -> dict[str, Any]:
     """The canonical form of every plan input (large parts as sha256 digests of their canonical JSON).
 
-    ``group_digests``: for each history group in order, the sha256 of its messages' canonical rows
-    (``atoms.message_row``: id, group, role, content hash, status, parsing strategy, flags, ...).
+    ``history``: the sha256 of the history's group digests, one per line, each the sha256 of its messages'
+    canonical rows (``atoms.message_row``: id, group, role, content hash, status, parsing strategy, flags, ...;
+    ``atoms.HistoryLayout.history_digest``).
     """
-    history = hashlib.sha256("\n".join(group_digests).encode()).hexdigest()
     retrieval = inputs.retrieval
     return {
         "version": PLAN_FORMAT_VERSION,
@@ -154,8 +154,8 @@ def canonical_inputs(
     }
 
 
-def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, group_digests: Sequence[str]) -> str:
-    text = json.dumps(canonical_inputs(inputs, config, tokenizer_name, group_digests), sort_keys=True,
+def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, history: str) -> str:
+    text = json.dumps(canonical_inputs(inputs, config, tokenizer_name, history), sort_keys=True,
                       ensure_ascii=False, separators=(",", ":"))
     return "plan_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:PLAN_ID_HEX]
 
@@ -164,7 +164,7 @@ def plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str) -> s
     """The PlanId of the plan ``build_plan`` makes from these inputs (no plan is built)."""
     config = _planner_config(config)
     digests = [atoms_mod.group_digest(g) for g in atoms_mod.split_groups(inputs.history)]
-    return _plan_id(inputs, config, tokenizer_name, digests)
+    return _plan_id(inputs, config, tokenizer_name, hashlib.sha256("\n".join(digests).encode()).hexdigest())
 
 
 # ---- filling -------------------------------------------------------------------------------
@@ -293,9 +293,31 @@ def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tupl
     return hit
 
 
-def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanItem]], list[PlanItem]]:
-    """(first message id, included item with order unset) and excluded items, chronological."""
+def _included_history(selection: HistorySelection) -> list[tuple[int, PlanItem]]:
+    """(first message id, included item with order unset) of every included history atom."""
     included: list[tuple[int, PlanItem]] = []
+    scores = selection.scores
+    atom_scores = selection.atom_scores
+    for gi in sorted(selection.picks):
+        pick = selection.picks[gi]
+        group = selection.groups[gi]
+        score = scores.get(gi, 0.0)
+        own_scores = atom_scores.get(gi)
+        for ai, atom in enumerate(group.atoms):
+            if pick.reasons[ai] is None:
+                continue
+            included.append((atom.first_id, _item(
+                id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
+                included=True, reason=pick.reasons[ai], score=own_scores.get(ai, score) if own_scores else score,
+                pin=pick.pins[ai], order=0,
+                message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
+                external_ids=atom.external_ids,
+            )))
+    return included
+
+
+def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
+    """Every excluded history atom's item, chronologically (made when the plan's ``items`` are first read)."""
     excluded: list[PlanItem] = []
     picks = selection.picks
     defaults = selection.defaults
@@ -303,6 +325,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
     atom_details = selection.atom_details
     atom_scores = selection.atom_scores
     group_excluded_all = selection.excluded
+    explain = selection.explain
     for gi, group in enumerate(selection.groups):
         pick = picks.get(gi)
         group_excluded = group_excluded_all.get(gi)
@@ -310,19 +333,14 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
         score = scores.get(gi, 0.0)
         details = atom_details.get(gi)
         own_scores = atom_scores.get(gi)
-        if pick is None and details is None:
+        if explain is not None and default is None and details is None and group_excluded is None:
+            default, details = explain(gi)
+        if pick is None and details is None and own_scores is None:
             reason, detail = group_excluded or default or ("over_budget", "")
             excluded.extend(_untouched_group(group, reason, detail, score))
             continue
         for ai, atom in enumerate(group.atoms):
             if pick is not None and pick.reasons[ai] is not None:
-                included.append((atom.first_id, _item(
-                    id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
-                    included=True, reason=pick.reasons[ai], score=own_scores.get(ai, score) if own_scores else score,
-                    pin=pick.pins[ai], order=0,
-                    message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
-                    external_ids=atom.external_ids,
-                )))
                 continue
             if group_excluded is not None:
                 reason, detail = group_excluded
@@ -336,7 +354,7 @@ def _history_items(selection: HistorySelection) -> tuple[list[tuple[int, PlanIte
                 if details is not None:
                     detail = details.get(ai, detail)
             excluded.append(_excluded_atom(atom, reason, detail, own_scores.get(ai, score) if own_scores else score))
-    return included, excluded
+    return tuple(excluded)
 
 
 def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
@@ -350,11 +368,11 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     profile = mode_profile(config, inputs.mode)
     family = strategy_family(inputs.provider_family)
 
-    groups = atoms_mod.split_groups(inputs.history)
-    views = atoms_mod.group_views(groups, family, config.truncation, tokenizer)
-    pid = _plan_id(inputs, config, tokenizer.name, [v.digest for v in views])
-    c = build_candidates(inputs, config, tokenizer, profile, views, family)
-    selection = HistorySelection(views, c.dropped)
+    layout = atoms_mod.history_layout(inputs.history, family, config.truncation, tokenizer)
+    views = layout.views
+    pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
+    c = build_candidates(inputs, config, tokenizer, profile, layout, family)
+    selection = HistorySelection(views, c.dropped, layout.memo)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:
@@ -407,8 +425,8 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         if not cand.decided:
             cand.exclude("over_budget", "mandatory items alone exceed the budget" if over_budget else "")
 
-    # assembly
-    history_in, history_out = _history_items(selection)
+    # assembly: the included items and the excluded context layers now, the excluded history atoms when read
+    history_in = _included_history(selection)
     if any(history_in[i][0] > history_in[i + 1][0] for i in range(len(history_in) - 1)):
         history_in.sort(key=lambda pair: pair[0])
     included_layers = sorted((cand for cand in layers if cand.included), key=lambda cand: cand.category)
@@ -423,8 +441,7 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         order += 1
     items.append(_cand_item(c.current[0], order))
     items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
-    items.extend(history_out)
-    items.extend(_cand_item(cand, -1) for cand in c.current[1:])
+    tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 
     section_tokens = dict.fromkeys(SECTIONS, 0)
     used = REPLY_PRIMING
@@ -433,7 +450,10 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
             section_tokens[item.section] = section_tokens.get(item.section, 0) + item.tokens
             used += item.tokens
 
-    return ContextPlan(
+    return DeferredPlan.make(
+        head=tuple(items),
+        rest=lambda: _excluded_history(selection),
+        tail=tail,
         plan_id=pid,
         session_id=inputs.session_id,
         query=inputs.query,
@@ -444,7 +464,6 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         over_budget=over_budget,
         over_budget_reason=over_reason,
         sections=tuple(section_tokens.items()),
-        items=tuple(items),
         retrieval_set_id=inputs.retrieval.id,
         tokenizer=tokenizer.name,
         estimated=tokenizer.is_estimate,

@@ -173,7 +173,9 @@ class CompactionMetrics:
 
 def compaction_metrics(plan: Any) -> CompactionMetrics:
     """The metrics of a ContextPlan (its ``summary`` items and the ``summarised`` items they replace)."""
-    summaries = [i for i in plan.items if i.kind == "summary" and i.included]
+    summaries = [i for i in plan.included if i.kind == "summary"]
+    if not summaries:  # nothing to weigh (and a deferred plan's excluded history is not made for it)
+        return CompactionMetrics(0, 0, 0, 0)
     included_labels = {i.id for i in summaries}
     summary_tokens = sum(i.tokens for i in summaries)
     covered = sum(i.tokens for i in plan.items

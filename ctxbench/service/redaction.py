@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.records.plans import ContextPlan, PlanInputs
+from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs
 from ctxbench.redaction import count_masks, redact_cached
 
 
@@ -55,11 +55,12 @@ def redact_message(message: Message) -> Message:
     return dataclasses.replace(message, content=content, tool_calls=calls)
 
 
-def redact_inputs(inputs: PlanInputs) -> PlanInputs:
-    """The plan inputs with every secret in the history, the current turn, pins, state, scratchpad and memos masked."""
+def redact_inputs(inputs: PlanInputs, *, history: bool = True) -> PlanInputs:
+    """The plan inputs with every secret in the history, the current turn, pins, state, scratchpad and memos masked
+    (``history=False``: the history is masked already, as the workbench's history cache keeps it)."""
     return dataclasses.replace(
         inputs,
-        history=tuple(redact_message(m) for m in inputs.history),
+        history=tuple(redact_message(m) for m in inputs.history) if history else inputs.history,
         current_turn=tuple(redact_message(m) for m in inputs.current_turn),
         pins=tuple(dataclasses.replace(p, content=redact_cached(p.content)[0]) if p.content else p
                    for p in inputs.pins),
@@ -77,16 +78,22 @@ def _message_masks(message: dict[str, Any]) -> int:
 
 
 def mark_redactions(plan: ContextPlan) -> ContextPlan:
-    """``plan`` with ``redacted`` set on every included item whose messages hold masked secrets."""
+    """``plan`` with ``redacted`` set on every included item whose messages hold masked secrets (excluded items
+    send nothing; a deferred plan's excluded history is not made for this)."""
     changed = False
-    items = []
-    for item in plan.items:
-        n = sum(_message_masks(m) for m in item.messages) if item.included else 0
+    included = []
+    for item in plan.included:
+        n = sum(_message_masks(m) for m in item.messages)
         if n != item.redacted:
             item = dataclasses.replace(item, redacted=n)
             changed = True
-        items.append(item)
-    return dataclasses.replace(plan, items=tuple(items)) if changed else plan
+        included.append(item)
+    if not changed:
+        return plan
+    if isinstance(plan, DeferredPlan):
+        return plan.with_included(tuple(included))
+    new = iter(included)
+    return dataclasses.replace(plan, items=tuple(next(new) if i.included else i for i in plan.items))
 
 
 def redacted_total(plan: ContextPlan) -> int:

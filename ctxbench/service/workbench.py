@@ -18,16 +18,18 @@ import importlib
 import sqlite3
 import threading
 from contextlib import AbstractContextManager
+from operator import attrgetter
 from pathlib import Path
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
-from ctxbench.config import Config, default_db_path, load_config
+from ctxbench.config import BM25_B, BM25_K1, CACHED_SESSIONS, Config, default_db_path, load_config
 from ctxbench.records.errors import UnknownGroup
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import NewMessage, SessionSettings
 from ctxbench.records.transcripts import Transcript, TranscriptError
+from ctxbench.service.history_cache import HistoryCache
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
 from ctxbench.store import messages as message_store
@@ -96,6 +98,8 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
+        self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
+        self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
         self.branches = Branches(self)
@@ -269,7 +273,8 @@ class Workbench:
             inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
-        inputs = dataclasses.replace(redact_inputs(inputs), retrieval=retrieval, tools_tokens=tools_tokens)
+        # the history comes masked from the history cache; the rest is masked here
+        inputs = dataclasses.replace(redact_inputs(inputs, history=False), retrieval=retrieval, tools_tokens=tools_tokens)
         if wanted.strategy == "semantic":
             ranking = self._semantic_ranking(inputs)
             if ranking:
@@ -289,12 +294,36 @@ class Workbench:
                 self._message_vectors = MessageVectors()
             return self._message_vectors
 
+    def history_keywords(self, session_id: str) -> Any:
+        """The session's keyword index of its messages (``retrieval.history_keywords.HistoryKeywords``), kept
+        between plans for the last ``CACHED_SESSIONS`` sessions planned."""
+        with self._open_lock:
+            index = self._keywords.pop(session_id, None)
+            if index is None:
+                from ctxbench.retrieval.history_keywords import HistoryKeywords
+
+                index = HistoryKeywords()
+            self._keywords[session_id] = index
+            while len(self._keywords) > CACHED_SESSIONS:
+                self._keywords.pop(next(iter(self._keywords)))
+            return index
+
+    def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> tuple[tuple[int, float], ...]:
+        """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: Porter-stemmed
+        words, BM25 with the statistics of ``history`` alone, so other branches and sessions never change them."""
+        return self.history_keywords(session_id).message_scores(
+            history, query, self.config.planner.fused.keyword_candidates, k1=BM25_K1, b=BM25_B)
+
+    def keyword_ranking(self, session_id: str, history: Sequence[Message], query: str) -> tuple[int, ...]:
+        """Turns (group ids) of ``history`` ranked by BM25 relevance to ``query`` on exact words, with the statistics
+        of ``history`` alone (the hybrid strategy's keyword list)."""
+        return self.history_keywords(session_id).group_ranking(
+            history, query, self.config.planner.hybrid.keyword_candidates, k1=BM25_K1, b=BM25_B)
+
     def _fused_inputs(self, inputs: PlanInputs) -> PlanInputs:
-        """Each earlier message's BM25 relevance (the store's message index) and, with a ready embedder, its
-        cosine similarity to the query (a plan embeds at most ``fused.embed_per_plan`` messages itself)."""
-        history_ids = {m.id for m in inputs.history}
-        keyword = tuple((mid, score) for mid, score in self.search.messages(
-            inputs.session_id, inputs.query, self.config.planner.fused.keyword_candidates) if mid in history_ids)
+        """Each earlier message's BM25 relevance (over this history's own statistics) and, with a ready embedder,
+        its cosine similarity to the query (a plan embeds at most ``fused.embed_per_plan`` messages itself)."""
+        keyword = self.keyword_scores(inputs.session_id, inputs.history, inputs.query)
         similarity: tuple[tuple[int, float], ...] = ()
         embedder = self.history_embedder()
         if embedder is not None:
@@ -321,7 +350,8 @@ class Workbench:
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
                      current_group: int | None, dropped_current: bool = False) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
-        visible = message_store.branch_messages(conn, session_id, branch_id, include_dropped=True)
+        visible = self.history_cache.branch_messages(conn, session_id, branch_id)
+        dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
         if current_group is None:
             if query is None:
                 raise ValueError("a plan needs the user's query or a current group")
@@ -331,11 +361,9 @@ class Workbench:
             current: tuple[Message, ...] = (pending,)
             history = visible
         else:
-            current = tuple(m for m in visible if m.group_id == current_group
-                            and (m.status == "active" or dropped_current))
+            current, history = _split_turn(visible, current_group, dropped_current)
             if not current:
                 raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
-            history = tuple(m for m in visible if m.group_id != current_group)
             if query is None:
                 query = next((m.content for m in current if m.role == "user"), "")
         current_gid = current[0].group_id
@@ -343,7 +371,7 @@ class Workbench:
         task = open_task(conn, branch_id)
         keyword_ranking: tuple[int, ...] = ()
         if s.strategy == "hybrid":
-            keyword_ranking = tuple(g for g in self.search.groups(session_id, query) if g != current_group)
+            keyword_ranking = self.keyword_ranking(session_id, history, query)
         return PlanInputs(
             session_id=session_id,
             query=query,
@@ -356,7 +384,7 @@ class Workbench:
             provider_family=s.provider_family,
             system_prompt=self.config.planner.system_prompt,
             pins=self.pins.list(session_id),
-            dropped_groups=tuple(g for g in _dropped_groups(visible) if g != current_group),
+            dropped_groups=tuple(g for g in dropped if g != current_group),
             state_block=self.memory.state(session_id),
             scratchpad=self.memory.scratchpad(session_id),
             memos=self.memory.search_memos(query),
@@ -424,9 +452,18 @@ class Workbench:
         return plan
 
 
-def _dropped_groups(messages: Sequence[Message]) -> tuple[int, ...]:
-    """Groups (in order of their first message) none of whose ``messages`` is active."""
-    has_active: dict[int, bool] = {}
-    for m in messages:
-        has_active[m.group_id] = has_active.get(m.group_id, False) or m.status == "active"
-    return tuple(g for g, active in has_active.items() if not active)
+_GROUP_ID = attrgetter("group_id")
+
+
+def _split_turn(visible: tuple[Message, ...], group_id: int, dropped: bool = False
+                ) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
+    """(the active messages of turn ``group_id`` — all of them with ``dropped`` — and every other message) of a
+    branch's view; a slice when the turn is the latest one (the usual case)."""
+    start = len(visible)
+    while start > 0 and visible[start - 1].group_id == group_id:
+        start -= 1
+    rest = visible[:start]
+    if start == len(visible) or group_id in map(_GROUP_ID, rest):
+        return (tuple(m for m in visible if m.group_id == group_id and (dropped or m.status == "active")),
+                tuple(m for m in visible if m.group_id != group_id))
+    return tuple(m for m in visible[start:] if dropped or m.status == "active"), rest

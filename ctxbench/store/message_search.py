@@ -1,17 +1,21 @@
-"""Store component ``message_search``: an FTS5 table over single messages, for the ``fused`` history strategy.
+"""Store component ``message_search``: an FTS5 table over single messages.
 
 ``group_search`` (core) ranks whole turns for the hybrid strategy; this table ranks each message on its
 own (rowid = message id), so a strategy can select one message of a turn without the rest. Its text is
 what :func:`ctxbench.store.messages.searchable_text` gives (content, tool names and arguments), with
 Porter stemming ("painted" finds "painting": measured on the LoCoMo tune conversations, BM25 over
 stemmed words ranks evidence turns better than exact words; benchmarks/README.md). Rows are written with
-the messages (``store.messages``) and scoped to a session at query time; dropped messages keep their row
-(the planner leaves dropped turns out itself).
+the messages (``store.messages``); dropped messages keep their row.
+
+No plan ranks with this table's ``bm25()`` any more: its statistics span every branch and session, so the
+fused strategy scores messages over the planned history alone (``retrieval.history_keywords``), with this
+table's words (``unicode61_chars`` lets ``retrieval.stemming`` tokenize exactly as this table does).
 """
 from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 from typing import Iterable, Sequence
 
 from ctxbench.records.messages import Message
@@ -77,12 +81,31 @@ def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
         conn.execute("DELETE FROM message_search WHERE session_id = ?", (session_id,))
 
 
-def search(conn: sqlite3.Connection, session_id: str, match: str, limit: int) -> tuple[tuple[int, float], ...]:
-    """(message id, BM25 relevance > 0) of the session's messages matching ``match`` (an FTS5 expression
-    already quoted, see ``store.search.fts_query``), best first."""
-    if not match or limit <= 0 or not _present(conn):
-        return ()
-    rows = conn.execute(
-        "SELECT rowid, bm25(message_search) FROM message_search WHERE message_search MATCH ? AND session_id = ? "
-        "ORDER BY bm25(message_search), rowid LIMIT ?", (match, session_id, limit))
-    return tuple((int(r[0]), round(-float(r[1]), 6)) for r in rows)
+_PROBE_LOCK = threading.Lock()
+
+
+def unicode61_chars(chars: Iterable[str]) -> dict[str, str]:
+    """What FTS5's ``unicode61`` tokenizer (this table's, without the stemmer) makes of each character: its
+    case-folded form without diacritics when it belongs to a word, ``""`` when it belongs to a word but folds
+    to nothing (a combining mark), ``" "`` when it separates words. Asked of SQLite itself (an in-memory FTS5
+    table), so a tokenizer written elsewhere (``retrieval.stemming``) can match this table's words exactly."""
+    wanted = sorted(set(chars))
+    if not wanted:
+        return {}
+    with _PROBE_LOCK:
+        conn = sqlite3.connect(":memory:")
+        try:
+            conn.execute("CREATE VIRTUAL TABLE probe USING fts5 (c, tokenize = 'unicode61')")
+            conn.execute("CREATE VIRTUAL TABLE probe_terms USING fts5vocab (probe, 'instance')")
+            conn.executemany("INSERT INTO probe (rowid, c) VALUES (?, ?)",
+                             [(i, f"a{ch}b") for i, ch in enumerate(wanted, 1)])
+            terms: dict[int, list[str]] = {}
+            for term, doc in conn.execute("SELECT term, doc FROM probe_terms ORDER BY doc, offset"):
+                terms.setdefault(int(doc), []).append(term)
+        finally:
+            conn.close()
+    out: dict[str, str] = {}
+    for i, ch in enumerate(wanted, 1):
+        found = terms.get(i, [])
+        out[ch] = found[0][1:-1] if len(found) == 1 else " "
+    return out

@@ -90,14 +90,6 @@ class GroupSearch:
             return search_groups(conn, session_id, session_store.active_branch(conn, session_id), query, limit)
 
 
-    def messages(self, session_id: str, query: str, limit: int) -> tuple[tuple[int, float], ...]:
-        """(message id, BM25 relevance) of the session's single messages for ``query``, best first (Porter-stemmed
-        words, the same stop words as the turn search)."""
-        from ctxbench.store import message_search
-
-        with self._db.connection() as conn:
-            return message_search.search(conn, session_id, fts_query(query), limit)
-
 
 class MemoryGroupIndex:
     """An in-memory FTS5 table of some turns' text, ranked by BM25 with the same query as :func:`search_groups`:

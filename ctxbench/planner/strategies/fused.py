@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import math
 import re
+from itertools import chain
 from datetime import datetime
 from functools import lru_cache
 
@@ -39,7 +40,7 @@ import numpy as np
 
 from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
-from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
@@ -85,51 +86,118 @@ def _named_speaker(query: str, labels: set[str]) -> str:
     return named[0] if len(named) == 1 else ""
 
 
+class _Units:
+    """The atoms that compete (every eligible atom of the groups in play), as arrays in chronological order; built
+    once per history, window and dropped turns (kept with the history's layout)."""
+
+    def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig) -> None:
+        groups = selection.groups
+        gis: list[int] = []
+        ais: list[int] = []
+        labels: list[str] = []
+        rules: list[bool] = []
+        times: list[float] = []
+        tokens: list[int] = []
+        calls: list[bool] = []
+        message_ids: list[int] = []
+        message_units: list[int] = []
+        per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
+        for gi in available:
+            group = groups[gi]
+            group_labels, group_rules, when = _group_facts(group, config)
+            own: list[int] = []
+            for ai, atom in enumerate(group.atoms):
+                if atom.exclusion:
+                    own.append(-1)
+                    continue
+                u = len(gis)
+                own.append(u)
+                gis.append(gi)
+                ais.append(ai)
+                labels.append(group_labels[ai])
+                rules.append(group_rules[ai])
+                times.append(when)
+                tokens.append(atom.tokens)
+                calls.append(atom.kind == ATOM_CALL)
+                message_ids.extend(atom.message_ids)
+                message_units.extend([u] * len(atom.message_ids))
+            if len(own) > own.count(-1):
+                per_group[gi] = tuple(own)
+        self.n = len(gis)
+        self.gi, self.ai = gis, ais
+        self.tokens = tokens
+        self.calls = calls
+        self.rules = np.array(rules, dtype=bool)
+        self.times = times
+        self.labels = labels
+        self.label_set = set(labels)
+        self.per_group = per_group
+        self.latest = sorted(per_group)  # groups with a competing atom, chronological
+        self.smallest = min(tokens) if tokens else 0
+        ids = np.array(message_ids, dtype=np.int64)
+        order = np.argsort(ids, kind="stable")
+        self.message_ids, self.message_units = ids[order], np.array(message_units, dtype=np.int64)[order]
+        self._episodes: dict[float, tuple[np.ndarray, int]] = {}
+
+    def per_unit(self, pairs: tuple[tuple[int, float], ...], fill: float) -> np.ndarray:
+        """The best value per unit of (message id, value) ``pairs`` (``fill`` where none of its messages has one)."""
+        out = np.full(self.n, -np.inf)
+        if pairs and len(self.message_ids):
+            flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
+            ids, values = flat[0::2].astype(np.int64), flat[1::2]
+            at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
+            found = self.message_ids[at] == ids
+            np.maximum.at(out, self.message_units[at[found]], values[found])
+        out[np.isneginf(out)] = fill
+        return out
+
+    def episodes(self, gap_hours: float) -> tuple[np.ndarray, int]:
+        """(episode of each unit, how many): a pause of ``gap_hours`` or more between two turns starts a new one."""
+        hit = self._episodes.get(gap_hours)
+        if hit is None:
+            gap = gap_hours * 3600.0
+            episode = np.zeros(self.n, dtype=np.int64)
+            current, last = 0, math.nan
+            for u, when in enumerate(self.times):
+                if not math.isnan(when) and not math.isnan(last) and when - last >= gap:
+                    current += 1
+                if not math.isnan(when):
+                    last = when
+                episode[u] = current
+            hit = self._episodes[gap_hours] = (episode, current + 1)
+        return hit
+
+
+def _units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units:
+    key = ("fused", config.instruction_patterns, tuple(available) if len(available) < 64 else
+           (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
+    hit = selection.memo.get(key)
+    if hit is None:
+        hit = selection.memo[key] = _Units(selection, available, config)
+    return hit
+
+
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     config = context.config.fused
     inputs = context.inputs
-    groups = selection.groups
     available = selection.available()
     n_window = inputs.window_groups
     if n_window > 0 and len(available) > n_window:
         for gi in available[:-n_window]:
             selection.set_default(gi, "outside_window", f"older than the last {n_window} turns")
         available = available[-n_window:]
-
-    units: list[tuple[int, int]] = []
-    labels: list[str] = []
-    rules: list[bool] = []
-    times: list[float] = []
-    for gi in available:
-        group = groups[gi]
-        group_labels, group_rules, when = _group_facts(group, config)
-        for ai, atom in enumerate(group.atoms):
-            if not atom.exclusion:
-                units.append((gi, ai))
-                labels.append(group_labels[ai])
-                rules.append(group_rules[ai])
-                times.append(when)
-    if not units:
+    units = _units(selection, available, config)
+    n = units.n
+    if not n:
         return
-    n = len(units)
-    similarity = dict(inputs.message_similarity)
-    keyword = dict(inputs.message_keyword)
-    sim = np.full(n, np.nan)
-    kw = np.zeros(n)
-    for u, (gi, ai) in enumerate(units):
-        ids = groups[gi].atoms[ai].message_ids
-        if similarity:
-            found = [similarity[m] for m in ids if m in similarity]
-            if found:
-                sim[u] = max(found)
-        if keyword:
-            kw[u] = max((keyword.get(m, 0.0) for m in ids), default=0.0)
+    sim = units.per_unit(inputs.message_similarity, math.nan)
+    kw = units.per_unit(inputs.message_keyword, 0.0)
 
     known = ~np.isnan(sim)
     if not known.any() and not kw.any():
         context.notes.append(NO_EVIDENCE_NOTE)
         score = np.arange(n, dtype=float) / n  # newest first
-        _fill(selection, budget, context, units, score, kw, rules, config, by_recency=True)
+        _fill(selection, budget, context, units, score, kw, config, by_recency=True)
         return
     z = np.zeros(n)
     if known.any():
@@ -147,69 +215,97 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     neighbours[np.isinf(neighbours)] = 0.0
     score = base + config.neighbour_weight * neighbours
     if config.episode_weight and config.episode_top > 0:
-        score += config.episode_weight * _episode_scores(base, times, config)
+        score += config.episode_weight * _episode_scores(base, units, config)
     if config.speaker_weight:
-        speaker = _named_speaker(inputs.query, set(labels))
+        speaker = _named_speaker(inputs.query, units.label_set)
         if speaker:
-            score += config.speaker_weight * np.array([label == speaker for label in labels], dtype=float)
-    _fill(selection, budget, context, units, score, kw, rules, config)
+            score += config.speaker_weight * np.array([label == speaker for label in units.labels], dtype=float)
+    _fill(selection, budget, context, units, score, kw, config)
 
 
-def _episode_scores(base: np.ndarray, times: list[float], config: FusedConfig) -> np.ndarray:
-    """Per atom: the mean of the best ``episode_top`` bases of its episode (runs of turns without a long pause)."""
-    gap = config.episode_gap_hours * 3600.0
-    episode = np.zeros(len(base), dtype=int)
-    current, last = 0, math.nan
-    for u, when in enumerate(times):
-        if not math.isnan(when) and not math.isnan(last) and when - last >= gap:
-            current += 1
-        if not math.isnan(when):
-            last = when
-        episode[u] = current
-    out = np.zeros(len(base))
-    for e in range(current + 1):
-        members = episode == e
-        top = np.sort(base[members])[::-1][: config.episode_top]
-        out[members] = float(top.mean())
-    return out
+def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.ndarray:
+    """Per atom: the mean of the best ``episode_top`` bases of its episode (runs of turns without a long pause),
+    summed best first as ``numpy.mean`` sums so few values."""
+    episode, count = units.episodes(config.episode_gap_hours)
+    order = np.lexsort((-base, episode))  # by episode, best base first
+    ordered = episode[order]
+    starts = np.searchsorted(ordered, np.arange(count))
+    sizes = np.diff(np.append(starts, len(ordered)))
+    total = np.zeros(count)
+    taken = np.minimum(sizes, config.episode_top)
+    for j in range(config.episode_top):
+        has = sizes > j
+        total[has] += base[order[starts[has] + j]]
+    means = np.divide(total, taken, out=np.zeros(count), where=taken > 0)
+    return means[episode]
 
 
-def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: list[tuple[int, int]],
-          score: np.ndarray, kw: np.ndarray, rules: list[bool], config: FusedConfig, by_recency: bool = False) -> None:
+def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: _Units,
+          score: np.ndarray, kw: np.ndarray, config: FusedConfig, by_recency: bool = False) -> None:
     groups = selection.groups
     history_budget = budget.remaining
-    for u, (gi, ai) in enumerate(units):  # every atom carries its own score, included or not
-        selection.atom_scores.setdefault(gi, {})[ai] = round(float(score[u]), 6)
+    n = units.n
+    order = np.lexsort((-np.arange(n), -score))  # best first; ties: the newer atom
+    rank_of = np.empty(n, dtype=np.int64)
+    rank_of[order] = np.arange(1, n + 1)
+    _explain(selection, units, score, rank_of, by_recency)
 
     # 1. continuity: the latest turns
-    latest = sorted({gi for gi, _ in units})[-config.recent_groups:] if config.recent_groups > 0 else []
+    latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
     share = budget.child(int(history_budget * config.recent_share))
     for gi in reversed(latest):
         selection.fill_group(gi, share, "recent_window", detail="continuity: one of the latest turns")
 
     # 2. standing instructions, best first
-    order = sorted(range(len(units)), key=lambda u: (-score[u], -u))
     share = budget.child(int(history_budget * config.instruction_share))
-    for u in order:
-        if rules[u]:
-            gi, ai = units[u]
-            selection.include_atom(gi, ai, share, "standing_instruction",
-                                   f"standing instruction given in turn {groups[gi].group_id}: it still holds",
-                                   with_user=False)
+    for u in order[units.rules[order]].tolist():
+        gi, ai = units.gi[u], units.ai[u]
+        selection.include_atom(gi, ai, share, "standing_instruction",
+                               f"standing instruction given in turn {groups[gi].group_id}: it still holds",
+                               with_user=False)
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
-    smallest = min(groups[gi].atoms[ai].tokens for gi, ai in units)
-    for rank, u in enumerate(order, 1):
-        gi, ai = units[u]
+    smallest, tokens, calls, gis, ais = units.smallest, units.tokens, units.calls, units.gi, units.ai
+    for rank, u in enumerate(order.tolist(), 1):
+        remaining = budget.remaining
+        if remaining < smallest:
+            break  # nothing fits any more: the rest say so when read
+        if tokens[u] > remaining:
+            continue
+        gi, ai = gis[u], ais[u]
         if selection.is_included(gi, ai):
             continue
-        atom = groups[gi].atoms[ai]
-        why = f"rank {rank} of {len(units)}, score {score[u]:.3f}"
         if by_recency:
-            reason, why = "recent_window", f"newest first ({rank} of {len(units)}): nothing matched the query yet"
+            reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
         else:
-            reason = "keyword_match" if kw[u] > 0 else "semantic_match"
-        if budget.remaining >= smallest and selection.include_atom(gi, ai, budget, reason, why,
-                                                                     with_user=atom.kind == ATOM_CALL):
-            continue
-        selection.atom_details.setdefault(gi, {})[ai] = why + ": the budget was full"
+            reason, why = ("keyword_match" if kw[u] > 0 else "semantic_match"), f"rank {rank} of {n}, score {score[u]:.3f}"
+        selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
+
+
+def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, rank_of: np.ndarray,
+             by_recency: bool) -> None:
+    """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
+    n = units.n
+
+    def scores(gi: int) -> dict[int, float] | None:
+        own = units.per_group.get(gi)
+        if own is None:
+            return None
+        return {ai: round(float(score[u]), 6) for ai, u in enumerate(own) if u >= 0}
+
+    def details(gi: int) -> dict[int, str] | None:
+        own = units.per_group.get(gi)
+        if own is None:
+            return None
+        out = {}
+        for ai, u in enumerate(own):
+            if u < 0 or selection.is_included(gi, ai):
+                continue
+            rank = int(rank_of[u])
+            why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency
+                   else f"rank {rank} of {n}, score {score[u]:.3f}")
+            out[ai] = why + ": the budget was full"
+        return out or None
+
+    selection.atom_scores = AtomValues(scores)
+    selection.atom_details = AtomValues(details)

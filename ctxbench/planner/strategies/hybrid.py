@@ -33,29 +33,40 @@ def rrf_scores(
     return scores, kw_rank, rec_rank
 
 
+def _view_index(selection: HistorySelection) -> dict[int, int]:
+    """Group id -> group index (kept with the history's layout)."""
+    hit = selection.memo.get("view_index")
+    if hit is None:
+        hit = selection.memo["view_index"] = {g.group_id: gi for gi, g in enumerate(selection.groups)}
+    return hit
+
+
+UNFOUND = ("below_threshold", "not found by the keyword search (subset rule)")
+
+
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     config = context.config.hybrid
-    available = selection.available()
-    index_of = {selection.groups[gi].group_id: gi for gi in available}
-    keyword = [gid for gid in dict.fromkeys(context.inputs.keyword_ranking) if gid in index_of]
-    recency = [selection.groups[gi].group_id for gi in reversed(available)]
-    if keyword and config.subset_rule:
-        found = set(keyword)
-        recency = [gid for gid in recency if gid in found]
+    groups, excluded = selection.groups, selection.excluded
+    view_index = _view_index(selection)
+    keyword = [gid for gid in dict.fromkeys(context.inputs.keyword_ranking)
+               if gid in view_index and view_index[gid] not in excluded]
+    if keyword and config.subset_rule:  # recency among the turns the keyword search found
+        recency = sorted(keyword, key=lambda gid: -view_index[gid])
+    else:
+        recency = [groups[gi].group_id for gi in reversed(selection.available())]
     if not keyword:
         context.notes.append("hybrid: the keyword search found no earlier turn; ranked by recency alone")
     scores, kw_rank, rec_rank = rrf_scores(keyword, recency, config)
-    for gi in available:
-        if selection.groups[gi].group_id not in scores:
-            selection.set_default(gi, "below_threshold", "not found by the keyword search (subset rule)")
-    ranked = sorted(scores, key=lambda gid: (-scores[gid], -index_of[gid]))
+    if len(scores) < len(groups) - len(excluded):  # the turns left out by the subset rule, said when read
+        selection.explain = lambda gi: (UNFOUND, None) if groups[gi].group_id not in scores else (None, None)
+    ranked = sorted(scores, key=lambda gid: (-scores[gid], -view_index[gid]))
     n = context.inputs.window_groups
     if n > 0:
         for gid in ranked[n:]:
-            selection.set_default(index_of[gid], "outside_window", f"ranked below the top {n} turns")
+            selection.set_default(view_index[gid], "outside_window", f"ranked below the top {n} turns")
         ranked = ranked[:n]
     for gid in ranked:
-        gi = index_of[gid]
+        gi = view_index[gid]
         selection.scores[gi] = scores[gid]
         if budget.remaining <= 0:
             continue

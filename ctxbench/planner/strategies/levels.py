@@ -105,12 +105,24 @@ def _static_levels(group: GroupView, config: LevelsConfig) -> tuple[tuple[int, .
 
 
 ATOM_BITS = 20  # (group index, atom index) packed into one int: no tuple per atom per plan
+_MASK = (1 << ATOM_BITS) - 1
 
 
 def classify(selection: HistorySelection, config: LevelsConfig) -> dict[str, list[int]]:
-    """Packed (group index << ATOM_BITS | atom index) per level, chronological."""
+    """Packed (group index << ATOM_BITS | atom index) per level, chronological (kept with the history's layout)."""
+    return _classified(selection, config)[0]
+
+
+def _classified(selection: HistorySelection, config: LevelsConfig) -> tuple[dict[str, list[int]], dict[str, int],
+                                                                             frozenset[int]]:
+    """(the levels, the fewest tokens of an atom per level, the working groups): kept with the history's layout."""
+    key = ("levels", config.instruction_flag, config.instruction_phrases, config.session_flags, config.working_groups,
+           tuple(sorted(selection.excluded)))
+    hit = selection.memo.get(key)
+    if hit is not None:
+        return hit
     available = selection.available()
-    working = set(available[-config.working_groups :]) if config.working_groups > 0 else set()
+    working = frozenset(available[-config.working_groups:]) if config.working_groups > 0 else frozenset()
     out: dict[str, list[int]] = {level: [] for level in LEVELS}
     perm, sess, work, vol = out[PERMANENT], out[SESSION], out[WORKING], out[VOLATILE]
     for gi in available:
@@ -122,48 +134,52 @@ def classify(selection: HistorySelection, config: LevelsConfig) -> dict[str, lis
             sess.extend([base | ai for ai in session])
         if other:
             (work if gi in working else vol).extend([base | ai for ai in other])
-    return out
+    groups = selection.groups
+    smallest = {level: min((groups[code >> ATOM_BITS].atoms[code & _MASK].tokens for code in packed), default=0)
+                for level, packed in out.items()}
+    hit = (out, smallest, working)
+    selection.memo[key] = hit
+    return hit
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     config = context.config.levels
     caps = level_budgets(context.plan_budget, config)
-    mask = (1 << ATOM_BITS) - 1
     groups = selection.groups
-    levels = classify(selection, config)
+    levels, smallest_of, working = _classified(selection, config)
     for level, packed in levels.items():
         share = budget.child(caps[level]) if level in caps else budget
         detail = f"level: {level}"
         if level == SESSION:  # summaries of earlier turns are session memory (seed 004)
             fill_summaries(context.summaries, context.summary_kept, selection, share, detail)
-        smallest = min((groups[code >> ATOM_BITS].atoms[code & mask].tokens for code in packed), default=0)
+        smallest = smallest_of[level]
         for code in reversed(packed):
-            if share.remaining < smallest:
+            remaining = share.remaining
+            if remaining < smallest:
                 break
-            selection.include_atom(code >> ATOM_BITS, code & mask, share, REASON, detail)
-    _explain_exclusions(selection, levels)
+            gi, ai = code >> ATOM_BITS, code & _MASK
+            if groups[gi].atoms[ai].tokens > remaining:
+                continue  # cannot fit, not even without its turn's user message
+            selection.include_atom(gi, ai, share, REASON, detail)
+    selection.explain = lambda gi: _explain(selection, config, working, gi)
 
 
 select.places_summaries = True  # type: ignore[attr-defined]
 
+_SHARED = {level: ("over_budget", f"level: {level} (level budget full)") for level in LEVELS}
 
-def _explain_exclusions(selection: HistorySelection, levels: dict[str, list[int]]) -> None:
-    """Atoms left out say which level was full: one shared reason per group when the group is all one level."""
-    level_of: dict[int, str] = {}
-    for level, packed in levels.items():
-        for code in packed:
-            level_of[code] = level
-    shared = {level: ("over_budget", f"level: {level} (level budget full)") for level in LEVELS}
-    for gi in selection.available():
-        group_levels = {level_of[(gi << ATOM_BITS) | ai] for ai, a in enumerate(selection.groups[gi].atoms) if not a.exclusion}
-        if not group_levels:
-            continue
-        if gi not in selection.picks and len(group_levels) == 1:
-            selection.defaults[gi] = shared[group_levels.pop()]
-            continue
-        details = {}
-        for ai, atom in enumerate(selection.groups[gi].atoms):
-            if not atom.exclusion and not selection.is_included(gi, ai):
-                details[ai] = shared[level_of[(gi << ATOM_BITS) | ai]][1]
-        if details:
-            selection.atom_details[gi] = details
+
+def _explain(selection: HistorySelection, config: LevelsConfig, working: frozenset[int], gi: int
+             ) -> tuple[tuple[str, str] | None, dict[int, str] | None]:
+    """Why the group's atoms left out were: one shared reason when nobody picked from it and its atoms are all of
+    one level, else each atom's level (asked for when the plan's excluded items are made)."""
+    permanent, session, other = _static_levels(selection.groups[gi], config)
+    level_of = {ai: PERMANENT for ai in permanent}
+    level_of.update((ai, SESSION) for ai in session)
+    level_of.update((ai, WORKING if gi in working else VOLATILE) for ai in other)
+    if not level_of:
+        return None, None
+    if gi not in selection.picks and len(set(level_of.values())) == 1:
+        return _SHARED[next(iter(level_of.values()))], None
+    details = {ai: _SHARED[level][1] for ai, level in level_of.items() if not selection.is_included(gi, ai)}
+    return None, details or None

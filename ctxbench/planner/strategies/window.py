@@ -17,9 +17,11 @@ REASON = "recent_window"
 
 def fill_newest_first(selection: HistorySelection, budget: Budget, order: Sequence[int], reason: str = REASON) -> None:
     partial_taken = False
+    smallest = selection.smallest_before()
     for gi in reversed(order):
-        if budget.remaining <= 0:
-            break
+        remaining = budget.remaining
+        if remaining <= 0 or (partial_taken and remaining < smallest[gi]):
+            break  # nothing older fits whole any more (``order`` is chronological)
         if selection.fill_group(gi, budget, reason, partial=not partial_taken) != FULL:
             partial_taken = True
 
