@@ -156,7 +156,10 @@ class ProxyServer:
                 request.transport.close()
             raise ConnectionResetError(error)
         if outcome != "client_gone":
-            await response.write_eof()
+            try:
+                await response.write_eof()
+            except (ConnectionError, aiohttp.ClientConnectionResetError):
+                pass  # the client read its last event and hung up before the closing chunk: nothing is lost
         return response
 
     async def _finish(self, request: web.Request, exchange: Exchange, status: int | None, outcome: str,

@@ -92,15 +92,16 @@ class ProxyService:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
         if exchange.id is None:
             return
-        self.wb.proxy.finish_exchange(
-            exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
-            reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
-            reported_completion=reply.completion_tokens, model=reply.model)
+        # the usage and the last reply first: whoever sees the exchange ended sees everything it left
         if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
             self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
                                        reply.model or "")
         if outcome == "ok" and reply.text:
             self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+        self.wb.proxy.finish_exchange(
+            exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
+            reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
+            reported_completion=reply.completion_tokens, model=reply.model)
 
     # -- recognising the conversation ------------------------------------------------------------------------
     def recognise(self, request: WireRequest) -> tuple[ConversationState | None, int]:
