@@ -139,7 +139,21 @@ class FusedConfig:
     episode_weight: float = 0.8  # times the mean relevance of the best ``episode_top`` atoms of its episode
     episode_top: int = 3
     episode_gap_hours: float = 3.0  # a pause this long between two turns starts a new episode (a sitting)
-    speaker_weight: float = 0.6  # atoms whose speaker label ("Name: ...") the query names, when it names one
+    speaker_weight: float = 4.0  # atoms whose speaker label ("Name: ...") the query names, when it names one
+    # "when" questions (``temporal_query_patterns``): atoms that say when something happened ("yesterday", "last
+    # week", "in May") gain this; a message's leading "[date]" stamp does not count (it says when it was written)
+    temporal_weight: float = 1.5
+    temporal_query_patterns: tuple[str, ...] = (
+        r"^\s*when\b", r"\b(what|which) (year|month|day|date|week|weekend|time)\b", r"\bhow long ago\b",
+    )
+    temporal_text_patterns: tuple[str, ...] = (
+        r"\b(yesterday|today|tonight|tomorrow|ago|recently|lately|soon|earlier|later)\b",
+        r"\b(last|next|this|past|coming|previous|few|couple of|other) (night|morning|evening|day|days|week|weeks|"
+        r"weekend|month|months|year|years|summer|winter|spring|fall|autumn|time)\b",
+        r"\b(mon|tues|wednes|thurs|fri|satur|sun)days?\b",
+        r"(?-i:\b(January|February|March|April|May|June|July|August|September|October|November|December)\b)",
+        r"\b(19|20)\d\d\b",
+    )
     recent_groups: int = 1  # the latest turns, carried first (continuity)
     recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
     instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
@@ -152,6 +166,10 @@ class FusedConfig:
         r"check|test|touch|edit|change|delete|remove|import|return|format|name|prefer|avoid|include|make|store|"
         r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
+    # a history whose messages with a text open with a speaker label ("Caroline: ...") at least this often is a
+    # transcript of speakers: their labels (and a leading "[date]" stamp) are left out of the texts compared by
+    # meaning, and their names out of the query's (``speaker_weight`` weighs the speaker a query names); 0: never
+    speaker_share: Share = 0.5
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
     embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
 

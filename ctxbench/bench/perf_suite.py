@@ -124,7 +124,7 @@ def default_plan_times(config, tokenizer, embedder, turns: int, repeat: int, bud
 
     history = plan_latency.synthetic_session(turns)
     vectors, cache = MessageVectors(), _MemoryCache()
-    vectors.warm(history, embedder, cache, config.planner.semantic)
+    vectors.warm(history, embedder, cache, config.planner.semantic, speaker_share=config.planner.fused.speaker_share)
     index = MemoryTextIndex(((m.id, m.content) for m in history), tokenize="porter unicode61")
     queries = plan_latency.queries()
     strategy = config.planner.default_strategy
@@ -135,7 +135,8 @@ def default_plan_times(config, tokenizer, embedder, turns: int, repeat: int, bud
                                        tool_calls=(), tool_call_id=None, tool_name=None, flags=()),)
         t0 = time.perf_counter()
         similarity, _ = vectors.similarity(history, query, embedder, cache, config.planner.semantic,
-                                           embed_limit=config.planner.fused.embed_per_plan)
+                                           embed_limit=config.planner.fused.embed_per_plan,
+                                           speaker_share=config.planner.fused.speaker_share)
         keyword = tuple(index.ranking(query, config.planner.fused.keyword_candidates))
         inputs = PlanInputs(session_id="bench", query=query, history=history, current_turn=current, budget=budget,
                             mode="off", strategy=strategy, system_prompt=config.planner.system_prompt,

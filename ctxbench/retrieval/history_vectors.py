@@ -21,6 +21,7 @@ import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
+from ctxbench.records.speakers import body, speaker_label, without_names
 from ctxbench.store.vectors import TURN_KEY_MARK
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
@@ -124,12 +125,22 @@ class MessageRankingStats:
     pending: int  # still without a vector (left for the warm-up)
 
 
-def message_text(message: Message, config: SemanticHistoryConfig) -> str:
-    """The text embedded for one message: its words (whitespace folded), cut to ``embed_max_chars``; tool
-    calls and results are not embedded (their words reach the fused strategy through keyword search)."""
+def message_text(message: Message, config: SemanticHistoryConfig, speakers: frozenset[str] = frozenset()) -> str:
+    """The text embedded for one message: its words (whitespace folded) without a leading date stamp or the
+    label of one of ``speakers`` (``records.speakers.body``), cut to ``embed_max_chars``; tool calls and results
+    are not embedded (their words reach the fused strategy through keyword search)."""
     if message.role == "tool" or not message.content:
         return ""
-    return " ".join(message.content.split())[: config.embed_max_chars]
+    return " ".join(body(message.content, speakers).split())[: config.embed_max_chars]
+
+
+def transcript_speakers(labels: Sequence[str], share: float) -> frozenset[str]:
+    """The speakers of a history that reads as a transcript: when at least ``share`` (> 0) of its messages
+    with a text open with a speaker label (``labels``, "" for none), those labels; else none."""
+    if share <= 0 or not labels:
+        return frozenset()
+    named = [label for label in labels if label]
+    return frozenset(named) if len(named) >= share * len(labels) else frozenset()
 
 
 def message_cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
@@ -143,26 +154,41 @@ class MessageVectors:
 
     def __init__(self) -> None:
         self._memory: dict[tuple[str, str], np.ndarray] = {}
-        self._texts: dict[int, tuple[str, str]] = {}  # message id -> (text, hash)
+        # message id -> (its content, the speakers its text was made for, text, hash)
+        self._texts: dict[int, tuple[str, frozenset[str], str, str]] = {}
+        self._labels: dict[int, tuple[str, str]] = {}  # message id -> (its content, its speaker label or "")
         self._matrix: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
 
     def texts(self, history: Sequence[Message], config: SemanticHistoryConfig,
-              skip_groups: Iterable[int] = ()) -> list[tuple[int, str, str]]:
-        """(message id, text, hash) of the active messages that have a text, oldest first."""
+              skip_groups: Iterable[int] = (), speaker_share: float = 0.0) -> list[tuple[int, str, str]]:
+        """(message id, text, hash) of the active messages that have a text, oldest first; when at least
+        ``speaker_share`` of them open with a speaker label, the history is a transcript of those speakers
+        and their labels are left out of the texts."""
+        return self._read(history, config, skip_groups, speaker_share)[0]
+
+    def _read(self, history: Sequence[Message], config: SemanticHistoryConfig, skip_groups: Iterable[int],
+              speaker_share: float) -> tuple[list[tuple[int, str, str]], frozenset[str]]:
+        """(:meth:`texts`, the history's speakers)."""
         skip = set(skip_groups)
+        live = [m for m in history if m.status == "active" and m.group_id not in skip and m.role != "tool"
+                and m.content]
+        speakers = transcript_speakers([self._label(m) for m in live], speaker_share)
         out = []
-        for m in history:
-            if m.status != "active" or m.group_id in skip:
-                continue
+        for m in live:
             known = self._texts.get(m.id)
-            text = message_text(m, config)
-            if not text:
-                continue
-            if known is None or known[0] != text:
-                known = (text, text_hash(f"{MESSAGE_TEXT_VERSION}\x00{text}"))
+            if known is None or (known[0] is not m.content and known[0] != m.content) or known[1] != speakers:
+                text = message_text(m, config, speakers)
+                known = (m.content, speakers, text, text_hash(f"{MESSAGE_TEXT_VERSION}\x00{text}"))
                 self._texts[m.id] = known
-            out.append((m.id, text, known[1]))
-        return out
+            if known[2]:
+                out.append((m.id, known[2], known[3]))
+        return out, speakers
+
+    def _label(self, message: Message) -> str:
+        known = self._labels.get(message.id)
+        if known is None or (known[0] is not message.content and known[0] != message.content):
+            known = self._labels[message.id] = (message.content, speaker_label(message.content))
+        return known[1]
 
     def missing(self, rows: Sequence[tuple[int, str, str]], key: str, cache: VectorCache) -> list[tuple[int, str, str]]:
         absent = [r for r in rows if (key, r[2]) not in self._memory]
@@ -203,14 +229,16 @@ class MessageVectors:
         return matrix
 
     def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
-                   config: SemanticHistoryConfig, *, embed_limit: int, skip_groups: Iterable[int] = ()
-                   ) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
+                   config: SemanticHistoryConfig, *, embed_limit: int, skip_groups: Iterable[int] = (),
+                   speaker_share: float = 0.0) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
         """(message id, cosine with ``query``) of every message that has a vector, in history order.
 
         Messages without one are embedded here, newest first, ``embed_limit`` at most (a plan never embeds a
-        whole session); the rest stay without a similarity until :meth:`warm` has embedded them.
+        whole session); the rest stay without a similarity until :meth:`warm` has embedded them. In a transcript
+        of speakers (``speaker_share``, :meth:`texts`) the query is compared without the speakers' names: the
+        messages' texts have no labels, and the fused strategy weighs the speaker a query names on its own.
         """
-        rows = self.texts(history, config, skip_groups)
+        rows, speakers = self._read(history, config, skip_groups, speaker_share)
         if not rows or not query.strip():
             return (), MessageRankingStats(len(rows), 0, 0)
         key = message_cache_key(embedder.key, config)
@@ -221,15 +249,16 @@ class MessageVectors:
         if not ready:
             return (), MessageRankingStats(len(rows), embedded, pending)
         matrix = self.matrix(key, tuple(r[2] for r in ready))
-        query_vector = embedder.encode([query], max_seq_length=config.embed_max_seq_length)[0]
+        query_text = without_names(query, speakers) if speakers else query
+        query_vector = embedder.encode([query_text], max_seq_length=config.embed_max_seq_length)[0]
         sims = matrix @ np.asarray(query_vector, dtype=np.float32)
         return (tuple((r[0], round(float(s), 6)) for r, s in zip(ready, sims)),
                 MessageRankingStats(len(rows), embedded, pending))
 
     def warm(self, history: Sequence[Message], embedder, cache: VectorCache, config: SemanticHistoryConfig,
-             progress=None) -> MessageRankingStats:
+             progress=None, speaker_share: float = 0.0) -> MessageRankingStats:
         """Embed every message of ``history`` that has no vector yet, in small chunks (newest first)."""
-        rows = self.texts(history, config)
+        rows = self.texts(history, config, speaker_share=speaker_share)
         key = message_cache_key(embedder.key, config)
         absent = self.missing(rows, key, cache)[::-1]
         done = 0

@@ -332,7 +332,8 @@ class Workbench:
             try:
                 similarity, _ = self.message_vectors.similarity(
                     inputs.history, inputs.query, embedder, self.vectors, self.config.planner.semantic,
-                    embed_limit=self.config.planner.fused.embed_per_plan, skip_groups=inputs.dropped_groups)
+                    embed_limit=self.config.planner.fused.embed_per_plan, skip_groups=inputs.dropped_groups,
+                    speaker_share=self.config.planner.fused.speaker_share)
             except EmbedderError:
                 similarity = ()
         return dataclasses.replace(inputs, message_keyword=keyword, message_similarity=similarity)
@@ -344,7 +345,8 @@ class Workbench:
         if embedder is None:
             return 0
         stats = self.message_vectors.warm(self.messages.history(session_id), embedder, self.vectors,
-                                          self.config.planner.semantic, progress)
+                                          self.config.planner.semantic, progress,
+                                          speaker_share=self.config.planner.fused.speaker_share)
         return stats.embedded
 
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,

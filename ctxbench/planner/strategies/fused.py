@@ -8,11 +8,14 @@ user message along. Each atom's relevance to the query is
     score = base + neighbour_weight * max(base of the atom before, base of the atom after)
                  + episode_weight * mean of the best ``episode_top`` bases of its episode
                  + speaker_weight  (when the query names the atom's speaker label, "Name: ...")
+                 + temporal_weight (when the query asks when and the atom says when: "last week", "in May")
 
 ``similarity`` is the cosine of the atom's message with the query (``inputs.message_similarity``, embedded
-by ``retrieval/history_vectors.py``; z-scored over the atoms that have one, the others get the lowest z);
-``BM25`` comes from the store's message index (``inputs.message_keyword``). An episode is a run of turns
-without a pause of ``episode_gap_hours`` (a sitting; a LoCoMo session).
+by ``retrieval/history_vectors.py``; z-scored over the atoms that have one, the others get the lowest z; in a
+transcript of speakers the messages are compared without their labels and the query without the speakers'
+names, so the speaker counts once, here); ``BM25`` comes from the history's own keyword index
+(``inputs.message_keyword``). An episode is a run of turns without a pause of ``episode_gap_hours`` (a
+sitting; a LoCoMo session).
 
 Filling order, each step only taking what still fits:
 
@@ -42,33 +45,38 @@ from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.records.speakers import speaker_label, without_stamp
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
-SPEAKER_LABEL = re.compile(r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
 
 
 @lru_cache(maxsize=16)
-def _instruction_pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
+def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     parts = [p for p in patterns if p]
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE | re.MULTILINE) if parts else None
 
 
-def _group_facts(group: GroupView, config: FusedConfig) -> tuple[tuple[str, ...], tuple[bool, ...], float]:
-    """(speaker label, standing instruction?) per atom, and the turn's time (epoch seconds, NaN if unknown);
-    memoised on the cached group view."""
-    key = ("fused", config.instruction_patterns)
+def _group_facts(group: GroupView, config: FusedConfig
+                 ) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[bool, ...], float]:
+    """(speaker label, standing instruction?, says when?) per atom, and the turn's time (epoch seconds, NaN if
+    unknown); memoised on the cached group view."""
+    key = ("fused", config.instruction_patterns, config.temporal_text_patterns)
     hit = group.memo.get(key)
     if hit is None:
-        pattern = _instruction_pattern(config.instruction_patterns)
+        pattern = _pattern(config.instruction_patterns)
+        temporal = _pattern(config.temporal_text_patterns)
         labels: list[str] = []
         rules: list[bool] = []
+        timed: list[bool] = []
         for atom in group.atoms:
             first = atom.messages[0].get("content") if atom.messages else ""
-            found = SPEAKER_LABEL.match(first) if isinstance(first, str) and first else None
-            labels.append(found.group(1) if found else "")
+            labels.append(speaker_label(first) if isinstance(first, str) else "")
             rules.append(atom.kind == ATOM_USER and pattern is not None and bool(pattern.search(atom.user_text)))
-        hit = (tuple(labels), tuple(rules), _epoch(group.messages[0].created_at if group.messages else ""))
+            timed.append(temporal is not None and any(
+                isinstance(m.get("content"), str) and temporal.search(without_stamp(m["content"]))
+                for m in atom.messages))
+        hit = (tuple(labels), tuple(rules), tuple(timed), _epoch(group.messages[0].created_at if group.messages else ""))
         group.memo[key] = hit
     return hit
 
@@ -96,6 +104,7 @@ class _Units:
         ais: list[int] = []
         labels: list[str] = []
         rules: list[bool] = []
+        timed: list[bool] = []
         times: list[float] = []
         tokens: list[int] = []
         calls: list[bool] = []
@@ -104,7 +113,7 @@ class _Units:
         per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
         for gi in available:
             group = groups[gi]
-            group_labels, group_rules, when = _group_facts(group, config)
+            group_labels, group_rules, group_timed, when = _group_facts(group, config)
             own: list[int] = []
             for ai, atom in enumerate(group.atoms):
                 if atom.exclusion:
@@ -116,6 +125,7 @@ class _Units:
                 ais.append(ai)
                 labels.append(group_labels[ai])
                 rules.append(group_rules[ai])
+                timed.append(group_timed[ai])
                 times.append(when)
                 tokens.append(atom.tokens)
                 calls.append(atom.kind == ATOM_CALL)
@@ -128,6 +138,7 @@ class _Units:
         self.tokens = tokens
         self.calls = calls
         self.rules = np.array(rules, dtype=bool)
+        self.timed = np.array(timed, dtype=bool)  # says when something happened
         self.times = times
         self.labels = labels
         self.label_set = set(labels)
@@ -169,7 +180,7 @@ class _Units:
 
 
 def _units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units:
-    key = ("fused", config.instruction_patterns, tuple(available) if len(available) < 64 else
+    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, tuple(available) if len(available) < 64 else
            (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
     hit = selection.memo.get(key)
     if hit is None:
@@ -220,7 +231,14 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
         speaker = _named_speaker(inputs.query, units.label_set)
         if speaker:
             score += config.speaker_weight * np.array([label == speaker for label in units.labels], dtype=float)
+    if config.temporal_weight and _asks_when(inputs.query, config):
+        score += config.temporal_weight * units.timed
     _fill(selection, budget, context, units, score, kw, config)
+
+
+def _asks_when(query: str, config: FusedConfig) -> bool:
+    pattern = _pattern(config.temporal_query_patterns)
+    return pattern is not None and bool(pattern.search(query))
 
 
 def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.ndarray:
