@@ -131,7 +131,7 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                             plan = build_plan(dataclasses.replace(inputs, budget=budget), config.planner, wb.tokenizer)
                             tally = tallies.setdefault((strategy, mapping, budget), _Tally())
                             tally.ms.append(read_ms + (time.perf_counter() - t1) * 1000)
-                            present = {e for item in plan.items if item.included for e in item.external_ids}
+                            present = {e for item in plan.included for e in item.external_ids}
                             tally.scores.append((question.category, _recall(question.evidence, present)))
         prompt_tokens = wb.tokenizer.count(BENCH_SYSTEM_PROMPT)
     rows = _rows(tallies, wanted, roles, budgets, default, baselines)
