@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -685,6 +686,13 @@ def _cross_checks(config: Config) -> list[str]:
     if planner.default_strategy not in STRATEGIES:
         problems.append(f"planner.default_strategy: unknown strategy {planner.default_strategy!r}; known: "
                         f"{', '.join(STRATEGIES)}")
+    fused = planner.fused
+    for name in ("instruction_patterns", "temporal_query_patterns", "temporal_text_patterns"):
+        for n, pattern in enumerate(getattr(fused, name)):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"planner.fused.{name}[{n}]: not a regular expression ({exc}): {pattern!r}")
     try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
         check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:

@@ -75,6 +75,11 @@ def test_negative_and_zero_limits_are_refused(tmp_path, toml, says):
     _refused(result, config, says)
 
 
+def test_a_pattern_that_is_no_regular_expression_is_refused_naming_it(tmp_path):
+    result, config = _run(tmp_path, "[planner.fused]\ntemporal_text_patterns = ['ago', '(unclosed']\n")
+    _refused(result, config, "planner.fused.temporal_text_patterns[1]: not a regular expression", "(unclosed")
+
+
 def test_a_negative_timeout_fails_before_anything_is_stored_or_sent(tmp_path):
     with LLMServer([text("never asked")]) as server:
         result, config = _run(tmp_path, "[llm]\ntimeout_s = -5\n", "chat", "hello",
