@@ -152,7 +152,9 @@ class FusedConfig:
         r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
-    embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
+    # messages (turns, for the semantic strategy) a plan embeds itself when their vectors are missing; the rest are
+    # embedded by the warm-up (Workbench.warm_history: in the background in the workbench, with progress in the CLI)
+    embed_per_plan: int = 64
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,6 @@ state versions but not which turn saw which). Plans are built, not stored, unles
 """
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 from ctxbench.llm.ports import UnitOfWork
@@ -37,28 +36,14 @@ def replay(
     store: bool = False,
     only_turn: int | None = None,
 ) -> Iterator[ReplayStep]:
-    """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given)."""
-    from ctxbench.planner import build_plan
-
-    for turn, user in enumerate(user_turns(workbench.messages.history(session_id)), start=1):
+    """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given), as each is
+    planned: a long session's first steps come at once. Each plan's keyword and similarity rankings are those of
+    the history the turn had (``plan_inputs(before_message=...)``)."""
+    visible = workbench.visible_messages(session_id)
+    for turn, user in enumerate(user_turns(tuple(m for m in visible if m.status == "active")), start=1):
         if only_turn is not None and turn != only_turn:
             continue
-        inputs = workbench.plan_inputs(session_id, None, current_group=user.group_id, mode=mode, budget=budget,
+        inputs = workbench.plan_inputs(session_id, None, before_message=user.id, mode=mode, budget=budget,
                                        strategy=strategy, window_groups=window_groups)
-        before = tuple(m for m in inputs.history if m.id < user.id)
-        earlier_groups = {m.group_id for m in before}
-        earlier = {m.id for m in before}
-        inputs = dataclasses.replace(
-            inputs,
-            query=user.content,
-            history=before,
-            current_turn=(user,),
-            keyword_ranking=tuple(g for g in inputs.keyword_ranking if g in earlier_groups),
-            dropped_groups=tuple(g for g in inputs.dropped_groups if g in earlier_groups),
-            message_keyword=tuple(p for p in inputs.message_keyword if p[0] in earlier),
-            message_similarity=tuple(p for p in inputs.message_similarity if p[0] in earlier),
-        )
-        plan = build_plan(inputs, workbench.config.planner, workbench.tokenizer)
-        if store:
-            workbench.plans.save(inputs, plan)
-        yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in before if m.status == "active"))
+        plan = workbench.build_plan(inputs, store=store)
+        yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in inputs.history if m.status == "active"))

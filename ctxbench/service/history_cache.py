@@ -33,6 +33,7 @@ Lineage = tuple[tuple[str, int | None], ...]  # (branch id, last message id it c
 class _View:
     messages: tuple[Message, ...]
     dropped_groups: tuple[int, ...] | None = None
+    first_at: dict[int, int] | None = None  # group id -> position of its first message
 
 
 @dataclass
@@ -77,6 +78,16 @@ class HistoryCache:
         if view.dropped_groups is None:
             view.dropped_groups = dropped_groups(view.messages)
         return view.dropped_groups
+
+    def first_positions(self, conn: sqlite3.Connection, session_id: str, branch_id: str) -> dict[int, int]:
+        """Group id -> the position of its first message in the branch's view."""
+        view = self._view(conn, session_id, branch_id)
+        if view.first_at is None:
+            first: dict[int, int] = {}
+            for at, m in enumerate(view.messages):
+                first.setdefault(m.group_id, at)
+            view.first_at = first
+        return view.first_at
 
     def forget(self, session_id: str | None = None) -> None:
         with self._lock:

@@ -150,8 +150,11 @@ class WorkbenchSession:
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
-        if self.session_id:  # the fused strategy's message vectors, before plans need them
-            wb.warm_history(self.session_id, embedding)
+        if self.session_id:  # what the session's strategy compares (fused: messages, semantic: turns), before plans
+            def history(done: int, total: int) -> None:
+                status(Progress("embedder", "embedding history", fraction=(done / total) if total else None))
+
+            wb.warm_history(self.session_id, history)
         status(Progress("embedder", "semantic ready", "ready"))
         on_semantic_ready()
 

@@ -17,6 +17,7 @@ import dataclasses
 import importlib
 import sqlite3
 import threading
+from bisect import bisect_left
 from contextlib import AbstractContextManager
 from operator import attrgetter
 from pathlib import Path
@@ -97,6 +98,7 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
+        self._turn_vectors: Any = None
         self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         pins = self.config.planner.pins
@@ -235,6 +237,7 @@ class Workbench:
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
         tools_tokens: int = 0,
+        before_message: int | None = None,
         **overrides: Any,
     ) -> PlanInputs:
         """Everything the planner needs for one call, read from the store.
@@ -244,14 +247,16 @@ class Workbench:
         checked once. Without ``current_group`` the current turn is a pending user message holding
         ``query`` (id 0, not stored, in the group the next user message will get). With it, the stored
         messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
-        defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
-        offers; the plan counts them against its budget.
+        defaults to its user message. With ``before_message`` (a stored message id, as ``replay`` does) the plan is
+        the one that message got when it was sent: the history before it (its own turn left out), the message as
+        the current turn and ``query``. ``tools_tokens``: the tokens of the tool definitions the call offers; the
+        plan counts them against its budget.
         """
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
         with self.connection() as conn:  # one snapshot of the session for the whole read
-            inputs = self._read_inputs(conn, session_id, query, wanted, current_group)
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, before_message)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         # the history comes masked from the history cache; the rest is masked here
@@ -264,7 +269,7 @@ class Workbench:
             inputs = self._fused_inputs(inputs)
         return inputs
 
-    # -- the fused strategy's inputs ------------------------------------------------------------------------
+    # -- the fused and semantic strategies' inputs ---------------------------------------------------------------
     @property
     def message_vectors(self) -> Any:
         """The vectors of single messages (``retrieval.history_vectors.MessageVectors``), made on first use."""
@@ -274,6 +279,16 @@ class Workbench:
 
                 self._message_vectors = MessageVectors()
             return self._message_vectors
+
+    @property
+    def turn_vectors(self) -> Any:
+        """The vectors of whole turns (``retrieval.history_vectors.TurnVectors``), made on first use."""
+        with self._open_lock:
+            if self._turn_vectors is None:
+                from ctxbench.retrieval.history_vectors import TurnVectors
+
+                self._turn_vectors = TurnVectors()
+            return self._turn_vectors
 
     def history_keywords(self, session_id: str) -> Any:
         """The session's keyword index of its messages (``retrieval.history_keywords.HistoryKeywords``), kept
@@ -318,28 +333,57 @@ class Workbench:
                 similarity = ()
         return dataclasses.replace(inputs, message_keyword=keyword, message_similarity=similarity)
 
-    def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed every message of the session that has no vector yet (in the background, before plans need
-        them); returns how many were embedded. Nothing happens without a ready embedder."""
+    def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None, *,
+                     strategy: str | None = None) -> int:
+        """Embed what the active branch's plans compare with the query and has no vector yet — its messages for
+        ``fused``, its turns for ``semantic`` (``strategy``, default: the session's) — in chunks, each saved as it
+        is made (a killed warm-up keeps them), ``progress(done, total)`` after each; returns how many were
+        embedded. A plan embeds only ``fused.embed_per_plan`` itself. Nothing happens without a ready embedder."""
         embedder = self.history_embedder()
-        if embedder is None:
+        strategy = strategy or self.settings(session_id).strategy
+        if embedder is None or strategy not in ("fused", "semantic"):
             return 0
-        stats = self.message_vectors.warm(self.messages.history(session_id), embedder, self.vectors,
-                                          self.config.planner.semantic, progress)
+        with self.connection() as conn:
+            branch_id = session_store.active_branch(conn, session_id)
+            visible = self.history_cache.branch_messages(conn, session_id, branch_id)
+            dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
+        vectors = self.message_vectors if strategy == "fused" else self.turn_vectors
+        stats = vectors.warm(visible, embedder, self.vectors, self.config.planner.semantic, progress,
+                             skip_groups=dropped)
         return stats.embedded
 
+    def visible_messages(self, session_id: str) -> tuple[Message, ...]:
+        """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
+        of (kept in memory between calls, ``history_cache``)."""
+        with self.connection() as conn:
+            branch_id = session_store.active_branch(conn, session_id)
+            return self.history_cache.branch_messages(conn, session_id, branch_id)
+
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
-                     current_group: int | None) -> PlanInputs:
+                     current_group: int | None, before_message: int | None = None) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
         visible = self.history_cache.branch_messages(conn, session_id, branch_id)
         dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
-        if current_group is None:
+        if before_message is not None:
+            at = bisect_left(visible, before_message, key=_MESSAGE_ID)
+            if at >= len(visible) or visible[at].id != before_message:
+                raise UnknownGroup(f"message {before_message} is not on the active branch of {session_id}")
+            first = self.history_cache.first_positions(conn, session_id, branch_id)
+            current: tuple[Message, ...] = (visible[at],)
+            group = visible[at].group_id
+            cut = at
+            while cut > 0 and visible[cut - 1].group_id == group:
+                cut -= 1
+            history = visible[:cut] if first[group] >= cut else tuple(m for m in visible[:at] if m.group_id != group)
+            dropped = tuple(g for g in dropped if first.get(g, cut) < cut)
+            query = current[0].content if query is None else query
+        elif current_group is None:
             if query is None:
                 raise ValueError("a plan needs the user's query or a current group")
             pending = Message(id=0, session_id=session_id, branch_id=branch_id,
                               group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
                               parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
-            current: tuple[Message, ...] = (pending,)
+            current = (pending,)
             history = visible
         else:
             current, history = _split_turn(visible, current_group)
@@ -348,6 +392,7 @@ class Workbench:
             if query is None:
                 query = next((m.content for m in current if m.role == "user"), "")
         current_gid = current[0].group_id
+        current_group = current_gid if current[0].id else None
         summaries = tuple(x for x in active_summaries(conn, branch_id) if all(g < current_gid for g in x.group_ids))
         task = open_task(conn, branch_id)
         keyword_ranking: tuple[int, ...] = ()
@@ -401,11 +446,12 @@ class Workbench:
         if embedder is None:
             return ()
         from ctxbench.records.errors import EmbedderError
-        from ctxbench.retrieval.history_vectors import rank_turns
 
         try:
-            ranking, _ = rank_turns(inputs.history, inputs.query, embedder, self.vectors,
-                                    self.config.planner.semantic, skip_groups=inputs.dropped_groups)
+            ranking, _ = self.turn_vectors.ranking(inputs.history, inputs.query, embedder, self.vectors,
+                                                   self.config.planner.semantic,
+                                                   embed_limit=self.config.planner.fused.embed_per_plan,
+                                                   skip_groups=inputs.dropped_groups)
         except EmbedderError:
             return ()
         return ranking
@@ -420,11 +466,17 @@ class Workbench:
         current_group: int | None = None,
         store: bool = True,
         tools_tokens: int = 0,
+        before_message: int | None = None,
         **overrides: Any,
     ) -> ContextPlan:
         """Build (and by default store) the ContextPlan for a user turn (arguments: see plan_inputs)."""
         inputs = self.plan_inputs(session_id, query, settings, retrieval=retrieval, current_group=current_group,
-                                  tools_tokens=tools_tokens, **overrides)
+                                  tools_tokens=tools_tokens, before_message=before_message, **overrides)
+        return self.build_plan(inputs, store=store)
+
+    def build_plan(self, inputs: PlanInputs, *, store: bool = False) -> ContextPlan:
+        """The ContextPlan of ``inputs`` (from :meth:`plan_inputs`), each item saying how many secrets it holds
+        masked; stored when asked."""
         from ctxbench.planner import build_plan  # imported on first use
 
         plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))
@@ -434,6 +486,7 @@ class Workbench:
 
 
 _GROUP_ID = attrgetter("group_id")
+_MESSAGE_ID = attrgetter("id")
 
 
 def _split_turn(visible: tuple[Message, ...], group_id: int) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
