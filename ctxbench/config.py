@@ -11,7 +11,7 @@ import os
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, Mapping
+from typing import Annotated, Any, Literal, Mapping
 
 import platformdirs
 
@@ -37,6 +37,7 @@ PositiveInt = Annotated[int, Range(gt=0)]
 PositiveFloat = Annotated[float, Range(gt=0)]
 Share = Annotated[float, Range(ge=0, le=1)]  # a share of a budget, a probability, a decay factor
 Port = Annotated[int, Range(ge=1, le=65535)]
+AUTO = "auto"  # planner.default_budget: the model's context limit minus the reply reserve
 
 
 @dataclass(frozen=True)
@@ -177,12 +178,13 @@ class ActivationConfig:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    default_budget: PositiveInt = 8000
+    default_budget: PositiveInt | Literal["auto"] = 8000  # "auto": see Config.default_budget_tokens
     default_mode: str = "light"
     default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
-    reply_reserve: int = 0  # tokens held back for the reply, outside the plan budget
+    # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
+    reply_reserve: int = 0
     memo_candidates: int = 8  # memos matching the query offered to the planner
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
@@ -357,6 +359,26 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class ModelPrice:
+    """A model's list price in US dollars per million tokens, by its exact name (``[[llm.prices]]``)."""
+
+    name: str
+    input_per_mtok: float  # prompt tokens
+    output_per_mtok: float  # reply tokens
+
+
+# list prices (USD per million tokens) of a few OpenAI models as of 2025; a model not named here (local ones,
+# any other) gets no cost, never a guess. [[llm.prices]] entries change these by name or add models.
+DEFAULT_PRICES = (
+    ModelPrice("gpt-4o", 2.50, 10.00),
+    ModelPrice("gpt-4o-mini", 0.15, 0.60),
+    ModelPrice("gpt-4.1", 2.00, 8.00),
+    ModelPrice("gpt-4.1-mini", 0.40, 1.60),
+    ModelPrice("gpt-4.1-nano", 0.10, 0.40),
+)
+
+
+@dataclass(frozen=True)
 class LLMConfig:
     provider: str = "offline"  # offline | openai (any OpenAI-compatible endpoint)
     base_url: str = ""
@@ -384,6 +406,16 @@ class LLMConfig:
     retrieve_memos_max: PositiveInt = 5  # memos a retrieve_memos call returns
     error_excerpt_chars: int = 200  # characters of a provider's error text quoted in an error line
     offline_chunk_chars: PositiveInt = 12  # the offline model streams its reply in pieces of this size
+    prices: tuple[ModelPrice, ...] = DEFAULT_PRICES  # cost per turn, for the models named here only
+
+    def price_of(self, *names: str) -> ModelPrice | None:
+        """The price of the first of ``names`` (the configured model, the one the provider reported) that the
+        table names exactly; None when it names none (then no cost is shown)."""
+        for name in names:
+            found = next((p for p in self.prices if name and p.name == name), None)
+            if found is not None:
+                return found
+        return None
 
 
 @dataclass(frozen=True)
@@ -394,6 +426,7 @@ class UIConfig:
     budget_step: PositiveInt = 1000  # tokens added or removed by the budget keys
     live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
     preview_delay_s: float = 0.4  # pause in typing before the draft is planned
+    preview_source_lines: PositiveInt = 60  # lines of a symbol's source an item preview shows under what is sent
 
 
 @dataclass(frozen=True)
@@ -457,7 +490,9 @@ class CompactionConfig:
     auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
     target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
     keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
-    summary_ratio: Share = 0.12  # a summary's length: this share of the tokens it replaces ...
+    # a summary's length: this share of the tokens it replaces (never more than the target leaves after the kept
+    # turns) ...
+    summary_ratio: Share = 0.12
     summary_min_tokens: PositiveInt = 60  # ... but at least this many
     summary_max_tokens: PositiveInt = 1500  # ... and at most this many
     first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
@@ -487,6 +522,54 @@ class CompactionConfig:
 
 
 @dataclass(frozen=True)
+class CapsuleConfig:
+    """Capsules of code (seed 002): summaries of modules and processes, a retrieval aid and the scaffold's anchors.
+
+    ``ctxbench capsules --build`` writes them (extractive from docstrings and signatures by default, or by the
+    configured model with ``--model``); the code index marks one stale when a file it covers changes."""
+
+    # -- in retrieval and plans
+    max_hits: int = 2  # capsules a RetrievalSet offers the planner (0: none); they fill the retrieval share after the cards
+    include_stale: bool = True  # offer stale capsules (marked, after every fresh one); false: withheld, reason ``stale``
+    stale_weight: Share = 0.5  # a stale capsule's score is multiplied by this when the offered capsules are chosen
+    min_confidence: Share = 0.3  # capsules less sure than this are never offered (undocumented code: mostly names)
+    keyword_weight: float = 1.0  # ranking capsules: BM25 of the query over their text ...
+    semantic_weight: float = 1.0  # ... cosine of the query to their text (when the embedder is ready) ...
+    support_weight: float = 1.0  # ... and how strongly the best symbol hits sit in the files they cover
+    support_hits: PositiveInt = 10  # the first N symbol hits count as support
+    # the symbol ranking: members of the best-matching capsules' files, in the order the other components ranked
+    # them, as one more fused component with this weight. 0 = off: on the tune repositories (extractive capsules)
+    # weight 1.0 took pooled R@10 from 0.835 to 0.785 and 0.3 from 0.840 to 0.826 (R@20 +0.004 / +0.008), so
+    # capsules stay out of the default symbol ranking (benchmarks/README.md, `bench code --capsules`)
+    retrieval_weight: float = 0.0
+    seed_capsules: PositiveInt = 3  # capsules whose members that component ranks
+    embed_max_seq_length: PositiveInt = 128  # model tokens of a capsule's text when it is embedded
+    # -- extractive capsules (docstrings and signatures)
+    max_symbols: int = 8  # symbols a module capsule names, most central first
+    doc_chars: PositiveInt = 160  # characters of a docstring's first sentence quoted
+    text_max_chars: PositiveInt = 1200  # a capsule's text is cut here
+    headline_chars: PositiveInt = 120  # the first sentence shown in listings and beside the scaffold's anchors
+    scaffold_modules: int = 3  # the most central modules with a fresh capsule listed among the scaffold's anchors
+    neighbour_modules: int = 4  # modules named under "uses" and "used by"
+    process_depth: int = 3  # calls followed from an entry point for a process capsule
+    process_steps: int = 8  # steps a process capsule names
+    # an extractive capsule's confidence: base, plus the module docstring, plus the share of its named symbols
+    # that have a docstring (each weight times 0 or 1 / the share); never above extractive_max_confidence
+    extractive_base_confidence: Share = 0.2
+    module_doc_confidence: Share = 0.3
+    documented_confidence: Share = 0.4
+    extractive_max_confidence: Share = 0.9
+    # -- capsules written by the model (``--model``)
+    model_confidence: Share = 0.7
+    model_input_chars: PositiveInt = 6000  # the module's cards given to the model, cut here
+    model_reply_tokens: PositiveInt = 300
+    prompt: str = (
+        "Write a capsule of the code below for a coding assistant that will navigate this repository: what "
+        "{subject} is for, its main entry points and types, and how it fits with the modules it uses and that "
+        "use it. Plain sentences, no preamble, no speculation beyond the code; at most {max_tokens} tokens.")
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
     # from the current directory)
@@ -506,11 +589,21 @@ class Config:
     mcp: McpConfig = field(default_factory=McpConfig)
     serve: ServeConfig = field(default_factory=ServeConfig)
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    capsules: CapsuleConfig = field(default_factory=CapsuleConfig)
     bench: BenchConfig = field(default_factory=BenchConfig)
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""
         return dataclasses.asdict(self)
+
+    def default_budget_tokens(self) -> int:
+        """``planner.default_budget`` in tokens; ``"auto"``: the model's context limit (``llm.context_limit``, after
+        flags and the environment) minus the reply reserve (``planner.reply_reserve``, or ``llm.max_reply_tokens``)."""
+        budget = self.planner.default_budget
+        if budget != AUTO:
+            return int(budget)
+        reserve = self.planner.reply_reserve or self.llm.max_reply_tokens
+        return max(1, self.llm.context_limit - reserve)
 
 
 def default_config_path() -> Path:

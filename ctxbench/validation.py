@@ -21,6 +21,7 @@ import dataclasses
 import datetime
 import math
 import re
+import types
 import typing
 from dataclasses import dataclass
 from typing import Any, Mapping, TypeVar
@@ -203,11 +204,20 @@ def _prepare_value(hint: Any, value: Any, where: str, current: Any, walk: _Walk)
     item = _items(base)
     if item is not None and isinstance(value, list):
         return [_prepare_value(item, v, f"{where}[{n}]", None, walk) for n, v in enumerate(value)]
-    if base in (int, float) and isinstance(value, (int, float)) and not isinstance(value, bool):
-        problem = _bounds_problem(value, [m for m in meta if isinstance(m, Range)])
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # a number, or a number for the numeric member of a union (``PositiveInt | Literal["auto"]``)
+        numeric = [(base, meta)] if base in (int, float) else [_unwrap(m) for m in _members(base)]
+        bounds = next(([m for m in found if isinstance(m, Range)] for kind, found in numeric if kind in (int, float)),
+                      None)
+        problem = _bounds_problem(value, bounds) if bounds is not None else None
         if problem:
             walk.add(Problem(where, problem))
     return value
+
+
+def _members(hint: Any) -> tuple[Any, ...]:
+    """The members of a union (``X | Y``), else none."""
+    return typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else ()
 
 
 def _bounds_problem(value: float, declared: list[Range]) -> str | None:
@@ -317,7 +327,7 @@ def _describe(message: str, hint: Any, given: Any) -> str:
     missing = re.match(_MISSING, message)
     if missing:
         return f"{missing['field']} is missing"
-    if message.startswith("Expected"):
+    if message.startswith(("Expected", "Invalid enum value")):
         return f"expected {_expected(hint)}, got {_what(given)}"
     return message
 
@@ -343,6 +353,8 @@ def _expected(hint: Any) -> str:
         return f"a list of {_plural(item)}"
     if typing.get_origin(base) is typing.Literal:
         return "one of " + ", ".join(repr(a) for a in typing.get_args(base))
+    if _members(base):
+        return " or ".join(_expected(m) for m in _members(base))
     return "another value"
 
 

@@ -96,7 +96,7 @@ def test_chat_no_semantic_retrieves_without_the_model(tmp_path, repo):
     result = _chat(tmp_path / "ctx.db", QUERY, "--repo", str(repo), "--no-semantic")
     assert result.exit_code == 0, result.output
     rs = _first_set(tmp_path / "ctx.db", json.loads(result.stdout))
-    assert not rs.semantic_available and NOTE_NO_EMBEDDER in rs.notes
+    assert not rs.semantic_available and "semantic search off (--no-semantic)" in rs.notes
 
 
 @pytest.mark.model

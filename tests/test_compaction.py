@@ -307,3 +307,37 @@ def test_a_summary_no_smaller_than_its_turns_is_refused(wb):
     with pytest.raises(ValueError, match="nothing to gain"):
         compactor.apply(preview)
     assert wb.summaries.active(sid) == ()
+
+
+def test_the_extractive_summary_uses_the_history_embedder_when_it_is_ready(wb):
+    from ctxbench.retrieval.embedder import HashingEmbedder
+
+    sid = _session(wb)
+    plain = Compactor(wb).preview(sid, target_tokens=300, use_model=False)
+    wb.embedder = HashingEmbedder()
+    assert wb.history_embedder() is not None
+    with_meaning = Compactor(wb).preview(sid, target_tokens=300, use_model=False)
+    assert with_meaning.summary_text and with_meaning.summarised_groups == plain.summarised_groups
+
+
+def test_bench_compaction_keeps_the_rule_in_every_later_plan(tmp_path):
+    from ctxbench.bench import compaction as bench
+    from ctxbench.retrieval.embedder import HashingEmbedder
+
+    rows = [{"role": "user", "content": RULE}, {"role": "assistant", "content": "Understood."}]
+    for n in range(30):
+        rows += [{"role": "user", "content": f"step {n}: tidy the journal module part {n}"},
+                 {"role": "assistant", "content": f"Tidied part {n}: " + "details " * 60}]
+    transcript = tmp_path / "rule.jsonl"
+    transcript.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = bench.run(Config(), db_dir=tmp_path, session=transcript, locomo_paths=[], budgets=(1200,),
+                       strategies=("window", "fused"), share=0.5, locomo_budget=1024, embedder=HashingEmbedder(),
+                       rule_prefix="From now on, amounts")
+    assert report.long_session.tokens_after < report.long_session.tokens_before
+    assert any("standing instruction" in p for p in report.long_session.protected)
+    by = {(r.strategy, r.compacted): r for r in report.rule_rows}
+    assert set(by) == {("window", True), ("window", False), ("fused", True), ("fused", False)}
+    for strategy in ("window", "fused"):
+        assert by[strategy, True].plans == by[strategy, False].plans > 0
+        assert by[strategy, True].rule_sent == by[strategy, True].plans  # protected: sent beside the summary
+    json.dumps(report.to_json())

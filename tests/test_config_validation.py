@@ -162,7 +162,8 @@ def test_every_problem_gets_a_line_and_the_first_line_says_the_first(tmp_path):
     ("[tokenizer]\nname = \"o200k_base\"\n", "tokenizer.name:"),
     ("[planner]\nsystem_prompt = 5\n", "planner.system_prompt: expected a string, got a whole number (5)"),
     ("[ui]\nlive_preview = 1\n", "ui.live_preview: expected true or false, got a whole number (1)"),
-    ("[planner]\ndefault_budget = \"16000\"\n", "planner.default_budget: expected a whole number, got a string"),
+    ("[planner]\ndefault_budget = \"16000\"\n", "planner.default_budget: expected a whole number or one of 'auto', "
+                                              "got a string (\"16000\")"),
     ("[planner]\nhybrid = 3\n", "planner.hybrid: expected a table, got a whole number (3)"),
 ], ids=["misplaced", "mode", "strategy", "modes-not-a-list", "mode-without-name", "tokenizer", "str", "bool",
         "quoted-number", "section-not-a-table"])

@@ -80,6 +80,21 @@ def test_undo_deletes_the_last_group_only_on_the_active_branch(wb):
     assert wb.messages.group_ids(sid) == (g1,)
 
 
+def test_undo_puts_back_the_state_that_turn_saw_on_its_own_branch(wb):
+    sid = wb.new_session()
+    _tool_turn(wb, sid, "one")
+    wb.memory.set_state(sid, "### STATE\nGoal: one")
+    g2 = _tool_turn(wb, sid, "two")
+    wb.memory.set_state(sid, "### STATE\nGoal: two")
+    assert wb.undo(sid) == (g2, "### STATE\nGoal: one")
+    assert [v.content for v in wb.memory.state_history(sid)][-2:] == ["### STATE\nGoal: two", "### STATE\nGoal: one"]
+    wb.branches.fork(sid, "alt")
+    g3 = _tool_turn(wb, sid, "three on alt")
+    assert wb.undo(sid) == (g3, None)  # the turn wrote no state: nothing to put back
+    assert wb.undo(sid) == (None, None)  # the rest is main's: undo never reaches across the fork
+    assert wb.memory.state(sid) == "### STATE\nGoal: one"
+
+
 def test_fork_at_a_message_sees_the_parent_up_to_it(wb):
     sid = wb.new_session()
     g1 = _tool_turn(wb, sid, "one")

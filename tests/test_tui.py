@@ -236,7 +236,9 @@ async def test_overlay_filter_and_preview(tmp_path):
         await settle(pilot)
         viewer = app.screen
         assert isinstance(viewer, ViewerScreen)
-        assert "def round" in viewer.body and viewer.language == "python"
+        # what the plan sends for the card, as text: no line numbers counted from 1 (its excerpt numbers its own)
+        assert "def round" in viewer.body and viewer.language == "text"
+        assert viewer.body.startswith("sent in this plan (Light: the thin card")
         await pilot.press("escape")
         assert app.screen is overlay
         await pilot.press("escape")

@@ -108,23 +108,40 @@ async def test_context_rebuild_from_the_palette(tmp_path):
         assert main.session.wb.memory.state(main.session.session_id).startswith("### STATE")
 
 
-async def test_undo_removes_the_last_turn_and_rebuilds_the_state(tmp_path):
+async def test_undo_restores_the_stored_previous_state_without_a_model_call(tmp_path):
     app = make_app(tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(pilot)
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
+        said: list[str] = []
+        main.notify = lambda message, **kw: said.append(str(message))
         groups = wb.messages.group_ids(sid)
+        await type_and_enter(pilot, "First question that stays")
+        kept = wb.memory.state(sid)
+        assert "Goal: First question that stays" in kept
         await type_and_enter(pilot, "A question that will be undone")
         assert "Goal: A question that will be undone" in wb.memory.state(sid)
+        calls = len(wb.traces.calls(session_id=sid))
+        blocks = len(main.chat.query(TurnBlock))
+
         await type_and_enter(pilot, "/undo")
-        for _ in range(50):  # the rebuild starts once the undo's replan is in
-            await settle(pilot)
-            if main.chat.query(".rebuild") and not main.turn_running:
-                break
-        assert wb.messages.group_ids(sid) == groups
-        assert wb.memory.state(sid).startswith("### STATE\nGoal: Where are the reports rendered?")
-        assert [i for i in main.view.plan.included if i.kind == "state"]
+        await settle(pilot)
+        assert wb.messages.group_ids(sid) == (*groups, groups[-1] + 1)
+        assert wb.memory.state(sid) == kept  # the version the undone turn saw, as stored
+        assert len(wb.traces.calls(session_id=sid)) == calls  # no model call rewrote it
+        assert not main.chat.query(".rebuild") and len(main.chat.query(TurnBlock)) == blocks - 1
+        assert any("the ### STATE is back to the version before it" in s for s in said)
+        state_items = [i for i in main.view.plan.included if i.kind == "state"]
+        assert len(state_items) == 1 and "First question that stays" in state_items[0].messages[0]["content"]
+        # the undone version stays in the state's history
+        assert any("A question that will be undone" in v.content for v in wb.memory.state_history(sid))
+
+        await type_and_enter(pilot, "/undo")  # the first turn wrote the first STATE: none now
+        await settle(pilot)
+        assert wb.messages.group_ids(sid) == groups and wb.memory.state(sid) == ""
+        assert not [i for i in main.view.plan.included if i.kind == "state"]
+        assert any("it wrote the first ### STATE, so there is none now" in s for s in said)
 
 
 async def test_context_drop_and_restore(tmp_path):
@@ -226,8 +243,9 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         s = main.settings
+        tools = main.session.tools_tokens()  # a live call offers them: the replay budgets them too
         expected = list(replay(wb, sid, mode=s.mode, budget=s.budget, strategy=s.strategy,
-                               window_groups=s.window_groups))
+                               window_groups=s.window_groups, tools_tokens=tools))
         assert len(expected) == 5
 
         await type_and_enter(pilot, "/replay")
@@ -266,7 +284,7 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
         await pilot.press("m")  # light -> heavy, for the replay only
         await settle(pilot)
         heavy = list(replay(wb, sid, mode="heavy", budget=s.budget, strategy=s.strategy,
-                            window_groups=s.window_groups, only_turn=4))[0]
+                            window_groups=s.window_groups, only_turn=4, tools_tokens=tools))[0]
         assert screen.step.plan.mode == "heavy" and screen.step.plan.plan_id == heavy.plan.plan_id
         assert main.settings.mode == "light"
 
@@ -288,6 +306,42 @@ async def test_replay_starts_at_a_given_turn_and_clamps(tmp_path):
         await type_and_enter(pilot, "/replay 99")
         await settle(pilot)
         assert isinstance(app.screen, ReplayScreen) and app.screen.step.turn == 5
+
+
+async def test_replay_budgets_the_tool_definitions_and_counts_dropped_turns(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        wb, sid = main.session.wb, main.session.session_id
+        users = [m for m in wb.messages.all(sid) if m.role == "user"]
+        await type_and_enter(pilot, f"/context drop {users[1].group_id}")  # the second turn, dropped later
+        live = main.view.plan  # the live plan of the latest turn, as the meter shows it
+        await type_and_enter(pilot, "/replay 99")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, ReplayScreen)
+        title = str(screen.query_one("#replay-title").render())
+        assert f"turn {len(users)} / {len(users)}" in title  # 5 user turns: the dropped one still counts
+        plan = screen.step.plan
+        tools = [i for i in plan.items if i.kind == "tool_definitions"]
+        live_tools = [i for i in live.items if i.kind == "tool_definitions"]
+        assert len(tools) == 1 and tools[0].included and tools[0].tokens == live_tools[0].tokens > 0
+        # the system section (prompt + tool definitions) is the live one's, token for token
+        assert dict(plan.sections)["system"] == dict(live.sections)["system"]
+
+        await pilot.press("home")
+        await pilot.press("right")  # turn 2: the dropped one is replayed as it was sent
+        await settle(pilot)
+        step = screen.step
+        assert step.turn == 2 and step.group_id == users[1].group_id
+        assert step.plan.query == users[1].content
+        assert "dropped since" in str(screen.query_one("#replay-title").render())
+        await pilot.press("right")  # turn 3 sees turn 2 as the user left it: dropped
+        await settle(pilot)
+        dropped = [i for i in screen.step.plan.items if i.id.startswith(("group:", "atom:"))
+                   and i.id.split(":")[1] == str(users[1].group_id)]
+        assert dropped and all(not i.included and i.reason == "dropped_by_user" for i in dropped)
 
 
 # -- 5. Esc cancels a streaming reply ---------------------------------------------------------------

@@ -13,8 +13,8 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.views import PlanView, Suggestion
 from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, parse
 from ctxbench.tui.keymap import ALL_KEYS, BINDING_IDS, describe_key, keymap_from_config
-from ctxbench.tui.present import (MeterState, attachment_for, meter_cells, next_mode, tier_note,
-                                  truncation_tiers)
+from ctxbench.tui.present import MeterState, attachment_for, meter_cells, next_mode
+from ctxbench.tui.tiers import tier_note, truncation_tiers
 from ctxbench.tui.listings import message_listing
 from ctxbench.tui.screens.overlay import build_rows, column_widths, filter_rows
 from ctxbench.tui.theme_files import ThemeFileError, bundled_themes_dir, load_themes, theme_from_file
@@ -167,7 +167,7 @@ def test_message_listing():
             Message(2, "s", "b", 1, "assistant", "hi", tokens=3),
             Message(3, "s", "b", 2, "user", "second", tokens=4, status="dropped")]
     lines = message_listing(msgs).splitlines()
-    assert len(lines) == 2 and "active" in lines[0] and "dropped" in lines[1] and "user: hello there" in lines[0]
+    assert len(lines) == 2 and " ?  " in lines[0] and "dropped" in lines[1] and "user: hello there" in lines[0]
     assert message_listing(msgs, limit=1).splitlines() == lines[1:]
 
 

@@ -24,6 +24,11 @@ activation) and the scaffold folded to the plan's share: the Light plan is check
 (every source); ``recall_light`` is the Light set's. The baselines restrict the sources and get the
 same scaffold.
 
+``capsules`` (when a retriever with capsules in its symbol ranking is given) is the fused retrieval with the
+``capsule`` component on (``[capsules] retrieval_weight`` above 0), through the same seam: capsules on vs off
+(``fused``) in one run. ``capsule_covers_gold`` is the share of queries for which a capsule the Heavy set
+offers covers the file of a gold symbol (capsules as candidates, whatever the symbol ranking).
+
 ``pinned_followup`` measures what pins add (personalized retrieval): for each query with two or more
 gold symbols, each gold symbol in turn is pinned, as a user would after a first answer, and the
 Recall@5/10 of the query's *other* gold symbols is averaged, per mode.
@@ -85,6 +90,7 @@ class QueryOutcome:
     milliseconds: float = 0.0
     recall_light: tuple[tuple[int, float], ...] = ()  # of the Light set (fused only, with plans)
     excerpt_ok: bool | None = None  # the marked lines are inside the Heavy plan's excerpts (None: none marked)
+    capsule_gold: bool | None = None  # an offered capsule covers a gold symbol's file (None: no capsule offered)
 
 
 @dataclass(frozen=True)
@@ -98,11 +104,15 @@ class Figures:
     excerpt_questions: int = 0  # how/bug questions with marked lines
     excerpt_answer: float = 0.0  # share of them whose marked lines the Heavy plan's excerpts hold
     ms_p95: float = 0.0
+    capsule_queries: int = 0  # queries for which the set offered a capsule
+    capsule_covers_gold: float = 0.0  # share of all queries for which an offered capsule covers a gold file
 
     def to_json(self) -> dict[str, Any]:
         out = {"queries": self.queries, "recall": self.recall, "plan_all_gold": self.plan_all_gold,
                "semantic_available": self.semantic_available, "ms_per_query": round(self.ms_per_query, 2),
                "ms_p95": round(self.ms_p95, 2)}
+        if self.capsule_queries:
+            out["capsules"] = {"queries_offered": self.capsule_queries, "covers_gold": self.capsule_covers_gold}
         if self.recall_light:
             out["recall_light"] = self.recall_light
         if self.excerpt_questions:
@@ -301,10 +311,12 @@ def excerpts_answer(plan, retrieval_set, lines: Sequence[tuple[str, int, int]]) 
 def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all",
                    variants: Sequence[str] = tuple(VARIANTS), plans: bool = True,
                    progress: Callable[[str, int, int], None] | None = None,
-                   budget: int = PLAN_BUDGET, pinned: bool = True) -> CodeBenchReport:
+                   budget: int = PLAN_BUDGET, pinned: bool = True, capsule_retriever: Any = None) -> CodeBenchReport:
     """Run every variant over the queries of ``split`` with the same retriever (same index, same machine).
 
     ``fused`` retrieves through ``ModeRetrieval`` per mode, as the Workbench does for a fresh session.
+    ``capsule_retriever``: a retriever over the same index whose config turns the capsule component on; it
+    adds the variant ``capsules`` (the fused retrieval through its own seam).
     """
     from ctxbench.service.attach import ModeRetrieval
     from ctxbench.retrieval.mentions import mentions
@@ -314,7 +326,13 @@ def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all
     config = retriever.config
     tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
     seam = ModeRetrieval(retriever, config, tokenizer, cache_size=0)
+    seams = {"fused": seam}
+    if capsule_retriever is not None:
+        seams["capsules"] = ModeRetrieval(capsule_retriever, capsule_retriever.config, tokenizer, cache_size=0)
+        variants = tuple(variants) + ("capsules",)
     k_max = max(KS)
+    view = retriever.index
+    cards = view.cards if view is not None else {}
     modes = ("heavy", "light") if plans else ("heavy",)  # heavy first: its set gives recall and the timing
     figures: dict[str, Figures] = {}
     outcomes: dict[str, tuple[QueryOutcome, ...]] = {}
@@ -325,8 +343,9 @@ def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all
             ms = 0.0
             for mode in modes:
                 started = time.perf_counter()
-                if variant == "fused":
-                    sets[mode] = seam.retrieve(q.query, mode=mode, budget=budget, mentioned=mentions(q.query), k=k_max)
+                if variant in seams:
+                    sets[mode] = seams[variant].retrieve(q.query, mode=mode, budget=budget,
+                                                         mentioned=mentions(q.query), k=k_max)
                 else:
                     sets[mode] = retriever.retrieve(q.query, k_max, sources=VARIANTS[variant],
                                                     scaffold=seam.scaffold_for(mode, budget))
@@ -348,8 +367,12 @@ def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all
                 if variant == "fused":
                     light_hits = [h.symbol for h in sets["light"].hits]
                     light_recall = tuple((k, recall_at(q.gold, light_hits, k)) for k in KS)
+            offered = sets["heavy"].capsules
+            gold_paths = {cards[g].path for g in q.gold if g in cards}
+            capsule_gold = any(set(c.capsule.paths) & gold_paths for c in offered) if offered else None
             done.append(QueryOutcome(q.id, q.split, q.gold, hits, tuple((k, recall_at(q.gold, hits, k)) for k in KS),
-                                     plan_flags, sets["heavy"].semantic_available, ms, light_recall, excerpt_ok))
+                                     plan_flags, sets["heavy"].semantic_available, ms, light_recall, excerpt_ok,
+                                     capsule_gold))
             if progress is not None:
                 progress(variant, i, len(chosen))
         outcomes[variant] = tuple(done)
@@ -397,8 +420,10 @@ def summarize(outcomes: Sequence[QueryOutcome], plans: bool = True) -> Figures:
         light = {str(k): round(statistics.fmean(dict(o.recall_light)[k] for o in outcomes), 4) for k in KS}
     marked = [o.excerpt_ok for o in outcomes if o.excerpt_ok is not None]
     excerpt = round(sum(marked) / len(marked), 4) if marked else 0.0
+    offered = [o.capsule_gold for o in outcomes if o.capsule_gold is not None]
+    covers = round(sum(offered) / n, 4) if n and offered else 0.0
     return Figures(n, recall, plan_share, all(o.semantic_available for o in outcomes), ms, light, len(marked),
-                   excerpt, p95)
+                   excerpt, p95, len(offered), covers)
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -434,7 +459,7 @@ def pool(reports: Sequence[RepoReport], role: str, plans: bool = True) -> dict[s
     """Figures over every question of the repositories of ``role`` (``all``: every repository) as one set."""
     chosen = [r for r in reports if role == "all" or r.spec.role == role]
     out: dict[str, Figures] = {}
-    for variant in (chosen[0].report.variants if chosen else ()):
+    for variant in dict.fromkeys(v for r in chosen for v in r.report.variants):
         outcomes = [o for r in chosen for o in r.report.outcomes.get(variant, ())]
         out[variant] = summarize(outcomes, plans)
     return out

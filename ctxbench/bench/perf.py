@@ -199,7 +199,7 @@ def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
         personal_runs.append(time.perf_counter() - t0)
 
     tokenizer = get_tokenizer(ctx.config.tokenizer.name, ctx.config.tokenizer.cache_size)
-    budget = int(ctx.config.planner.default_budget * ctx.config.planner.mode("light").scaffold_share)
+    budget = int(ctx.config.default_budget_tokens() * ctx.config.planner.mode("light").scaffold_share)
     from ctxbench.codegraph.scaffold import build_scaffold
 
     scaffold_runs = []

@@ -28,6 +28,7 @@ COMMANDS: dict[str, str] = {
     "mcp": "ctxbench.cli.mcp_cmd:command",
     "serve": "ctxbench.cli.serve_cmd:command",
     "compact": "ctxbench.cli.compact_cmd:command",
+    "capsules": "ctxbench.cli.capsules_cmd:command",
 }
 
 STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used

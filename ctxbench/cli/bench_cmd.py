@@ -12,6 +12,7 @@ BENCHMARKS: dict[str, str] = {
     "ui": "ctxbench.cli.bench_ui:command",
     "timeline": "ctxbench.cli.bench_timeline:command",
     "locomo": "ctxbench.cli.bench_locomo:command",
+    "compaction": "ctxbench.cli.bench_compaction:command",
 }
 
 

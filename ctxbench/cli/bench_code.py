@@ -31,16 +31,25 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--no-plans", is_flag=True, help="Skip the Light/Heavy plan checks (recall only).")
 @click.option("--no-pinned", is_flag=True, help="Skip the pinned follow-up measurement.")
+@click.option("--capsules", "with_capsules", is_flag=True,
+              help="Build the extractive capsules of each repository first (missing and stale ones) and also run "
+                   "the fused retrieval with capsules in its symbol ranking: variant 'capsules', on vs off in one run.")
+@click.option("--capsule-weight", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --capsules: the capsule component's weight (default: [capsules] retrieval_weight, or 1.0 "
+                   "when that is 0).")
 @db_option
 @config_option
 def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: Path | None, role: str, split: str,
-            as_json: bool, no_plans: bool, no_pinned: bool, db_path: Path | None, config_path: Path | None) -> None:
+            as_json: bool, no_plans: bool, no_pinned: bool, with_capsules: bool, capsule_weight: float | None,
+            db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.bench.code import (QueryFileError, RepoReport, RepoSpec, align_gold, gold_named_share,
                                      load_manifest, load_queries, pool, run_code_bench, select_split)
     from ctxbench.cli.repo_support import opened_retriever, stderr_progress
     from ctxbench.records.errors import EmbedderError
 
     config = get_config(config_path)
+    if capsule_weight is not None and not with_capsules:
+        fail("--capsule-weight sets the weight of --capsules: add --capsules", 2)
     if manifest is not None and (queries_paths or repos):
         fail("give either --manifest or --queries/--repo pairs, not both", 2)
     try:
@@ -63,7 +72,10 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
     reports: list[RepoReport] = []
     try:
         for spec, queries in sets:
+            if with_capsules:
+                _build_capsules(spec.repo, db_path, config, quiet=as_json)
             with opened_retriever(spec.repo, db_path, config, semantic=True, quiet=as_json) as (retriever, index):
+                capsule_retriever = _capsule_retriever(retriever, capsule_weight) if with_capsules else None
                 prefix = os.path.basename(str(index.root)) if (Path(index.root) / "__init__.py").is_file() else ""
                 queries, unknown = align_gold(queries, index.cards, prefix)
                 for gold in unknown:
@@ -71,8 +83,9 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                                err=True)
                 with stderr_progress(quiet=as_json) as tick:
                     progress = None if tick is None else (lambda v, d, t, _n=spec.name: tick(f"{_n} {v}", d, t))
+                    extra = {"capsule_retriever": capsule_retriever} if capsule_retriever is not None else {}
                     report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=progress,
-                                            pinned=not no_pinned)
+                                            pinned=not no_pinned, **extra)
                 reports.append(RepoReport(spec, len(index.cards), report, gold_named_share(queries), tuple(unknown)))
     except EmbedderError as exc:
         fail(str(exc))
@@ -108,6 +121,34 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
         click.echo("")
 
 
+def _build_capsules(repo: Path, db_path: Path | None, config: Any, *, quiet: bool) -> None:
+    """Index ``repo`` (no embedding yet: the retriever does that next) and build its extractive capsules."""
+    from ctxbench.cli.common import resolve_db
+    from ctxbench.service.attach import index_repository
+    from ctxbench.service.capsules import CapsuleService
+    from ctxbench.service.workbench import Workbench
+
+    with Workbench(resolve_db(db_path), config) as wb:
+        index_repository(wb, repo, embed=False)
+        built = CapsuleService(wb, config).build(repo)
+    if not quiet:
+        click.echo(f"capsules of {built.repo}: {len(built.written)} written, {built.kept} kept", err=True)
+
+
+def _capsule_retriever(retriever: Any, weight: float | None) -> Any:
+    """A retriever over the same index and connection whose symbol ranking has the capsule component on."""
+    import dataclasses
+
+    from ctxbench.retrieval.retriever import Retriever
+
+    config = retriever.config
+    chosen = weight if weight is not None else (config.capsules.retrieval_weight or 1.0)
+    changed = dataclasses.replace(config, capsules=dataclasses.replace(config.capsules, retrieval_weight=chosen))
+    other = Retriever(retriever.conn, retriever.root, changed, retriever.embedder, index=retriever.index)
+    other.prepare()
+    return other
+
+
 def _name(repo: Path) -> str:
     return repo.resolve().name
 
@@ -131,3 +172,7 @@ def _table(variants: dict[str, Any], no_plans: bool) -> None:
             line += f" {fig.plan_all_gold['light']:>15.3f} {fig.plan_all_gold['heavy']:>15.3f} {excerpt:>16}"
         line += f" {fig.ms_per_query:>9.1f} {fig.ms_p95:>7.1f}"
         click.echo(line)
+    fused = variants.get("fused")
+    if fused is not None and fused.capsule_queries:
+        click.echo(f"  capsules offered for {fused.capsule_queries} of {fused.queries} queries; one covers a gold "
+                   f"symbol's file in {fused.capsule_covers_gold:.1%} of all queries")

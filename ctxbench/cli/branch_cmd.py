@@ -10,7 +10,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
 
 
 def _timeline(wb, session_id: str):
@@ -44,7 +44,7 @@ def list_command(session_id: str, as_json: bool, db_path: Path | None, config_pa
     from ctxbench.service.workbench import Workbench
 
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), get_config(config_path)) as wb:
             branches = _timeline(wb, session_id).branches()
     except NotFound as exc:
         fail(str(exc), 2)
@@ -67,7 +67,7 @@ def fork_command(session_id: str, name: str, at_turn: int | None, db_path: Path 
     from ctxbench.service.workbench import Workbench
 
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), get_config(config_path)) as wb:
             branch = _timeline(wb, session_id).fork(name, at_turn)
     except (NotFound, ValueError) as exc:
         fail(str(exc), 2)
@@ -85,7 +85,7 @@ def switch_command(session_id: str, name: str, db_path: Path | None, config_path
     from ctxbench.service.workbench import Workbench
 
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), get_config(config_path)) as wb:
             branch = _timeline(wb, session_id).switch(name)
     except NotFound as exc:
         fail(str(exc), 2)

@@ -3,7 +3,9 @@
 The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
 stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
 prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
-once the turn is done. When the endpoint fails the command exits 1 with a one-line reason. A turn
+once the turn is done. When the endpoint fails the command exits 1 with a one-line reason; a budget too small
+for what every call must send (system prompt, tool definitions, the message, sticky pins) is refused before
+anything is sent (exit 2), never sent over budget. A turn
 that got no reply at all leaves nothing behind in a new session (the session is removed: the message
 is still on the command line) and, in a continued one, is kept but left out of later plans (flagged
 ``unanswered``), so the next turn never sends two user messages in a row; a partial reply is always
@@ -52,8 +54,9 @@ def _on_sigterm(signum: int, frame: object) -> None:
               help="Reply-token cap sent as max_tokens (default: $CTXBENCH_LLM_MAX_REPLY_TOKENS or "
                    "[llm] max_reply_tokens).")
 @click.option("--mode", default=None,
-              help="Context Mode for this turn: off, light, heavy or one defined in the config.")
-@click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget for this turn's plans.")
+              help="Context Mode: off, light, heavy or one defined in the config; kept for the session's later turns.")
+@click.option("--budget", type=click.IntRange(min=1), default=None,
+              help="Token budget of the plans; kept for the session's later turns.")
 @click.option("--semantic/--no-semantic", default=True,
               help="With --repo: load the embedding model and wait for it (default), or retrieve with keyword "
                    "and graph only and no model.")
@@ -66,8 +69,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             budget: int | None, semantic: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.config import ConfigError
     from ctxbench.records.errors import ProviderError, UnknownSession
-    from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFinished, TurnStarted,
-                                        TurnWaiting, UsageRecorded)
+    from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFailed, TurnFinished,
+                                        TurnStarted, TurnWaiting, UsageRecorded)
     from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.model import make_runner, resolve_model
@@ -90,6 +93,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         fail(str(exc), 2)
     cancel = CancelToken()
     finished: TurnFinished | None = None
+    refused = False  # the plan did not fit the budget: nothing was sent (bad input, exit 2)
+    checks: list = []  # every call's usage: the turn's cost where the model's price is known
     new_session = session_id is None
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
@@ -97,7 +102,12 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
         pass
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
-            attached = attach_repository(wb, repo, semantic=semantic) if repo is not None else None
+            attached = None
+            if repo is not None:
+                from ctxbench.cli.repo_support import NO_SEMANTIC, checked_repository
+
+                checked_repository(wb, repo, quiet=as_json)
+                attached = attach_repository(wb, repo, semantic=semantic, semantic_off=NO_SEMANTIC)
             if session_id is None:
                 runner = make_runner(wb, config, attached.code if attached is not None else None)
                 session_id = wb.new_session(" ".join(message.split())[:60], repo)
@@ -111,6 +121,10 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 for event in turn:
                     if isinstance(event, TurnStarted):
                         group_id = event.group_id
+                    if isinstance(event, TurnFailed) and event.kind == "over_budget":
+                        refused = True
+                    if isinstance(event, UsageRecorded):
+                        checks.append(event.usage)
                     if isinstance(event, TurnFinished):
                         finished = event
                     elif isinstance(event, TurnWaiting):
@@ -138,13 +152,19 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             out.end_line()
             if finished is not None and finished.status != "ok":
                 kept = _kept(wb, session_id, group_id, new_session)
+            elif finished is not None and (mode is not None or budget is not None):
+                # the session's settings from now on (as `open --mode` does): the next turn plans the same way
+                wb.update_settings(session_id, **{k: v for k, v in (("mode", mode), ("budget", budget)) if v is not None})
     except UnknownSession as exc:
         fail(str(exc), 2)
     except EmbedderError as exc:
         fail(f"{exc} (--no-semantic chats without the model)", 1)
     assert finished is not None
     if finished.status != "ok":
-        fail(f"{finished.error or finished.status}; {kept}", 1)
+        fail(f"{finished.error or finished.status}; {kept}", 2 if refused else 1)
+    from ctxbench.records.turns import cost_text, turn_cost
+
+    cost = turn_cost(checks)  # None unless the model's price is known ([[llm.prices]]): never a guess
     if as_json:
         usage = finished.usage
         emit_json({
@@ -156,12 +176,18 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 "estimated_prompt_tokens": usage.estimated if usage else None,
                 "reported_prompt_tokens": usage.reported if usage else None,
                 "mismatch": usage.mismatch if usage else False,
+                "reply_tokens": sum(c.completion or 0 for c in checks) if checks else None,
+                "cost_usd": round(cost, 6) if cost is not None else None,
             },
             "state_block": finished.state_block,
         })
         return
     plan_id = finished.plan_ids[-1] if finished.plan_ids else None
-    where = f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
+    kept_settings = " and ".join(f"{name} {value}" for name, value in (("mode", mode), ("budget", budget))
+                                 if value is not None)
+    where = (f"session {finished.session_id}" + (f" · plan {plan_id}" if plan_id else "")
+             + (f" · cost {cost_text(cost)}" if cost is not None else "")
+             + (f" · {kept_settings} kept for the session" if kept_settings else ""))
     click.echo(f"{where} (continue with --session {finished.session_id}"
                + (f"; ctxbench show {plan_id} --messages prints what was sent)" if plan_id else ")"), err=True)
 

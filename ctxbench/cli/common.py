@@ -30,6 +30,25 @@ def resolve_db(db_path: Path | None) -> Path:
     return db_path or default_db_path()
 
 
+def has_db(path: Path) -> bool:
+    """Whether ``path`` holds a database (or might: a path that cannot be one, under a file, is left to the store to
+    refuse with its own line)."""
+    if str(path) == ":memory:" or path.exists():
+        return True
+    existing = next((p for p in path.parents if p.exists()), None)
+    return existing is not None and not existing.is_dir()
+
+
+def stored_db(db_path: Path | None, looking_for: str) -> Path:
+    """The database a command reads something already stored from (a session, a plan). A path with no file there
+    holds nothing: the command says so (``looking_for``: what it did not find), exit 2, and creates no folder
+    and no file."""
+    path = resolve_db(db_path)
+    if not has_db(path):
+        fail(f"{looking_for}: there is no database at {path} (nothing has been stored there yet)", 2)
+    return path
+
+
 def get_config(config_path: Path | None):
     """The config, validated as a whole; a config that is wrong is ``error: FILE: KEY: what is wrong`` (one line
     per problem, the first says the first) and exit 2, before anything is stored."""

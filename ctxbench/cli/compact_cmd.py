@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
 
 HELP = """Preview a compaction of SESSION: which turns are kept verbatim, summarised or dropped, which are
 protected and why (sticky pins, standing instructions, the STATE block, the open task's leases), the summary
@@ -52,7 +52,7 @@ def command(session_id: str, target_tokens: int | None, keep: str | None, summar
     if undo is not None and (apply_ or keep or summarise or task):
         fail("--undo takes no other compaction options", 2)
     try:
-        with Workbench(resolve_db(db_path), config) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), config) as wb:
             wb.sessions.info(session_id)
             compactor = Compactor(wb, config)
             if undo is not None:

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
 
 
 @click.command("diff", help="Compare two stored plans: the items that entered, left or changed, with their reasons.")
@@ -21,7 +21,7 @@ def command(plan_a: str, plan_b: str, as_json: bool, db_path: Path | None, confi
     from ctxbench.service.workbench import Workbench
 
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown plan {plan_a!r}"), get_config(config_path)) as wb:
             diff = diff_stored(wb, plan_a, plan_b)
     except UnknownPlan as exc:
         fail(str(exc), 2)

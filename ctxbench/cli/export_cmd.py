@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, fail, get_config, stored_db
 
 
 @click.command("export", help="Write the active (or given) branch of SESSION as OpenAI JSONL: one message a line, "
@@ -24,7 +24,7 @@ def command(session_id: str, branch: str | None, output: Path | None, include_dr
     from ctxbench.service.workbench import Workbench
 
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), get_config(config_path)) as wb:
             wb.sessions.info(session_id)
             lines = Timeline(wb, session_id).export_lines(branch, include_dropped=include_dropped)
     except NotFound as exc:

@@ -93,6 +93,11 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
     if result.skipped:
         reasons = Counter(s.reason for s in result.skipped)
         click.echo(f"  skipped {len(result.skipped)}: " + ", ".join(f"{r} {n}" for r, n in sorted(reasons.items())))
+    if result.capsules_stale:
+        shown = ", ".join(f"{c.label} {c.subject}" for c in result.capsules_stale[:5])
+        more = len(result.capsules_stale) - 5
+        click.echo(f"  capsules now stale: {len(result.capsules_stale)} ({shown}{f', and {more} more' if more > 0 else ''}); "
+                   "refresh them with `ctxbench capsules --build`")
     for err in result.parse_errors:
         click.echo(f"  parse error{' (partial)' if err.partial else ''}: {err.path}: {err.error}")
     click.echo("  seconds: " + " · ".join(f"{name} {sec:.3f}" for name, sec in result.phases)

@@ -22,6 +22,7 @@ from ctxbench.records.vocab import STRATEGIES
 TRANSCRIPT_TITLE = "transcript: {name}"
 EMPTY_QUERY = "empty query: say what to plan or search for"
 MIN_LABEL_WIDTH = 20
+TITLE_CHARS = 60  # characters of the query a new session is titled with
 TABLE_CHROME = 24  # cell padding, column gaps and edges of the plan table, in characters
 
 
@@ -102,11 +103,12 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
     same model ranks earlier turns for the semantic history strategy (``service.attach.attach_repository``).
     """
-    from ctxbench.cli.repo_support import stderr_progress
+    from ctxbench.cli.repo_support import NO_SEMANTIC, checked_repository, stderr_progress
     from ctxbench.service.attach import attach_repository
 
+    checked_repository(wb, repo, quiet=quiet)
     with stderr_progress(quiet) as progress:
-        return attach_repository(wb, repo, progress, semantic=semantic)
+        return attach_repository(wb, repo, progress, semantic=semantic, semantic_off=NO_SEMANTIC)
 
 
 def warm_history(wb: Any, session_id: str, strategy: str, *, quiet: bool) -> None:
@@ -191,7 +193,6 @@ def command(
     config_path: Path | None,
 ) -> None:
     from ctxbench.records.errors import EmbedderError
-    from ctxbench.service.attach import load_embedder
     from ctxbench.service.workbench import Workbench
     from ctxbench.records.transcripts import TranscriptError
     from ctxbench.records.errors import NotFound, SettingsError
@@ -205,6 +206,7 @@ def command(
     if window_groups is not None and window_groups < 0:
         fail(f"--window must be >= 0 (0 = all groups), got {window_groups}", 2)
     config = get_config(config_path)
+    fresh: str | None = None  # a session made here for a database that has none
     try:
         with Workbench(resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:
             if transcript is not None:
@@ -217,28 +219,19 @@ def command(
                                err=True)
             elif session_id is None:
                 session_id = wb.sessions.latest()
-                if session_id is None:
-                    fail("no sessions yet: pass --transcript FILE or run `ctxbench import FILE` first", 2)
-            attached = None
-            effective = strategy or wb.settings(session_id).strategy
-            if repo is not None:
-                attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
-            elif semantic and effective in ("semantic", "fused"):
-                wb.embedder = load_embedder(config)
-            if semantic and effective in ("semantic", "fused"):
-                warm_history(wb, session_id, effective, quiet=as_json)
-            if pins:
-                try:
-                    pin_targets(wb, session_id, pins, attached)
-                except ValueError as exc:
-                    fail(str(exc), 2)
-            tools_tokens = 0
-            if offer_tools:
-                from ctxbench.service.model import offered_tools_tokens
-
-                tools_tokens = offered_tools_tokens(config, wb.tokenizer)
-            plan = wb.plan(session_id, query, mode=mode, budget=budget, strategy=strategy, window_groups=window_groups,
-                           tools_tokens=tools_tokens)
+                if session_id is None:  # a fresh database: the plan of a first turn, with an empty history
+                    session_id = wb.new_session(_title(query), repo)
+                    fresh = session_id
+                    if not as_json:
+                        click.echo(f"no sessions yet: planning with an empty history in a new session {session_id}",
+                                   err=True)
+            try:
+                plan = _plan(wb, config, session_id, query, repo, semantic, pins, offer_tools, as_json,
+                             mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
+            except BaseException:
+                if fresh is not None:  # the new session holds nothing but what failed: leave no trace
+                    wb.sessions.delete(fresh)
+                raise
     except (NotFound, SettingsError, TranscriptError) as exc:
         fail(str(exc), 2)
     except EmbedderError as exc:
@@ -247,3 +240,33 @@ def command(
         emit_json(plan.to_json())
         return
     render_plan(plan, footer=f"stored; show it again with: ctxbench show {plan.plan_id}")
+
+
+def _title(query: str) -> str:
+    return " ".join(query.split())[:TITLE_CHARS]
+
+
+def _plan(wb: Any, config: Any, session_id: str, query: str, repo: Path | None, semantic: bool,
+          pins: tuple[str, ...], offer_tools: bool, as_json: bool, **settings: Any) -> ContextPlan:
+    """Attach the repository (when given), pin the targets, and build and store the plan."""
+    from ctxbench.service.attach import load_embedder
+
+    attached = None
+    effective = settings.get("strategy") or wb.settings(session_id).strategy
+    if repo is not None:
+        attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
+    elif semantic and effective in ("semantic", "fused"):
+        wb.embedder = load_embedder(config)
+    if semantic and effective in ("semantic", "fused"):
+        warm_history(wb, session_id, effective, quiet=as_json)
+    if pins:
+        try:
+            pin_targets(wb, session_id, pins, attached)
+        except ValueError as exc:
+            fail(str(exc), 2)
+    tools_tokens = 0
+    if offer_tools:
+        from ctxbench.service.model import offered_tools_tokens
+
+        tools_tokens = offered_tools_tokens(config, wb.tokenizer)
+    return wb.plan(session_id, query, tools_tokens=tools_tokens, **settings)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, fail, get_config, stored_db
 from ctxbench.records.vocab import STRATEGIES
 
 _QUERY_CHARS = 48
@@ -27,23 +27,34 @@ _QUERY_CHARS = 48
               help="Groups in the rolling window (0 = all).")
 @click.option("--turn", "only_turn", type=click.IntRange(min=1), default=None,
               help="Show only this turn (1-based), with its full plan table.")
+@click.option("--tools/--no-tools", "offer_tools", default=False,
+              help="Budget the tool definitions a chat call sends with its messages, as `chat` and the workbench "
+                   "do (default: no tools, plans of the messages alone, as `plan`).")
 @click.option("--store", is_flag=True, help="Store the replayed plans (then `ctxbench show PLAN_ID` works).")
 @click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per turn (plan summary and item ids), "
                                                    "written a line per turn as each is planned.")
 @db_option
 @config_option
 def command(session_id: str, mode: str | None, budget: int | None, strategy: str | None, window_groups: int | None,
-            only_turn: int | None, store: bool, as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
+            only_turn: int | None, offer_tools: bool, store: bool, as_json: bool, db_path: Path | None,
+            config_path: Path | None) -> None:
     from ctxbench.llm.replay import replay
     from ctxbench.service.workbench import Workbench
     from ctxbench.records.errors import SettingsError, UnknownSession
 
     rows = 0
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        config = get_config(config_path)
+        with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), config) as wb:
             wb.sessions.info(session_id)
+            tools_tokens = 0
+            if offer_tools:
+                from ctxbench.service.model import offered_tools_tokens
+
+                tools_tokens = offered_tools_tokens(config, wb.tokenizer)
             for step in replay(wb, session_id, mode=mode, budget=budget, strategy=strategy,
-                               window_groups=window_groups, store=store, only_turn=only_turn):
+                               window_groups=window_groups, store=store, only_turn=only_turn,
+                               tools_tokens=tools_tokens):
                 if only_turn is not None and not as_json:
                     from ctxbench.cli.plan_cmd import render_plan
 
@@ -63,13 +74,17 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
         fail(str(exc), 2)
     except SettingsError as exc:
         fail(str(exc), 2)
+    except BrokenPipeError:
+        as_json = False  # the reader went away (`| head`): nothing more to close
+        raise
     finally:
         if as_json and rows:
-            click.echo("\n]")  # the array is closed whatever stopped it (Ctrl-C, a broken pipe)
+            click.echo("\n]")  # the array is closed whatever else stopped it (Ctrl-C, an error)
     if only_turn is not None and not rows:
         fail(f"session {session_id} has no turn {only_turn}", 2)
-    if as_json and not rows:
-        click.echo("[]")
+    if as_json:
+        if not rows:
+            click.echo("[]")
         return
     if not rows:
         click.echo("no user turns to replay")
@@ -79,7 +94,7 @@ _HEADER = f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'budget':>7}  {'
 
 
 def _line(r: dict) -> str:
-    flag = " OVER" if r["over_budget"] else ""
+    flag = (" OVER" if r["over_budget"] else "") + (" (dropped since)" if r["dropped"] else "")
     hist = f"{r['history_included']}/{r['history_excluded']}"
     query = " ".join(r["query"].split())
     query = query if len(query) <= _QUERY_CHARS else query[: _QUERY_CHARS - 1] + "…"
@@ -94,6 +109,7 @@ def _row(step) -> dict:
         "turn": step.turn,
         "group_id": step.group_id,
         "query": step.user_message.content,
+        "dropped": step.user_message.status == "dropped",  # dropped since: replayed as it was sent
         "plan_id": plan.plan_id,
         "mode": plan.mode,
         "strategy": plan.strategy,

@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 
+NO_SEMANTIC = "--no-semantic"  # why semantic search is off when a command ran without the model
+
+
 class StderrProgress:
-    """Indexing / embedding progress on stderr: updated in place on a terminal, one line per finished phase otherwise."""
+    """Indexing / embedding progress on stderr, updated in place, on a terminal only: piped or redirected (a log, a
+    script reading stderr) the counters are noise, so nothing is written."""
 
     def __init__(self, stream: Any = None, min_interval: float = 0.1):
         self.stream = stream or sys.stderr
@@ -33,9 +37,6 @@ class StderrProgress:
             self.phase = phase
             self.last = 0.0
         if not self.tty:
-            if finished:
-                self.stream.write(f"{phase}: {done}/{total}\n")
-                self.stream.flush()
             return
         if finished or now - self.last >= self.min_interval:
             self.stream.write(f"\r{phase}: {done}/{total}")
@@ -64,6 +65,22 @@ def stderr_progress(quiet: bool = False) -> Iterator[StderrProgress | None]:
             progress.close()
 
 
+def checked_repository(wb: Any, repo: Path, *, quiet: bool = False) -> None:
+    """Refuse a folder that is no repository to index (the home folder or above it; the first time, one with no
+    source files: exit 2, nothing indexed), and say so before a repository is indexed for the first time."""
+    import click
+
+    from ctxbench.cli.common import fail
+    from ctxbench.service.attach import check_repository
+
+    check = check_repository(wb, repo)
+    if check.refusal:
+        fail(check.refusal, 2)
+    if not check.indexed_before and not quiet:
+        click.echo(f"{check.root} is not indexed yet: indexing its {check.source_files} source files first "
+                   "(later runs only read what changed)", err=True)
+
+
 @contextmanager
 def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic: bool,
                      quiet: bool = False, one_shot: bool = False) -> Iterator[tuple[Any, Any]]:
@@ -74,6 +91,8 @@ def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic:
     from ctxbench.service.workbench import Workbench
 
     with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
+        checked_repository(wb, repo, quiet=quiet)
         with stderr_progress(quiet) as progress:
-            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot)
+            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot,
+                                         semantic_off=NO_SEMANTIC)
         yield attached.retriever, attached.index

@@ -18,6 +18,9 @@ def hits_json(retrieval_set: Any) -> dict[str, Any]:
             {"symbol": h.symbol, "path": h.path, "line": h.line, "score": round(h.score, 6), "why": h.why}
             for h in retrieval_set.hits
         ],
+        **({"capsules": [{"id": c.capsule.id, "title": c.capsule.title, "score": round(c.score, 6), "why": c.why,
+                          "status": c.capsule.status, "stale_files": list(c.capsule.stale_files)}
+                         for c in retrieval_set.capsules]} if retrieval_set.capsules else {}),
     }
 
 
@@ -57,4 +60,9 @@ def command(query: str, repo: Path | None, k: int | None, as_json: bool, semanti
         click.echo(f"{rank:>3}. {hit.symbol}  {hit.path}:{hit.line}  {hit.score:.4f}")
         if hit.why:
             click.echo(f"     {hit.why}")
+    for offered in result.capsules:  # capsules of code the query is about (ctxbench capsules --show ID)
+        c = offered.capsule
+        state = f"  STALE: {c.stale_note()}" if c.stale else ""
+        click.echo(f"capsule {c.label} {c.title}  {offered.score:.4f}{state}")
+        click.echo(f"     {c.headline()}")
     click.echo(f"retrieval set {result.id}")

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, get_config, has_db, resolve_db
 
 
 @click.command("sessions", help="List sessions, most recently active first.")
@@ -16,7 +16,14 @@ from ctxbench.cli.common import config_option, db_option, emit_json, get_config,
 def command(as_json: bool, db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.service.workbench import Workbench
 
-    with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+    path, config = resolve_db(db_path), get_config(config_path)
+    if not has_db(path):  # listing creates nothing: no folder, no database
+        if as_json:
+            emit_json([])
+        else:
+            click.echo(f"no sessions: there is no database at {path} yet (ctxbench import FILE, or open the workbench)")
+        return
+    with Workbench(path, config) as wb:
         found = wb.sessions.list()
     if as_json:
         emit_json([dataclasses.asdict(s) for s in found])

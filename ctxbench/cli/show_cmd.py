@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
 
 
 @click.command("show", help="Show a stored plan: a table, its JSON, or the exact messages payload it sent.")
@@ -22,7 +22,7 @@ def command(plan_id: str, as_json: bool, as_messages: bool, db_path: Path | None
     if as_json and as_messages:
         fail("give --json or --messages, not both", 2)
     try:
-        with Workbench(resolve_db(db_path), get_config(config_path)) as wb:
+        with Workbench(stored_db(db_path, f"unknown plan {plan_id!r}"), get_config(config_path)) as wb:
             plan = wb.plans.get(plan_id)
             origin = wb.plans.origin(plan_id)
     except UnknownPlan as exc:

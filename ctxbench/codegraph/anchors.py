@@ -14,7 +14,7 @@ import json
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import Mapping, Sequence
 
 import networkx as nx
 
@@ -143,17 +143,33 @@ def _public_api(symbols: Mapping[str, Symbol], graph: nx.DiGraph, scores: Mappin
     return [sid for sid, _ in sorted(found.items(), key=lambda kv: (-kv[1], kv[0]))]
 
 
-def anchor_lines(anchors: list[Anchor], symbols: Mapping[str, Symbol]) -> list[str]:
-    """One line per anchor: what it is, then the symbol it leads to."""
+def anchor_lines(anchors: list[Anchor], symbols: Mapping[str, Symbol], notes: Mapping[str, str] | None = None,
+                 capsule_modules: Sequence[str] = ()) -> list[str]:
+    """One line per anchor: what it is, then the symbol it leads to.
+
+    ``notes``: subject -> the headline of its fresh capsule (``codegraph.capsules.anchor_notes``): an entry
+    point's line ends with its process's (or its module's) headline. ``capsule_modules``: modules with a
+    fresh capsule to list after the entry points and the public API, each with its headline (the seed's
+    scaffold anchors populated from capsules); they come last, so they give way first."""
+    notes = notes or {}
     lines = []
     api = [a for a in anchors if a.kind == "api"]
+
+    def noted(line: str, symbol: str) -> str:
+        sym = symbols.get(symbol)
+        note = notes.get(symbol) or (notes.get(sym.module, "") if sym is not None else "")
+        return f"{line} — {note}" if note else line
+
     for a in anchors:
         if a.kind == "script":
-            lines.append(f"- console script `{a.label}` → {a.symbol}")
+            lines.append(noted(f"- console script `{a.label}` → {a.symbol}", a.symbol))
         elif a.kind == "bin":
-            lines.append(f"- command `{a.label}` → {a.symbol}")
+            lines.append(noted(f"- command `{a.label}` → {a.symbol}", a.symbol))
         elif a.kind == "main":
-            lines.append(f"- {a.label} → {a.symbol}")
+            lines.append(noted(f"- {a.label} → {a.symbol}", a.symbol))
     if api:
         lines.append("- public API: " + ", ".join(a.symbol for a in api))
+    for module in capsule_modules:
+        if notes.get(module):
+            lines.append(f"- {module} — {notes[module]}")
     return lines

@@ -51,6 +51,16 @@ class IndexCodeContext:
         header = f"# {sid} ({sym.kind}) — {sym.path}:{sym.line}-{sym.end_line}"
         return _cap(header + "\n" + body, limit)
 
+    def source_lines(self, symbol: str, limit: int) -> tuple[str, int, list[str]] | None:
+        """The symbol's lines as the file has them (secrets masked): ``(path, first line number, lines)``, at most
+        ``limit`` lines from its first; None when the symbol or its file is unknown."""
+        sid, _ = self.resolve(symbol)
+        if sid is None:
+            return None
+        sym = self.index.symbols[sid]
+        body = self._lines(sym.path, sym.line, min(sym.end_line, sym.line + limit - 1))
+        return (sym.path, sym.line, body.splitlines()) if body is not None else None
+
     def known_names(self) -> tuple[list[str], list[str]]:
         return list(self.index.symbols), list(self.index.by_path)
 

@@ -34,7 +34,9 @@ from ctxbench.codegraph.python_ast import module_name_for, parse_python
 from ctxbench.codegraph.resolve import Edge, resolve_edges
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
-from ctxbench.config import Config, IndexConfig
+from ctxbench.config import CapsuleConfig, Config, IndexConfig
+from ctxbench.records.capsules import Capsule
+from ctxbench.store import capsules as capsule_tables
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
 from ctxbench.store.locks import exclusive
@@ -100,6 +102,7 @@ class IndexResult:
     changed: bool  # the index content changed in this run
     waited_for: str = ""  # who held the index lock when this run started ("" when it did not wait)
     vectors_removed: int = 0  # cached vectors of cards that no longer exist, deleted in this run
+    capsules_stale: tuple[Capsule, ...] = ()  # capsules that became stale in this run (a covered file changed)
 
     @property
     def seconds(self) -> float:
@@ -129,6 +132,8 @@ class IndexResult:
             "seconds": {name: round(sec, 4) for name, sec in self.phases},
             "seconds_total": round(self.seconds, 4),
             **({"waited_for": self.waited_for} if self.waited_for else {}),
+            **({"capsules_stale": [{"id": c.id, "title": c.title, "stale_files": list(c.stale_files)}
+                                   for c in self.capsules_stale]} if self.capsules_stale else {}),
         }
 
 
@@ -221,6 +226,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
     root_s = normalize_root(root)
     phases: list[tuple[str, float]] = []
     tables.ensure_schema(conn)
+    capsule_tables.ensure_schema(conn)
 
     t0 = time.perf_counter()
     report(PHASE_WALK, 0, 1)
@@ -269,6 +275,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
         generation = repo.generation
         parsed_count = 0
         cards_reused = int(summary.get("cards", 0))
+        capsules_stale = ()
     else:
         t0 = time.perf_counter()
         parsed: list[tuple[ParsedFile, int, int, str]] = []
@@ -309,6 +316,9 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
             summary = {"files": len(walked.files), "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
             generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
+            # capsules covering a file that changed (or went) are stale from now on, in the same transaction
+            capsules_stale = capsule_tables.mark_stale(
+                conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()})
             t_store += time.perf_counter() - t2
         phases.append((PHASE_STORE, t_store))
         parsed_count = len(parsed)
@@ -360,6 +370,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
         generation=generation,
         changed=changed,
         vectors_removed=vectors_removed,
+        capsules_stale=capsules_stale,
     )
 
 
@@ -374,6 +385,8 @@ class CodeIndex:
     cards: Mapping[str, SymbolCard]
     graph: nx.DiGraph
     config: IndexConfig = field(default_factory=IndexConfig)
+    capsules: tuple[Capsule, ...] = ()  # the repository's capsules when it was loaded, stale ones too
+    capsule_config: CapsuleConfig = field(default_factory=CapsuleConfig)
 
     @cached_property
     def centrality(self) -> dict[str, float]:
@@ -385,8 +398,15 @@ class CodeIndex:
         """The scaffold's anchors (entry points, public API; ``codegraph.anchors``), computed once."""
         from ctxbench.codegraph.anchors import anchor_lines, find_anchors
 
+        from ctxbench.codegraph.capsules import anchor_notes
+
         found = find_anchors(Path(self.root), self.symbols, self.graph, self.centrality, self.config.scaffold_anchors)
-        return tuple(anchor_lines(found, self.symbols))
+        notes = anchor_notes(self.capsules, self.capsule_config.headline_chars)
+        named = {a.symbol for a in found} | {self.symbols[a.symbol].module for a in found if a.symbol in self.symbols}
+        modules = sorted((c.subject for c in self.capsules if c.kind == "module" and not c.stale
+                          and c.subject not in named and c.subject in notes),
+                         key=lambda m: (-self.centrality.get(m, 0.0), m))
+        return tuple(anchor_lines(found, self.symbols, notes, modules[: self.capsule_config.scaffold_modules]))
 
     @cached_property
     def by_path(self) -> dict[str, tuple[str, ...]]:
@@ -432,16 +452,32 @@ def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | Inde
     if state is None:
         raise IndexNotFound(f"{root_s} is not indexed yet: run `ctxbench index {root_s}`")
     repo_id, generation, fingerprint = state
-    version = f"{repo_id}.{generation}.{fingerprint}"
+    # the capsules' stamp is part of the version (they change the scaffold's anchors and the RetrievalSets);
+    # absent while the repository never had a capsule, so those versions stay what they were
+    stamp = capsule_tables.stamp(conn, root_s)
+    base = f"{repo_id}.{generation}.{fingerprint}"
+    version = base + (f".c{stamp}" if stamp else "")
+    ccfg = config.capsules if isinstance(config, Config) else CapsuleConfig()
     key = (_db_identity(conn), root_s)
     with _LOADED_LOCK:
         cached = _LOADED.get(key)
-        if cached is not None and cached.version == version and cached.config == icfg:
+        if cached is not None and cached.version == version and cached.config == icfg \
+                and cached.capsule_config == ccfg:
             _LOADED.move_to_end(key)
             return cached
-    symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
-    edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
-    index = CodeIndex(root_s, version, generation, symbols, cards, graphmod.build_graph(symbols.values(), edges), icfg)
+    capsules = capsule_tables.capsules_of(conn, root_s) if stamp else ()
+    if cached is not None and cached.config == icfg and (cached.version == base
+                                                         or cached.version.startswith(base + ".c")):
+        # only the capsules changed: the same symbols and graph (and their PageRank), new capsules
+        index = CodeIndex(root_s, version, generation, cached.symbols, cached.cards, cached.graph, icfg, capsules,
+                          ccfg)
+        if "centrality" in cached.__dict__:
+            index.__dict__["centrality"] = cached.centrality
+    else:
+        symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
+        edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
+        index = CodeIndex(root_s, version, generation, symbols, cards, graphmod.build_graph(symbols.values(), edges),
+                          icfg, capsules, ccfg)
     with _LOADED_LOCK:
         _LOADED[key] = index
         _LOADED.move_to_end(key)

@@ -137,8 +137,12 @@ def dispositions(turns: Sequence[Turn], summaries: Sequence[Summary], protected:
     kept_tokens = sum(t.tokens for t in live if decided.get(t.group_id, (KEPT, ""))[0] != SUMMARISED)
     gone = sum(t.tokens for t in live if decided.get(t.group_id, (KEPT, ""))[0] == SUMMARISED)
 
+    def cap() -> int:  # the new summary's length: its share of the turns, within what the target leaves
+        room = target_tokens - kept_tokens - earlier_tokens
+        return min(summary_budget(gone, config), max(config.summary_min_tokens, room))
+
     def total() -> int:
-        return kept_tokens + earlier_tokens + (summary_budget(gone, config) if gone else 0)
+        return kept_tokens + earlier_tokens + (cap() if gone else 0)
 
     for t in open_turns:  # oldest first, until the target is met
         if total() <= target_tokens:
@@ -168,5 +172,5 @@ def dispositions(turns: Sequence[Turn], summaries: Sequence[Summary], protected:
     if summarised:
         last = summarised[-1].group_id
         kept = tuple(sorted(g for g, (d, _r) in decided.items() if d == PROTECTED and g < last))
-    budget = summary_budget(sum(t.tokens for t in summarised), config) if summarised else 0
+    budget = cap() if summarised else 0
     return Dispositions(tuple(rows), summarised, kept, budget, reached)

@@ -180,6 +180,7 @@ class TurnRunner:
         retrieval = None
         reply = ""
         status, error_line = "ok", ""
+        refused = False  # nothing was sent: no reflection (no activation, no lease counts down)
 
         for round_no in range(llm.max_tool_rounds + 1):
             # Context
@@ -195,6 +196,17 @@ class TurnRunner:
             yield PlanReady(plan, round_no)
 
             estimated = plan.used_tokens
+            if round_no == 0 and plan.over_budget:
+                # the budget does not even hold what every call must send: refuse, never send it silently
+                status = "failed"
+                error_line = (f"not sent: {plan.over_budget_reason}; raise the budget (/budget N, --budget N) to at "
+                              f"least {plan.used_tokens:,} tokens")
+                self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id,
+                                        round=round_no, provider=self.client.provider, model=self.client.model,
+                                        status="failed", error=error_line, tools_offered=len(tools))
+                yield TurnFailed(error_line, "over_budget", None)
+                refused = True
+                break
             if estimated > llm.context_limit:
                 status = "failed"
                 error_line = (f"the plan needs about {estimated:,} prompt tokens, more than the model's context "
@@ -301,16 +313,17 @@ class TurnRunner:
                 break
 
         # Reflection
-        result_reflection = reflection.reflect(
-            wb, session_id, group_id,
-            plans=tuple(plans),
-            user_text=text,
-            assistant_texts=tuple(assistant_texts),
-            usage=tuple(usage_checks),
-            config=self.config,
-            code=self.code,
-        )
-        yield ReflectionDone(result_reflection)
+        if not refused:
+            result_reflection = reflection.reflect(
+                wb, session_id, group_id,
+                plans=tuple(plans),
+                user_text=text,
+                assistant_texts=tuple(assistant_texts),
+                usage=tuple(usage_checks),
+                config=self.config,
+                code=self.code,
+            )
+            yield ReflectionDone(result_reflection)
         yield TurnFinished(session_id, group_id, status, reply, tuple(plan_ids),
                            usage_checks[-1] if usage_checks else None, state_block, error_line)
 
@@ -369,8 +382,10 @@ class TurnRunner:
         """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""
         reported = completion.usage.prompt_tokens
         self.workbench.plans.record_usage(plan_id, estimated, reported, completion.model)
-        return reflection.check_usage(plan_id, estimated, reported, completion.model,
-                                      self.config.llm.usage_mismatch_ratio)
+        llm = self.config.llm
+        return reflection.check_usage(plan_id, estimated, reported, completion.model, llm.usage_mismatch_ratio,
+                                      completion=completion.usage.completion_tokens,
+                                      price=llm.price_of(self.client.model, completion.model))
 
     def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
               group_id: int | None = None) -> Iterator[TurnEvent]:

@@ -50,7 +50,8 @@ class UnitOfWork(Protocol):
 
     def plan_inputs(self, session_id: str, query: str | None, settings: SessionSettings | None = None, *,
                     retrieval: Any = None, current_group: int | None = None, tools_tokens: int = 0,
-                    before_message: int | None = None, **overrides: Any) -> PlanInputs: ...
+                    dropped_current: bool = False, before_message: int | None = None, **overrides: Any
+                    ) -> PlanInputs: ...
 
     def build_plan(self, inputs: PlanInputs, *, store: bool = False) -> ContextPlan: ...
 

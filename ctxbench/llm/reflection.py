@@ -36,12 +36,17 @@ _GROUP = re.compile(r"\bgroup[: ]#?(\d+)\b", re.IGNORECASE)
 _SHORT_NAME_MIN = 3  # a bare name shorter than this is never matched on its own
 
 
-def check_usage(plan_id: str, estimated: int, reported: int | None, model: str, threshold: float) -> UsageCheck:
-    """Compare the estimate with the provider's report; ``mismatch`` when they differ by more than ``threshold``."""
+def check_usage(plan_id: str, estimated: int, reported: int | None, model: str, threshold: float, *,
+                completion: int | None = None, price: Any = None) -> UsageCheck:
+    """Compare the estimate with the provider's report; ``mismatch`` when they differ by more than ``threshold``.
+    With the model's ``price`` (a ``config.ModelPrice``) and reported prompt and reply tokens, the call's cost."""
+    cost = None
+    if price is not None and reported is not None and completion is not None:
+        cost = (reported * price.input_per_mtok + completion * price.output_per_mtok) / 1_000_000
     if reported is None or reported <= 0:
-        return UsageCheck(plan_id, estimated, reported, model, None, False)
+        return UsageCheck(plan_id, estimated, reported, model, None, False, completion, cost)
     ratio = (reported - estimated) / reported
-    return UsageCheck(plan_id, estimated, reported, model, ratio, abs(ratio) > threshold)
+    return UsageCheck(plan_id, estimated, reported, model, ratio, abs(ratio) > threshold, completion, cost)
 
 
 @dataclass(frozen=True)

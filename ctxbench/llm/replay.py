@@ -4,6 +4,12 @@ For turn *k* the planner sees what existed when the user sent that message: the 
 the turn's group, and the user's message as the current turn (not the replies that followed).
 Pins, the state block, the scratchpad and memos are the session's current ones (the store keeps
 state versions but not which turn saw which). Plans are built, not stored, unless asked.
+
+Turns are numbered as the session's user turns, dropped ones included (a turn dropped later was
+still sent: it is replayed, and the later turns see it dropped), so "turn 5 / 211" means the same
+turn whatever the user dropped since. ``tools_tokens`` are the tool definitions a live call sends
+beside its messages (the workbench offers them on every turn): with them a replayed plan budgets
+the same prompt the live one does.
 """
 from __future__ import annotations
 
@@ -35,15 +41,16 @@ def replay(
     window_groups: int | None = None,
     store: bool = False,
     only_turn: int | None = None,
+    tools_tokens: int = 0,
 ) -> Iterator[ReplayStep]:
     """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given), as each is
-    planned: a long session's first steps come at once. Each plan's keyword and similarity rankings are those of
-    the history the turn had (``plan_inputs(before_message=...)``)."""
-    visible = workbench.visible_messages(session_id)
-    for turn, user in enumerate(user_turns(tuple(m for m in visible if m.status == "active")), start=1):
+    planned: a long session's first steps come at once. Each plan is the one the turn's user message got when it
+    was sent (``plan_inputs(before_message=...)``): the history before it, its keyword and similarity rankings
+    those of that history."""
+    for turn, user in enumerate(user_turns(workbench.visible_messages(session_id)), start=1):
         if only_turn is not None and turn != only_turn:
             continue
         inputs = workbench.plan_inputs(session_id, None, before_message=user.id, mode=mode, budget=budget,
-                                       strategy=strategy, window_groups=window_groups)
+                                       strategy=strategy, window_groups=window_groups, tools_tokens=tools_tokens)
         plan = workbench.build_plan(inputs, store=store)
         yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in inputs.history if m.status == "active"))

@@ -6,7 +6,8 @@ decided through ``budget.HistorySelection``.
 
 Structural exclusions are decided here, before any budgeting, and keep their reason whatever the
 budget: ``mode_off`` (scaffold and cards when the mode never auto-retrieves), ``below_threshold`` (a card
-whose retrieval hit is under the relevance floor), ``duplicate`` (a second
+whose retrieval hit is under the relevance floor), ``stale`` (a capsule whose covered files changed, while
+``[capsules] include_stale`` is off), ``duplicate`` (a second
 card for a symbol, a second pin on a target, a pin on the current turn, the pin item of a pinned
 group), ``lease_expired``, ``dropped_by_user``, ``isolated_strategy``, ``outside_window`` (a pinned
 group that is not in the active branch's history), ``summarised`` (a turn a summary stands in for; a pin
@@ -34,6 +35,7 @@ CAT_MEMO = 4
 CAT_SCAFFOLD = 5
 CAT_PIN = 6
 CAT_CARD = 7
+CAT_CAPSULE = 7  # capsules of code: listed before the cards, so they come first among them (orientation, then detail)
 CAT_SUMMARY = 8  # summaries of earlier turns: before the history atoms they stand in front of
 CAT_HISTORY = 9
 CAT_CURRENT = 10
@@ -126,6 +128,7 @@ class Candidates:
     notes: list[str] = field(default_factory=list)
     summaries: list[Cand] = field(default_factory=list)  # oldest covered turn first
     summary_kept: dict[str, tuple[int, ...]] = field(default_factory=dict)  # summary id -> protected view indices
+    capsules: list[Cand] = field(default_factory=list)  # fresh ones first, by score; stale ones after
 
     def layer_cands(self) -> list[Cand]:
         out = [self.system]
@@ -137,6 +140,7 @@ class Candidates:
         if self.scaffold is not None:
             out.append(self.scaffold)
         out += [p.cand for p in self.pins]
+        out += self.capsules
         out += self.cards
         out += self.summaries
         return out
@@ -271,8 +275,16 @@ def build_candidates(
         group_index = -1
         content = pin.content
         target_kind, _, target_name = pin.target.partition(":")
-        if target_kind == "card" and not content and target_name in hits_by_symbol:
-            content = render.card_text(hits_by_symbol[target_name], profile.excerpts)
+        pin_detail = ""
+        if target_kind == "card" and not content:  # a pin that holds no text of its own (made before it could)
+            hit = hits_by_symbol.get(target_name)
+            if hit is not None:
+                content = render.card_text(hit, profile.excerpts)
+                shape = "with its excerpt" if profile.excerpts and hit.excerpt else "thin"
+                pin_detail = f"no text stored with the pin: the card as retrieved for this turn ({shape})"
+            else:
+                pin_detail = ("no text stored with the pin and retrieval did not find the card this turn: only its "
+                              "name is sent (pin it again to keep its text)")
         if target_kind == "group" and target_name.lstrip("-").isdigit():
             gid = int(target_name)
             if gid in view_index:
@@ -282,7 +294,8 @@ def build_candidates(
             cand = Cand(cid, "pin", "pins", label, [] if view is not None else [render.pin_message(pin, content)],
                         tokenizer, CAT_PIN, pin=pin.kind, tokens=tokens)
         else:
-            cand = Cand(cid, "pin", "pins", label, [render.pin_message(pin, content)], tokenizer, CAT_PIN, pin=pin.kind)
+            cand = Cand(cid, "pin", "pins", label, [render.pin_message(pin, content)], tokenizer, CAT_PIN, pin=pin.kind,
+                        detail=pin_detail)
         entry = PinCand(pin, cand, group_index)
         pins.append(entry)
         if pin.kind == "leased" and pin.ttl <= 0:
@@ -339,9 +352,31 @@ def build_candidates(
         notes.extend(f"retrieval: {n}" for n in retrieval.notes)
 
     summaries, kept = _summaries(inputs, tokenizer, view_index, dropped, ids)
+    capsules = _capsules(inputs, tokenizer, profile, ids)
     current = _current_turn(inputs, config, tokenizer, family)
     return Candidates(system, tools, system_messages, state, scratchpad, memos, scaffold, pins, cards, views, dropped,
-                      current, notes, summaries, kept)
+                      current, notes, summaries, kept, capsules=capsules)
+
+
+def _capsules(inputs: PlanInputs, tokenizer: Tokenizer, profile: ModeProfile, ids: set[str]) -> list[Cand]:
+    """A candidate per capsule the retrieval offered (section ``retrieval``, kind ``capsule``): fresh ones first,
+    stale ones after them, each saying so in its label, detail and message."""
+    out: list[Cand] = []
+    for hit in sorted(inputs.retrieval.capsules, key=lambda h: (h.capsule.stale, -h.score, h.capsule.id)):
+        c = hit.capsule
+        made = f"{c.source}, confidence {c.confidence:.2f}, generated {c.generated_at[:10]}"
+        detail = f"{made} · {hit.why}" if hit.why else made
+        if c.stale:
+            detail = f"stale: {c.stale_note()}; offered after the fresh cards · {detail}"
+        cand = Cand(_unique(ids, hit.id), "capsule", "retrieval", f"capsule {c.title}" + (" (stale)" if c.stale else ""),
+                    [render.capsule_message(hit)], tokenizer, CAT_CAPSULE, score=hit.score, detail=detail)
+        cand.intent = "capsule"
+        if not profile.auto_retrieve:
+            cand.exclude("mode_off", f"mode {profile.name} never auto-retrieves")
+        elif hit.withheld:
+            cand.exclude("stale", hit.withheld)
+        out.append(cand)
+    return out
 
 
 def _summaries(inputs: PlanInputs, tokenizer: Tokenizer, view_index: dict[int, int],

@@ -14,7 +14,9 @@ single token unless the mandatory items alone do):
    (reason ``keyword_match``: the session hands the planner the memos its keyword search found);
 5. the orientation scaffold, within the mode's ``scaffold_share`` of the budget;
 6. symbol cards by score, within the mode's ``retrieval_share`` and ``max_cards`` (Heavy: with
-   their excerpt, or the thin card when the excerpt does not fit);
+   their excerpt, or the thin card when the excerpt does not fit), then the capsules of code the
+   retrieval offered in what is left of that share (fresh ones first; a stale one only after every
+   fresh card and capsule, its detail and message saying which file changed);
 7. summaries of earlier turns (each whole, with the protected turns inside its span), then history by
    the session's strategy (window / hybrid / levels / semantic) with what is left; ``levels`` places
    the summaries in its session level instead;
@@ -134,6 +136,10 @@ def canonical_inputs(
                  *([h.below_threshold] if h.below_threshold else [])]  # absent when empty: older ids stay
                 for h in retrieval.hits
             ],
+            **({"capsules": [[c.capsule.id, c.capsule.kind, c.capsule.subject, c.score, c.why, c.withheld,
+                              content_hash(c.capsule.text), c.capsule.source, c.capsule.confidence,
+                              list(c.capsule.stale_files)] for c in retrieval.capsules]}
+               if retrieval.capsules else {}),  # absent without capsules: older ids stay
         },
         "keyword_ranking": list(inputs.keyword_ranking),
         "semantic_ranking": [[g, s] for g, s in inputs.semantic_ranking],
@@ -210,6 +216,14 @@ def _fill_retrieval(c: Candidates, budget: Budget, inputs: PlanInputs, profile: 
             share.take(cand.alt_tokens)
             cand.messages, cand.tokens = cand.alt_messages, cand.alt_tokens
             cand.detail = (cand.detail + "; " if cand.detail else "") + "excerpt left out to fit"
+            cand.include(cand.intent)
+        else:
+            cand.exclude("over_budget", f"retrieval share ({cap} tokens) is full")
+    for cand in c.capsules:  # after the cards: a capsule is orientation, the cards are the code
+        if cand.decided:
+            continue
+        if share.fits(cand.tokens):
+            share.take(cand.tokens)
             cand.include(cand.intent)
         else:
             cand.exclude("over_budget", f"retrieval share ({cap} tokens) is full")

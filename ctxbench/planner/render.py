@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ctxbench.records.capsules import CapsuleHit
 from ctxbench.records.compaction import Summary
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import Memo, Pin
@@ -21,6 +22,7 @@ SCAFFOLD_HEADER = "### ORIENTATION"
 PIN_HEADER = "### PINNED"
 CARD_HEADER = "### SYMBOL CARD"
 SUMMARY_HEADER = "### SUMMARY"
+CAPSULE_HEADER = "### CAPSULE"
 LABEL_CHARS = 72
 # the reply a tool call gets in the payload when none was stored (an import or a turn cut off mid-tool):
 # providers reject an assistant tool call that no tool message answers
@@ -68,6 +70,18 @@ def card_text(hit: RetrievalHit, with_excerpt: bool) -> str:
 def card_message(hit: RetrievalHit, with_excerpt: bool) -> dict[str, Any]:
     where = f" ({hit.path}:{hit.line})" if hit.path else ""
     return system(f"{CARD_HEADER} {hit.symbol}{where}\n{card_text(hit, with_excerpt)}")
+
+
+def capsule_message(hit: CapsuleHit) -> dict[str, Any]:
+    """A capsule of code as one system message: what it covers, who wrote it, how sure, and (stale) which
+    file changed since. Always marked as a retrieval aid, not ground truth."""
+    c = hit.capsule
+    made = f"{c.source} summary, confidence {c.confidence:.2f}, generated {c.generated_at[:10]}"
+    if c.stale:
+        note = f"STALE: {c.stale_note()}; it may no longer match the code, check it"
+    else:
+        note = "a retrieval aid, not ground truth: check the code before relying on it"
+    return system(f"{CAPSULE_HEADER} {c.title} ({made}; {note})\n{c.text.strip(chr(10))}")
 
 
 def summary_message(summary: Summary) -> dict[str, Any]:

@@ -1,9 +1,12 @@
 """RetrievalSet: the ordered retrieval hits for a turn, each with score, provenance and why."""
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field, fields
+
+from ctxbench.records.capsules import CapsuleHit
 
 
 @dataclass(frozen=True)
@@ -36,27 +39,30 @@ class RetrievalSet:
     semantic_available: bool = False
     notes: tuple[str, ...] = field(default=())  # e.g. "semantic search not available: model warming"
     scaffold: str = ""  # orientation scaffold text, empty when no repository
+    capsules: tuple[CapsuleHit, ...] = ()  # capsules of code offered beside the hits (best first)
 
     @staticmethod
     def make_id(query: str, hits: tuple[RetrievalHit, ...], index_version: str = "", *,
-                semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "") -> str:
+                semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "",
+                capsules: tuple[CapsuleHit, ...] = ()) -> str:
         """A stable id over every field of the set and of each hit: two sets that differ anywhere
-        (a hit's card text or why, the scaffold, the notes) never share an id, so a stored set is
-        never mistaken for another one (sets are stored once per id)."""
-        payload = json.dumps(
-            [query, index_version, semantic_available, list(notes), scaffold,
-             [_hit_row(h) for h in hits]],
-            ensure_ascii=False,
-        )
+        (a hit's card text or why, the scaffold, the notes, a capsule) never share an id, so a stored set is
+        never mistaken for another one (sets are stored once per id). Capsules enter only when there are
+        some, so the ids of sets without them stay what they were."""
+        parts: list = [query, index_version, semantic_available, list(notes), scaffold, [_hit_row(h) for h in hits]]
+        if capsules:
+            parts.append([dataclasses.asdict(c) for c in capsules])
+        payload = json.dumps(parts, ensure_ascii=False)
         return "rs_" + hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
     @classmethod
     def create(cls, query: str, hits: tuple[RetrievalHit, ...] = (), index_version: str = "", *,
-               semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "") -> "RetrievalSet":
+               semantic_available: bool = False, notes: tuple[str, ...] = (), scaffold: str = "",
+               capsules: tuple[CapsuleHit, ...] = ()) -> "RetrievalSet":
         """A set whose id is :meth:`make_id` of all its fields."""
         rid = cls.make_id(query, hits, index_version, semantic_available=semantic_available, notes=notes,
-                          scaffold=scaffold)
-        return cls(rid, query, hits, semantic_available, tuple(notes), scaffold)
+                          scaffold=scaffold, capsules=tuple(capsules))
+        return cls(rid, query, hits, semantic_available, tuple(notes), scaffold, tuple(capsules))
 
 # fields added after ids were first stored: left out of a hit's id while they hold their default, so the
 # ids of sets that do not use them stay what they were

@@ -18,7 +18,7 @@ end         TurnFailed | TurnCancelled (if so), then TurnFinished
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Union
+from typing import Iterable, Union
 
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plans import ContextPlan
@@ -114,6 +114,10 @@ class UsageCheck:
     model: str
     ratio: float | None  # (reported - estimated) / reported; None when the provider reported nothing
     mismatch: bool
+    completion: int | None = None  # reply tokens the provider reported
+    # what the call cost in US dollars, from the reported tokens and the model's price (``[[llm.prices]]``);
+    # None when the model has no price there or the provider reported no usage: never a guess
+    cost_usd: float | None = None
 
     @property
     def badge(self) -> str:
@@ -121,6 +125,19 @@ class UsageCheck:
         if not self.mismatch or self.ratio is None:
             return ""
         return f"usage {self.reported:,} vs est. {self.estimated:,} ({self.ratio:+.1%})"
+
+
+def turn_cost(checks: Iterable[UsageCheck]) -> float | None:
+    """What a turn's calls cost in all (US dollars); None unless every call has a known cost."""
+    costs = [c.cost_usd for c in checks]
+    if not costs or any(c is None for c in costs):
+        return None
+    return float(sum(c for c in costs if c is not None))
+
+
+def cost_text(cost: float) -> str:
+    """``$0.0123``: four decimals below a dollar (a turn's cost is often a fraction of a cent), else two."""
+    return f"${cost:.4f}" if cost < 1 else f"${cost:,.2f}"
 
 
 @dataclass(frozen=True)
@@ -167,7 +184,7 @@ class ReflectionDone:
 class TurnFailed:
     reason: str  # one line
     # rate_limit | server | timeout | deadline | connection | auth | request | dropped | context_limit
-    # | tool_limit | internal
+    # | tool_limit | over_budget | internal
     kind: str
     partial_message: Message | None
 

@@ -39,6 +39,7 @@ INCLUDED_REASONS = (
     "client_sent",  # a proxied request: the assistant's client put it there
     "standing_instruction",
     "summary",  # a summary of earlier turns (or a protected turn sent verbatim beside it)
+    "capsule",  # a capsule of code (a module's or a process's summary) the retrieval offered; never ground truth
 )
 EXCLUDED_REASONS = (
     "over_budget",
@@ -50,6 +51,7 @@ EXCLUDED_REASONS = (
     "dropped_by_user",
     "duplicate",
     "summarised",  # a turn a summary stands in for (the detail names the summary)
+    "stale",  # a capsule whose covered files changed since it was written, withheld ([capsules] include_stale)
 )
 REASONS = INCLUDED_REASONS + EXCLUDED_REASONS
 
@@ -69,6 +71,7 @@ ITEM_KINDS = (
     "tool_atom",  # proxied requests: a tool call with its result
     "attached_file",  # proxied requests: a file (or image, document) the client attached
     "summary",  # a summary of earlier turns (compaction)
+    "capsule",  # a capsule of code: a module's or a process's summary (seed 002), a retrieval aid
 )
 # the sections of a proxied request's plan (``ctxbench proxy``), in payload order
 PROXY_SECTIONS = ("system", "tools", "pins", "history", "tool_results", "files")

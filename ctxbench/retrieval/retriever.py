@@ -12,7 +12,12 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   do not personalize, see ``RetrievalConfig.personalize_mentions_alone``), before graph expansion so
   that it also picks the seeds expanded;
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
-- pins, activation and mentioned symbols: small boosts on top.
+- pins, activation and mentioned symbols: small boosts on top;
+- capsule: the symbols in the files of the capsules the query is most about (``retrieval.capsules``),
+  only when ``[capsules] retrieval_weight`` is above 0 (it is 0 by default).
+
+Beside the hits, the set offers the capsules of code the query is about (``RetrievalSet.capsules``,
+at most ``[capsules] max_hits``), each with its score and why; a stale one says so.
 
 Pins and activation are named like pin targets (``card:pkg.mod.f``, ``path:pkg/mod.py``; other
 targets such as ``group:12`` are not code and are ignored); mentions are the strings
@@ -34,8 +39,10 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
+from ctxbench.records.capsules import Capsule
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
+from ctxbench.retrieval.capsules import CapsuleSearch
 from ctxbench.retrieval.areas import area_of, asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
@@ -45,10 +52,11 @@ from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 if TYPE_CHECKING:
     from ctxbench.codegraph.index import CodeIndex
 
-SOURCES = ("semantic", "keyword", "name", "graph")
+SOURCES = ("semantic", "keyword", "name", "graph", "capsule")
 NOTE_LOADING = "semantic search not available: model loading"
 NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
+NOTE_OFF = "semantic search off ({reason})"  # the user turned it off (``--no-semantic``): not a failure
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
@@ -68,12 +76,13 @@ class IndexView:
     cards: Mapping[str, SymbolCard]
     graph: nx.DiGraph
     scaffold: str = ""
-    version: str = ""  # changes whenever the indexed cards change
+    version: str = ""  # changes whenever the indexed cards (or the repository's capsules) change
     scaffold_at: Callable[[int], str] | None = dataclasses.field(default=None, compare=False, repr=False)
     # builds ``scaffold`` on first use when it was not given (a one-shot ``retrieve`` never needs it, and
     # building it costs the tokenizer's load and a PageRank)
     default_scaffold: Callable[[], str] | None = dataclasses.field(default=None, compare=False, repr=False)
     _built: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
+    capsules: tuple[Capsule, ...] = ()  # the repository's capsules of code (stale ones too)
 
     def scaffold_text(self) -> str:
         """The scaffold at the default budget: ``scaffold``, or built once by ``default_scaffold``."""
@@ -93,6 +102,7 @@ class Retriever:
         self.root = Path(root).resolve() if root is not None else None
         self.config = config or Config()
         self.embedder = embedder
+        self.semantic_off = ""  # why the user turned semantic search off (``--no-semantic``); "" when they did not
         self._index = index
         self._lock = threading.RLock()
         self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
@@ -105,6 +115,7 @@ class Retriever:
         self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
         self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
         self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
+        self._capsules = CapsuleSearch(conn, self.config)
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -130,6 +141,8 @@ class Retriever:
                 self.embedder.wait()
             if self.embedder.ready:
                 self._vector_index(view, progress)
+        if view.capsules:  # their keyword rows and vectors, so the first plan that offers one does not wait
+            self._capsules.prepare(view.repo_key, view.version, view.capsules, self.embedder)
 
     @property
     def semantic_ready(self) -> bool:
@@ -326,27 +339,29 @@ class Retriever:
     # -- components -------------------------------------------------------------------------------
     def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
         """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
-        ranking, note, _ = self._semantic(query, pool)
+        ranking, note, _, _ = self._semantic(query, pool)
         return ranking, note
 
-    def _semantic(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str, Any]:
-        """``semantic_ranking`` with a function giving the cosine of any symbol to the query (None without)."""
+    def _semantic(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str, Any, Any]:
+        """``semantic_ranking`` with a function giving the cosine of any symbol to the query and the query's
+        vector (None and None without)."""
         view = self.index
         if view is None:
-            return [], NOTE_NOT_INDEXED, None
+            return [], NOTE_NOT_INDEXED, None, None
         if self.embedder is None:
-            return [], NOTE_NO_EMBEDDER, None
+            return [], NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off else NOTE_NO_EMBEDDER, None, None
         error = getattr(self.embedder, "error", None)
         if error is not None:
-            return [], NOTE_FAILED.format(error=error), None
+            return [], NOTE_FAILED.format(error=error), None, None
         if not self.embedder.ready:
             self.embedder.start_loading()
-            return [], NOTE_LOADING, None
+            return [], NOTE_LOADING, None, None
         vectors = self._vector_index(view, block=False)
         if vectors is None:  # another thread is embedding the cards: answer without waiting for it
-            return [], NOTE_EMBEDDING, None
+            return [], NOTE_EMBEDDING, None, None
         query_vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
-        return vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid)
+        return (vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid),
+                query_vector)
 
     def keyword_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         view = self.index
@@ -401,8 +416,9 @@ class Retriever:
         rankings: dict[str, list[tuple[str, float]]] = {}
         semantic_available = False
         similarity = None
+        query_vector = None
         if "semantic" in sources:
-            ranking, note, similarity = self._semantic(query, rc.candidate_pool)
+            ranking, note, similarity, query_vector = self._semantic(query, rc.candidate_pool)
             if note:
                 notes.append(note)
             else:
@@ -414,8 +430,14 @@ class Retriever:
             rankings["name"] = self.name_ranking(query)
             rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
                                                    rankings.get("keyword", ()))
+        cc = self.config.capsules
+        capsules = view.capsules if "capsule" in sources else ()
+        if capsules and cc.retrieval_weight > 0:
+            rankings["capsule"] = self._capsules.member_ranking(
+                view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
+                rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
         weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight}
+                   "scope": rc.scope_weight, "capsule": cc.retrieval_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
         asked = asks_for(query_terms(query))
@@ -456,8 +478,14 @@ class Retriever:
         hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label,
                                words)
                      for f in ranked)
+        offered = ()
+        if capsules:
+            support = [(f.symbol, f.score) for f in ranked if f.symbol not in floor]
+            offered = self._capsules.hits(view.repo_key, view.version, capsules, view.cards, query, query_vector,
+                                          self.embedder, support)
         return RetrievalSet.create(query, hits, view.version, semantic_available=semantic_available,
-                                   notes=tuple(notes), scaffold=view.scaffold_text() if scaffold is None else scaffold)
+                                   notes=tuple(notes), scaffold=view.scaffold_text() if scaffold is None else scaffold,
+                                   capsules=offered)
 
     def _relevance_floor(self, view: IndexView, query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
                          graph_notes: Mapping[str, tuple[str, str]], semantic_available: bool) -> dict[str, str]:
@@ -488,7 +516,7 @@ class Retriever:
 
         def missing(entry: Fused) -> str:
             if not semantic_available:
-                semantic = "semantic search not available"
+                semantic = "semantic search off" if self.semantic_off else "semantic search not available"
             elif "semantic" in entry.scores:
                 semantic = f"semantic {entry.scores['semantic']:.2f} < {minimum:.2f}"
             else:
@@ -644,6 +672,9 @@ class Retriever:
         if "scope" in f.scores:
             components.append(("scope", round(f.scores["scope"], 4)))
             why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
+        if "capsule" in f.scores:
+            components.append(("capsule", round(f.scores["capsule"], 4)))
+            why.append("in a capsule the query is about")
         if "personalized" in f.scores:
             components.append(("personalized", round(f.scores["personalized"], 4)))
             why.append(f"{near_label} {f.scores['personalized']:.2f}")
@@ -733,5 +764,6 @@ def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any 
         graph=code_index.graph,
         version=code_index.version,
         scaffold_at=scaffold_at,
-        default_scaffold=lambda: scaffold_at(max(1, int(planner.default_budget * share))),
+        default_scaffold=lambda: scaffold_at(max(1, int(config.default_budget_tokens() * share))),
+        capsules=code_index.capsules,
     )

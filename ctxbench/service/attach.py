@@ -89,7 +89,8 @@ class ModeRetrieval:
             return found
         view = self.retriever.index
         return RetrievalSet.create(query, found.hits, view.version if view is not None else "",
-                                   semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold)
+                                   semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold,
+                                   capsules=found.capsules)
 
     def scaffold_for(self, mode: str, budget: int | None) -> str | None:
         """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the
@@ -106,7 +107,7 @@ class ModeRetrieval:
         share = profile.scaffold_share
         if not profile.auto_retrieve:
             share = planner.mode(planner.default_mode).scaffold_share or max(m.scaffold_share for m in planner.modes)
-        cap = share_tokens(planner.default_budget if budget is None else budget, share)
+        cap = share_tokens(self.config.default_budget_tokens() if budget is None else budget, share)
         key = (str(view.version), cap)
         with self._lock:
             text = self._scaffolds.get(key)
@@ -192,14 +193,48 @@ def load_embedder(config: Config) -> Any:
     return embedder
 
 
+@dataclass(frozen=True)
+class RepositoryCheck:
+    """What indexing ``root`` would mean, asked before a command that answers from a repository indexes it."""
+
+    root: Path
+    indexed_before: bool  # this database holds an index of it (the run is incremental)
+    source_files: int  # the files the index would read (counted only when it was not indexed before)
+    refusal: str = ""  # why it will not be indexed ("": it will)
+
+
+def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
+    """Whether ``repo`` is a folder to index: never the home folder or a folder above it (the whole disk), and,
+    the first time, only one holding source files ctxbench reads; a repository indexed before always is."""
+    from ctxbench.codegraph.index import indexed_roots, normalize_root
+    from ctxbench.codegraph.walk import LANGUAGE_BY_EXT, walk
+
+    root = Path(normalize_root(repo))
+    home = Path.home().resolve()
+    if root == home or root in home.parents or root == Path(root.anchor):
+        where = "your home folder" if root == home else "a folder above your home folder"
+        return RepositoryCheck(root, False, 0, f"{root} is {where}: ctxbench indexes one repository, not every file "
+                                               "under it; give --repo PATH of a project (or run it inside one)")
+    with workbench.connection() as conn:
+        if str(root) in indexed_roots(conn):
+            return RepositoryCheck(root, True, 0)
+    files = len(walk(root, workbench.config.index).files)
+    if not files:
+        kinds = ", ".join(sorted(set(LANGUAGE_BY_EXT.values())))
+        return RepositoryCheck(root, False, 0, f"{root} holds no source files ctxbench reads ({kinds}), so there is "
+                                               "nothing to index or retrieve; give --repo PATH of a repository")
+    return RepositoryCheck(root, False, files)
+
+
 def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
                       semantic: bool = True, embedder: Any = None, wait_for_model: bool = True,
-                      one_shot: bool = False) -> AttachedRepository | None:
+                      one_shot: bool = False, semantic_off: str = "") -> AttachedRepository | None:
     """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return it (None without a repo).
 
     ``embedder``: the model to use (default: the configured one, loading in the background from here on).
     ``one_shot``: a command that answers once (``retrieve``): what only later turns need (the graph walk of
-    personalized retrieval) is built when first asked for, not now.
+    personalized retrieval) is built when first asked for, not now. ``semantic_off``: with ``semantic=False``, why
+    the user turned it off (``--no-semantic``): the RetrievalSets then say "semantic search off (…)".
     Import errors are bugs and propagate.
     """
     if repo is None:
@@ -232,6 +267,7 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
     result = build_index(root, conn, config, progress=progress, embed=embed)
     index = load_index(root, conn, config)
     retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
+    retriever.semantic_off = semantic_off if embedder is None else ""
     retriever.prepare(wait_for_model=embedder is not None and wait_for_model, walk=not one_shot)
     attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, _LazyTokenizer(workbench)),
                                   IndexCodeContext(index, config), files=getattr(result, "files", 0))

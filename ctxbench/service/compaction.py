@@ -100,7 +100,7 @@ class Compactor:
             return None
 
         def encode(texts: list[str]) -> Any:
-            return embedder.encode(texts, normalize_embeddings=True, convert_to_numpy=True).tolist()
+            return embedder.encode(list(texts)).tolist()  # unit-length rows
 
         return encode
 

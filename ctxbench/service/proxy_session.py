@@ -115,11 +115,11 @@ class ProxyWatchSession(WorkbenchSession):
                            estimated=False, notes=("waiting for the first proxied request",))
 
     # -- the user's controls ---------------------------------------------------------------------------------
-    def drop(self, item_id: str) -> str:
+    def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
         if item_id.startswith(("atom:", "file:")):
             self.wb.proxy.drop(self.session_id, item_id)
             return f"dropped {item_id} from the next requests"
-        return super().drop(item_id)
+        return super().drop(item_id, plan)
 
     def restore_item(self, item_id: str) -> bool:
         return self.wb.proxy.restore(self.session_id, item_id)

@@ -19,8 +19,10 @@ from typing import Callable, Iterator
 from ctxbench.config import Config
 from ctxbench.llm.client import CancelToken
 from ctxbench.llm.loop import TurnRunner
+from ctxbench.records.errors import NotFound
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, Pin, PlanItem
+from ctxbench.records.retrieval import RetrievalHit
 from ctxbench.records.sessions import SETTING_NAMES, SessionSettings
 from ctxbench.records.turns import PlanReady, ReflectionDone, TurnEvent, TurnPlanned, TurnStarted
 from ctxbench.records.views import PlanView, Progress, ReplayPage, SessionSnapshot, Suggestion
@@ -241,9 +243,14 @@ class WorkbenchSession:
     def item_content(self, item: PlanItem, plan: ContextPlan) -> tuple[str, str]:
         """The full text of a plan item and a language for highlighting."""
         if item.id.startswith("card:"):
-            card = self.card_text(item.id[5:], plan)
-            if card:
-                return card, "python"
+            return self.card_preview(item, plan), "text"
+        if item.id.startswith("capsule:") and item.id[8:].isdigit():  # in full: source, files, hashes, staleness
+            from ctxbench.service.capsules import capsule_view
+
+            try:
+                return capsule_view(self.wb.capsules.get(int(item.id[8:]))), "text"
+            except NotFound:
+                return f"capsule c{item.id[8:]} is no longer stored (its module left the index)", "text"
         if item.messages:
             return render_messages(item.messages), "text"
         wb, sid = self.wb, self.session_id
@@ -265,25 +272,63 @@ class WorkbenchSession:
             return pin.content, "python" if pin.target.startswith("card:") else "text"
         return item.detail or item.label, "text"
 
+    def card_preview(self, item: PlanItem, plan: ContextPlan) -> str:
+        """A card as the plan sends it (or, left out, as its mode would: Light the thin card, Heavy the head and an
+        excerpt whose lines carry their file numbers), then the symbol's lines numbered as in its file."""
+        symbol = item.id[5:]
+        heavy = self.config.planner.mode(plan.mode).excerpts
+        hit = self.card_hit(symbol, plan)
+        if heavy and hit is not None and hit.excerpt:
+            lines = hit.excerpt_lines
+            shape = (f"the card's head and an excerpt (lines {lines[0]}–{lines[1]})" if lines[0] else
+                     "the card's head and an excerpt") + " chosen for the question"
+        else:
+            shape = "the thin card (signature, doc comment, the first lines of the body)"
+        mode = plan.mode.capitalize()
+        if item.included and item.messages:
+            head, sent = f"sent in this plan ({mode}: {shape}):", "\n".join(str(m.get("content") or "")
+                                                                        for m in item.messages)
+        else:
+            head, sent = f"not sent in this plan ({item.reason}); {mode} would send {shape}:", self.card_text(symbol, plan)
+        parts = [head, "", sent or "(no card text: the index does not know this symbol)"]
+        source = self.attached.code.source_lines(symbol, self.config.ui.preview_source_lines) \
+            if self.attached is not None else None
+        if source is not None:
+            path, first, lines = source
+            width = len(str(first + len(lines) - 1))
+            parts += ["", f"{path}, lines {first}–{first + len(lines) - 1} as in the file:", ""]
+            parts += [f"{first + n:>{width}}  {line}" for n, line in enumerate(lines)]
+        return "\n".join(parts)
+
     def suggestion_content(self, suggestion: Suggestion, plan: ContextPlan | None) -> tuple[str, str]:
         """What a suggested pin would pin, and a language for highlighting."""
         if suggestion.target.startswith("card:") and plan is not None:
             card = self.card_text(suggestion.target[5:], plan)
             if card:
-                return card, "python"
+                return card, "text"
         return suggestion.content or suggestion.label, "text"
 
-    def card_text(self, symbol: str, plan: ContextPlan) -> str:
+    def card_hit(self, symbol: str, plan: ContextPlan) -> RetrievalHit | None:
+        """The retrieval hit of ``symbol`` behind ``plan`` (its stored RetrievalSet, or the same query asked again)."""
         wb = self.wb
         retrieval = wb.plans.retrieval_set(plan.retrieval_set_id) if plan.retrieval_set_id else None
         if retrieval is None and wb.retriever is not None:
             retrieval = wb.retriever.retrieve(plan.query, mode=plan.mode, budget=plan.budget, pins=(),
                                               activation={}, mentioned=())
-        if retrieval is not None:
-            for hit in retrieval.hits:
-                if hit.symbol == symbol:
-                    return hit.excerpt or hit.card_text
-        return ""
+        return next((h for h in retrieval.hits if h.symbol == symbol), None) if retrieval is not None else None
+
+    def card_text(self, symbol: str, plan: ContextPlan | None) -> str:
+        """The card of ``symbol`` as ``plan``'s mode sends it (thin, or Heavy's head and excerpt): from the plan's
+        retrieval, else from the code index; "" when neither knows the symbol."""
+        from ctxbench.planner.render import card_text
+
+        excerpts = self.config.planner.mode(plan.mode).excerpts if plan is not None else False
+        hit = self.card_hit(symbol, plan) if plan is not None else None
+        if hit is not None:
+            return card_text(hit, excerpts)
+        index = self.attached.index if self.attached is not None else None
+        card = index.cards.get(symbol) if index is not None else None
+        return card.render(with_excerpt=excerpts) if card is not None else ""
 
     def group(self, group_id: int) -> tuple[Message, ...]:
         return self.wb.messages.group(self.session_id, group_id)
@@ -317,7 +362,7 @@ class WorkbenchSession:
             shown.append(item_id)
         check_pin_target(wb, sid, item_id, index, shown=shown)
         content = ""
-        if item_id.startswith("card:") and plan is not None:
+        if item_id.startswith("card:"):  # the pin keeps the card's text: it is sent as pinned, whatever retrieval finds
             content = self.card_text(item_id[5:], plan)
         if item_id.startswith("path:"):  # a file the model suggested: pinned with its text
             body = self.attached.code.expand(item_id) if self.attached is not None else None
@@ -340,12 +385,20 @@ class WorkbenchSession:
                 return True
         return False
 
-    def drop(self, item_id: str) -> str:
-        """Leave an item out of the context; returns what was done, for the status line."""
+    def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
+        """Leave an item out of the context; returns what was done, for the status line. A turn is dropped whole:
+        when ``plan`` shows it as several items (atoms: a tool call with its result, a reply, ...), the note
+        says how many leave with it."""
         if item_id.startswith(("group:", "atom:")):
             gid = int(item_id.split(":")[1])
             self.wb.messages.drop(self.session_id, gid)
-            return f"dropped turn {gid}"
+            parts = [i for i in (plan.items if plan is not None else ())
+                     if i.id.startswith(("group:", "atom:")) and i.id.split(":")[1] == str(gid)]
+            sent = sum(1 for i in parts if i.included)
+            if len(parts) > 1:
+                return (f"dropped turn {gid} whole: all {len(parts)} of its items leave the context "
+                        f"({sent} of them were sent; /context restore {gid} brings them back)")
+            return f"dropped turn {gid} (/context restore {gid} brings it back)"
         if self.unpin(item_id):
             return f"unpinned {item_id}"
         if item_id.startswith("card:"):
@@ -361,12 +414,10 @@ class WorkbenchSession:
         self.wb.messages.group(self.session_id, group_id)  # raises for an unknown group
         self.wb.messages.remove(self.session_id, group_id)
 
-    def undo(self) -> int | None:
-        """Remove the last turn; its group id, or None when there is nothing to undo."""
-        return self.wb.messages.undo(self.session_id)
-
-    def has_state(self) -> bool:
-        return bool(self.wb.memory.state(self.session_id).strip())
+    def undo(self) -> tuple[int | None, str | None]:
+        """Remove the last turn: its group id (None when there is nothing to undo), and the ``### STATE`` now
+        current when undoing brought back the version stored before that turn (None: the state did not change)."""
+        return self.wb.undo(self.session_id)
 
     def accept(self, suggestion: Suggestion, plan: ContextPlan | None) -> Pin:
         from ctxbench.llm.suggestions import record_decision
@@ -439,14 +490,16 @@ class WorkbenchSession:
 
     # -- replay -------------------------------------------------------------------------------------------
     def replay(self, turn: int, settings: SessionSettings) -> ReplayPage:
-        """The plan user turn ``turn`` (1-based; past the end: the last) would get under ``settings``."""
+        """The plan user turn ``turn`` (1-based, dropped turns counted; past the end: the last) would get under
+        ``settings``, with the tool definitions a live call offers (so its meter is the live meter)."""
         from ctxbench.llm.replay import replay, user_turns
 
-        total = len(user_turns(self.wb.messages.history(self.session_id)))
+        total = len(user_turns(self.wb.messages.all(self.session_id)))
         if not total:
             return ReplayPage(0, None, "this session has no user turns yet")
         wanted = {name: getattr(settings, name) for name in ("mode", "budget", "strategy", "window_groups")}
-        step = next(replay(self.wb, self.session_id, only_turn=min(turn, total), **wanted), None)
+        step = next(replay(self.wb, self.session_id, only_turn=min(turn, total), tools_tokens=self.tools_tokens(),
+                           **wanted), None)
         return ReplayPage(total, step)
 
     def with_settings(self, **changes: object) -> SessionSettings:

@@ -24,7 +24,7 @@ class SettingsRules:
 
     def defaults(self) -> SessionSettings:
         p = self.config.planner
-        return SessionSettings(p.default_mode, p.default_budget, p.default_strategy, p.window_groups,
+        return SessionSettings(p.default_mode, self.config.default_budget_tokens(), p.default_strategy, p.window_groups,
                                p.provider_family)
 
     def merge(self, overrides: Mapping[str, Any]) -> SessionSettings:

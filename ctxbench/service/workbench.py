@@ -2,9 +2,9 @@
 
 A :class:`Workbench` opens its database on first use and exposes one repository per concern —
 ``sessions``, ``branches``, ``messages``, ``search``, ``pins``, ``memory``, ``activation``, ``plans``,
-``traces``, ``vectors``, ``proxy``, ``summaries``, ``tasks`` — each call on a connection the database lends to the calling thread, each
-write its own transaction unless the caller holds one: ``with wb.transaction(): …`` makes several
-repository calls commit or roll back together. Every method is safe from any thread.
+``traces``, ``vectors``, ``proxy``, ``summaries``, ``tasks``, ``capsules`` — each call on a connection the
+database lends to the calling thread, each write its own transaction unless the caller holds one:
+``with wb.transaction(): …`` makes several repository calls commit or roll back together. Every method is safe from any thread.
 
 What is more than storage lives here: a session's settings (the config defaults under its overrides,
 checked once by :mod:`ctxbench.service.settings`), importing a transcript as a new session, and the
@@ -36,6 +36,7 @@ from ctxbench.service.settings import SettingsRules
 from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
+from ctxbench.store.capsules import Capsules
 from ctxbench.store.compaction import Summaries, Tasks, active_summaries, open_task
 from ctxbench.store.database import Database
 from ctxbench.store.locks import FileLock
@@ -115,6 +116,7 @@ class Workbench:
         self.proxy = ProxyStore(self)
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
+        self.capsules = Capsules(self)
 
     # -- the unit of work ---------------------------------------------------------------------------
     @property
@@ -193,6 +195,21 @@ class Workbench:
         path = Path(repo).resolve() if repo is not None else self.repo
         return self.sessions.create(title, str(path) if path else None)
 
+    def undo(self, session_id: str) -> tuple[int | None, str | None]:
+        """Remove the last turn of the active branch and put back the ``### STATE`` stored before its first
+        message (the one that turn saw: what its reply, or anything after it, wrote is no longer current; the
+        versions stay in the state's history). Returns the removed group id (None: nothing to undo) and the
+        state now current when it changed (None: unchanged). One transaction."""
+        with self.transaction():
+            group_id = self.messages.undoable(session_id)
+            if group_id is None:
+                return None, None
+            started = min(m.created_at for m in self.messages.group(session_id, group_id))
+            before = self.memory.state(session_id)
+            self.messages.undo(session_id)
+            after = self.memory.restore_state_before(session_id, started)
+        return group_id, (after if after != before else None)
+
     # -- import -------------------------------------------------------------------------------------
     def parse_transcript(self, path: Path, format: str = "openai") -> Transcript:
         target = TRANSCRIPT_FORMATS.get(format)
@@ -237,6 +254,7 @@ class Workbench:
         retrieval: RetrievalSet | None = None,
         current_group: int | None = None,
         tools_tokens: int = 0,
+        dropped_current: bool = False,
         before_message: int | None = None,
         **overrides: Any,
     ) -> PlanInputs:
@@ -247,16 +265,18 @@ class Workbench:
         checked once. Without ``current_group`` the current turn is a pending user message holding
         ``query`` (id 0, not stored, in the group the next user message will get). With it, the stored
         messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
-        defaults to its user message. With ``before_message`` (a stored message id, as ``replay`` does) the plan is
-        the one that message got when it was sent: the history before it (its own turn left out), the message as
-        the current turn and ``query``. ``tools_tokens``: the tokens of the tool definitions the call offers; the
-        plan counts them against its budget.
+        defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
+        offers; the plan counts them against its budget. ``dropped_current``: the current group may be one the
+        user dropped since. With ``before_message`` (a stored message id, as ``replay`` does) the plan is the one
+        that message got when it was sent, whatever became of it later: the history before it (its own turn left
+        out), the message (active, as it was sent) as the current turn and ``query``.
         """
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
         with self.connection() as conn:  # one snapshot of the session for the whole read
-            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, before_message)
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current,
+                                       before_message)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         # the history comes masked from the history cache; the rest is masked here
@@ -360,16 +380,17 @@ class Workbench:
             return self.history_cache.branch_messages(conn, session_id, branch_id)
 
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
-                     current_group: int | None, before_message: int | None = None) -> PlanInputs:
+                     current_group: int | None, dropped_current: bool = False,
+                     before_message: int | None = None) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
         visible = self.history_cache.branch_messages(conn, session_id, branch_id)
         dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
         if before_message is not None:
-            at = bisect_left(visible, before_message, key=_MESSAGE_ID)
-            if at >= len(visible) or visible[at].id != before_message:
+            at = _position(visible, before_message)
+            if at is None:
                 raise UnknownGroup(f"message {before_message} is not on the active branch of {session_id}")
             first = self.history_cache.first_positions(conn, session_id, branch_id)
-            current: tuple[Message, ...] = (visible[at],)
+            current: tuple[Message, ...] = (dataclasses.replace(visible[at], status="active"),)  # as it was sent
             group = visible[at].group_id
             cut = at
             while cut > 0 and visible[cut - 1].group_id == group:
@@ -386,7 +407,7 @@ class Workbench:
             current = (pending,)
             history = visible
         else:
-            current, history = _split_turn(visible, current_group)
+            current, history = _split_turn(visible, current_group, dropped_current)
             if not current:
                 raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
             if query is None:
@@ -489,14 +510,23 @@ _GROUP_ID = attrgetter("group_id")
 _MESSAGE_ID = attrgetter("id")
 
 
-def _split_turn(visible: tuple[Message, ...], group_id: int) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
-    """(the active messages of turn ``group_id``, every other message) of a branch's view; a slice when the turn
-    is the latest one (the usual case)."""
+def _position(visible: tuple[Message, ...], message_id: int) -> int | None:
+    """Where message ``message_id`` is in a branch's view (ids grow along a view: a binary search, else a scan)."""
+    at = bisect_left(visible, message_id, key=_MESSAGE_ID)
+    if at < len(visible) and visible[at].id == message_id:
+        return at
+    return next((i for i, m in enumerate(visible) if m.id == message_id), None)
+
+
+def _split_turn(visible: tuple[Message, ...], group_id: int, dropped: bool = False
+                ) -> tuple[tuple[Message, ...], tuple[Message, ...]]:
+    """(the active messages of turn ``group_id`` — all of them with ``dropped`` — and every other message) of a
+    branch's view; a slice when the turn is the latest one (the usual case)."""
     start = len(visible)
     while start > 0 and visible[start - 1].group_id == group_id:
         start -= 1
     rest = visible[:start]
     if start == len(visible) or group_id in map(_GROUP_ID, rest):
-        return (tuple(m for m in visible if m.group_id == group_id and m.status == "active"),
+        return (tuple(m for m in visible if m.group_id == group_id and (dropped or m.status == "active")),
                 tuple(m for m in visible if m.group_id != group_id))
-    return tuple(m for m in visible[start:] if m.status == "active"), rest
+    return tuple(m for m in visible[start:] if dropped or m.status == "active"), rest

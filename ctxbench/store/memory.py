@@ -125,6 +125,15 @@ class Memory:
         with self._db.transaction() as conn:
             set_state_block(conn, session_id, session_store.active_branch(conn, session_id), content)
 
+    def restore_state_before(self, session_id: str, moment: str) -> str:
+        """Make the version that was current just before ``moment`` current again (a new version with its text;
+        none before it: no state); returns the state now current."""
+        with self._db.transaction() as conn:
+            branch_id = session_store.active_branch(conn, session_id)
+            before = state_before(conn, branch_id, moment)
+            set_state_block(conn, session_id, branch_id, before.content if before is not None else "")
+            return state_block(conn, branch_id)
+
     def state_history(self, session_id: str) -> tuple[StateVersion, ...]:
         with self._db.connection() as conn:
             return state_history(conn, session_store.active_branch(conn, session_id))

@@ -211,7 +211,7 @@ def _group_row(conn: sqlite3.Connection, session_id: str, group_id: int) -> sqli
         "SELECT * FROM message_groups WHERE session_id = ? AND group_id = ?", (session_id, group_id)
     ).fetchone()
     if row is None:
-        raise UnknownGroup(f"session {session_id} has no group {group_id}")
+        raise UnknownGroup(f"session {session_id} has no turn {group_id}")
     return row
 
 
@@ -310,7 +310,7 @@ class Messages:
             sessions.require_session(conn, session_id)
             found = group_messages(conn, session_id, group_id)
         if not found:
-            raise UnknownGroup(f"session {session_id} has no group {group_id}")
+            raise UnknownGroup(f"session {session_id} has no turn {group_id}")
         return found
 
     def group_ids(self, session_id: str) -> tuple[int, ...]:
@@ -399,13 +399,19 @@ class Messages:
             sessions.require_session(conn, session_id)
             delete_group(conn, session_id, group_id)
 
+    def undoable(self, session_id: str) -> int | None:
+        """The group :meth:`undo` would delete: the last one written on the active branch (None when the branch
+        has none of its own: undo never reaches across a fork into the parent's turns)."""
+        with self._db.connection() as conn:
+            branch_id = sessions.active_branch(conn, session_id)
+            for group_id in reversed(branch_group_ids(conn, session_id, branch_id)):
+                return group_id if group_branch(conn, session_id, group_id) == branch_id else None
+            return None
+
     def undo(self, session_id: str) -> int | None:
         """Delete the last group written on the active branch; returns its id (None: nothing to undo)."""
         with self._db.transaction() as conn:
-            branch_id = sessions.active_branch(conn, session_id)
-            for group_id in reversed(branch_group_ids(conn, session_id, branch_id)):
-                if group_branch(conn, session_id, group_id) != branch_id:
-                    return None  # the rest belongs to the parent branch; undo never reaches across a fork
+            group_id = self.undoable(session_id)
+            if group_id is not None:
                 delete_group(conn, session_id, group_id)
-                return group_id
-            return None
+            return group_id

@@ -41,6 +41,8 @@ MIGRATIONS = (
 _SQL_PARAMS = 500  # hashes per IN (...) query
 # what a turn's model key holds (``retrieval.history_vectors.cache_key``): those rows are not card vectors
 TURN_KEY_MARK = "|turn-"
+# what a capsule's model key holds (``retrieval.capsules.vector_key``): those rows are not card vectors either
+CAPSULE_KEY_MARK = "|capsule-"
 
 
 def ensure_schema(conn: sqlite3.Connection) -> None:
@@ -81,13 +83,13 @@ def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]
 
 def prune_card_vectors(conn: sqlite3.Connection) -> int:
     """Delete the cached card vectors no card of any repository indexed here has any more (a card whose
-    text changed left its old vector behind); turn vectors are kept. Returns how many were deleted."""
+    text changed left its old vector behind); turn and capsule vectors are kept. Returns how many were deleted."""
     ensure_schema(conn)
     with transaction(conn):
         try:
             cursor = conn.execute(
-                "DELETE FROM card_vectors WHERE instr(model, ?) = 0 "
-                "AND card_hash NOT IN (SELECT card_hash FROM code_cards)", (TURN_KEY_MARK,))
+                "DELETE FROM card_vectors WHERE instr(model, ?) = 0 AND instr(model, ?) = 0 "
+                "AND card_hash NOT IN (SELECT card_hash FROM code_cards)", (TURN_KEY_MARK, CAPSULE_KEY_MARK))
         except sqlite3.OperationalError:  # no code index in this database
             return 0
         return cursor.rowcount

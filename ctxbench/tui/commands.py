@@ -32,7 +32,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("context rebuild", "", "ask the model to write the ### STATE afresh from the current window"),
     SlashCommand("context drop", "GID", "drop turn GID from the context (kept; /context restore GID brings it back)"),
     SlashCommand("context", "", "open the context overlay"),
-    SlashCommand("undo", "", "remove the last turn (and rebuild the ### STATE if there is one)"),
+    SlashCommand("undo", "", "remove the last turn; the ### STATE goes back to the version before it"),
     SlashCommand("message list", "", "list the session's turns"),
     SlashCommand("message show", "GID", "show every message of turn GID"),
     SlashCommand("message remove", "GID", "delete turn GID from the session for good"),

@@ -79,6 +79,8 @@ class TurnHost(Protocol):
 
     async def show_plan(self, view: PlanView) -> None: ...
 
+    def give_back(self, text: str) -> None: ...  # a message that was not sent, back into the input
+
     def request_plan(self) -> None: ...
 
 

@@ -2,8 +2,25 @@
 from __future__ import annotations
 
 
-def message_listing(messages, limit: int = 0) -> str:
-    """``/message list``: one line per turn with its status, size and first words."""
+def window_status(messages, plan) -> str:
+    """Where a turn stands in the current plan: ``in`` (every message sent), ``part`` (some, e.g. single messages
+    picked, an old tool result left out), ``out`` (none), ``summary`` (a summary stands in for it), ``dropped``
+    (by the user); ``?`` before the first plan."""
+    if any(m.status == "dropped" for m in messages):
+        return "dropped"
+    if plan is None:
+        return "?"
+    ids = {m.id for m in messages}
+    sent = {mid for item in plan.included for mid in item.message_ids} & ids
+    if sent:
+        return "in" if sent == ids else "part"
+    summarised = any(not i.included and i.reason == "summarised" and ids & set(i.message_ids) for i in plan.items)
+    return "summary" if summarised else "out"
+
+
+def message_listing(messages, limit: int = 0, plan=None) -> str:
+    """``/message list``: one line per turn with where it stands in the current plan (``window_status``), its
+    size and first words."""
     groups: dict[int, list] = {}
     for m in messages:
         groups.setdefault(m.group_id, []).append(m)
@@ -12,7 +29,7 @@ def message_listing(messages, limit: int = 0) -> str:
         items = items[-limit:]
     lines = []
     for gid, ms in items:
-        status = "dropped" if any(m.status == "dropped" for m in ms) else "active"
+        status = window_status(ms, plan)
         tokens = sum(m.tokens for m in ms)
         first = next((m for m in ms if m.role in ("user", "system")), ms[0])
         words = " ".join(first.content.split())[:70]

@@ -61,11 +61,10 @@ class ActionDone(Message):
     """An engine action (pin, drop, undo, …) finished: its note for the user, and the new history when it
     changed the session's messages."""
 
-    def __init__(self, note: str | None, history: SessionSnapshot | None = None, *, rebuild_state: bool = False) -> None:
+    def __init__(self, note: str | None, history: SessionSnapshot | None = None) -> None:
         super().__init__()
         self.note = note
         self.history = history
-        self.rebuild_state = rebuild_state  # the action asks for the ### STATE to be rebuilt afterwards
 
 
 class Notice(Message):

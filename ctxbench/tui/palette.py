@@ -45,7 +45,7 @@ PALETTE_ENTRIES: tuple[tuple[str, str, str], ...] = (
     ("Budget: 32,000 tokens", "", "/budget 32000"),
     *((f"Strategy: {name}", STRATEGY_HELP.get(name, ""), f"/strategy {name}") for name in STRATEGIES),
     ("Benchmarks: the last results", "recall per strategy and budget, plan time, speed targets", "/bench"),
-    ("Undo", "remove the last turn (and rebuild the ### STATE)", "/undo"),
+    ("Undo", "remove the last turn (the ### STATE goes back to the one before it)", "/undo"),
     ("Messages: list the turns", "", "/message list"),
     ("Pins: list", "", "/pin list"),
     ("Help: slash commands", "", "/help"),

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable
 
-from ctxbench.config import DEFAULT_MODES, TruncationConfig
+from ctxbench.config import DEFAULT_MODES
+from ctxbench.records.turns import cost_text, turn_cost
 
 METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
 # sections a proxied request's plan has beyond those (shown when they hold tokens)
@@ -125,42 +125,6 @@ def attachment_for(plan) -> Attachment:
     return Attachment(tokens, plan.mode, tuple(parts), bool(plan.over_budget))
 
 
-@dataclass(frozen=True)
-class Tier:
-    limit: int
-    name: str  # active_recent | active_older | inactive
-
-
-def truncation_tiers(tool_results: Iterable[tuple[int, int]], active_group: int,
-                     cfg: TruncationConfig) -> dict[int, Tier]:
-    """Tier of each tool result, given ``(message_id, group_id)`` in chronological order.
-
-    The newest ``active_recent_count`` results of the active group keep up to
-    ``active_recent_chars``, older ones in the active group ``active_older_chars``, results in
-    other groups ``inactive_chars`` (seed 001).
-    """
-    items = list(tool_results)
-    tiers: dict[int, Tier] = {}
-    active = [mid for mid, gid in items if gid == active_group]
-    recent = set(active[-cfg.active_recent_count:]) if cfg.active_recent_count > 0 else set()
-    for mid, gid in items:
-        if gid != active_group:
-            tiers[mid] = Tier(cfg.inactive_chars, "inactive")
-        elif mid in recent:
-            tiers[mid] = Tier(cfg.active_recent_chars, "active_recent")
-        else:
-            tiers[mid] = Tier(cfg.active_older_chars, "active_older")
-    return tiers
-
-
-def tier_note(length: int, tier: Tier | None) -> str:
-    if tier is None:
-        return f"{tok(length)} chars"
-    if length > tier.limit:
-        return f"{tok(length)} chars · truncated to {tok(tier.limit)} in context ({tier.name} tier)"
-    return f"{tok(length)} chars · {tier.name} tier (≤{tok(tier.limit)})"
-
-
 def one_line(text: str, width: int = 80) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: max(0, width - 1)] + "…"
@@ -208,13 +172,21 @@ def usage_text(checks) -> tuple[str, bool]:
         return "", False
     last = checks[-1]
     bad = next((c for c in reversed(checks) if c.mismatch), None)
+    cost = turn_cost(checks)
     calls = f" · {len(checks)} calls" if len(checks) > 1 else ""
+    calls += f" · {cost_text(cost)}" if cost is not None else ""  # only where the model's price is known
     model = f" · {last.model}" if last.model else ""
     if bad is not None:
         return f"⚠ {bad.badge} — estimate off by more than the threshold{calls}{model}", True
     if last.reported is None:
         return f"est {tok(last.estimated)} prompt tok · no usage reported{calls}{model}", False
     return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{calls}{model}", False
+
+
+def over_budget_notice(plan) -> str:
+    """What the workbench says when a plan's mandatory items alone exceed its budget: such a turn is refused."""
+    return (f"{plan.over_budget_reason}. A message is not sent until the budget is at least "
+            f"{tok(plan.used_tokens)} (/budget N).")
 
 
 def model_label(llm) -> str:

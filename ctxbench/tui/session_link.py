@@ -12,7 +12,6 @@ the host. Nothing here touches a widget.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Callable
 
 from textual.dom import DOMNode
@@ -30,15 +29,18 @@ if TYPE_CHECKING:  # the engine loads in the first worker, never before the firs
 
 
 
-@dataclass(frozen=True)
-class ActionOutcome:
-    """What an action says to the user, and whether the ``### STATE`` should be rebuilt afterwards."""
-
-    note: str | None
-    rebuild_state: bool = False
+Action = Callable[["WorkbenchSession"], "str | None"]  # what the action says to the user
 
 
-Action = Callable[["WorkbenchSession"], "str | ActionOutcome | None"]
+def problem(exc: BaseException) -> str:
+    """An engine error in the user's words: what the refusal says (a bad argument, something that is not
+    there), the file and the reason for a file that cannot be used; only an unexpected error (a bug) keeps its
+    type name."""
+    if isinstance(exc, (ValueError, LookupError)):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"cannot use {exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    return f"{type(exc).__name__}: {exc}"
 
 
 class SessionLink:
@@ -70,14 +72,14 @@ class SessionLink:
         try:
             snapshot = session.open()
         except Exception as exc:  # noqa: BLE001 - shown in the status line; nothing else can run
-            self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {exc}", "error")))
+            self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {problem(exc)}", "error")))
             return
         self.session = session
         self._post(msg.SessionLoaded(snapshot))
         try:
             self._post(msg.PlanReady(session.plan()))
         except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
-            self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+            self._post(msg.PlanFailed(problem(exc)))
         session.settle()  # the history and the planner's caches now live as long as the app
         try:
             session.attach_repository(lambda progress: self._post(msg.StatusChanged(progress)),
@@ -85,7 +87,7 @@ class SessionLink:
                                       on_semantic_ready=lambda: self._post(msg.RetrievalReady(True)))
             session.settle()  # the code index and vectors are long-lived too
         except Exception as exc:  # noqa: BLE001 - shown in the status line; plans go on without cards
-            self._post(msg.StatusChanged(Progress("index", f"indexing failed: {type(exc).__name__}: {exc}",
+            self._post(msg.StatusChanged(Progress("index", f"indexing failed: {problem(exc)}",
                                                   "error")))
 
     def close(self) -> None:
@@ -108,7 +110,7 @@ class SessionLink:
                 view = session.plan(draft, settings)
             except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
                 if not worker.is_cancelled:
-                    self._post(msg.PlanFailed(f"{type(exc).__name__}: {exc}"))
+                    self._post(msg.PlanFailed(problem(exc)))
                 return
             if not worker.is_cancelled:  # a newer request is planning: this plan is stale
                 self._post(msg.PlanReady(view))
@@ -131,17 +133,12 @@ class SessionLink:
         def work() -> None:
             try:
                 said = action(session)
-                outcome = said if isinstance(said, ActionOutcome) else ActionOutcome(said)
                 snapshot = session.snapshot() if history else None
-            except (ValueError, LookupError) as exc:
-                self._post(msg.Notice(str(exc), "error"))
-                self._post(msg.ActionDone(None))
-                return
             except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
-                self._post(msg.Notice(f"{type(exc).__name__}: {exc}", "error"))
+                self._post(msg.Notice(problem(exc), "error"))
                 self._post(msg.ActionDone(None))
                 return
-            self._post(msg.ActionDone(outcome.note, snapshot, rebuild_state=outcome.rebuild_state))
+            self._post(msg.ActionDone(said, snapshot))
 
         self.host.run_worker(work, thread=True, group="action", name="action", exit_on_error=False)
 
@@ -155,7 +152,7 @@ class SessionLink:
             try:
                 self._post(reader(session))
             except Exception as exc:  # noqa: BLE001 - shown to the user
-                self._post(msg.Notice(str(exc), "error"))
+                self._post(msg.Notice(problem(exc), "error"))
 
         self.host.run_worker(work, thread=True, group="view", name="read", exit_on_error=False)
 

@@ -20,7 +20,6 @@ from ctxbench.tui.commands import (
     parse,
     pin_target,
 )
-from ctxbench.tui.session_link import ActionOutcome
 from ctxbench.tui.slash_base import HANDLERS, SlashBase, handles
 from ctxbench.tui.slash_compact import CompactCommands
 from ctxbench.tui.slash_timeline import TimelineCommands
@@ -74,7 +73,8 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
     def context_drop(self, args: tuple[str, ...]) -> None:
         gid = int_arg(args, "turn id (GID)")
         self._need_session()
-        self.host.link.act(lambda s: s.drop(f"group:{gid}"), history=True)
+        plan = self._plan()
+        self.host.link.act(lambda s: s.drop(f"group:{gid}", plan), history=True)
 
     @handles("context restore")
     def context_restore(self, args: tuple[str, ...]) -> None:
@@ -91,13 +91,16 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
         self._need_session()
         self._not_while_replying()
 
-        def undo(session: WorkbenchSession) -> ActionOutcome:
-            gid = session.undo()
+        def undo(session: WorkbenchSession) -> str:
+            gid, state = session.undo()
             if gid is None:
-                return ActionOutcome("nothing to undo")
-            if session.has_state():  # seed 001: the state came from replies that may be gone; the model rewrites it
-                return ActionOutcome(f"removed the last turn ({gid}); rebuilding the state", rebuild_state=True)
-            return ActionOutcome(f"removed the last turn ({gid})")
+                return "nothing to undo"
+            if state is None:
+                return f"removed the last turn ({gid})"
+            # the stored STATE that turn saw is current again: no model call rewrites it
+            if state.strip():
+                return f"removed the last turn ({gid}); the ### STATE is back to the version before it"
+            return f"removed the last turn ({gid}); it wrote the first ### STATE, so there is none now"
 
         self.host.link.act(undo, history=True)
 
@@ -106,8 +109,10 @@ class SlashController(TimelineCommands, CompactCommands, SlashBase):
         from ctxbench.tui.listings import message_listing
 
         limit = int_arg(args, "number of turns") if args else 0
-        self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit),
-                   "GID · status · messages · tokens · first words — /message show GID", wrap=False)
+        plan = self._plan()
+        where = f"in / part / out of the window of {plan.plan_id}" if plan is not None else "status"
+        self._read("Turns of this session", lambda s: message_listing(s.all_messages(), limit, plan),
+                   f"GID · {where} · messages · tokens · first words — /message show GID", wrap=False)
 
     @handles("message show")
     def message_show(self, args: tuple[str, ...]) -> None:

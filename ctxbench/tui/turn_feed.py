@@ -38,6 +38,7 @@ class TurnState:
     """What one turn has shown so far."""
 
     rebuild: bool = False  # a /context rebuild, not a turn of the history
+    text: str = ""  # what the user sent
     reply: Message | None = None  # the last stored assistant message
     error: str = ""
     cancelled: bool = False
@@ -70,7 +71,7 @@ class TurnFeed:
         if self._busy():
             return
         local = next(self._local)
-        self._turns[local] = TurnState()
+        self._turns[local] = TurnState(text=text)
         await self.host.chat.add_pending_turn(local, text)
         self.host.link.run_turn(local, text)
 
@@ -120,6 +121,8 @@ class TurnFeed:
                 self.state_block = event.state_block
             case TurnFailed():
                 turn.error = event.reason
+                if event.kind == "over_budget":  # refused before anything was sent: the text is the user's again
+                    self.host.give_back(turn.text)
             case TurnCancelled():
                 turn.cancelled = True
             case TurnFinished():

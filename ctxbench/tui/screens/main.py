@@ -55,6 +55,7 @@ class MainScreen(Screen[None]):
         self.branch = ""  # the active branch's name
         self.task_name = ""  # the open task's name
         self._warned = False  # the auto-compact warning was announced (again once it clears and comes back)
+        self._over = False  # the plan's mandatory items exceed the budget (announced when it starts)
         self._preview_timer: Timer | None = None
         self._draft = ""
 
@@ -164,6 +165,10 @@ class MainScreen(Screen[None]):
             self._warned = bool(view.compact_warning)
             if self._warned:
                 self.notify(view.compact_warning, title="auto-compact", severity="warning")
+        if view.plan.over_budget != self._over:
+            self._over = view.plan.over_budget
+            if self._over:  # a message would be refused: say so now, not only when it is sent
+                self.notify(present.over_budget_notice(view.plan), title="over budget", severity="warning")
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
         self.screens.show_view(view)
@@ -189,8 +194,6 @@ class MainScreen(Screen[None]):
             self._take(message.history)  # a fork or a switch brings the branch's own settings
             await self.chat.show_history(message.history.history, message.history.dropped)
         self.request_plan()
-        if message.rebuild_state:
-            await self.feed.rebuild_state()
 
     # -- settings -----------------------------------------------------------------------------------------
     def change_settings(self, **changes: Any) -> None:
@@ -211,7 +214,7 @@ class MainScreen(Screen[None]):
 
     def action_budget_step(self, direction: int) -> None:
         step = self.config.ui.budget_step
-        current = self.settings.budget if self.settings is not None else self.config.planner.default_budget
+        current = self.settings.budget if self.settings is not None else self.config.default_budget_tokens()
         self.change_settings(budget=max(step, current + direction * step))
 
     # -- screens on top -----------------------------------------------------------------------------------
@@ -275,6 +278,11 @@ class MainScreen(Screen[None]):
     def request_rebuild(self) -> None:
         """``/context rebuild`` from a command: start it once the current message is handled."""
         self.call_later(self.feed.rebuild_state)
+
+    def give_back(self, text: str) -> None:
+        """A message that was not sent goes back into the input (unless something was typed since)."""
+        if not self.prompt.value:
+            self.prompt.value = text
 
     @on(msg.TurnProgress)
     async def _turn_progress(self, message: msg.TurnProgress) -> None:

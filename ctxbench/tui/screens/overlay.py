@@ -42,6 +42,11 @@ FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
 
 
+def cell(text: str, style: str) -> Text:
+    """A cell cut with "…" where its column ends (never silently)."""
+    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
+
+
 class FilterInput(Input, inherit_bindings=False):
     """The overlay's filter: plain editing keys only, so the overlay's ctrl keys are free for actions."""
 
@@ -136,23 +141,23 @@ class ContextOverlay(ModalScreen[None]):
 
     def _cells(self, row: OverlayRow) -> list[Text]:
         w = self._widths
-        dim = "dim" if row.kind in ("excluded", "suggestion") else ""
+        dim = "dim" if row.muted else ""
         if row.item is not None:
             i = row.item
             badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(row.pin, "")
             section = i.section if w["section"] >= 9 else SECTION_SHORT.get(i.section, i.section[:4])
             reason = i.reason
             kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
-            return [Text(badge, style=dim or "bold"), Text(section, style=dim), Text(kind, style=dim),
+            return [Text(badge, style=dim or "bold"), cell(section, dim), cell(kind, dim),
                     fit_label(i.label, w["label"], dim),
                     Text(tok(i.tokens), style=dim, justify="right"),
-                    Text(reason, style=dim if i.included else "dim italic"),
+                    cell(reason, dim if i.included else "dim italic"),
                     Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
         s = row.suggestion
         assert s is not None
         return [Text(SUGGESTED_BADGE[1] if w["pin"] < 3 else SUGGESTED_BADGE[0], style="dim"), Text("", style="dim"),
-                Text("suggested", style="dim"), fit_label(s.label, w["label"], "dim"),
-                Text("", style="dim"), Text(s.why, style="dim italic", no_wrap=True, overflow="ellipsis"),
+                cell("suggested", "dim"), fit_label(s.label, w["label"], "dim"),
+                Text("", style="dim"), cell(s.why, "dim italic"),
                 Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
 
     def _fill(self) -> None:

@@ -29,7 +29,7 @@ def overlay_action(action: str, row: OverlayRow, plan: ContextPlan | None, **kwa
         if action == "unpin":
             return f"unpinned {target}" if session.unpin(target) else f"{target} was not pinned"
         if action == "drop":
-            return session.drop(target)
+            return session.drop(target, plan)
         if action == "accept" and suggestion is not None:
             return f"accepted suggestion: {target} pinned sticky ({session.accept(suggestion, plan).id})"
         if action == "reject" and suggestion is not None:

@@ -31,6 +31,13 @@ class OverlayRow:
     text: str = ""  # divider text
 
     @property
+    def muted(self) -> bool:
+        """Shown dimmed: excluded items, suggestions, and stale capsules (their summary may no longer be true)."""
+        if self.kind in ("excluded", "suggestion"):
+            return True
+        return self.item is not None and self.item.kind == "capsule" and self.item.detail.startswith("stale")
+
+    @property
     def target(self) -> str:
         if self.item is not None:
             return self.item.id

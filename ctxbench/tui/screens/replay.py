@@ -184,7 +184,8 @@ class ReplayScreen(ModalScreen[None]):
             dim = "" if item.included else "dim"
             section = SECTION_SHORT.get(item.section, item.section[:4]) if short else item.section
             kind = KIND_SHORT.get(item.kind, item.kind) if short else item.kind
-            table.add_row(Text(section, style=dim), Text(kind, style=dim),
+            table.add_row(Text(section, style=dim, no_wrap=True, overflow="ellipsis"),
+                          Text(kind, style=dim, no_wrap=True, overflow="ellipsis"),
                           Text(item.label, style=dim, no_wrap=True, overflow="ellipsis"),
                           Text(tok(item.tokens), style=dim, justify="right"),
                           Text(item.reason, style=dim or "", no_wrap=True, overflow="ellipsis"))
@@ -195,6 +196,8 @@ class ReplayScreen(ModalScreen[None]):
         bits = [f"Replay · {where}"]
         if self.step is not None and self.step.turn == self.turn and not planning:
             bits.append(f"group {self.step.group_id}")
+            if self.step.user_message.status == "dropped":
+                bits.append("dropped since")
             plan = self.step.plan
             bits += [mode_label(plan.mode), plan.strategy]
         else:

@@ -10,14 +10,8 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 
 from ctxbench.records.state import is_state_heading
-from ctxbench.tui.present import (
-    Tier,
-    one_line,
-    split_state,
-    state_line_parts,
-    tier_note,
-    usage_text,
-)
+from ctxbench.tui.present import one_line, split_state, state_line_parts, usage_text
+from ctxbench.tui.tiers import Tier, tier_note
 
 
 class UserBubble(Static):

@@ -8,7 +8,7 @@ from textual.containers import VerticalScroll
 from textual.widgets import Button
 
 from ctxbench.config import TruncationConfig
-from ctxbench.tui.present import Tier, truncation_tiers
+from ctxbench.tui.tiers import Tier, truncation_tiers
 from ctxbench.tui.widgets.bubbles import (
     CANCELLED_EARLY,
     AssistantBubble,
