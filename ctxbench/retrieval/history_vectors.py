@@ -6,7 +6,13 @@ uses. Vectors are cached in the card vector cache (``retrieval/vectors.py``) key
 sequence length and the text version, so a turn is embedded once per model and an edited turn is
 embedded again. The query is embedded the same way and compared with every turn by cosine
 similarity; the most similar turns above ``min_similarity`` (at most ``candidates``, 0 = all) are the
-ranking ``PlanInputs.semantic_ranking`` carries.
+ranking ``PlanInputs.semantic_ranking`` carries (a :class:`~ctxbench.records.scored.ScoredIds`).
+
+The fused strategy compares single messages the same way (:class:`MessageVectors`). Both keep, between plans,
+each history's texts and hashes and the stacked matrix of its vectors, extended when turns are added, so an
+append-only history embeds and stacks only its new turns; a plan embeds at most ``fused.embed_per_plan``
+missing texts itself (newest first), and :meth:`_HistoryVectors.warm` embeds the rest in chunks, each saved
+to the cache as it is made, reporting ``progress(done, total)``.
 
 The work is split so a caller holding a lock over its database connection only needs it for the
 cache reads and writes (:class:`VectorCache`), not for the encoding.
@@ -16,13 +22,13 @@ from __future__ import annotations
 import hashlib
 import threading
 from dataclasses import dataclass
-from itertools import repeat
 from typing import Iterable, Mapping, Protocol, Sequence
 
 import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
+from ctxbench.records.scored import ScoredIds
 from ctxbench.store.vectors import TURN_KEY_MARK
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
@@ -308,12 +314,12 @@ class _HistoryVectors:
                     absent = [r for r in absent if (key, r[2]) not in self._memory]
                 memory = self._memory
                 ready = [r for r in rows if (key, r[2]) in memory]
-                units.ready = (key, [r[0] for r in ready], tuple(r[2] for r in ready))
+                units.ready = (key, np.array([r[0] for r in ready], dtype=np.int64), tuple(r[2] for r in ready))
                 units.counts = (len(rows), embedded, len(absent))
             _key, ids, hashes = units.ready
             stats = MessageRankingStats(units.counts[0], embedded, units.counts[2])
-            if not ids:
-                return [], np.zeros(0, dtype=np.float32), stats
+            if not len(ids):
+                return ids, np.zeros(0, dtype=np.float32), stats
             matrix = self.matrix(units, key, hashes)
         query_vector = embedder.encode([query], max_seq_length=config.embed_max_seq_length)[0]
         return ids, matrix @ np.asarray(query_vector, dtype=np.float32), stats
@@ -347,11 +353,13 @@ class MessageVectors(_HistoryVectors):
 
     def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,  # type: ignore[override]
                    config: SemanticHistoryConfig, *, embed_limit: int | None, skip_groups: Iterable[int] = ()
-                   ) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
+                   ) -> tuple[ScoredIds | tuple[()], MessageRankingStats]:
         """(message id, cosine with ``query``) of every message that has a vector, in history order."""
         ids, sims, stats = super().similarity(history, query, embedder, cache, config, embed_limit=embed_limit,
                                               skip_groups=skip_groups)
-        return tuple(zip(ids, map(round, sims.tolist(), repeat(6)))), stats
+        if not len(ids):
+            return (), stats
+        return ScoredIds.from_buffers(ids, rounded(sims)), stats
 
 
 class TurnVectors(_HistoryVectors):
@@ -365,19 +373,27 @@ class TurnVectors(_HistoryVectors):
 
     def ranking(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
                 config: SemanticHistoryConfig, *, embed_limit: int | None, skip_groups: Iterable[int] = ()
-                ) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
+                ) -> tuple[ScoredIds | tuple[()], MessageRankingStats]:
         """(group id, cosine similarity) of the turns most similar to ``query`` above ``min_similarity``, most
         similar first (ties: the newer turn), ``candidates`` at most (0: all)."""
         if not query.strip():
             return (), MessageRankingStats(0, 0, 0)
         ids, sims, stats = self.similarity(history, query, embedder, cache, config, embed_limit=embed_limit,
                                            skip_groups=skip_groups)
-        if not ids:
+        if not len(ids):
             return (), stats
         keep = sims.astype(np.float64) >= config.min_similarity
-        gids = np.array(ids, dtype=np.int64)[keep]
-        rounded = np.array(list(map(round, sims[keep].tolist(), repeat(6))), dtype=np.float64)
-        order = np.lexsort((-gids, -rounded))
+        gids = ids[keep]
+        values = rounded(sims[keep])
+        order = np.lexsort((-gids, -values))
         if config.candidates > 0:
             order = order[: config.candidates]
-        return tuple(zip(gids[order].tolist(), rounded[order].tolist())), stats
+        if not len(order):
+            return (), stats
+        return ScoredIds.from_buffers(np.ascontiguousarray(gids[order]), np.ascontiguousarray(values[order])), stats
+
+
+def rounded(similarities: np.ndarray) -> np.ndarray:
+    """Cosine similarities as float64 rounded to 6 decimals (what plans see and their PlanId hashes: the last bits
+    of a float32 product are not worth a different plan)."""
+    return np.round(similarities.astype(np.float64), 6)

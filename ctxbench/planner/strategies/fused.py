@@ -35,6 +35,7 @@ import re
 from itertools import chain
 from datetime import datetime
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 
@@ -42,9 +43,12 @@ from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.records.scored import ScoredIds
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
+EPISODES_ONE_BY_ONE = 256  # up to this many episodes, each one's best atoms are found on its own
+FILL_BLOCK = 512  # atoms checked against the budget at once while filling (those that cannot fit are skipped in bulk)
 SPEAKER_LABEL = re.compile(r"^\s*(?:\[[^\]\n]{1,80}\]\s*)?([A-Z][\w'.-]{0,30}(?: [A-Z][\w'.-]{0,30}){0,2}):\s")
 
 
@@ -126,6 +130,7 @@ class _Units:
         self.n = len(gis)
         self.gi, self.ai = gis, ais
         self.tokens = tokens
+        self.token_array = np.array(tokens, dtype=np.int64)
         self.calls = calls
         self.rules = np.array(rules, dtype=bool)
         self.times = times
@@ -138,16 +143,30 @@ class _Units:
         order = np.argsort(ids, kind="stable")
         self.message_ids, self.message_units = ids[order], np.array(message_units, dtype=np.int64)[order]
         self._episodes: dict[float, tuple[np.ndarray, int]] = {}
+        self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
 
-    def per_unit(self, pairs: tuple[tuple[int, float], ...], fill: float) -> np.ndarray:
+    def _units_of(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(unit, value) of the ``ids`` that are messages of a unit. The last few id lists looked up are kept: the
+        similarity list of a history has the same ids plan after plan."""
+        for known, units, found in self._looked_up:
+            if len(known) == len(ids) and np.array_equal(known, ids):
+                return units, values[found]
+        at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
+        found = self.message_ids[at] == ids
+        units = self.message_units[at[found]]
+        self._looked_up = [(ids.copy(), units, found)] + self._looked_up[:1]
+        return units, values[found]
+
+    def per_unit(self, pairs: Sequence[tuple[int, float]], fill: float) -> np.ndarray:
         """The best value per unit of (message id, value) ``pairs`` (``fill`` where none of its messages has one)."""
         out = np.full(self.n, -np.inf)
         if pairs and len(self.message_ids):
-            flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
-            ids, values = flat[0::2].astype(np.int64), flat[1::2]
-            at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
-            found = self.message_ids[at] == ids
-            np.maximum.at(out, self.message_units[at[found]], values[found])
+            if isinstance(pairs, ScoredIds):  # the arrays as they are, no pair made
+                ids, values = np.frombuffer(pairs.ids, dtype=np.int64), np.frombuffer(pairs.scores, dtype=np.float64)
+            else:
+                flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
+                ids, values = flat[0::2].astype(np.int64), flat[1::2]
+            np.maximum.at(out, *self._units_of(ids, values))
         out[np.isneginf(out)] = fill
         return out
 
@@ -227,6 +246,19 @@ def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.
     """Per atom: the mean of the best ``episode_top`` bases of its episode (runs of turns without a long pause),
     summed best first as ``numpy.mean`` sums so few values."""
     episode, count = units.episodes(config.episode_gap_hours)
+    top = config.episode_top
+    if count <= EPISODES_ONE_BY_ONE:  # episodes are runs of atoms: each one's best few, without sorting them all
+        bounds = np.searchsorted(episode, np.arange(count + 1))
+        means = np.zeros(count)
+        for e in range(count):
+            part = base[bounds[e]:bounds[e + 1]]
+            if len(part) > top:
+                part = np.partition(part, len(part) - top)[len(part) - top:]
+            total = 0.0
+            for value in sorted(part.tolist(), reverse=True):  # summed best first, as below
+                total += value
+            means[e] = total / len(part) if len(part) else 0.0
+        return means[episode]
     order = np.lexsort((-base, episode))  # by episode, best base first
     ordered = episode[order]
     starts = np.searchsorted(ordered, np.arange(count))
@@ -245,10 +277,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     groups = selection.groups
     history_budget = budget.remaining
     n = units.n
-    order = np.lexsort((-np.arange(n), -score))  # best first; ties: the newer atom
-    rank_of = np.empty(n, dtype=np.int64)
-    rank_of[order] = np.arange(1, n + 1)
-    _explain(selection, units, score, rank_of, by_recency)
+    order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
+    _explain(selection, units, score, order, by_recency)
 
     # 1. continuity: the latest turns
     latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
@@ -258,7 +288,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
 
     # 2. standing instructions, best first
     share = budget.child(int(history_budget * config.instruction_share))
-    for u in order[units.rules[order]].tolist():
+    rules = np.flatnonzero(units.rules)
+    for u in rules[np.lexsort((-rules, -score[rules]))].tolist():
         gi, ai = units.gi[u], units.ai[u]
         selection.include_atom(gi, ai, share, "standing_instruction",
                                f"standing instruction given in turn {groups[gi].group_id}: it still holds",
@@ -266,26 +297,43 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
     smallest, tokens, calls, gis, ais = units.smallest, units.tokens, units.calls, units.gi, units.ai
-    for rank, u in enumerate(order.tolist(), 1):
+    ordered_tokens = units.token_array[order]
+    for start in range(0, n, FILL_BLOCK):
         remaining = budget.remaining
         if remaining < smallest:
             break  # nothing fits any more: the rest say so when read
-        if tokens[u] > remaining:
-            continue
-        gi, ai = gis[u], ais[u]
-        if selection.is_included(gi, ai):
-            continue
-        if by_recency:
-            reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
-        else:
-            reason, why = ("keyword_match" if kw[u] > 0 else "semantic_match"), f"rank {rank} of {n}, score {score[u]:.3f}"
-        selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
+        # the atoms of this block that fit what is left now (the budget only shrinks: the others never will)
+        for j in np.flatnonzero(ordered_tokens[start:start + FILL_BLOCK] <= remaining).tolist():
+            rank = start + j + 1
+            u = int(order[rank - 1])
+            remaining = budget.remaining
+            if remaining < smallest:
+                break
+            if tokens[u] > remaining:
+                continue
+            gi, ai = gis[u], ais[u]
+            if selection.is_included(gi, ai):
+                continue
+            if by_recency:
+                reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
+            else:
+                reason, why = (("keyword_match" if kw[u] > 0 else "semantic_match"),
+                               f"rank {rank} of {n}, score {score[u]:.3f}")
+            selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
 
 
-def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, rank_of: np.ndarray,
+def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, order: np.ndarray,
              by_recency: bool) -> None:
     """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
     n = units.n
+    ranks: list[np.ndarray] = []
+
+    def rank_of() -> np.ndarray:
+        if not ranks:
+            out = np.empty(n, dtype=np.int64)
+            out[order] = np.arange(1, n + 1)
+            ranks.append(out)
+        return ranks[0]
 
     def scores(gi: int) -> dict[int, float] | None:
         own = units.per_group.get(gi)
@@ -301,7 +349,7 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, rank
         for ai, u in enumerate(own):
             if u < 0 or selection.is_included(gi, ai):
                 continue
-            rank = int(rank_of[u])
+            rank = int(rank_of()[u])
             why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency
                    else f"rank {rank} of {n}, score {score[u]:.3f}")
             out[ai] = why + ": the budget was full"
