@@ -86,10 +86,12 @@ Explain = Callable[[int], tuple["tuple[str, str] | None", "dict[int, str] | None
 
 class HistorySelection:
     def __init__(self, groups: Sequence[GroupView], excluded: dict[int, tuple[str, str]],
-                 memo: dict[Any, Any] | None = None) -> None:
+                 memo: dict[Any, Any] | None = None, earlier: tuple[dict[Any, Any], int] | None = None) -> None:
         self.groups = groups
         # what strategies derive from the whole history, kept as long as the history is (``HistoryLayout.memo``)
         self.memo: dict[Any, Any] = memo if memo is not None else {}
+        # the memo of the history this one extends and how many groups they share (``HistoryLayout.earlier``)
+        self.earlier = earlier
         self.excluded = excluded  # group index -> (reason, detail) for whole groups (dropped by the user)
         self.picks: dict[int, GroupPick] = {}
         self.defaults: dict[int, tuple[str, str]] = {}  # group index -> exclusion reason for unpicked atoms

@@ -375,7 +375,7 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     views = layout.views
     pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
     c = build_candidates(inputs, config, tokenizer, profile, layout, family)
-    selection = HistorySelection(views, c.dropped, layout.memo)
+    selection = HistorySelection(views, c.dropped, layout.memo, layout.earlier)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:

@@ -34,6 +34,7 @@ import math
 import re
 from itertools import chain
 from datetime import datetime
+from bisect import bisect_left
 from functools import lru_cache
 from typing import Sequence
 
@@ -92,21 +93,53 @@ def _named_speaker(query: str, labels: set[str]) -> str:
 
 class _Units:
     """The atoms that compete (every eligible atom of the groups in play), as arrays in chronological order; built
-    once per history, window and dropped turns (kept with the history's layout)."""
+    once per history, window and dropped turns (kept with the history's layout), and extended — the new groups
+    only — when the history only grew (a new turn, or replay's next one)."""
 
     def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig) -> None:
+        self.available = list(available)
+        self.gi: list[int] = []
+        self.ai: list[int] = []
+        self.labels: list[str] = []
+        self.tokens: list[int] = []
+        self.calls: list[bool] = []
+        self.per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
+        self.latest: list[int] = []  # groups with a competing atom, chronological
+        self.token_array = np.zeros(0, dtype=np.int64)
+        self.rules = np.zeros(0, dtype=bool)
+        self.times = np.zeros(0)
+        self.message_ids = np.zeros(0, dtype=np.int64)
+        self.message_units = np.zeros(0, dtype=np.int64)
+        self._add(selection, available, config)
+
+    @classmethod
+    def extended(cls, earlier: "_Units", keep_groups: int, selection: HistorySelection, available: list[int],
+                 config: FusedConfig) -> "_Units":
+        """``earlier``'s units of its first ``keep_groups`` available groups, then those of ``available``'s rest."""
+        out = cls.__new__(cls)
+        cut = len(earlier.gi) if keep_groups >= len(earlier.available) else \
+            bisect_left(earlier.gi, earlier.available[keep_groups])
+        out.available = list(available)
+        out.gi, out.ai = earlier.gi[:cut], earlier.ai[:cut]
+        out.labels, out.tokens, out.calls = earlier.labels[:cut], earlier.tokens[:cut], earlier.calls[:cut]
+        dropped = set(earlier.available[keep_groups:])
+        out.per_group = {gi: own for gi, own in earlier.per_group.items() if gi not in dropped}
+        out.latest = [gi for gi in earlier.latest if gi not in dropped] if dropped else list(earlier.latest)
+        out.token_array, out.rules, out.times = earlier.token_array[:cut], earlier.rules[:cut], earlier.times[:cut]
+        keep = earlier.message_units < cut
+        out.message_ids, out.message_units = earlier.message_ids[keep], earlier.message_units[keep]
+        out._add(selection, available[keep_groups:], config)
+        return out
+
+    def _add(self, selection: HistorySelection, groups_in_play: Sequence[int], config: FusedConfig) -> None:
         groups = selection.groups
-        gis: list[int] = []
-        ais: list[int] = []
-        labels: list[str] = []
+        gis, ais, labels, tokens, calls = self.gi, self.ai, self.labels, self.tokens, self.calls
+        start = len(gis)
         rules: list[bool] = []
         times: list[float] = []
-        tokens: list[int] = []
-        calls: list[bool] = []
         message_ids: list[int] = []
         message_units: list[int] = []
-        per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
-        for gi in available:
+        for gi in groups_in_play:
             group = groups[gi]
             group_labels, group_rules, when = _group_facts(group, config)
             own: list[int] = []
@@ -126,22 +159,20 @@ class _Units:
                 message_ids.extend(atom.message_ids)
                 message_units.extend([u] * len(atom.message_ids))
             if len(own) > own.count(-1):
-                per_group[gi] = tuple(own)
+                self.per_group[gi] = tuple(own)
+                self.latest.append(gi)
         self.n = len(gis)
-        self.gi, self.ai = gis, ais
-        self.tokens = tokens
-        self.token_array = np.array(tokens, dtype=np.int64)
-        self.calls = calls
-        self.rules = np.array(rules, dtype=bool)
-        self.times = times
-        self.labels = labels
+        self.token_array = np.concatenate([self.token_array, np.array(tokens[start:], dtype=np.int64)])
+        self.rules = np.concatenate([self.rules, np.array(rules, dtype=bool)])
+        self.times = np.concatenate([self.times, np.array(times, dtype=np.float64)])
+        ids = np.concatenate([self.message_ids, np.array(message_ids, dtype=np.int64)])
+        units = np.concatenate([self.message_units, np.array(message_units, dtype=np.int64)])
+        if len(ids) > 1 and not bool((np.diff(ids) >= 0).all()):  # by message id (they usually come in order)
+            order = np.argsort(ids, kind="stable")
+            ids, units = ids[order], units[order]
+        self.message_ids, self.message_units = ids, units
         self.label_set = set(labels)
-        self.per_group = per_group
-        self.latest = sorted(per_group)  # groups with a competing atom, chronological
-        self.smallest = min(tokens) if tokens else 0
-        ids = np.array(message_ids, dtype=np.int64)
-        order = np.argsort(ids, kind="stable")
-        self.message_ids, self.message_units = ids[order], np.array(message_units, dtype=np.int64)[order]
+        self.smallest = int(self.token_array.min()) if self.n else 0
         self._episodes: dict[float, tuple[np.ndarray, int]] = {}
         self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
 
@@ -171,19 +202,16 @@ class _Units:
         return out
 
     def episodes(self, gap_hours: float) -> tuple[np.ndarray, int]:
-        """(episode of each unit, how many): a pause of ``gap_hours`` or more between two turns starts a new one."""
+        """(episode of each unit, how many): a pause of ``gap_hours`` or more since the previous turn with a known
+        time starts a new one (a turn without a time stays in the current episode)."""
         hit = self._episodes.get(gap_hours)
         if hit is None:
-            gap = gap_hours * 3600.0
-            episode = np.zeros(self.n, dtype=np.int64)
-            current, last = 0, math.nan
-            for u, when in enumerate(self.times):
-                if not math.isnan(when) and not math.isnan(last) and when - last >= gap:
-                    current += 1
-                if not math.isnan(when):
-                    last = when
-                episode[u] = current
-            hit = self._episodes[gap_hours] = (episode, current + 1)
+            known = np.flatnonzero(~np.isnan(self.times))
+            starts = np.zeros(self.n, dtype=np.int64)
+            if len(known) > 1:
+                starts[known[1:][np.diff(self.times[known]) >= gap_hours * 3600.0]] = 1
+            episode = np.cumsum(starts)
+            hit = self._episodes[gap_hours] = (episode, int(episode[-1]) + 1 if self.n else 1)
         return hit
 
 
@@ -192,8 +220,26 @@ def _units(selection: HistorySelection, available: list[int], config: FusedConfi
            (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
     hit = selection.memo.get(key)
     if hit is None:
-        hit = selection.memo[key] = _Units(selection, available, config)
+        hit = _extended_units(selection, available, config) or _Units(selection, available, config)
+        selection.memo[key] = hit
     return hit
+
+
+def _extended_units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units | None:
+    """The units of ``available`` made from those of the history this one extends, when it had the same groups in
+    play before the ones it shares (None: there are none to extend)."""
+    if selection.earlier is None:
+        return None
+    memo, shared = selection.earlier
+    keep = bisect_left(available, shared)  # groups in play the two histories share
+    for key, earlier in list(memo.items()):
+        if not (isinstance(earlier, _Units) and key[1] == config.instruction_patterns):
+            continue
+        before = earlier.available
+        if len(before) >= keep and before[:keep] == available[:keep] and len(before) - keep <= 1 and \
+                (len(before) == keep or before[keep] >= shared):
+            return _Units.extended(earlier, keep, selection, available, config)
+    return None
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
