@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
@@ -55,4 +55,4 @@ class UnitOfWork(Protocol):
 
     def build_plan(self, inputs: PlanInputs, *, store: bool = False) -> ContextPlan: ...
 
-    def visible_messages(self, session_id: str) -> tuple[Any, ...]: ...  # the active branch's messages, masked
+    def turn_starts(self, session_id: str) -> Iterator[Any]: ...  # each turn's first user message, read a part at a time

@@ -13,11 +13,15 @@ the same prompt the live one does.
 """
 from __future__ import annotations
 
+from operator import attrgetter, countOf
 from typing import Iterator
 
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message
 from ctxbench.records.views import ReplayStep
+
+
+_STATUS = attrgetter("status")
 
 
 def user_turns(history: tuple[Message, ...]) -> list[Message]:
@@ -47,10 +51,10 @@ def replay(
     planned: a long session's first steps come at once. Each plan is the one the turn's user message got when it
     was sent (``plan_inputs(before_message=...)``): the history before it, its keyword and similarity rankings
     those of that history."""
-    for turn, user in enumerate(user_turns(workbench.visible_messages(session_id)), start=1):
+    for turn, user in enumerate(workbench.turn_starts(session_id), start=1):
         if only_turn is not None and turn != only_turn:
             continue
         inputs = workbench.plan_inputs(session_id, None, before_message=user.id, mode=mode, budget=budget,
                                        strategy=strategy, window_groups=window_groups, tools_tokens=tools_tokens)
         plan = workbench.build_plan(inputs, store=store)
-        yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in inputs.history if m.status == "active"))
+        yield ReplayStep(turn, user.group_id, user, plan, countOf(map(_STATUS, inputs.history), "active"))

@@ -494,7 +494,7 @@ class WorkbenchSession:
         ``settings``, with the tool definitions a live call offers (so its meter is the live meter)."""
         from ctxbench.llm.replay import replay, user_turns
 
-        total = len(user_turns(self.wb.messages.all(self.session_id)))
+        total = len(user_turns(self.wb.visible_messages(self.session_id)))  # the kept view: no read, masked
         if not total:
             return ReplayPage(0, None, "this session has no user turns yet")
         wanted = {name: getattr(settings, name) for name in ("mode", "budget", "strategy", "window_groups")}

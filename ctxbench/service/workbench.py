@@ -17,11 +17,10 @@ import dataclasses
 import importlib
 import sqlite3
 import threading
-from bisect import bisect_left
 from contextlib import AbstractContextManager
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ctxbench.config import BM25_B, BM25_K1, CACHED_SESSIONS, Config, default_db_path, load_config
 from ctxbench.records.errors import UnknownGroup
@@ -372,6 +371,20 @@ class Workbench:
                              skip_groups=dropped)
         return stats.embedded
 
+    def turn_starts(self, session_id: str) -> Iterator[Message]:
+        """The first user message of each turn the active branch sees, dropped turns included, masked, oldest first:
+        read a part at a time, so a long session's first turns come before the rest is read (replay)."""
+        seen: set[int] = set()
+        after: int | None = 0
+        while after is not None:
+            with self.connection() as conn:
+                branch_id = session_store.active_branch(conn, session_id)
+                part, after = self.history_cache.view_part(conn, session_id, branch_id, after)
+            for m in part:
+                if m.role == "user" and m.group_id not in seen:
+                    seen.add(m.group_id)
+                    yield m
+
     def visible_messages(self, session_id: str) -> tuple[Message, ...]:
         """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
         of (kept in memory between calls, ``history_cache``)."""
@@ -383,35 +396,31 @@ class Workbench:
                      current_group: int | None, dropped_current: bool = False,
                      before_message: int | None = None) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
-        visible = self.history_cache.branch_messages(conn, session_id, branch_id)
-        dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
-        if before_message is not None:
-            at = _position(visible, before_message)
-            if at is None:
+        if before_message is not None:  # replay: the history the message had, read only as far as it
+            seen = self.history_cache.turn_history(conn, session_id, branch_id, before_message)
+            if seen is None:
                 raise UnknownGroup(f"message {before_message} is not on the active branch of {session_id}")
-            first = self.history_cache.first_positions(conn, session_id, branch_id)
-            current: tuple[Message, ...] = (dataclasses.replace(visible[at], status="active"),)  # as it was sent
-            group = visible[at].group_id
-            cut = at
-            while cut > 0 and visible[cut - 1].group_id == group:
-                cut -= 1
-            history = visible[:cut] if first[group] >= cut else tuple(m for m in visible[:at] if m.group_id != group)
-            dropped = tuple(g for g in dropped if first.get(g, cut) < cut)
-            query = current[0].content if query is None else query
-        elif current_group is None:
-            if query is None:
-                raise ValueError("a plan needs the user's query or a current group")
-            pending = Message(id=0, session_id=session_id, branch_id=branch_id,
-                              group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
-                              parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
-            current = (pending,)
-            history = visible
+            current: tuple[Message, ...] = (dataclasses.replace(seen.message, status="active"),)  # as it was sent
+            history, dropped = seen.history, seen.dropped_groups
+            query = seen.message.content if query is None else query
         else:
-            current, history = _split_turn(visible, current_group, dropped_current)
-            if not current:
-                raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
-            if query is None:
-                query = next((m.content for m in current if m.role == "user"), "")
+            visible = self.history_cache.branch_messages(conn, session_id, branch_id)
+            dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
+            if current_group is None:
+                if query is None:
+                    raise ValueError("a plan needs the user's query or a current group")
+                pending = Message(id=0, session_id=session_id, branch_id=branch_id,
+                                  group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
+                                  parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
+                current = (pending,)
+                history = visible
+            else:
+                current, history = _split_turn(visible, current_group, dropped_current)
+                if not current:
+                    raise UnknownGroup(
+                        f"group {current_group} has no active messages on the active branch of {session_id}")
+                if query is None:
+                    query = next((m.content for m in current if m.role == "user"), "")
         current_gid = current[0].group_id
         current_group = current_gid if current[0].id else None
         summaries = tuple(x for x in active_summaries(conn, branch_id) if all(g < current_gid for g in x.group_ids))
@@ -507,15 +516,6 @@ class Workbench:
 
 
 _GROUP_ID = attrgetter("group_id")
-_MESSAGE_ID = attrgetter("id")
-
-
-def _position(visible: tuple[Message, ...], message_id: int) -> int | None:
-    """Where message ``message_id`` is in a branch's view (ids grow along a view: a binary search, else a scan)."""
-    at = bisect_left(visible, message_id, key=_MESSAGE_ID)
-    if at < len(visible) and visible[at].id == message_id:
-        return at
-    return next((i for i, m in enumerate(visible) if m.id == message_id), None)
 
 
 def _split_turn(visible: tuple[Message, ...], group_id: int, dropped: bool = False
