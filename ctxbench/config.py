@@ -278,7 +278,8 @@ class EmbeddingConfig:
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the numpy encoder
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
-    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
+    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s). numpy's BLAS
+    # is held to the same number once the model loads (the numpy query encoder: 650 ms against 36 ms per query)
     threads: int = 1
     progress_every: PositiveInt = 256  # cards encoded between two progress callbacks
     # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
