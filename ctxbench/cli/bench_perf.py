@@ -68,11 +68,7 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Pa
     click.echo(f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
                + f" (median of {report.repeat} runs)")
     _table(rows)
-    load = data["machine"].get("load_average")
-    click.echo(f"machine: {data['machine'].get('processor', '?')}, {data['machine'].get('cores')} cores, load average "
-               f"{' '.join(map(str, load)) if load else '?'} (timings on a busy machine run slow)")
-    if saved is not None:
-        click.echo(f"saved {saved}")
+    _footer(data, saved)
 
 
 def _large(turns: int | None, symbols: int | None, out_dir: Path | None, no_save: bool, as_json: bool,
@@ -94,11 +90,7 @@ def _large(turns: int | None, symbols: int | None, out_dir: Path | None, no_save
     click.echo(f"perf --large: a {report.turns:,}-turn session ({report.messages:,} messages), "
                f"{report.symbols:,} generated symbols")
     _table(rows)
-    load = data["machine"].get("load_average")
-    click.echo(f"machine: {data['machine'].get('processor', '?')}, {data['machine'].get('cores')} cores, load average "
-               f"{' '.join(map(str, load)) if load else '?'} (timings on a busy machine run slow)")
-    if saved is not None:
-        click.echo(f"saved {saved}")
+    _footer(data, saved)
 
 
 def _table(rows: list[dict]) -> None:
@@ -108,3 +100,11 @@ def _table(rows: list[dict]) -> None:
         click.echo(f"{row['name']:<72} {row['value']:>14} {row['target'] or '-':>16}  {verdict}")
         if row["detail"]:
             click.echo("    " + " · ".join(f"{k} {v}" for k, v in row["detail"].items()))
+
+
+def _footer(data: dict, saved: Path | None) -> None:
+    load = data["machine"].get("load_average")
+    click.echo(f"machine: {data['machine'].get('processor', '?')}, {data['machine'].get('cores')} cores, load average "
+               f"{' '.join(map(str, load)) if load else '?'} (timings on a busy machine run slow)")
+    if saved is not None:
+        click.echo(f"saved {saved}")

@@ -16,9 +16,10 @@ from __future__ import annotations
 import sqlite3
 import threading
 from bisect import bisect_left, bisect_right
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Sequence
+from typing import Iterator, Sequence
 
 from ctxbench.records.messages import Message
 from ctxbench.service.redaction import redact_message
@@ -111,11 +112,7 @@ class HistoryCache:
         """The history message ``message_id`` had when it was sent (None: it is not on the branch). From the full
         view when one is kept and current, else from the branch's start read only as far as the message (a long
         session's first turns are replayed without reading the rest)."""
-        entry = self._session(session_id)
-        lineage: Lineage = tuple(session_store.lineage(conn, branch_id))
-        with entry.lock:
-            now = message_changes.current_seq(conn)
-            view = entry.views.get(lineage) if entry.seq == now else None
+        with self._kept(conn, session_id, branch_id) as (entry, lineage, now, view):
             if view is not None:
                 messages = view.messages
                 if view.first_at is None:
@@ -147,16 +144,23 @@ class HistoryCache:
         """(the next messages of the branch's view after message id ``after_id``, the id to ask after next time or
         None: there is nothing more): from the full view when one is kept and current, else read a part at a time
         (replay lists a long session's turns as it plans them, without reading it all first)."""
-        entry = self._session(session_id)
-        lineage: Lineage = tuple(session_store.lineage(conn, branch_id))
-        with entry.lock:
-            now = message_changes.current_seq(conn)
-            view = entry.views.get(lineage) if entry.seq == now else None
+        with self._kept(conn, session_id, branch_id) as (entry, lineage, now, view):
             if view is not None:
                 return tuple(view.messages[bisect_right(view.messages, after_id, key=_ID):]), None
             prefix = self._prefix(conn, entry, session_id, lineage, now, after_id + 1)
             part = tuple(prefix.messages[bisect_right(prefix.messages, after_id, key=_ID):])
             return part, (None if prefix.done else prefix.read_to)
+
+    @contextmanager
+    def _kept(self, conn: sqlite3.Connection, session_id: str, branch_id: str
+              ) -> Iterator[tuple[_Session, Lineage, int, _View | None]]:
+        """Under the session's lock: (its entry, the branch's lineage, the change stamp now, the branch's full view
+        when one is kept and current, else None)."""
+        entry = self._session(session_id)
+        lineage: Lineage = tuple(session_store.lineage(conn, branch_id))
+        with entry.lock:
+            now = message_changes.current_seq(conn)
+            yield entry, lineage, now, (entry.views.get(lineage) if entry.seq == now else None)
 
     def _prefix(self, conn: sqlite3.Connection, entry: _Session, session_id: str, lineage: Lineage, now: int,
                 upto: int) -> _Prefix:
