@@ -89,3 +89,39 @@ def test_the_history_digest_of_an_extended_layout_is_that_of_a_fresh_one():
         assert fresh.earlier is None
         assert (layout.history_digest, layout.view_index, layout.system_groups, layout.atom_count) == \
                (fresh.history_digest, fresh.view_index, fresh.system_groups, fresh.atom_count)
+
+
+def test_the_kept_view_of_a_session_that_grew_knows_its_dropped_turns_as_a_fresh_read_does(tmp_path):
+    from ctxbench.config import Config
+    from ctxbench.service import history_cache
+    from ctxbench.service.workbench import Workbench
+    from ctxbench.store import sessions as session_store
+
+    with Workbench(tmp_path / "g.db", Config()) as wb:
+        sid = wb.new_session("grows")
+        for g in range(6):
+            wb.messages.append(sid, "user", f"question {g}")
+            wb.messages.append(sid, "assistant", f"reply {g}")
+        groups = wb.messages.group_ids(sid)
+        wb.messages.drop(sid, groups[1])
+
+        def kept_and_fresh():
+            with wb.connection() as conn:
+                branch = session_store.active_branch(conn, sid)
+                dropped = wb.history_cache.dropped_groups(conn, sid, branch)
+                view = wb.history_cache._view(conn, sid, branch)
+            fresh = wb.messages.all(sid)
+            return ((dropped, view.first_at),
+                    (history_cache.dropped_groups(fresh), history_cache._first_positions(fresh)))
+
+        kept, fresh = kept_and_fresh()
+        assert kept == fresh and kept[0] == (groups[1],)
+        for step in range(3):  # new turns and a tool round joining the last one: the view is extended
+            wb.messages.append(sid, "user", f"later question {step}")
+            wb.messages.append(sid, "assistant", f"later reply {step}")
+            kept, fresh = kept_and_fresh()
+            assert kept == fresh
+        wb.messages.drop(sid, wb.messages.group_ids(sid)[-1])  # a change, not an addition: read again
+        wb.messages.append(sid, "user", "after the drop")
+        kept, fresh = kept_and_fresh()
+        assert kept == fresh and len(kept[0]) == 2

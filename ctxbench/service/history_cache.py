@@ -105,6 +105,8 @@ class HistoryCache:
         view = self._view(conn, session_id, branch_id)
         if view.dropped_groups is None:
             view.dropped_groups = dropped_groups(view.messages)
+            if view.first_at is None:  # made along, so the next view can extend both
+                view.first_at = _first_positions(view.messages)
         return view.dropped_groups
 
     def turn_history(self, conn: sqlite3.Connection, session_id: str, branch_id: str, message_id: int
@@ -241,10 +243,30 @@ class HistoryCache:
                     elif _visible(m, lineage):
                         patched.insert(at, m)
                 messages = tuple(patched)
-            else:  # only new messages (the usual case)
-                messages += tuple(m for m in fresh if _visible(m, lineage))
-            entry.views[lineage] = _View(messages)
+                entry.views[lineage] = _View(messages)
+            else:  # only new messages (the usual case): what was derived from the view is extended too
+                added = tuple(m for m in fresh if _visible(m, lineage))
+                entry.views[lineage] = _extended(view, added)
         entry.max_id = max(entry.messages, default=0)
+
+
+def _extended(view: _View, added: tuple[Message, ...]) -> _View:
+    """``view`` with ``added`` (newer messages) at its end; its groups' first positions and dropped groups, when
+    they were made, brought up to date from the new messages alone."""
+    if view.first_at is None or view.dropped_groups is None:
+        return _View(view.messages + added)
+    first = dict(view.first_at)
+    dropped = dict.fromkeys(view.dropped_groups)
+    at = len(view.messages)
+    for m in added:
+        if m.group_id not in first:
+            first[m.group_id] = at
+            if m.status != "active":
+                dropped[m.group_id] = None
+        elif m.status == "active":
+            dropped.pop(m.group_id, None)
+        at += 1
+    return _View(view.messages + added, tuple(dropped), first)
 
 
 def _first_positions(messages: Sequence[Message]) -> dict[int, int]:
