@@ -148,3 +148,39 @@ def test_the_workbench_shows_history_embedding_in_the_embedder_slot(tmp_path):
         assert session.wb.warm_history(session.session_id, strategy="semantic") == 0
     finally:
         session.close()
+
+
+def test_similarities_of_histories_grown_from_one_another_are_those_of_a_fresh_start():
+    """The stacked vectors grow in place when a history only gained turns; two histories grown differently from
+    the same one (two branches) do not write over each other."""
+    from ctxbench.records.messages import Message
+    from ctxbench.retrieval.history_vectors import MessageVectors
+
+    config = Config().planner.semantic
+
+    class Cache:
+        def __init__(self) -> None:
+            self.rows: dict = {}
+
+        def load(self, hashes, key):
+            return {h: self.rows[(h, key)] for h in hashes if (h, key) in self.rows}
+
+        def save(self, rows, key):
+            self.rows.update(((h, key), v) for h, v in rows)
+
+    def history(n: int, branch: str = "") -> tuple[Message, ...]:
+        return tuple(Message(id=i + 1, session_id="s", branch_id="b", group_id=i // 2,
+                             role="user" if i % 2 == 0 else "assistant",
+                             content=f"{branch} message {i} about invoices and {'cents' if i % 3 else 'ledgers'}")
+                     for i in range(n))
+
+    embedder, cache = HashingEmbedder(), Cache()
+    grown = MessageVectors()
+    base = history(40)
+    left = base + history(50, "left")[40:]
+    right = base + history(46, "right")[40:]
+    steps = [base, base + history(44)[40:], left, right, left + history(52, "more")[50:]]
+    for h in steps + steps[::-1]:  # and each again after the others grew (nothing written over)
+        got, _ = grown.similarity(h, "unpaid invoices", embedder, cache, config, embed_limit=None)
+        fresh, _ = MessageVectors().similarity(h, "unpaid invoices", embedder, cache, config, embed_limit=None)
+        assert got == fresh and len(got) == len(h)

@@ -142,7 +142,8 @@ class _Units:
         self.rows: dict[int, tuple[str, str]] = {}
         self.ready: tuple[str, list[int], tuple[str, ...]] | None = None  # (cache key, ids, hashes) with vectors
         self.counts = (0, 0, 0)  # units, embedded by the last look-up, pending
-        self.matrix: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}  # cache key -> (hashes, their vectors)
+        # cache key -> (hashes, their vectors, [the buffer holding them, rows written there])
+        self.matrix: dict[str, tuple[tuple[str, ...], np.ndarray, list]] = {}
 
     def derived(self, history: tuple[Message, ...]) -> "_Units":
         """A new set for ``history``, which extends this one's (this one stays as it is)."""
@@ -256,16 +257,28 @@ class _HistoryVectors:
                 units.ready = None
 
     def matrix(self, units: _Units, key: str, hashes: tuple[str, ...]) -> np.ndarray:
-        """The vectors of ``hashes`` stacked (kept with the unit set; extended when only hashes were added)."""
+        """The vectors of ``hashes`` stacked (kept with the unit set). Rows live in a buffer with room to grow: when
+        only hashes were added (a new turn) their rows are written after the others, nothing is copied — unless a
+        set derived from the same one wrote there first."""
         hit = units.matrix.get(key)
         if hit is not None and hit[0] == hashes:
             return hit[1]
-        if hit is not None and len(hit[0]) < len(hashes) and hashes[: len(hit[0])] == hit[0]:
-            extra = np.vstack([self._memory[(key, h)] for h in hashes[len(hit[0]):]])
-            matrix = np.vstack([hit[1], extra])
+        n, old = len(hashes), (len(hit[0]) if hit is not None else 0)
+        if hit is not None and old < n and hashes[:old] == hit[0]:
+            extra = np.vstack([self._memory[(key, h)] for h in hashes[old:]])
+            store = hit[2]  # [buffer, rows written], shared with the sets derived from this one
+            if store[1] != old or len(store[0]) < n:
+                buffer = np.empty((n + n // 4 + 64, extra.shape[1]), dtype=np.float32)
+                buffer[:old] = hit[1]
+                store = [buffer, old]
+            store[0][old:n] = extra
         else:
-            matrix = np.vstack([self._memory[(key, h)] for h in hashes])
-        units.matrix[key] = (hashes, matrix)
+            rows = np.vstack([self._memory[(key, h)] for h in hashes])
+            store = [np.empty((n + n // 4 + 64, rows.shape[1]), dtype=np.float32), 0]
+            store[0][:n] = rows
+        store[1] = n
+        matrix = store[0][:n]
+        units.matrix[key] = (hashes, matrix, store)
         return matrix
 
     def _units(self, history: Sequence[Message], config: SemanticHistoryConfig, skip: Iterable[int]) -> _Units:
