@@ -153,7 +153,9 @@ class FusedConfig:
         r"log|print|mock|merge|rebase|deploy|hard-?code|rely|assume|catch|raise|throw|ask|read)\b",
     )
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
-    embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
+    # messages (turns, for the semantic strategy) a plan embeds itself when their vectors are missing; the rest are
+    # embedded by the warm-up (Workbench.warm_history: in the background in the workbench, with progress in the CLI)
+    embed_per_plan: int = 64
 
 
 @dataclass(frozen=True)
@@ -276,7 +278,8 @@ class EmbeddingConfig:
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the numpy encoder
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
-    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
+    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s). numpy's BLAS
+    # is held to the same number once the model loads (the numpy query encoder: 650 ms against 36 ms per query)
     threads: int = 1
     progress_every: PositiveInt = 256  # cards encoded between two progress callbacks
     # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
