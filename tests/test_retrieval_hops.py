@@ -138,7 +138,8 @@ def test_the_best_hits_get_the_wider_excerpt(long_repo, conn):
     assert first.symbol == "settings.loader.load_settings"
     start, end = first.excerpt_lines
     assert end - start + 1 == 30
-    narrow = Retriever(conn, None, with_retrieval(excerpt_lines=12), None, index=view(long_repo)).retrieve(question, k=10)
+    narrow = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=0), None,
+                       index=view(long_repo)).retrieve(question, k=10)
     start, end = narrow.hits[0].excerpt_lines
     assert end - start + 1 == 12
     for hit in rs.hits[1:]:
