@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -68,6 +69,23 @@ def get_config(config_path: Path | None):
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def report_bench(name: str, report: Any, printer: Callable[[Any], None], *, as_json: bool, no_save: bool,
+                 out_dir: Path | None, results_dir: str) -> None:
+    """A bench's end: its JSON saved under ``name`` in the results folder (unless ``no_save``), then either the
+    JSON on stdout or the printed report and where it was saved."""
+    saved = None
+    if not no_save:
+        from ctxbench.bench.results import save_result
+
+        saved = save_result(name, report.to_json(), out_dir or Path(results_dir))
+    if as_json:
+        emit_json(report.to_json())
+        return
+    printer(report)
+    if saved is not None:
+        click.echo(f"saved {saved}")
 
 
 def fail(message: str, code: int = 1) -> None:
