@@ -9,7 +9,12 @@ from typing import Any
 
 import click
 
-from ctxbench.config import ConfigError, default_config_path, default_db_path, load_config
+from ctxbench.config import (
+    ConfigError,
+    default_config_path,
+    default_db_path,
+    load_config,
+)
 
 db_option = click.option(
     "--db",
