@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, fail, get_config, report_bench
+from ctxbench.cli.common import bench_progress, config_option, fail, get_config, report_bench
 
 LONG_SESSION = Path(__file__).resolve().parents[2] / "fixtures" / "sessions" / "long_session.jsonl"
 HELD_OUT = "47,48,49,50"
@@ -68,7 +68,7 @@ def command(session: Path | None, rule_prefix: str | None, no_session: bool, bud
             fail(str(exc), 2)
     if transcript is None and not paths:
         fail("nothing to run: give --locomo DIR or leave out --no-session", 2)
-    progress = None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+    progress = bench_progress(as_json)
     with tempfile.TemporaryDirectory(prefix="ctxbench-compaction-") as tmp:
         try:
             report = compaction.run(config, db_dir=Path(tmp), session=transcript, locomo_paths=paths, budgets=sizes,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, fail, get_config, report_bench
+from ctxbench.cli.common import bench_progress, config_option, fail, get_config, report_bench
 
 BAR_WIDTH = 40
 
@@ -59,7 +59,7 @@ def command(data: Path, budgets: str, conversations: str, strategies: str, roles
         paths = find_conversations(data, [c.strip() for c in conversations.split(",") if c.strip()] or None)
     except (ValueError, LocomoError) as exc:
         fail(str(exc), 2)
-    progress = None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+    progress = bench_progress(as_json)
     with tempfile.TemporaryDirectory(prefix="ctxbench-locomo-") as tmp:
         try:
             report = locomo.run(paths, config, db_path=db_path or Path(tmp) / "locomo.db", budgets=sizes,

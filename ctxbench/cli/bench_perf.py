@@ -5,7 +5,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, fail, get_config
+from ctxbench.cli.common import bench_progress, config_option, emit_json, fail, get_config
 
 
 @click.command(help="The performance suite in one run, each figure beside its target: cold and unchanged indexing "
@@ -38,8 +38,6 @@ from ctxbench.cli.common import config_option, emit_json, fail, get_config
 def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Path | None, no_save: bool,
             large: bool, large_turns: int | None, large_symbols: int | None, as_json: bool, config_path) -> None:
     from ctxbench.bench import perf
-    from ctxbench.bench.perf_suite import display_rows
-    from ctxbench.bench.results import machine, save_result
 
     if not large and (large_turns is not None or large_symbols is not None):
         fail("--large-turns and --large-symbols go with --large", 2)
@@ -56,39 +54,37 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Pa
     source = repo or perf.default_repo()
     if source is None:
         raise click.UsageError("textual is not installed; pass --repo PATH")
-    report = perf.run(source, config, repeat=repeat, groups=list(groups) or None,
-                      progress=None if as_json else (lambda what: click.echo(f"{what} ...", err=True)))
-    rows = display_rows(report.phases)
-    data = {**report.to_json(), "rows": rows, "machine": machine()}
-    saved = None if no_save else save_result("perf", data, out_dir or Path(config.bench.results_dir))
-    if as_json:
-        emit_json(data)
-        return
+    report = perf.run(source, config, repeat=repeat, groups=list(groups) or None, progress=bench_progress(as_json))
     counts = dict(report.counts)
-    click.echo(f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
-               + f" (median of {report.repeat} runs)")
-    _table(rows)
-    _footer(data, saved)
+    _finish("perf", report, f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
+            + f" (median of {report.repeat} runs)", out_dir=out_dir or Path(config.bench.results_dir),
+            no_save=no_save, as_json=as_json)
 
 
 def _large(turns: int | None, symbols: int | None, out_dir: Path | None, no_save: bool, as_json: bool,
            config_path) -> None:
     from ctxbench.bench import perf_large
-    from ctxbench.bench.perf_suite import display_rows
-    from ctxbench.bench.results import machine, save_result
 
     config = get_config(config_path)
     report = perf_large.run(config, turns=turns or perf_large.LARGE_TURNS, symbols=symbols or perf_large.LARGE_SYMBOLS,
-                            config_path=config_path,
-                            progress=(lambda what: None) if as_json else (lambda what: click.echo(f"{what} ...", err=True)))
+                            config_path=config_path, progress=bench_progress(as_json) or (lambda what: None))
+    _finish("perf_large", report, f"perf --large: a {report.turns:,}-turn session ({report.messages:,} messages), "
+            f"{report.symbols:,} generated symbols", out_dir=out_dir or Path(config.bench.results_dir),
+            no_save=no_save, as_json=as_json)
+
+
+def _finish(name: str, report, headline: str, *, out_dir: Path, no_save: bool, as_json: bool) -> None:
+    """Both suites' end: rows and the machine beside the report, saved as ``name``, then JSON or the table."""
+    from ctxbench.bench.perf_suite import display_rows
+    from ctxbench.bench.results import machine, save_result
+
     rows = display_rows(report.phases)
     data = {**report.to_json(), "rows": rows, "machine": machine()}
-    saved = None if no_save else save_result("perf_large", data, out_dir or Path(config.bench.results_dir))
+    saved = None if no_save else save_result(name, data, out_dir)
     if as_json:
         emit_json(data)
         return
-    click.echo(f"perf --large: a {report.turns:,}-turn session ({report.messages:,} messages), "
-               f"{report.symbols:,} generated symbols")
+    click.echo(headline)
     _table(rows)
     _footer(data, saved)
 

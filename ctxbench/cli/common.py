@@ -76,6 +76,11 @@ def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
 
 
+def bench_progress(as_json: bool) -> Callable[[str], None] | None:
+    """A bench's progress lines on stderr ("what ..."), none when its output is JSON."""
+    return None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+
+
 def report_bench(name: str, report: Any, printer: Callable[[Any], None], *, as_json: bool, no_save: bool,
                  out_dir: Path | None, results_dir: str) -> None:
     """A bench's end: its JSON saved under ``name`` in the results folder (unless ``no_save``), then either the

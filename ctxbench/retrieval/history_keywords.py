@@ -56,6 +56,11 @@ def _idf(n_docs: int, n: int) -> float:
     return idf if idf > 0 else MIN_IDF
 
 
+def _bm25(tf: np.ndarray, lengths: np.ndarray, mean: float, n_docs: int, k1: float, b: float) -> np.ndarray:
+    """One term's BM25 relevance in each document that holds it (``tf`` times, ``lengths`` long)."""
+    return _idf(n_docs, len(tf)) * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths / mean))
+
+
 def _summed(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(distinct keys, ascending, the sum of ``values`` per key, added in their order)."""
     top = int(keys.max()) + 1 if len(keys) else 0
@@ -188,9 +193,8 @@ class HistoryKeywords:
                 rows, tf = self._postings_of(self._by_stem.get(term, ()), mask)
                 if not len(rows):
                     continue
-                norm = k1 * (1.0 - b + b * lengths[rows] / mean)
                 hit_rows.append(rows)
-                hit_scores.append(_idf(n_docs, len(rows)) * tf * (k1 + 1.0) / (tf + norm))
+                hit_scores.append(_bm25(tf, lengths[rows], mean, n_docs, k1, b))
             if not hit_rows:
                 return ()
             rows, values = _summed(np.concatenate(hit_rows), np.concatenate(hit_scores))
@@ -226,9 +230,8 @@ class HistoryKeywords:
                 if not len(rows):
                     continue
                 gids, tf = _summed(groups[rows], tf)
-                norm = k1 * (1.0 - b + b * group_lengths[gids] / mean)
                 hit_groups.append(gids)
-                hit_scores.append(_idf(n_groups, len(gids)) * tf * (k1 + 1.0) / (tf + norm))
+                hit_scores.append(_bm25(tf, group_lengths[gids], mean, n_groups, k1, b))
             if not hit_groups:
                 return ()
             gids, values = _summed(np.concatenate(hit_groups), np.concatenate(hit_scores))
