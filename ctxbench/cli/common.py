@@ -85,13 +85,14 @@ def report_bench(name: str, report: Any, printer: Callable[[Any], None], *, as_j
                  out_dir: Path | None, results_dir: str) -> None:
     """A bench's end: its JSON saved under ``name`` in the results folder (unless ``no_save``), then either the
     JSON on stdout or the printed report and where it was saved."""
+    data = report.to_json()
     saved = None
     if not no_save:
         from ctxbench.bench.results import save_result
 
-        saved = save_result(name, report.to_json(), out_dir or Path(results_dir))
+        saved = save_result(name, data, out_dir or Path(results_dir))
     if as_json:
-        emit_json(report.to_json())
+        emit_json(data)
         return
     printer(report)
     if saved is not None:

@@ -44,7 +44,7 @@ from ctxbench.records.capsules import Capsule
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
-from ctxbench.retrieval.areas import area_of, asks_for
+from ctxbench.retrieval.areas import area_of, area_weight, asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
@@ -592,8 +592,7 @@ class Retriever:
             area = self._areas.get(card.path)
             if area is None:
                 area = self._areas[card.path] = area_of(card.path)
-            if area and area not in asked:
-                weight *= dict(rc.area_weights).get(area, 1.0)
+            weight *= area_weight(area, asked, dict(rc.area_weights))
         return weight
 
     def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
