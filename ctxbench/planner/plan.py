@@ -44,7 +44,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from typing import Any, Sequence
+from typing import Any
 
 from ctxbench.config import PlannerConfig
 from ctxbench.records.messages import content_hash, strategy_family

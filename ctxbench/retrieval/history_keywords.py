@@ -90,10 +90,6 @@ class HistoryKeywords:
         self._visible: list[int] = []  # rows of the active messages of ``_synced``
         self._masked: dict[str, object] = {}  # what is derived from ``_synced``: the mask, the turn statistics
 
-    @property
-    def rows(self) -> int:
-        return len(self._messages)
-
     # -- keeping up with the history -------------------------------------------------------------------
     def _add(self, message: Message) -> int:
         row = len(self._messages)
@@ -121,11 +117,6 @@ class HistoryKeywords:
                 self._messages[row] = message
                 return row
         return self._add(message)
-
-    def sync(self, history: Sequence[Message]) -> None:
-        """Index the messages of ``history`` not indexed yet (a message whose text changed gets a new row)."""
-        with self._lock:
-            self._sync(tuple(history))
 
     def _sync(self, history: tuple[Message, ...]) -> None:
         last = self._synced

@@ -72,17 +72,6 @@ def cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
     return f"{embedder_key}{TURN_KEY_MARK}{TURN_TEXT_VERSION}|seq{config.embed_max_seq_length}"
 
 
-def group_messages(history: Sequence[Message], skip_groups: Iterable[int] = ()) -> dict[int, list[Message]]:
-    """Active messages of each earlier turn, by group id, oldest turn first (``skip_groups`` left out)."""
-    skip = set(skip_groups)
-    groups: dict[int, list[Message]] = {}
-    for m in history:
-        if m.status != "active" or m.group_id in skip:
-            continue
-        groups.setdefault(m.group_id, []).append(m)
-    return groups
-
-
 def rank_turns(history: Sequence[Message], query: str, embedder, cache: VectorCache,
                config: SemanticHistoryConfig, *, skip_groups: Iterable[int] = ()
                ) -> tuple[tuple[tuple[int, float], ...], HistoryRankingStats]:
@@ -110,11 +99,6 @@ class MessageRankingStats:
     units: int  # messages (or turns) with a text to compare
     embedded: int  # embedded by this call
     pending: int  # still without a vector (left for the warm-up)
-
-    @property
-    def messages(self) -> int:
-        return self.units
-
 
 def message_text(message: Message, config: SemanticHistoryConfig) -> str:
     """The text embedded for one message: its words (whitespace folded), cut to ``embed_max_chars``; tool

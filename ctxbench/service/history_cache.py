@@ -102,12 +102,15 @@ class HistoryCache:
 
     def dropped_groups(self, conn: sqlite3.Connection, session_id: str, branch_id: str) -> tuple[int, ...]:
         """Groups of the branch's view none of whose messages is active, in order."""
+        return self.branch_view(conn, session_id, branch_id)[1]
+
+    def branch_view(self, conn: sqlite3.Connection, session_id: str, branch_id: str
+                    ) -> tuple[tuple[Message, ...], tuple[int, ...]]:
+        """``branch_messages`` and ``dropped_groups`` from one look at the store (a plan needs both)."""
         view = self._view(conn, session_id, branch_id)
-        if view.dropped_groups is None:
-            view.dropped_groups = dropped_groups(view.messages)
-            if view.first_at is None:  # made along, so the next view can extend both
-                view.first_at = _first_positions(view.messages)
-        return view.dropped_groups
+        _derive(view)
+        assert view.dropped_groups is not None
+        return view.messages, view.dropped_groups
 
     def turn_history(self, conn: sqlite3.Connection, session_id: str, branch_id: str, message_id: int
                      ) -> TurnHistory | None:
@@ -117,12 +120,8 @@ class HistoryCache:
         with self._kept(conn, session_id, branch_id) as (entry, lineage, now, view):
             if view is not None:
                 messages = view.messages
-                if view.first_at is None:
-                    view.first_at = _first_positions(messages)
-                first_at = view.first_at
-                if view.dropped_groups is None:
-                    view.dropped_groups = dropped_groups(view.messages)
-                all_dropped = view.dropped_groups
+                _derive(view)
+                first_at, all_dropped = view.first_at, view.dropped_groups
                 at = _position(messages, message_id)
             else:
                 prefix = self._prefix(conn, entry, session_id, lineage, now, message_id)
@@ -189,13 +188,6 @@ class HistoryCache:
                     prefix.dropped.pop(m.group_id, None)
                 prefix.messages.append(m)
         return prefix
-
-    def forget(self, session_id: str | None = None) -> None:
-        with self._lock:
-            if session_id is None:
-                self._sessions.clear()
-            else:
-                self._sessions.pop(session_id, None)
 
     def _view(self, conn: sqlite3.Connection, session_id: str, branch_id: str) -> _View:
         entry = self._session(session_id)
@@ -282,6 +274,14 @@ def _position(messages: Sequence[Message], message_id: int) -> int | None:
     if at < len(messages) and messages[at].id == message_id:
         return at
     return next((i for i, m in enumerate(messages) if m.id == message_id), None)
+
+
+def _derive(view: "_View") -> None:
+    """The view's dropped groups and first positions, made once (together, so the next view can extend both)."""
+    if view.dropped_groups is None:
+        view.dropped_groups = dropped_groups(view.messages)
+    if view.first_at is None:
+        view.first_at = _first_positions(view.messages)
 
 
 def dropped_groups(messages: Sequence[Message]) -> tuple[int, ...]:

@@ -32,7 +32,6 @@ from ctxbench.records.transcripts import Transcript, TranscriptError
 from ctxbench.service.history_cache import HistoryCache
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
-from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
 from ctxbench.store.capsules import Capsules
@@ -364,8 +363,7 @@ class Workbench:
             return 0
         with self.connection() as conn:
             branch_id = session_store.active_branch(conn, session_id)
-            visible = self.history_cache.branch_messages(conn, session_id, branch_id)
-            dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
+            visible, dropped = self.history_cache.branch_view(conn, session_id, branch_id)
         vectors = self.message_vectors if strategy == "fused" else self.turn_vectors
         stats = vectors.warm(visible, embedder, self.vectors, self.config.planner.semantic, progress,
                              skip_groups=dropped)
@@ -404,8 +402,7 @@ class Workbench:
             history, dropped = seen.history, seen.dropped_groups
             query = seen.message.content if query is None else query
         else:
-            visible = self.history_cache.branch_messages(conn, session_id, branch_id)
-            dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
+            visible, dropped = self.history_cache.branch_view(conn, session_id, branch_id)
             if current_group is None:
                 if query is None:
                     raise ValueError("a plan needs the user's query or a current group")

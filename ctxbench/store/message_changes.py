@@ -13,7 +13,6 @@ import sqlite3
 from dataclasses import dataclass
 
 from ctxbench.records.messages import Message
-from ctxbench.store.db import migrate
 
 COMPONENT = "message_changes"
 _CHUNK = 500  # ids per IN (...) query
@@ -48,11 +47,6 @@ END;
 """
 
 MIGRATIONS = (_V1,)
-
-
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Bring the component up to date on a connection that did not come from a Database (tests, tools)."""
-    migrate(conn, COMPONENT, MIGRATIONS)
 
 
 @dataclass(frozen=True)
