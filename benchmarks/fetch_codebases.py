@@ -51,6 +51,11 @@ CODEBASES = (
              "bcaf2d6fd74fb1459f8450e85d994997ad3e70036452cbfa4ab685acb19479b3", "marshmallow"),
     Codebase("commander", "npm", "commander", "12.1.0",
              "56affc6ddafe486f94b428ae2823d059cf60d4dae2f33eaaf1b1ec4306f73173", "package"),
+    # the second held-out pair (issue 10, second round): written before any further tuning
+    Codebase("httpx", "pypi", "httpx", "0.28.1",
+             "d909fcccc110f8c7faf814ca82a9a4d816bc5a6dbfea25d6591d6985b8ba59ad", "httpx"),
+    Codebase("js-yaml", "npm", "js-yaml", "4.1.0",
+             "0dae332559cf22b21c26ea70e732afd8303ff99412f9c3d9d209faa8882cf2ca", "package"),
 )
 
 

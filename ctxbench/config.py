@@ -172,7 +172,9 @@ class FusedConfig:
     # meaning, and their names out of the query's (``speaker_weight`` weighs the speaker a query names); 0: never
     speaker_share: Share = 0.5
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
-    embed_per_plan: int = 64  # messages a plan embeds itself when their vectors are missing (the rest: warm-up)
+    # messages (turns, for the semantic strategy) a plan embeds itself when their vectors are missing; the rest are
+    # embedded by the warm-up (Workbench.warm_history: in the background in the workbench, with progress in the CLI)
+    embed_per_plan: int = 64
 
 
 @dataclass(frozen=True)
@@ -295,7 +297,8 @@ class EmbeddingConfig:
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the numpy encoder
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
-    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s)
+    # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s). numpy's BLAS
+    # is held to the same number once the model loads (the numpy query encoder: 650 ms against 36 ms per query)
     threads: int = 1
     progress_every: PositiveInt = 256  # cards encoded between two progress callbacks
     # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
@@ -318,6 +321,8 @@ class RetrievalConfig:
     fusion: str = "rrf"  # rrf | score (weighted sum of normalized component scores); see benchmarks/README.md
     name_weight: float = 1.0  # weight of the exact-identifier component (a code identifier in the query)
     scope_weight: float = 1.0  # members of a class named in the query, in the order the other components gave
+    # symbols whose source lines hold text the query quotes ('duplicated mapping key'): retrieval/phrases.py
+    phrase_weight: float = 1.0  # (tune: 1.0 over 2.0)
     # fused score multiplier per symbol kind (1.0 if absent); "nested" = a function inside a function
     kind_weights: tuple[tuple[str, float], ...] = (("module", 0.5), ("class", 0.8), ("nested", 0.5))
     # fused score multiplier for code in an area questions rarely ask about (retrieval/areas.py: tests, platform
@@ -329,11 +334,19 @@ class RetrievalConfig:
     graph_relation_weights: tuple[tuple[str, float], ...] = (
         ("calls", 1.0), ("inherits", 0.8), ("contains", 0.7), ("references", 0.5), ("imports", 0.2),
     )
-    graph_seeds: int = 5  # the strongest fused hits whose graph neighbours are considered
+    graph_seeds: int = 8  # the strongest fused hits whose graph neighbours are considered (tune: 8 over 5)
     # a neighbour's hop score: relation weight x ((1 - b) + b x its own relevance to the query, 0..1); 0 = by
     # relation weight alone (then ties by name)
     graph_hop_relevance: float = 0.0
-    graph_neighbours: int = 12  # neighbours taken per seed
+    graph_neighbours: int = 6  # neighbours taken per seed (tune: 6 over 12 and 4)
+    # graph support: direct hits (found by the semantic/keyword/name components) linked in the code graph to the
+    # graph_support_seeds strongest hits gain graph_support_weight x relation weight x the seed's relative
+    # strength (RRF units); nothing is added, so Light (no graph neighbours) gets it too when graph_support_light
+    # (tune, Light only: 0.5 over 0.25 / 0.75 / 1.0, 3 seeds over 2 / 5; in Heavy it lowered R@10 and Heavy all gold)
+    graph_support_weight: float = 0.5
+    graph_support_seeds: int = 3
+    graph_support_light: bool = True  # in retrieval without graph neighbours (Light)
+    graph_support_heavy: bool = False  # in retrieval with graph neighbours (Heavy)
     mention_boost: float = 0.05  # a symbol mentioned in the turn (a path, or an id the name component missed)
     mention_max_symbols: int = 8  # a bare name mentioned that names more symbols than this personalizes none
     # personalized PageRank from the pinned, mentioned and active symbols: hits whose closeness (0-1, relative
@@ -359,6 +372,12 @@ class RetrievalConfig:
     # card's excerpt (its first index.excerpt_lines lines)
     keyword_body_lines: int = 0
     excerpt_context_lines: int = 3  # lines kept above the first matching line of a chosen window
+    # lines of a query-chosen excerpt (0 = index.excerpt_lines, the stored head's length), and of the excerpts of
+    # the excerpt_top_hits best hits (0: as the others); tune: 40 / 60 x 2 answered 0.694 of the how/bug
+    # questions against 0.556 at 30, Heavy all gold unchanged (60 for every hit lost a Heavy question)
+    excerpt_lines: int = 40
+    excerpt_top_lines: int = 60
+    excerpt_top_hits: int = 2
     excerpt_files_cached: int = 64  # masked source files kept in memory for excerpts
     # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card
     # with reason below_threshold) unless something says it is about the turn: named in the query (or a member

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -258,3 +259,18 @@ def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
     assert report.to_json()["pinned_followup"]["cases"] == 2
     assert run_code_bench(retriever, [], split="all", pinned=False).pinned is None
     conn.close()
+
+
+def test_the_shipped_manifest_has_the_second_held_out_pair():
+    """benchmarks/codebases.toml loads; httpx and js-yaml are the fresh held-out pair (role holdout2), kept
+    apart from the first held-out set and from the tuning repositories."""
+    from ctxbench.bench.code import load_manifest
+
+    specs = load_manifest(Path(__file__).resolve().parent.parent / "benchmarks" / "codebases.toml")
+    roles: dict[str, list[str]] = {}
+    for spec in specs:
+        roles.setdefault(spec.role, []).append(spec.name)
+    assert roles == {"tune": ["textual", "click", "trio"], "holdout": ["flask", "marshmallow", "commander"],
+                     "holdout2": ["httpx", "js-yaml"]}
+    for spec in specs:
+        assert spec.queries.is_file(), spec.queries

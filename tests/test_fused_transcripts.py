@@ -82,6 +82,28 @@ def test_the_speaker_share_zero_keeps_the_labels():
     assert sorted(embedder.seen) == sorted(["Ann: hello", "Bo: hi", "What did Ann say?"])
 
 
+def test_a_growing_history_keeps_its_texts_and_makes_them_again_when_it_stops_reading_as_a_transcript():
+    """The units of a history that grows by a turn are extended, not made again: the new message alone is embedded.
+    When the new messages tip the share of labelled ones below ``speaker_share``, every text gets its label back."""
+    config = SemanticHistoryConfig()
+    first = (_msg(1, "user", STAMP + "Ann: we adopted a puppy"), _msg(2, "assistant", STAMP + "Bo: lovely news"))
+    embedder, vectors, cache = CountingEmbedder(), MessageVectors(), DictCache()
+    vectors.similarity(first, "what pet?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
+    assert sorted(embedder.seen) == sorted(["we adopted a puppy", "lovely news", "what pet?"])
+    embedder.seen.clear()
+    grown = first + (_msg(3, "user", STAMP + "Ann: his name is Rex"),)
+    sims, _ = vectors.similarity(grown, "what pet did Ann get?", embedder, cache, config, embed_limit=100,
+                                 speaker_share=0.5)
+    assert embedder.seen == ["his name is Rex", "what pet did get?"] and [m for m, _s in sims] == [1, 2, 3]
+    embedder.seen.clear()
+    plain = grown + tuple(_msg(i, "user", f"plain note {i}") for i in (4, 5, 6, 7))  # 3 of 7 labelled: < 0.5
+    vectors.similarity(plain, "what pet did Ann get?", embedder, cache, config, embed_limit=100,
+                       speaker_share=0.5)
+    assert sorted(embedder.seen) == sorted([m.content.removeprefix(STAMP) for m in plain[:3]] + [f"plain note {i}" for i in (4, 5, 6, 7)]
+                                           + ["what pet did Ann get?"])
+    assert all(STAMP not in text for text in embedder.seen)  # the date stamp stays out either way
+
+
 @pytest.mark.model
 def test_real_model_a_question_about_a_speaker_finds_what_they_said_not_who_named_them(real_embedder):
     """Compared with labels and names, the other speaker's turns that address Melanie by name come close to a

@@ -246,8 +246,15 @@ def test_real_model_finds_the_rule_turn_from_a_question_without_its_words(real_e
         assert rule_group not in _included_groups(hybrid) | _included_groups(window)
 
         wb.embedder = real_embedder
+        first = wb.plan_inputs(sid, query, strategy="semantic").semantic_ranking
+        # a plan embeds the newest turns only (fused.embed_per_plan; equal texts share a vector) ...
+        assert wb.config.planner.fused.embed_per_plan <= len(first) < 206 and rule_group not in dict(first)
+        seen = []
+        embedded = wb.warm_history(sid, lambda done, total: seen.append((done, total)), strategy="semantic")
+        assert embedded > 100 and seen[0] == (0, embedded) and seen[-1] == (embedded, embedded)  # ... the warm-up the rest
         ranking = wb.plan_inputs(sid, query, strategy="semantic").semantic_ranking
-        assert rule_group in dict(ranking)
+        assert rule_group in dict(ranking) and len(ranking) > len(first)
+        assert wb.warm_history(sid, strategy="semantic") == 0  # nothing left to embed
         plan = wb.plan(sid, query, strategy="semantic")
         assert rule_group in _included_groups(plan)
         rule_items = [i for i in plan.included if i.id.startswith(f"atom:{rule_group}:")]

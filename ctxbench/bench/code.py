@@ -55,7 +55,7 @@ PLAN_MODES = ("light", "heavy")
 PLAN_BUDGET = 8000
 KINDS = ("how", "where", "bug", "concept")
 EXCERPT_KINDS = ("how", "bug", "")  # the kinds whose marked lines the excerpt check counts ("" = not given)
-ROLES = ("tune", "holdout")
+ROLES = ("tune", "holdout", "holdout2")  # holdout2: a second held-out set, written after holdout was looked at
 
 
 class QueryFileError(ValueError):
@@ -222,7 +222,7 @@ def load_manifest(path: str | Path) -> list[RepoSpec]:
             raise QueryFileError(f"{where}: expected name, repo and queries")
         role = entry.get("role", "tune")
         if role not in ROLES:
-            raise QueryFileError(f"{where}: role must be tune or holdout, not {role!r}")
+            raise QueryFileError(f"{where}: role must be one of {', '.join(ROLES)}, not {role!r}")
         specs.append(RepoSpec(entry["name"], (path.parent / entry["repo"]).resolve(),
                               (path.parent / entry["queries"]).resolve(), role, str(entry.get("source", ""))))
     if not specs:

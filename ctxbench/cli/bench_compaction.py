@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, fail, get_config
+from ctxbench.cli.common import bench_progress, config_option, fail, get_config, report_bench
 
 LONG_SESSION = Path(__file__).resolve().parents[2] / "fixtures" / "sessions" / "long_session.jsonl"
 HELD_OUT = "47,48,49,50"
@@ -68,7 +68,7 @@ def command(session: Path | None, rule_prefix: str | None, no_session: bool, bud
             fail(str(exc), 2)
     if transcript is None and not paths:
         fail("nothing to run: give --locomo DIR or leave out --no-session", 2)
-    progress = None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+    progress = bench_progress(as_json)
     with tempfile.TemporaryDirectory(prefix="ctxbench-compaction-") as tmp:
         try:
             report = compaction.run(config, db_dir=Path(tmp), session=transcript, locomo_paths=paths, budgets=sizes,
@@ -76,17 +76,8 @@ def command(session: Path | None, rule_prefix: str | None, no_session: bool, bud
                                     rule_prefix=rule_prefix or compaction.RULE_PREFIX)
         except (LocomoError, EmbedderError, ValueError) as exc:
             fail(str(exc), 2)
-    saved = None
-    if not no_save:
-        from ctxbench.bench.results import save_result
-
-        saved = save_result("compaction", report.to_json(), out_dir or Path(config.bench.results_dir))
-    if as_json:
-        emit_json(report.to_json())
-        return
-    _print(report)
-    if saved is not None:
-        click.echo(f"saved {saved}")
+    report_bench("compaction", report, _print, as_json=as_json, no_save=no_save, out_dir=out_dir,
+                 results_dir=config.bench.results_dir)
 
 
 def _print(report) -> None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, fail, get_config
+from ctxbench.cli.common import bench_progress, config_option, fail, get_config, report_bench
 
 BAR_WIDTH = 40
 
@@ -59,24 +59,15 @@ def command(data: Path, budgets: str, conversations: str, strategies: str, roles
         paths = find_conversations(data, [c.strip() for c in conversations.split(",") if c.strip()] or None)
     except (ValueError, LocomoError) as exc:
         fail(str(exc), 2)
-    progress = None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+    progress = bench_progress(as_json)
     with tempfile.TemporaryDirectory(prefix="ctxbench-locomo-") as tmp:
         try:
             report = locomo.run(paths, config, db_path=db_path or Path(tmp) / "locomo.db", budgets=sizes,
                                 strategies=names, roles=mappings, baselines=not no_baselines, progress=progress)
         except (LocomoError, EmbedderError) as exc:
             fail(str(exc), 2)
-    saved = None
-    if not no_save:
-        from ctxbench.bench.results import save_result
-
-        saved = save_result("locomo", report.to_json(), out_dir or Path(config.bench.results_dir))
-    if as_json:
-        emit_json(report.to_json())
-        return
-    _print(report)
-    if saved is not None:
-        click.echo(f"saved {saved}")
+    report_bench("locomo", report, _print, as_json=as_json, no_save=no_save, out_dir=out_dir,
+                 results_dir=config.bench.results_dir)
 
 
 def _print(report) -> None:

@@ -5,7 +5,7 @@ import os
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, get_config
+from ctxbench.cli.common import bench_progress, config_option, emit_json, get_config
 
 
 @click.command(help="Time travel speed: the diff of two plans of a long session (≤ 20 ms) and one what-if replan "
@@ -21,7 +21,7 @@ def command(turns: int, steps: int, as_json: bool, config_path) -> None:
 
     config = get_config(config_path)
     tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
-    say = None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+    say = bench_progress(as_json)
     figures = [timeline.time_diff(config, tokenizer, turns), timeline.time_whatif(config, steps, say)]
     load = os.getloadavg()[0]
     if as_json:

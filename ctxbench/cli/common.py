@@ -3,12 +3,18 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import click
 
-from ctxbench.config import ConfigError, default_config_path, default_db_path, load_config
+from ctxbench.config import (
+    ConfigError,
+    default_config_path,
+    default_db_path,
+    load_config,
+)
 
 db_option = click.option(
     "--db",
@@ -68,6 +74,29 @@ def get_config(config_path: Path | None):
 
 def emit_json(data: Any) -> None:
     click.echo(json.dumps(data, indent=2, ensure_ascii=False, sort_keys=False))
+
+
+def bench_progress(as_json: bool) -> Callable[[str], None] | None:
+    """A bench's progress lines on stderr ("what ..."), none when its output is JSON."""
+    return None if as_json else (lambda what: click.echo(f"{what} ...", err=True))
+
+
+def report_bench(name: str, report: Any, printer: Callable[[Any], None], *, as_json: bool, no_save: bool,
+                 out_dir: Path | None, results_dir: str) -> None:
+    """A bench's end: its JSON saved under ``name`` in the results folder (unless ``no_save``), then either the
+    JSON on stdout or the printed report and where it was saved."""
+    data = report.to_json()
+    saved = None
+    if not no_save:
+        from ctxbench.bench.results import save_result
+
+        saved = save_result(name, data, out_dir or Path(results_dir))
+    if as_json:
+        emit_json(data)
+        return
+    printer(report)
+    if saved is not None:
+        click.echo(f"saved {saved}")
 
 
 def fail(message: str, code: int = 1) -> None:

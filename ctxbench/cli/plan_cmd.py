@@ -111,6 +111,17 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any
         return attach_repository(wb, repo, progress, semantic=semantic, semantic_off=NO_SEMANTIC)
 
 
+def warm_history(wb: Any, session_id: str, strategy: str, *, quiet: bool) -> None:
+    """Embed what the strategy compares with the query (messages for fused, turns for semantic) that has no vector
+    yet, with progress on stderr; saved as it goes, so the next plan (or a run after Ctrl-C) starts where this one
+    stopped."""
+    from ctxbench.cli.repo_support import stderr_progress
+
+    with stderr_progress(quiet) as progress:
+        wb.warm_history(session_id, (lambda done, total: progress("embedding history", done, total)) if progress else None,
+                        strategy=strategy)
+
+
 def pin_targets(wb: Any, session_id: str, targets: tuple[str, ...], attached: Any) -> None:
     """Pin every target sticky, or none: each is checked first (a target that names nothing is a ValueError)."""
     from ctxbench.service.pin_targets import check_pin_target
@@ -241,10 +252,13 @@ def _plan(wb: Any, config: Any, session_id: str, query: str, repo: Path | None, 
     from ctxbench.service.attach import load_embedder
 
     attached = None
+    effective = settings.get("strategy") or wb.settings(session_id).strategy
     if repo is not None:
         attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
-    elif semantic and (settings.get("strategy") or wb.settings(session_id).strategy) in ("semantic", "fused"):
+    elif semantic and effective in ("semantic", "fused"):
         wb.embedder = load_embedder(config)
+    if semantic and effective in ("semantic", "fused"):
+        warm_history(wb, session_id, effective, quiet=as_json)
     if pins:
         try:
             pin_targets(wb, session_id, pins, attached)

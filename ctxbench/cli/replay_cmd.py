@@ -1,12 +1,13 @@
 """``ctxbench replay SESSION``: step through a session's turns and show the plan each would get."""
 from __future__ import annotations
 
+import json
 from collections import Counter
 from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, stored_db
+from ctxbench.cli.common import config_option, db_option, fail, get_config, stored_db
 from ctxbench.records.vocab import STRATEGIES
 
 _QUERY_CHARS = 48
@@ -30,7 +31,8 @@ _QUERY_CHARS = 48
               help="Budget the tool definitions a chat call sends with its messages, as `chat` and the workbench "
                    "do (default: no tools, plans of the messages alone, as `plan`).")
 @click.option("--store", is_flag=True, help="Store the replayed plans (then `ctxbench show PLAN_ID` works).")
-@click.option("--json", "as_json", is_flag=True, help="One object per turn: plan summary and item ids.")
+@click.option("--json", "as_json", is_flag=True, help="A JSON array, one object per turn (plan summary and item ids), "
+                                                   "written a line per turn as each is planned.")
 @db_option
 @config_option
 def command(session_id: str, mode: str | None, budget: int | None, strategy: str | None, window_groups: int | None,
@@ -40,7 +42,7 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
     from ctxbench.service.workbench import Workbench
     from ctxbench.records.errors import SettingsError, UnknownSession
 
-    rows: list[dict] = []
+    rows = 0
     try:
         config = get_config(config_path)
         with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), config) as wb:
@@ -60,19 +62,29 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
                     render_plan(step.plan)
                     return
                 row = _row(step)
-                rows.append(row)
-                if not as_json and only_turn is None:
-                    if len(rows) == 1:
+                rows += 1
+                # a long session prints as it goes: the table line by line, the JSON array one object a line
+                if as_json:
+                    click.echo(("[\n" if rows == 1 else ",\n") + json.dumps(row, ensure_ascii=False), nl=False)
+                else:
+                    if rows == 1:
                         click.echo(_HEADER)
-                    click.echo(_line(row))  # a long session prints as it goes
+                    click.echo(_line(row))
     except UnknownSession as exc:
         fail(str(exc), 2)
     except SettingsError as exc:
         fail(str(exc), 2)
+    except BrokenPipeError:
+        as_json = False  # the reader went away (`| head`): nothing more to close
+        raise
+    finally:
+        if as_json and rows:
+            click.echo("\n]")  # the array is closed whatever else stopped it (Ctrl-C, an error)
     if only_turn is not None and not rows:
         fail(f"session {session_id} has no turn {only_turn}", 2)
     if as_json:
-        emit_json(rows)
+        if not rows:
+            click.echo("[]")
         return
     if not rows:
         click.echo("no user turns to replay")

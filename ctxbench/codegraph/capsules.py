@@ -17,35 +17,19 @@ at most ``extractive_max_confidence``: a capsule of undocumented code is mostly 
 """
 from __future__ import annotations
 
-import re
 from collections import Counter
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from ctxbench.codegraph.anchors import Anchor, find_anchors
 from ctxbench.config import CapsuleConfig
-from ctxbench.records.capsules import MODULE, PROCESS, SOURCE_EXTRACTIVE, Capsule
+from ctxbench.codegraph.cards import clip
+from ctxbench.records.capsules import MODULE, PROCESS, SOURCE_EXTRACTIVE, Capsule, first_sentence
 from ctxbench.records.code import CALLS, CONTAINS, Symbol
 
 NO_DOC = "No docstring."  # how the text of a capsule of undocumented code opens (its headline says nothing)
 MEMBER_KINDS = ("class", "function", "interface", "struct", "trait", "type", "enum", "const")
 ANCHOR_WORDS = {"script": "console script", "main": "module run with python -m", "bin": "command"}
-_SENTENCE = re.compile(r"(?<=[.!?])\s")
-
-
-def first_sentence(text: str, max_chars: int) -> str:
-    """The first sentence of a docstring (one line), cut to ``max_chars``."""
-    flat = " ".join(text.split())
-    if not flat:
-        return ""
-    sentence = _SENTENCE.split(flat, maxsplit=1)[0]
-    return sentence if len(sentence) <= max_chars else sentence[: max_chars - 1].rstrip() + "…"
-
-
-def _cut(text: str, max_chars: int) -> str:
-    return text if len(text) <= max_chars else text[: max_chars - 1].rstrip() + "…"
-
-
 def _plural(n: int, kind: str) -> str:
     if n == 1:
         return f"1 {kind}"
@@ -59,7 +43,7 @@ def _module_of(symbols: Mapping[str, Symbol], sid: str) -> str:
 
 def _step_line(sym: Symbol, config: CapsuleConfig) -> str:
     head = " ".join((sym.signature or sym.name).split())
-    head = _cut(head, config.doc_chars)
+    head = clip(head, config.doc_chars)
     doc = first_sentence(sym.doc, config.doc_chars)
     return f"{head} — {doc}" if doc else head
 
@@ -87,7 +71,7 @@ def module_capsule(repo: str, module: Symbol, symbols: Mapping[str, Symbol], gra
     if doc:  # the capsule's title names the module: the text opens with what it is for
         opening = first_sentence(doc, config.text_max_chars)
         rest = doc[len(opening):].strip() if doc.startswith(opening) else ""
-        parts = [opening + (f" {_cut(rest, config.doc_chars * 2)}" if rest else "")]
+        parts = [opening + (f" {clip(rest, config.doc_chars * 2)}" if rest else "")]
     else:
         parts = [f"{NO_DOC} {module.path} defines {defines or 'no symbols'}."]
     if named:
@@ -100,7 +84,7 @@ def module_capsule(repo: str, module: Symbol, symbols: Mapping[str, Symbol], gra
         parts.append("Uses: " + ", ".join(uses[: config.neighbour_modules]) + ".")
     if used_by[: config.neighbour_modules]:
         parts.append("Used by: " + ", ".join(used_by[: config.neighbour_modules]) + ".")
-    text = _cut("\n".join(parts), config.text_max_chars)
+    text = clip("\n".join(parts), config.text_max_chars)
     sha = shas.get(module.path, "")
     return Capsule(id=0, repo=repo, kind=MODULE, subject=module.id, title=f"module {module.id}", text=text,
                    source=SOURCE_EXTRACTIVE, confidence=_confidence(bool(doc), named, config),
@@ -167,7 +151,7 @@ def process_capsule(repo: str, anchor: Anchor, symbols: Mapping[str, Symbol], gr
             for s in steps[1:]))
     else:
         parts.append("The index finds no calls from it.")
-    text = _cut("\n".join(parts), config.text_max_chars)
+    text = clip("\n".join(parts), config.text_max_chars)
     paths = sorted({s.path for s in steps})
     return Capsule(id=0, repo=repo, kind=PROCESS, subject=start.id, title=f"process `{label}` ({kind_words})",
                    text=text, source=SOURCE_EXTRACTIVE,

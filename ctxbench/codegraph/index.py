@@ -316,9 +316,11 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
             summary = {"files": len(walked.files), "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
             generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
-            # capsules covering a file that changed (or went) are stale from now on, in the same transaction
+            # capsules covering a file that changed (or went) are stale from now on, in the same transaction (a
+            # repository that never had a capsule has nothing to compare: its files are not read back for it)
             capsules_stale = capsule_tables.mark_stale(
-                conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()})
+                conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()}
+            ) if capsule_tables.stamp(conn, root_s) else ()
             t_store += time.perf_counter() - t2
         phases.append((PHASE_STORE, t_store))
         parsed_count = len(parsed)

@@ -196,25 +196,21 @@ class TurnRunner:
             yield PlanReady(plan, round_no)
 
             estimated = plan.used_tokens
+            refusal = None
             if round_no == 0 and plan.over_budget:
                 # the budget does not even hold what every call must send: refuse, never send it silently
-                status = "failed"
-                error_line = (f"not sent: {plan.over_budget_reason}; raise the budget (/budget N, --budget N) to at "
-                              f"least {plan.used_tokens:,} tokens")
+                refusal = (f"not sent: {plan.over_budget_reason}; raise the budget (/budget N, --budget N) to at "
+                           f"least {plan.used_tokens:,} tokens", "over_budget")
+            elif estimated > llm.context_limit:
+                refusal = (f"the plan needs about {estimated:,} prompt tokens, more than the model's context "
+                           f"limit of {llm.context_limit:,}; lower the budget or switch mode", "context_limit")
+            if refusal is not None:
+                status, (error_line, kind) = "failed", refusal
                 self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id,
                                         round=round_no, provider=self.client.provider, model=self.client.model,
                                         status="failed", error=error_line, tools_offered=len(tools))
-                yield TurnFailed(error_line, "over_budget", None)
-                refused = True
-                break
-            if estimated > llm.context_limit:
-                status = "failed"
-                error_line = (f"the plan needs about {estimated:,} prompt tokens, more than the model's context "
-                              f"limit of {llm.context_limit:,}; lower the budget or switch mode")
-                self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id,
-                                        round=round_no, provider=self.client.provider, model=self.client.model,
-                                        status="failed", error=error_line, tools_offered=len(tools))
-                yield TurnFailed(error_line, "context_limit", None)
+                yield TurnFailed(error_line, kind, None)
+                refused = kind == "over_budget"
                 break
 
             # Action

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Iterator, Protocol
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
@@ -50,4 +50,9 @@ class UnitOfWork(Protocol):
 
     def plan_inputs(self, session_id: str, query: str | None, settings: SessionSettings | None = None, *,
                     retrieval: Any = None, current_group: int | None = None, tools_tokens: int = 0,
-                    dropped_current: bool = False, **overrides: Any) -> PlanInputs: ...
+                    dropped_current: bool = False, before_message: int | None = None, **overrides: Any
+                    ) -> PlanInputs: ...
+
+    def build_plan(self, inputs: PlanInputs, *, store: bool = False) -> ContextPlan: ...
+
+    def turn_starts(self, session_id: str) -> Iterator[Any]: ...  # each turn's first user message, read a part at a time

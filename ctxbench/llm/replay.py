@@ -13,12 +13,15 @@ the same prompt the live one does.
 """
 from __future__ import annotations
 
-import dataclasses
+from operator import attrgetter, countOf
 from typing import Iterator
 
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message
 from ctxbench.records.views import ReplayStep
+
+
+_STATUS = attrgetter("status")
 
 
 def user_turns(history: tuple[Message, ...]) -> list[Message]:
@@ -44,31 +47,14 @@ def replay(
     only_turn: int | None = None,
     tools_tokens: int = 0,
 ) -> Iterator[ReplayStep]:
-    """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given)."""
-    from ctxbench.planner import build_plan
-
-    for turn, user in enumerate(user_turns(workbench.messages.all(session_id)), start=1):
+    """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given), as each is
+    planned: a long session's first steps come at once. Each plan is the one the turn's user message got when it
+    was sent (``plan_inputs(before_message=...)``): the history before it, its keyword and similarity rankings
+    those of that history."""
+    for turn, user in enumerate(workbench.turn_starts(session_id), start=1):
         if only_turn is not None and turn != only_turn:
             continue
-        inputs = workbench.plan_inputs(session_id, None, current_group=user.group_id, mode=mode, budget=budget,
-                                       strategy=strategy, window_groups=window_groups, tools_tokens=tools_tokens,
-                                       dropped_current=True)
-        before = tuple(m for m in inputs.history if m.id < user.id)
-        earlier_groups = {m.group_id for m in before}
-        earlier = {m.id for m in before}
-        # the user's message as it was sent (masked like every plan input), whatever became of it since
-        sent = next((m for m in inputs.current_turn if m.id == user.id), user)
-        inputs = dataclasses.replace(
-            inputs,
-            query=sent.content,
-            history=before,
-            current_turn=(dataclasses.replace(sent, status="active"),),
-            keyword_ranking=tuple(g for g in inputs.keyword_ranking if g in earlier_groups),
-            dropped_groups=tuple(g for g in inputs.dropped_groups if g in earlier_groups),
-            message_keyword=tuple(p for p in inputs.message_keyword if p[0] in earlier),
-            message_similarity=tuple(p for p in inputs.message_similarity if p[0] in earlier),
-        )
-        plan = build_plan(inputs, workbench.config.planner, workbench.tokenizer)
-        if store:
-            workbench.plans.save(inputs, plan)
-        yield ReplayStep(turn, user.group_id, user, plan, sum(1 for m in before if m.status == "active"))
+        inputs = workbench.plan_inputs(session_id, None, before_message=user.id, mode=mode, budget=budget,
+                                       strategy=strategy, window_groups=window_groups, tools_tokens=tools_tokens)
+        plan = workbench.build_plan(inputs, store=store)
+        yield ReplayStep(turn, user.group_id, user, plan, countOf(map(_STATUS, inputs.history), "active"))

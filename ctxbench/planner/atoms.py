@@ -377,18 +377,51 @@ class HistoryLayout:
     atom_count: int
     history_digest: str  # sha256 of the group digests, one per line (the PlanId's history part)
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+    # the layout this one extends (its memo, and how many of its leading views this one shares): a strategy
+    # extends what it derived from that history instead of deriving it again (a new turn: the new groups only)
+    earlier: "tuple[dict[Any, Any], int] | None" = field(default=None, repr=False)
+    # sha256 fed with every view's digest but the last, each followed by a newline (extended, not re-fed)
+    digest_state: Any = field(default=None, repr=False)
 
 
 _LAYOUTS: list[HistoryLayout] = []
 _LAYOUTS_LOCK = threading.Lock()
 
 
-def _layout(history: tuple[Message, ...], key: tuple[Any, ...], views: list[GroupView]) -> HistoryLayout:
-    digest = hashlib.sha256("\n".join(v.digest for v in views).encode()).hexdigest()
+def _layout(history: tuple[Message, ...], key: tuple[Any, ...], views: list[GroupView],
+            base: HistoryLayout | None = None, shared: int = 0) -> HistoryLayout:
+    """The layout of ``views``; with ``base`` (whose first ``shared`` views these start with) only the others are
+    looked at."""
+    if base is None or base.digest_state is None or shared < len(base.views) - 1:
+        base, shared = None, 0
+        state = hashlib.sha256()
+        view_index: dict[int, int] = {}
+        system_groups: list[int] = []
+        atom_count = 0
+    else:
+        state = base.digest_state.copy()
+        if shared == len(base.views) and views:  # the base's last view stays: it is fed now
+            state.update(base.views[-1].digest.encode() + b"\n")
+        view_index = dict(base.view_index)
+        system_groups = [i for i in base.system_groups if i < shared]
+        atom_count = base.atom_count - sum(len(v.atoms) for v in base.views[shared:])
+        for v in base.views[shared:]:
+            view_index.pop(v.group_id, None)
+    for i in range(shared, len(views)):
+        v = views[i]
+        view_index[v.group_id] = i
+        if v.system_messages:
+            system_groups.append(i)
+        atom_count += len(v.atoms)
+        if i < len(views) - 1:
+            state.update(v.digest.encode() + b"\n")
+    final = state.copy()
+    if views:
+        final.update(views[-1].digest.encode())
     return HistoryLayout(
-        history=history, key=key, views=tuple(views), view_index={v.group_id: i for i, v in enumerate(views)},
-        system_groups=tuple(i for i, v in enumerate(views) if v.system_messages),
-        atom_count=sum(len(v.atoms) for v in views), history_digest=digest)
+        history=history, key=key, views=tuple(views), view_index=view_index, system_groups=tuple(system_groups),
+        atom_count=atom_count, history_digest=final.hexdigest(),
+        earlier=(base.memo, shared) if base is not None else None, digest_state=state)
 
 
 def history_layout(history: Sequence[Message], provider_family: str, trunc: TruncationConfig,
@@ -423,7 +456,7 @@ def _extend(base: HistoryLayout, history: tuple[Message, ...], provider_family: 
     tail = history[len(base.history):]
     if not tail:
         return HistoryLayout(history, base.key, base.views, base.view_index, base.system_groups, base.atom_count,
-                             base.history_digest, base.memo)
+                             base.history_digest, base.memo, base.earlier, base.digest_state)
     new_groups = split_groups(tail)
     views = list(base.views)
     last = views[-1] if views else None
@@ -432,5 +465,6 @@ def _extend(base: HistoryLayout, history: tuple[Message, ...], provider_family: 
         views.pop()
     if any(g[0].group_id in base.view_index and (last is None or g[0].group_id != last.group_id) for g in new_groups):
         return None
+    shared = len(views)
     views += group_views(new_groups, provider_family, trunc, tokenizer)
-    return _layout(history, base.key, views)
+    return _layout(history, base.key, views, base, shared)

@@ -86,14 +86,16 @@ Explain = Callable[[int], tuple["tuple[str, str] | None", "dict[int, str] | None
 
 class HistorySelection:
     def __init__(self, groups: Sequence[GroupView], excluded: dict[int, tuple[str, str]],
-                 memo: dict[Any, Any] | None = None) -> None:
+                 memo: dict[Any, Any] | None = None, earlier: tuple[dict[Any, Any], int] | None = None) -> None:
         self.groups = groups
         # what strategies derive from the whole history, kept as long as the history is (``HistoryLayout.memo``)
         self.memo: dict[Any, Any] = memo if memo is not None else {}
+        # the memo of the history this one extends and how many groups they share (``HistoryLayout.earlier``)
+        self.earlier = earlier
         self.excluded = excluded  # group index -> (reason, detail) for whole groups (dropped by the user)
         self.picks: dict[int, GroupPick] = {}
         self.defaults: dict[int, tuple[str, str]] = {}  # group index -> exclusion reason for unpicked atoms
-        self.scores: dict[int, float] = {}
+        self.scores: dict[int, float] | AtomValues = {}  # group index -> score (AtomValues: made when read)
         self.atom_details: dict[int, dict[int, str]] | AtomValues = {}  # group -> atom -> detail for excluded atoms
         self.atom_scores: dict[int, dict[int, float]] | AtomValues = {}  # group -> atom -> score, if atoms are scored
         # a strategy that explains its exclusions only when they are read: group index -> (default, details)
@@ -110,8 +112,13 @@ class HistorySelection:
         return hit
 
     def available(self) -> list[int]:
-        """Indices of groups not excluded as a whole, chronological."""
-        return [gi for gi in range(len(self.groups)) if gi not in self.excluded]
+        """Indices of groups not excluded as a whole, chronological (kept with the history's layout)."""
+        excluded = self.excluded
+        key = ("available", tuple(sorted(excluded)))
+        hit = self.memo.get(key)
+        if hit is None:
+            hit = self.memo[key] = tuple(gi for gi in range(len(self.groups)) if gi not in excluded)
+        return list(hit)
 
     def has_included(self, gi: int) -> bool:
         pick = self.picks.get(gi)

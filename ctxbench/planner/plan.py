@@ -44,7 +44,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from typing import Any, Sequence
+from typing import Any
 
 from ctxbench.config import PlannerConfig
 from ctxbench.records.messages import content_hash, strategy_family
@@ -53,6 +53,7 @@ from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelecti
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
+from ctxbench.records.scored import pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
 from ctxbench.planner.strategies.context import StrategyContext, places_summaries
@@ -142,11 +143,13 @@ def canonical_inputs(
                if retrieval.capsules else {}),  # absent without capsules: older ids stay
         },
         "keyword_ranking": list(inputs.keyword_ranking),
-        "semantic_ranking": [[g, s] for g, s in inputs.semantic_ranking],
+        # a long ranking or similarity list as the digest of its pairs (a list of 40,000 pairs took longer to write
+        # than the plan took to make); an empty one as before, so the ids of plans without one stay
+        "semantic_ranking": pairs_digest(inputs.semantic_ranking) if inputs.semantic_ranking else [],
         "config": _config_digest(config),
         "tokenizer": tokenizer_name,
         **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
-        **({"message_similarity": [[m, s] for m, s in inputs.message_similarity]} if inputs.message_similarity else {}),
+        **({"message_similarity": pairs_digest(inputs.message_similarity)} if inputs.message_similarity else {}),
         **({"message_keyword": [[m, s] for m, s in inputs.message_keyword]} if inputs.message_keyword else {}),
         **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
                           for s in inputs.summaries]} if inputs.summaries else {}),
@@ -372,7 +375,7 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     views = layout.views
     pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
     c = build_candidates(inputs, config, tokenizer, profile, layout, family)
-    selection = HistorySelection(views, c.dropped, layout.memo)
+    selection = HistorySelection(views, c.dropped, layout.memo, layout.earlier)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:

@@ -18,11 +18,19 @@ from typing import Any
 
 MODULE = "module"
 PROCESS = "process"
-CAPSULE_KINDS = (MODULE, PROCESS)
 SOURCE_EXTRACTIVE = "extractive"
 MODEL_SOURCE_PREFIX = "model:"
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
+
+
+def first_sentence(text: str, max_chars: int) -> str:
+    """The first sentence of ``text`` on one line (whitespace folded), cut to ``max_chars`` with an ellipsis."""
+    flat = " ".join(text.split())
+    if not flat:
+        return ""
+    sentence = _SENTENCE_END.split(flat, maxsplit=1)[0]
+    return sentence if len(sentence) <= max_chars else sentence[: max_chars - 1].rstrip() + "…"
 
 
 @dataclass(frozen=True)
@@ -54,9 +62,7 @@ class Capsule:
 
     def headline(self, max_chars: int = 120) -> str:
         """The first sentence of its text, cut to ``max_chars``."""
-        first = _SENTENCE_END.split(self.text.strip(), maxsplit=1)[0].strip() if self.text.strip() else ""
-        first = " ".join(first.split())
-        return first if len(first) <= max_chars else first[: max_chars - 1].rstrip() + "…"
+        return first_sentence(self.text, max_chars)
 
     @property
     def status(self) -> str:

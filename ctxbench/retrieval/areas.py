@@ -15,7 +15,7 @@ unless the question names the area (``asks_for``): "why does the test fail on Wi
 from __future__ import annotations
 
 import re
-from typing import Iterable
+from typing import Iterable, Mapping
 
 TEST = "test"
 PLATFORM = "platform"
@@ -57,3 +57,8 @@ def asks_for(words: Iterable[str]) -> frozenset[str]:
     """The areas a question's words name."""
     lowered = {w.lower() for w in words}
     return frozenset(area for area, asking in ASKING_WORDS.items() if lowered & asking)
+
+
+def area_weight(area: str, asked: frozenset[str], weights: Mapping[str, float]) -> float:
+    """The weight of a hit in ``area`` (``area_of``): 1 for ordinary code or an area the question asks for."""
+    return weights.get(area, 1.0) if area and area not in asked else 1.0

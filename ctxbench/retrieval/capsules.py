@@ -17,14 +17,14 @@ import hashlib
 import sqlite3
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 
 from ctxbench.config import Config
 from ctxbench.records.capsules import Capsule, CapsuleHit
 from ctxbench.records.code import SymbolCard
-from ctxbench.retrieval.areas import area_of, asks_for
+from ctxbench.retrieval.areas import area_of, area_weight, asks_for
 from ctxbench.retrieval.fuse import fuse, rrf_unit
 from ctxbench.retrieval.keyword import identifier_tokens, query_terms
 from ctxbench.store import capsules as capsule_store
@@ -172,8 +172,9 @@ class CapsuleSearch:
             card = cards.get(sid)
             for c in by_path.get(card.path, ()) if card is not None else ():
                 strength[c.id] = strength.get(c.id, 0.0) + 1.0 / rank
+        by_id = {c.id: c for c in offered}
         for rank, (cid, value) in enumerate(sorted(strength.items(), key=lambda kv: (-kv[1], kv[0])), 1):
-            entry = ranked.setdefault(cid, _Ranked(next(c for c in offered if c.id == cid)))
+            entry = ranked.setdefault(cid, _Ranked(by_id[cid]))
             entry.scores["support"], entry.ranks["support"] = value, rank
         asked = asks_for(query_terms(query))
         chosen = [r for r in self._fused(ranked, ("keyword", "semantic", "support"), asked) if self._evidence(r)]
@@ -202,9 +203,7 @@ class CapsuleSearch:
             entry = ranked[int(f.symbol)]
             entry.score = f.score
             if asked is not None and area_weights and entry.capsule.paths:
-                area = area_of(entry.capsule.paths[0])
-                if area and area not in asked:
-                    entry.score *= area_weights.get(area, 1.0)
+                entry.score *= area_weight(area_of(entry.capsule.paths[0]), asked, area_weights)
         return sorted((r for r in ranked.values() if r.score > 0), key=lambda r: (-r.score, r.capsule.id))
 
     def _evidence(self, r: _Ranked) -> bool:

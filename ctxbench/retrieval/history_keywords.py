@@ -41,6 +41,7 @@ from ctxbench.store.message_search import message_text
 from ctxbench.store.search import query_terms
 
 MIN_IDF = 1e-6  # FTS5's floor for a word most documents hold
+DIRECT_BINS_MAX = 4_000_000  # keys below this are summed by counting into bins (no sort)
 
 
 def query_words(query: str, *, stemmed: bool) -> list[str]:
@@ -55,8 +56,17 @@ def _idf(n_docs: int, n: int) -> float:
     return idf if idf > 0 else MIN_IDF
 
 
+def _bm25(tf: np.ndarray, lengths: np.ndarray, mean: float, n_docs: int, k1: float, b: float) -> np.ndarray:
+    """One term's BM25 relevance in each document that holds it (``tf`` times, ``lengths`` long)."""
+    return _idf(n_docs, len(tf)) * tf * (k1 + 1.0) / (tf + k1 * (1.0 - b + b * lengths / mean))
+
+
 def _summed(keys: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct keys, the sum of ``values`` per key)."""
+    """(distinct keys, ascending, the sum of ``values`` per key, added in their order)."""
+    top = int(keys.max()) + 1 if len(keys) else 0
+    if len(keys) and keys.min() >= 0 and top <= DIRECT_BINS_MAX:  # row and group numbers: counted in place, no sort
+        unique = np.flatnonzero(np.bincount(keys, minlength=top))
+        return unique.astype(keys.dtype, copy=False), np.bincount(keys, weights=values, minlength=top)[unique]
     unique, inverse = np.unique(keys, return_inverse=True)
     return unique, np.bincount(inverse, weights=values, minlength=len(unique))
 
@@ -79,10 +89,6 @@ class HistoryKeywords:
         self._synced: tuple[Message, ...] = ()
         self._visible: list[int] = []  # rows of the active messages of ``_synced``
         self._masked: dict[str, object] = {}  # what is derived from ``_synced``: the mask, the turn statistics
-
-    @property
-    def rows(self) -> int:
-        return len(self._messages)
 
     # -- keeping up with the history -------------------------------------------------------------------
     def _add(self, message: Message) -> int:
@@ -111,11 +117,6 @@ class HistoryKeywords:
                 self._messages[row] = message
                 return row
         return self._add(message)
-
-    def sync(self, history: Sequence[Message]) -> None:
-        """Index the messages of ``history`` not indexed yet (a message whose text changed gets a new row)."""
-        with self._lock:
-            self._sync(tuple(history))
 
     def _sync(self, history: tuple[Message, ...]) -> None:
         last = self._synced
@@ -183,9 +184,8 @@ class HistoryKeywords:
                 rows, tf = self._postings_of(self._by_stem.get(term, ()), mask)
                 if not len(rows):
                     continue
-                norm = k1 * (1.0 - b + b * lengths[rows] / mean)
                 hit_rows.append(rows)
-                hit_scores.append(_idf(n_docs, len(rows)) * tf * (k1 + 1.0) / (tf + norm))
+                hit_scores.append(_bm25(tf, lengths[rows], mean, n_docs, k1, b))
             if not hit_rows:
                 return ()
             rows, values = _summed(np.concatenate(hit_rows), np.concatenate(hit_scores))
@@ -221,9 +221,8 @@ class HistoryKeywords:
                 if not len(rows):
                     continue
                 gids, tf = _summed(groups[rows], tf)
-                norm = k1 * (1.0 - b + b * group_lengths[gids] / mean)
                 hit_groups.append(gids)
-                hit_scores.append(_idf(n_groups, len(gids)) * tf * (k1 + 1.0) / (tf + norm))
+                hit_scores.append(_bm25(tf, group_lengths[gids], mean, n_groups, k1, b))
             if not hit_groups:
                 return ()
             gids, values = _summed(np.concatenate(hit_groups), np.concatenate(hit_scores))

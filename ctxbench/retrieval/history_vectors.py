@@ -6,7 +6,13 @@ uses. Vectors are cached in the card vector cache (``retrieval/vectors.py``) key
 sequence length and the text version, so a turn is embedded once per model and an edited turn is
 embedded again. The query is embedded the same way and compared with every turn by cosine
 similarity; the most similar turns above ``min_similarity`` (at most ``candidates``, 0 = all) are the
-ranking ``PlanInputs.semantic_ranking`` carries.
+ranking ``PlanInputs.semantic_ranking`` carries (a :class:`~ctxbench.records.scored.ScoredIds`).
+
+The fused strategy compares single messages the same way (:class:`MessageVectors`). Both keep, between plans,
+each history's texts and hashes and the stacked matrix of its vectors, extended when turns are added, so an
+append-only history embeds and stacks only its new turns; a plan embeds at most ``fused.embed_per_plan``
+missing texts itself (newest first), and :meth:`_HistoryVectors.warm` embeds the rest in chunks, each saved
+to the cache as it is made, reporting ``progress(done, total)``.
 
 The work is split so a caller holding a lock over its database connection only needs it for the
 cache reads and writes (:class:`VectorCache`), not for the encoding.
@@ -14,6 +20,7 @@ cache reads and writes (:class:`VectorCache`), not for the encoding.
 from __future__ import annotations
 
 import hashlib
+import threading
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Protocol, Sequence
 
@@ -21,6 +28,7 @@ import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
+from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import body, speaker_label, without_names
 from ctxbench.store.vectors import TURN_KEY_MARK
 
@@ -65,64 +73,34 @@ def cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
     return f"{embedder_key}{TURN_KEY_MARK}{TURN_TEXT_VERSION}|seq{config.embed_max_seq_length}"
 
 
-def group_messages(history: Sequence[Message], skip_groups: Iterable[int] = ()) -> dict[int, list[Message]]:
-    """Active messages of each earlier turn, by group id, oldest turn first (``skip_groups`` left out)."""
-    skip = set(skip_groups)
-    groups: dict[int, list[Message]] = {}
-    for m in history:
-        if m.status != "active" or m.group_id in skip:
-            continue
-        groups.setdefault(m.group_id, []).append(m)
-    return groups
-
-
 def rank_turns(history: Sequence[Message], query: str, embedder, cache: VectorCache,
                config: SemanticHistoryConfig, *, skip_groups: Iterable[int] = ()
                ) -> tuple[tuple[tuple[int, float], ...], HistoryRankingStats]:
-    """(group id, cosine similarity) of the turns most similar to ``query``, most similar first.
+    """(group id, cosine similarity) of the turns most similar to ``query``, most similar first, every turn embedded
+    now if it has no vector yet (:class:`TurnVectors` keeps them between calls and embeds a few per plan).
 
     Turns less similar than ``config.min_similarity`` are left out, and at most ``config.candidates``
     are returned; ties go to the newer turn. ``embedder`` must be ready (``encode`` waits otherwise).
     """
-    groups = group_messages(history, skip_groups)
-    texts = {gid: turn_text(msgs, config) for gid, msgs in groups.items()}
-    texts = {gid: t for gid, t in texts.items() if t.strip()}
-    if not texts or not query.strip():
-        return (), HistoryRankingStats(len(texts), 0)
-    key = cache_key(embedder.key, config)
-    hashes = {gid: text_hash(t) for gid, t in texts.items()}
-    cached = dict(cache.load(hashes.values(), key))
-    todo = {h: texts[gid] for gid, h in hashes.items() if h not in cached}
-    if todo:
-        order = list(todo)
-        vectors = embedder.encode([todo[h] for h in order], max_seq_length=config.embed_max_seq_length)
-        fresh = list(zip(order, vectors))
-        cache.save(fresh, key)
-        cached.update(fresh)
-    query_vector = embedder.encode([query], max_seq_length=config.embed_max_seq_length)[0]
-    gids = list(texts)
-    matrix = np.vstack([np.asarray(cached[hashes[g]], dtype=np.float32) for g in gids])
-    sims = matrix @ np.asarray(query_vector, dtype=np.float32)
-    scored = [(g, round(float(s), 6)) for g, s in zip(gids, sims) if float(s) >= config.min_similarity]
-    scored.sort(key=lambda gs: (-gs[1], -gs[0]))
-    if config.candidates > 0:
-        scored = scored[: config.candidates]
-    return tuple(scored), HistoryRankingStats(len(texts), len(todo))
+    ranking, stats = TurnVectors().ranking(history, query, embedder, cache, config, embed_limit=None,
+                                           skip_groups=skip_groups)
+    return ranking, HistoryRankingStats(stats.units, stats.embedded)
 
 
-# -- single messages (the fused strategy) ----------------------------------------------------------------------
+# -- vectors kept between plans: single messages (fused) and turns (semantic) ------------------------------------
 
 # Bump when message_text changes: cached vectors of the old text are then not reused.
 MESSAGE_TEXT_VERSION = "m1"
-MEMORY_MAX_VECTORS = 100_000  # vectors kept in the process (about 150 MB at 384 dimensions)
-WARM_CHUNK = 32  # messages per encode call while warming up, so a plan's query waits at most one chunk
+MEMORY_MAX_VECTORS = 200_000  # vectors kept in the process (about 300 MB at 384 dimensions)
+WARM_CHUNK = 32  # texts per encode call while warming up, so a plan's query waits at most one chunk
 
 
 @dataclass(frozen=True)
 class MessageRankingStats:
-    messages: int  # messages with a text to compare
+    units: int  # messages (or turns) with a text to compare
     embedded: int  # embedded by this call
     pending: int  # still without a vector (left for the warm-up)
+
 
 
 def message_text(message: Message, config: SemanticHistoryConfig, speakers: frozenset[str] = frozenset()) -> str:
@@ -137,66 +115,158 @@ def message_text(message: Message, config: SemanticHistoryConfig, speakers: froz
 def transcript_speakers(labels: Sequence[str], share: float) -> frozenset[str]:
     """The speakers of a history that reads as a transcript: when at least ``share`` (> 0) of its messages
     with a text open with a speaker label (``labels``, "" for none), those labels; else none."""
-    if share <= 0 or not labels:
-        return frozenset()
     named = [label for label in labels if label]
-    return frozenset(named) if len(named) >= share * len(labels) else frozenset()
+    return _speakers(named, len(named), len(labels), share)
+
+
+def _speakers(names: Iterable[str], named: int, texted: int, share: float) -> frozenset[str]:
+    """``names`` when ``named`` of ``texted`` messages open with a speaker label reach ``share`` (> 0), else none."""
+    return frozenset(names) if share > 0 and texted and named >= share * texted else frozenset()
 
 
 def message_cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
     return f"{embedder_key}|msg-{MESSAGE_TEXT_VERSION}|seq{config.embed_max_seq_length}"
 
 
-class MessageVectors:
-    """Vectors of messages by content hash: in the process first, then the store's vector cache; a matrix of
-    a session's vectors is kept between plans and extended when turns are added (an append-only history
-    never re-stacks)."""
+UNIT_SETS_KEPT = 4  # histories whose units are kept (the branch's view, the history before the current turn, ...)
 
-    def __init__(self) -> None:
-        self._memory: dict[tuple[str, str], np.ndarray] = {}
-        # message id -> (its content, the speakers its text was made for, text, hash)
-        self._texts: dict[int, tuple[str, frozenset[str], str, str]] = {}
-        self._labels: dict[int, tuple[str, str]] = {}  # message id -> (its content, its speaker label or "")
-        self._matrix: dict[str, tuple[tuple[str, ...], np.ndarray]] = {}
 
-    def texts(self, history: Sequence[Message], config: SemanticHistoryConfig,
-              skip_groups: Iterable[int] = (), speaker_share: float = 0.0) -> list[tuple[int, str, str]]:
-        """(message id, text, hash) of the active messages that have a text, oldest first; when at least
-        ``speaker_share`` of them open with a speaker label, the history is a transcript of those speakers
-        and their labels are left out of the texts."""
-        return self._read(history, config, skip_groups, speaker_share)[0]
+class _Units:
+    """The units of one history — unit id -> (text, hash) in history order — and what was derived from them; a
+    history that extends this one only adds its tail."""
 
-    def _read(self, history: Sequence[Message], config: SemanticHistoryConfig, skip_groups: Iterable[int],
-              speaker_share: float) -> tuple[list[tuple[int, str, str]], frozenset[str]]:
-        """(:meth:`texts`, the history's speakers)."""
-        skip = set(skip_groups)
-        live = [m for m in history if m.status == "active" and m.group_id not in skip and m.role != "tool"
-                and m.content]
-        speakers = transcript_speakers([self._label(m) for m in live], speaker_share)
-        out = []
+    def __init__(self, config: SemanticHistoryConfig, skip: frozenset[int], share: float = 0.0) -> None:
+        self.history: tuple[Message, ...] = ()
+        self.skip = skip
+        self.config = config
+        self.share = share  # the speaker share (:class:`_MessageUnits`)
+        self.speakers: frozenset[str] = frozenset()  # a transcript's speakers, left out of texts and the query
+        self.rows: dict[int, tuple[str, str]] = {}
+        self.ready: tuple[str, list[int], tuple[str, ...]] | None = None  # (cache key, ids, hashes) with vectors
+        self.counts = (0, 0, 0)  # units, embedded by the last look-up, pending
+        # cache key -> (hashes, their vectors, [the buffer holding them, rows written there])
+        self.matrix: dict[str, tuple[tuple[str, ...], np.ndarray, list]] = {}
+
+    def derived(self, history: tuple[Message, ...]) -> "_Units":
+        """A new set for ``history``, which extends this one's (this one stays as it is)."""
+        new = self._copy()
+        new.rows = dict(self.rows)
+        new.history = self.history
+        new.matrix = dict(self.matrix)
+        new.extend(history)
+        return new
+
+    def _copy(self) -> "_Units":
+        return type(self)(self.config, self.skip, self.share)
+
+    def extends_to(self, history: tuple[Message, ...], config: SemanticHistoryConfig, skip: frozenset[int],
+                   share: float) -> int:
+        """How many messages of ``history`` this set already covers (-1: it cannot be extended to it)."""
+        n = len(self.history)
+        if skip != self.skip or config != self.config or share != self.share or n > len(history) or \
+                history[:n] != self.history:
+            return -1
+        return n
+
+    def extend(self, history: tuple[Message, ...]) -> None:
+        self._extend(history[len(self.history):], self.config)
+        self.history = history
+        self.ready = None
+
+    def _extend(self, tail: tuple[Message, ...], config: SemanticHistoryConfig) -> None:
+        raise NotImplementedError
+
+
+class _MessageUnits(_Units):
+    """Single messages. When at least ``share`` (> 0) of the messages with a text open with a speaker label, the
+    history is a transcript of those speakers (``transcript_speakers``): their labels are left out of the texts (a
+    history whose speakers change as it grows has its texts made again)."""
+
+    def __init__(self, config: SemanticHistoryConfig, skip: frozenset[int], share: float = 0.0) -> None:
+        super().__init__(config, skip, share)
+        self.texted = 0  # messages with a text
+        self.names: dict[str, None] = {}  # the speaker labels they open with
+        self.named = 0  # ... how many open with one
+
+    def _copy(self) -> "_Units":
+        new = _MessageUnits(self.config, self.skip, self.share)
+        new.texted, new.names, new.named, new.speakers = self.texted, dict(self.names), self.named, self.speakers
+        return new
+
+    def _live(self, messages: Iterable[Message]) -> Iterable[Message]:
+        return (m for m in messages if m.status == "active" and m.group_id not in self.skip and m.role != "tool"
+                and m.content)
+
+    def _extend(self, tail: tuple[Message, ...], config: SemanticHistoryConfig) -> None:
+        live = list(self._live(tail))
+        if self.share > 0:
+            for m in live:
+                label = speaker_label(m.content)
+                if label:
+                    self.names[label] = None
+                    self.named += 1
+            self.texted += len(live)
+            speakers = _speakers(self.names, self.named, self.texted, self.share)
+            if speakers != self.speakers:  # every text changes: made again
+                self.speakers = speakers
+                self.rows = {}
+                live = list(self._live(self.history)) + live
         for m in live:
-            known = self._texts.get(m.id)
-            if known is None or (known[0] is not m.content and known[0] != m.content) or known[1] != speakers:
-                text = message_text(m, config, speakers)
-                known = (m.content, speakers, text, text_hash(f"{MESSAGE_TEXT_VERSION}\x00{text}"))
-                self._texts[m.id] = known
-            if known[2]:
-                out.append((m.id, known[2], known[3]))
-        return out, speakers
+            text = message_text(m, config, self.speakers)
+            if text:
+                self.rows[m.id] = (text, text_hash(f"{MESSAGE_TEXT_VERSION}\x00{text}"))
 
-    def _label(self, message: Message) -> str:
-        known = self._labels.get(message.id)
-        if known is None or (known[0] is not message.content and known[0] != message.content):
-            known = self._labels[message.id] = (message.content, speaker_label(message.content))
-        return known[1]
 
-    def missing(self, rows: Sequence[tuple[int, str, str]], key: str, cache: VectorCache) -> list[tuple[int, str, str]]:
-        absent = [r for r in rows if (key, r[2]) not in self._memory]
-        if absent:
-            found = cache.load([r[2] for r in absent], key)
+
+class _TurnUnits(_Units):
+    def __init__(self, config: SemanticHistoryConfig, skip: frozenset[int], share: float = 0.0) -> None:
+        super().__init__(config, skip, share)
+        self.groups: dict[int, tuple[Message, ...]] = {}
+
+    def _copy(self) -> "_Units":
+        new = _TurnUnits(self.config, self.skip, self.share)
+        new.groups = dict(self.groups)
+        return new
+
+    def _extend(self, tail: tuple[Message, ...], config: SemanticHistoryConfig) -> None:
+        touched: dict[int, None] = {}
+        for m in tail:
+            if m.status != "active" or m.group_id in self.skip:
+                continue
+            self.groups[m.group_id] = self.groups.get(m.group_id, ()) + (m,)
+            touched[m.group_id] = None
+        for gid in touched:
+            text = turn_text(self.groups[gid], config)
+            if text.strip():
+                self.rows[gid] = (text, text_hash(text))
+            else:
+                self.rows.pop(gid, None)
+
+
+class _HistoryVectors:
+    """Vectors of a history's units by content hash: in the process first, then the store's vector cache; a
+    matrix of the units' vectors is kept between plans and extended when turns are added (an append-only history
+    never re-stacks). A plan embeds a few missing units itself (newest first); :meth:`warm` embeds the rest."""
+
+    def __init__(self, units: type[_Units]) -> None:
+        self._unit_type = units
+        self._unit_sets: list[_Units] = []
+        self._memory: dict[tuple[str, str], np.ndarray] = {}
+        self._absent: set[tuple[str, str]] = set()  # hashes the store's cache did not have (asked once)
+        self._lock = threading.RLock()
+
+    def _key(self, embedder_key: str, config: SemanticHistoryConfig) -> str:
+        raise NotImplementedError
+
+    def missing(self, rows: Sequence[tuple[int, str, str]], key: str, cache: VectorCache
+                ) -> list[tuple[int, str, str]]:
+        memory, absent = self._memory, self._absent
+        unknown = [r for r in rows if (key, r[2]) not in memory and (key, r[2]) not in absent]
+        if unknown:
+            found = cache.load([r[2] for r in unknown], key)
             self._remember(key, found.items())
-            absent = [r for r in absent if r[2] not in found]
-        return absent
+            absent.update((key, r[2]) for r in unknown if r[2] not in found)
+        return [r for r in rows if (key, r[2]) not in memory]
 
     def embed(self, rows: Sequence[tuple[int, str, str]], key: str, embedder, cache: VectorCache,
               config: SemanticHistoryConfig) -> int:
@@ -210,60 +280,174 @@ class MessageVectors:
         return len(fresh)
 
     def _remember(self, key: str, items) -> None:
-        if len(self._memory) > MEMORY_MAX_VECTORS:
-            self._memory.clear()
-            self._matrix.clear()
-        for h, v in items:
-            self._memory[(key, h)] = np.asarray(v, dtype=np.float32)
+        with self._lock:
+            if len(self._memory) > MEMORY_MAX_VECTORS:
+                self._memory.clear()
+                self._absent.clear()
+                self._unit_sets.clear()
+            for h, v in items:
+                self._memory[(key, h)] = np.asarray(v, dtype=np.float32)
+                self._absent.discard((key, h))
+            for units in self._unit_sets:
+                units.ready = None
 
-    def matrix(self, key: str, hashes: tuple[str, ...]) -> np.ndarray:
-        hit = self._matrix.get(key)
+    def matrix(self, units: _Units, key: str, hashes: tuple[str, ...]) -> np.ndarray:
+        """The vectors of ``hashes`` stacked (kept with the unit set). Rows live in a buffer with room to grow: when
+        only hashes were added (a new turn) their rows are written after the others, nothing is copied — unless a
+        set derived from the same one wrote there first."""
+        hit = units.matrix.get(key)
         if hit is not None and hit[0] == hashes:
             return hit[1]
-        if hit is not None and len(hit[0]) < len(hashes) and hashes[: len(hit[0])] == hit[0]:
-            extra = np.vstack([self._memory[(key, h)] for h in hashes[len(hit[0]):]])
-            matrix = np.vstack([hit[1], extra])
+        n, old = len(hashes), (len(hit[0]) if hit is not None else 0)
+        if hit is not None and old < n and hashes[:old] == hit[0]:
+            extra = np.vstack([self._memory[(key, h)] for h in hashes[old:]])
+            store = hit[2]  # [buffer, rows written], shared with the sets derived from this one
+            if store[1] != old or len(store[0]) < n:
+                buffer = np.empty((n + n // 4 + 64, extra.shape[1]), dtype=np.float32)
+                buffer[:old] = hit[1]
+                store = [buffer, old]
+            store[0][old:n] = extra
         else:
-            matrix = np.vstack([self._memory[(key, h)] for h in hashes])
-        self._matrix[key] = (hashes, matrix)
+            rows = np.vstack([self._memory[(key, h)] for h in hashes])
+            store = [np.empty((n + n // 4 + 64, rows.shape[1]), dtype=np.float32), 0]
+            store[0][:n] = rows
+        store[1] = n
+        matrix = store[0][:n]
+        units.matrix[key] = (hashes, matrix, store)
         return matrix
 
-    def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
-                   config: SemanticHistoryConfig, *, embed_limit: int, skip_groups: Iterable[int] = (),
-                   speaker_share: float = 0.0) -> tuple[tuple[tuple[int, float], ...], MessageRankingStats]:
-        """(message id, cosine with ``query``) of every message that has a vector, in history order.
+    def _units(self, history: Sequence[Message], config: SemanticHistoryConfig, skip: Iterable[int],
+               share: float = 0.0) -> _Units:
+        """The unit set of ``history``: kept, extended from a kept one, or new (the last ``UNIT_SETS_KEPT`` kept)."""
+        history, skip = tuple(history), frozenset(skip)
+        sets = self._unit_sets
+        found = next((u for u in sets if u.history is history and u.skip == skip and u.config == config
+                      and u.share == share), None)
+        if found is None:
+            best, covered = None, -1
+            for units in sets:
+                n = units.extends_to(history, config, skip, share)
+                if n > covered:
+                    best, covered = units, n
+            if best is not None and covered > 0:
+                found = best.derived(history)
+            else:
+                found = self._unit_type(config, skip, share)
+                found.extend(history)
+        sets[:] = [u for u in sets if u is not found][-(UNIT_SETS_KEPT - 1):] + [found]
+        return found
 
-        Messages without one are embedded here, newest first, ``embed_limit`` at most (a plan never embeds a
-        whole session); the rest stay without a similarity until :meth:`warm` has embedded them. In a transcript
-        of speakers (``speaker_share``, :meth:`texts`) the query is compared without the speakers' names: the
+    def _rows(self, history: Sequence[Message], config: SemanticHistoryConfig, skip: Iterable[int], share: float
+              ) -> list[tuple[int, str, str]]:
+        return [(uid, text, h) for uid, (text, h) in self._units(history, config, skip, share).rows.items()]
+
+    def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
+                   config: SemanticHistoryConfig, *, embed_limit: int | None, skip_groups: Iterable[int] = (),
+                   speaker_share: float = 0.0) -> tuple[list[int], np.ndarray, MessageRankingStats]:
+        """(unit ids, their cosine with ``query``) of the units that have a vector, in history order.
+
+        Units without one are embedded here, newest first, ``embed_limit`` at most (None: all of them); the rest
+        stay without a similarity until :meth:`warm` has embedded them. In a transcript of speakers
+        (``speaker_share``, :class:`_MessageUnits`) the query is compared without the speakers' names: the
         messages' texts have no labels, and the fused strategy weighs the speaker a query names on its own.
         """
-        rows, speakers = self._read(history, config, skip_groups, speaker_share)
-        if not rows or not query.strip():
-            return (), MessageRankingStats(len(rows), 0, 0)
-        key = message_cache_key(embedder.key, config)
-        absent = self.missing(rows, key, cache)
-        embedded = self.embed(absent[::-1][: max(0, embed_limit)], key, embedder, cache, config) if absent else 0
-        ready = [r for r in rows if (key, r[2]) in self._memory]
-        pending = len(rows) - len(ready)
-        if not ready:
-            return (), MessageRankingStats(len(rows), embedded, pending)
-        matrix = self.matrix(key, tuple(r[2] for r in ready))
+        with self._lock:
+            key = self._key(embedder.key, config)
+            units = self._units(history, config, skip_groups, speaker_share)
+            if not query.strip():
+                return [], np.zeros(0, dtype=np.float32), MessageRankingStats(len(units.rows), 0, 0)
+            embedded = 0
+            if units.ready is None or units.ready[0] != key:
+                rows = [(uid, text, h) for uid, (text, h) in units.rows.items()]
+                absent = self.missing(rows, key, cache) if rows else []
+                if absent and (embed_limit is None or embed_limit > 0):
+                    todo = absent[::-1] if embed_limit is None else absent[::-1][:embed_limit]
+                    embedded = self.embed(todo, key, embedder, cache, config)
+                    absent = [r for r in absent if (key, r[2]) not in self._memory]
+                memory = self._memory
+                ready = [r for r in rows if (key, r[2]) in memory]
+                units.ready = (key, np.array([r[0] for r in ready], dtype=np.int64), tuple(r[2] for r in ready))
+                units.counts = (len(rows), embedded, len(absent))
+            _key, ids, hashes = units.ready
+            stats = MessageRankingStats(units.counts[0], embedded, units.counts[2])
+            if not len(ids):
+                return ids, np.zeros(0, dtype=np.float32), stats
+            matrix = self.matrix(units, key, hashes)
+            speakers = units.speakers
         query_text = without_names(query, speakers) if speakers else query
         query_vector = embedder.encode([query_text], max_seq_length=config.embed_max_seq_length)[0]
-        sims = matrix @ np.asarray(query_vector, dtype=np.float32)
-        return (tuple((r[0], round(float(s), 6)) for r, s in zip(ready, sims)),
-                MessageRankingStats(len(rows), embedded, pending))
+        return ids, matrix @ np.asarray(query_vector, dtype=np.float32), stats
 
     def warm(self, history: Sequence[Message], embedder, cache: VectorCache, config: SemanticHistoryConfig,
-             progress=None, speaker_share: float = 0.0) -> MessageRankingStats:
-        """Embed every message of ``history`` that has no vector yet, in small chunks (newest first)."""
-        rows = self.texts(history, config, speaker_share=speaker_share)
-        key = message_cache_key(embedder.key, config)
-        absent = self.missing(rows, key, cache)[::-1]
+             progress=None, *, skip_groups: Iterable[int] = (), speaker_share: float = 0.0) -> MessageRankingStats:
+        """Embed every unit of ``history`` that has no vector yet, in small chunks (newest first), saving each
+        chunk as it goes (a killed warm-up keeps what it embedded); ``progress(done, total)`` after each."""
+        with self._lock:
+            key = self._key(embedder.key, config)
+            rows = self._rows(history, config, skip_groups, speaker_share)
+            absent = self.missing(rows, key, cache)[::-1]
         done = 0
+        if progress is not None:
+            progress(0, len(absent))
         for start in range(0, len(absent), WARM_CHUNK):
             done += self.embed(absent[start:start + WARM_CHUNK], key, embedder, cache, config)
             if progress is not None:
                 progress(min(start + WARM_CHUNK, len(absent)), len(absent))
         return MessageRankingStats(len(rows), done, 0)
+
+
+class MessageVectors(_HistoryVectors):
+    """Vectors of single messages (the fused strategy's similarity)."""
+
+    def __init__(self) -> None:
+        super().__init__(_MessageUnits)
+
+    def _key(self, embedder_key: str, config: SemanticHistoryConfig) -> str:
+        return message_cache_key(embedder_key, config)
+
+    def similarity(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,  # type: ignore[override]
+                   config: SemanticHistoryConfig, *, embed_limit: int | None, skip_groups: Iterable[int] = (),
+                   speaker_share: float = 0.0) -> tuple[ScoredIds | tuple[()], MessageRankingStats]:
+        """(message id, cosine with ``query``) of every message that has a vector, in history order."""
+        ids, sims, stats = super().similarity(history, query, embedder, cache, config, embed_limit=embed_limit,
+                                              skip_groups=skip_groups, speaker_share=speaker_share)
+        if not len(ids):
+            return (), stats
+        return ScoredIds.from_buffers(ids, rounded(sims)), stats
+
+
+class TurnVectors(_HistoryVectors):
+    """Vectors of whole turns (the semantic strategy's ranking): ``turn_text`` of each earlier turn."""
+
+    def __init__(self) -> None:
+        super().__init__(_TurnUnits)
+
+    def _key(self, embedder_key: str, config: SemanticHistoryConfig) -> str:
+        return cache_key(embedder_key, config)
+
+    def ranking(self, history: Sequence[Message], query: str, embedder, cache: VectorCache,
+                config: SemanticHistoryConfig, *, embed_limit: int | None, skip_groups: Iterable[int] = ()
+                ) -> tuple[ScoredIds | tuple[()], MessageRankingStats]:
+        """(group id, cosine similarity) of the turns most similar to ``query`` above ``min_similarity``, most
+        similar first (ties: the newer turn), ``candidates`` at most (0: all)."""
+        if not query.strip():
+            return (), MessageRankingStats(0, 0, 0)
+        ids, sims, stats = self.similarity(history, query, embedder, cache, config, embed_limit=embed_limit,
+                                           skip_groups=skip_groups)
+        if not len(ids):
+            return (), stats
+        keep = sims.astype(np.float64) >= config.min_similarity
+        gids = ids[keep]
+        values = rounded(sims[keep])
+        order = np.lexsort((-gids, -values))
+        if config.candidates > 0:
+            order = order[: config.candidates]
+        if not len(order):
+            return (), stats
+        return ScoredIds.from_buffers(np.ascontiguousarray(gids[order]), np.ascontiguousarray(values[order])), stats
+
+
+def rounded(similarities: np.ndarray) -> np.ndarray:
+    """Cosine similarities as float64 rounded to 6 decimals (what plans see and their PlanId hashes: the last bits
+    of a float32 product are not worth a different plan)."""
+    return np.round(similarities.astype(np.float64), 6)

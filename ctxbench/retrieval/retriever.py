@@ -7,6 +7,7 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   embedder is loaded; until then the set says semantic search was not available;
 - keyword: BM25 over identifier-aware tokens (``keyword``);
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
+- phrase: symbols whose source lines hold text the query quotes (an error message: ``phrases``);
 - personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
   or recently used (activation), together with what the query mentions (names and paths; alone they
   do not personalize, see ``RetrievalConfig.personalize_mentions_alone``), before graph expansion so
@@ -43,7 +44,7 @@ from ctxbench.records.capsules import Capsule
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
-from ctxbench.retrieval.areas import area_of, asks_for
+from ctxbench.retrieval.areas import area_of, area_weight, asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
@@ -52,7 +53,7 @@ from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 if TYPE_CHECKING:
     from ctxbench.codegraph.index import CodeIndex
 
-SOURCES = ("semantic", "keyword", "name", "graph", "capsule")
+SOURCES = ("semantic", "keyword", "name", "phrase", "graph", "capsule")
 NOTE_LOADING = "semantic search not available: model loading"
 NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
@@ -116,6 +117,7 @@ class Retriever:
         self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
         self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
         self._capsules = CapsuleSearch(conn, self.config)
+        self._phrases: Any = None  # phrases.PhraseIndexes of the repository, made on first quoted query
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -386,6 +388,19 @@ class Retriever:
                 found[sid] = max(found.get(sid, 0.0), float(len(parts)))
         return sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
 
+    def phrase_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
+        """Symbols whose source lines hold text the query quotes, most of it first (``phrases``)."""
+        from ctxbench.retrieval.phrases import PhraseIndexes, quoted_phrases
+
+        view = self.index
+        phrases = quoted_phrases(query)
+        if view is None or not phrases:
+            return []
+        with self._lock:
+            if self._phrases is None:
+                self._phrases = PhraseIndexes(self.root or view.repo_key, self.config.index.secret_file_globs)
+        return self._phrases.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
+
     def scope_ranking(self, named: Sequence[tuple[str, float]], *rankings: Sequence[tuple[str, float]]
                       ) -> list[tuple[str, float]]:
         """Members of the classes named in the query, in the order the other components ranked them."""
@@ -430,6 +445,8 @@ class Retriever:
             rankings["name"] = self.name_ranking(query)
             rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
                                                    rankings.get("keyword", ()))
+        if "phrase" in sources and rc.phrase_weight > 0:
+            rankings["phrase"] = self.phrase_ranking(query, rc.candidate_pool)
         cc = self.config.capsules
         capsules = view.capsules if "capsule" in sources else ()
         if capsules and cc.retrieval_weight > 0:
@@ -437,11 +454,15 @@ class Retriever:
                 view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
                 rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
         weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight, "capsule": cc.retrieval_weight}
+                   "scope": rc.scope_weight, "capsule": cc.retrieval_weight, "phrase": rc.phrase_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
         asked = asks_for(query_terms(query))
         self._apply_kind_weights(view, fused, asked)
+        support_notes: dict[str, str] = {}
+        with_graph = "graph" in sources
+        if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if with_graph else rc.graph_support_light):
+            self._graph_support(view, fused, support_notes, unit)
 
         pin_ids = set(self.resolve_targets(pins))
         mentioned_ids = set(self.resolve_mentions(mentioned))
@@ -475,9 +496,10 @@ class Retriever:
         ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
         words = self._excerpt_words(query)
+        top_width = (rc.excerpt_top_lines, rc.excerpt_top_hits) if rc.excerpt_top_lines > 0 else (0, 0)
         hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label,
-                               words)
-                     for f in ranked)
+                               words, top_width[0] if rank < top_width[1] else 0, support_notes.get(f.symbol, ""))
+                     for rank, f in enumerate(ranked))
         offered = ()
         if capsules:
             support = [(f.symbol, f.score) for f in ranked if f.symbol not in floor]
@@ -508,7 +530,7 @@ class Retriever:
             keyword_evidence = set(keyword_ids)
 
         def direct(entry: Fused) -> bool:
-            if any(c in entry.scores for c in ("name", "scope", "pin", "mentioned")):
+            if any(c in entry.scores for c in ("name", "scope", "phrase", "pin", "mentioned")):
                 return True
             if entry.scores.get("semantic", float("-inf")) >= minimum:
                 return True
@@ -570,8 +592,7 @@ class Retriever:
             area = self._areas.get(card.path)
             if area is None:
                 area = self._areas[card.path] = area_of(card.path)
-            if area and area not in asked:
-                weight *= dict(rc.area_weights).get(area, 1.0)
+            weight *= area_weight(area, asked, dict(rc.area_weights))
         return weight
 
     def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
@@ -579,6 +600,35 @@ class Retriever:
         for sid, entry in fused.items():
             if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind or area
                 entry.score *= self._weight_of(view, sid, asked)
+
+    def _graph_support(self, view: IndexView, fused: dict[str, Fused], notes: dict[str, str], unit: float) -> None:
+        """Hits the direct components found that are linked in the code graph to the strongest hits (callers,
+        callees, members, bases) gain support: ``graph_support_weight`` x the relation's weight x the seed's
+        strength relative to the best hit, the best link counting. Nothing is added: only candidates with
+        their own evidence move, so a mode without graph neighbours keeps showing direct hits only."""
+        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
+
+        rc = self.config.retrieval
+        relation_weight = dict(rc.graph_relation_weights)
+        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_support_seeds]
+        top = seeds[0].score if seeds else 0.0
+        if top <= 0:
+            return
+        best: dict[str, tuple[float, str]] = {}
+        for seed in seeds:
+            strength = seed.score / top
+            for nb in neighbours(view.graph, seed.symbol):
+                if nb.symbol == seed.symbol or nb.symbol not in fused:
+                    continue
+                gain = relation_weight.get(nb.kind, 0.0) * strength
+                if gain > best.get(nb.symbol, (0.0, ""))[0]:
+                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
+                    best[nb.symbol] = (gain, f"{words} {_short(seed.symbol)}")
+        for sid, (gain, words) in best.items():
+            entry = fused[sid]
+            entry.score += rc.graph_support_weight * unit * gain
+            entry.scores["support"] = gain
+            notes[sid] = words
 
     def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
                       unit: float, asked: frozenset[str] = frozenset(), similarity: Any = None) -> None:
@@ -644,19 +694,21 @@ class Retriever:
 
         return query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words)))
 
-    def _excerpt(self, view: IndexView, card: SymbolCard, words: frozenset[str] | None) -> Any:
+    def _excerpt(self, view: IndexView, card: SymbolCard, words: frozenset[str] | None, width: int = 0) -> Any:
         if words is None:
             return None
         from ctxbench.retrieval.excerpts import query_excerpt
 
         icfg = self.config.index
-        return query_excerpt(card, self._source_lines(view), words, icfg.excerpt_lines, self.config.retrieval.excerpt_context_lines,
+        width = width or self.config.retrieval.excerpt_lines or icfg.excerpt_lines
+        return query_excerpt(card, self._source_lines(view), words, width, self.config.retrieval.excerpt_context_lines,
                              icfg.card_line_max_chars)
 
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
-             near_label: str = "", words: frozenset[str] | None = None) -> RetrievalHit:
+             near_label: str = "", words: frozenset[str] | None = None, width: int = 0,
+             support_note: str = "") -> RetrievalHit:
         card = view.cards[f.symbol]
-        chosen = self._excerpt(view, card, words)
+        chosen = self._excerpt(view, card, words, width)
         components: list[tuple[str, float]] = []
         why: list[str] = []
         if "semantic" in f.scores:
@@ -672,12 +724,18 @@ class Retriever:
         if "scope" in f.scores:
             components.append(("scope", round(f.scores["scope"], 4)))
             why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
+        if "phrase" in f.scores:
+            components.append(("phrase", round(f.scores["phrase"], 4)))
+            why.append("holds the quoted text")
         if "capsule" in f.scores:
             components.append(("capsule", round(f.scores["capsule"], 4)))
             why.append("in a capsule the query is about")
         if "personalized" in f.scores:
             components.append(("personalized", round(f.scores["personalized"], 4)))
             why.append(f"{near_label} {f.scores['personalized']:.2f}")
+        if "support" in f.scores:
+            components.append(("support", round(f.scores["support"], 4)))
+            why.append(f"supported: {support_note}")
         if "graph" in f.scores:
             components.append(("graph", round(f.scores["graph"], 6)))
             why.append(graph_note[0])

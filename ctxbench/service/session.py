@@ -58,6 +58,8 @@ class WorkbenchSession:
         self._lock = threading.RLock()  # settings writes and the runner's creation
         self._runner: TurnRunner | None = None
         self._closed = False
+        self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
+        self._warming = threading.Lock()  # one history warm-up at a time
 
     # -- opening and closing ----------------------------------------------------------------------------
     def open(self) -> SessionSnapshot:
@@ -126,6 +128,7 @@ class WorkbenchSession:
         the embedding model and build the vector index (plans get semantic search). Progress through
         ``status`` in the ``index`` and ``embedder`` slots; a model that cannot load turns semantic off."""
         wb, opts = self.wb, self.options
+        self._status = status
         if wb.repo is None or not opts.index_repo or opts.retriever is not None:
             return
         from ctxbench.records.errors import EmbedderError
@@ -152,10 +155,26 @@ class WorkbenchSession:
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
-        if self.session_id:  # the fused strategy's message vectors, before plans need them
-            wb.warm_history(self.session_id, embedding)
+        self.warm_history()  # what the session's strategy compares (fused: messages, semantic: turns), before plans
         status(Progress("embedder", "semantic ready", "ready"))
         on_semantic_ready()
+
+    def warm_history(self) -> int:
+        """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),
+        with progress in the ``embedder`` slot; returns how many texts were embedded (0 without a ready model)."""
+        status, sid = self._status, self.session_id
+        if not sid or self.wb.history_embedder() is None:
+            return 0
+
+        def history(done: int, total: int) -> None:
+            if status is not None and total:
+                status(Progress("embedder", f"embedding history {done}/{total}", fraction=done / total))
+
+        with self._warming:
+            embedded = self.wb.warm_history(sid, history)
+        if embedded and status is not None:
+            status(Progress("embedder", "semantic ready", "ready"))
+        return embedded
 
     @property
     def retrieval_ready(self) -> bool:
@@ -180,7 +199,10 @@ class WorkbenchSession:
             changes = {name: getattr(settings, name) for name in SETTING_NAMES
                        if getattr(settings, name) != getattr(stored, name)}
             self.settings = self.wb.update_settings(self.session_id, **changes)
-            return self.settings
+        if changes.get("strategy") in ("semantic", "fused") and self.wb.history_embedder() is not None:
+            # the new strategy compares other texts (turns, messages): embed those still missing, in the background
+            threading.Thread(target=self.warm_history, name="ctxbench-warm-history", daemon=True).start()
+        return self.settings
 
     def tools_tokens(self) -> int:
         """Tokens of the tool definitions the next turn's first call offers, so the live plan budgets them."""
@@ -202,8 +224,8 @@ class WorkbenchSession:
         return self.view_of(plan, group)
 
     def last_user_group(self) -> int | None:
-        for m in reversed(self.wb.messages.history(self.session_id)):
-            if m.role == "user":
+        for m in reversed(self.wb.visible_messages(self.session_id)):  # the kept view: no read of the session
+            if m.role == "user" and m.status == "active":
                 return m.group_id
         return None
 
@@ -491,7 +513,7 @@ class WorkbenchSession:
         ``settings``, with the tool definitions a live call offers (so its meter is the live meter)."""
         from ctxbench.llm.replay import replay, user_turns
 
-        total = len(user_turns(self.wb.messages.all(self.session_id)))
+        total = len(user_turns(self.wb.visible_messages(self.session_id)))  # the kept view: no read, masked
         if not total:
             return ReplayPage(0, None, "this session has no user turns yet")
         wanted = {name: getattr(settings, name) for name in ("mode", "budget", "strategy", "window_groups")}

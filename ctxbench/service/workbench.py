@@ -20,7 +20,7 @@ import threading
 from contextlib import AbstractContextManager
 from operator import attrgetter
 from pathlib import Path
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ctxbench.config import BM25_B, BM25_K1, CACHED_SESSIONS, Config, default_db_path, load_config
 from ctxbench.records.errors import UnknownGroup
@@ -32,7 +32,6 @@ from ctxbench.records.transcripts import Transcript, TranscriptError
 from ctxbench.service.history_cache import HistoryCache
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
-from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
 from ctxbench.store.activation import Activation
 from ctxbench.store.capsules import Capsules
@@ -98,6 +97,7 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
+        self._turn_vectors: Any = None
         self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         pins = self.config.planner.pins
@@ -253,6 +253,7 @@ class Workbench:
         current_group: int | None = None,
         tools_tokens: int = 0,
         dropped_current: bool = False,
+        before_message: int | None = None,
         **overrides: Any,
     ) -> PlanInputs:
         """Everything the planner needs for one call, read from the store.
@@ -264,13 +265,16 @@ class Workbench:
         messages of that group are the current turn (a turn in progress: tool rounds) and ``query``
         defaults to its user message. ``tools_tokens``: the tokens of the tool definitions the call
         offers; the plan counts them against its budget. ``dropped_current``: the current group may be one the
-        user dropped since (replay plans a turn as it was sent, whatever became of it later).
+        user dropped since. With ``before_message`` (a stored message id, as ``replay`` does) the plan is the one
+        that message got when it was sent, whatever became of it later: the history before it (its own turn left
+        out), the message (active, as it was sent) as the current turn and ``query``.
         """
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
         with self.connection() as conn:  # one snapshot of the session for the whole read
-            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current)
+            inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current,
+                                       before_message)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
         # the history comes masked from the history cache; the rest is masked here
@@ -283,7 +287,7 @@ class Workbench:
             inputs = self._fused_inputs(inputs)
         return inputs
 
-    # -- the fused strategy's inputs ------------------------------------------------------------------------
+    # -- the fused and semantic strategies' inputs ---------------------------------------------------------------
     @property
     def message_vectors(self) -> Any:
         """The vectors of single messages (``retrieval.history_vectors.MessageVectors``), made on first use."""
@@ -293,6 +297,16 @@ class Workbench:
 
                 self._message_vectors = MessageVectors()
             return self._message_vectors
+
+    @property
+    def turn_vectors(self) -> Any:
+        """The vectors of whole turns (``retrieval.history_vectors.TurnVectors``), made on first use."""
+        with self._open_lock:
+            if self._turn_vectors is None:
+                from ctxbench.retrieval.history_vectors import TurnVectors
+
+                self._turn_vectors = TurnVectors()
+            return self._turn_vectors
 
     def history_keywords(self, session_id: str) -> Any:
         """The session's keyword index of its messages (``retrieval.history_keywords.HistoryKeywords``), kept
@@ -338,37 +352,78 @@ class Workbench:
                 similarity = ()
         return dataclasses.replace(inputs, message_keyword=keyword, message_similarity=similarity)
 
-    def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None) -> int:
-        """Embed every message of the session that has no vector yet (in the background, before plans need
-        them); returns how many were embedded. Nothing happens without a ready embedder."""
+    def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None, *,
+                     strategy: str | None = None) -> int:
+        """Embed what the active branch's plans compare with the query and has no vector yet — its messages for
+        ``fused``, its turns for ``semantic`` (``strategy``, default: the session's) — in chunks, each saved as it
+        is made (a killed warm-up keeps them), ``progress(done, total)`` after each; returns how many were
+        embedded. A plan embeds only ``fused.embed_per_plan`` itself. Nothing happens without a ready embedder."""
         embedder = self.history_embedder()
-        if embedder is None:
+        strategy = strategy or self.settings(session_id).strategy
+        if embedder is None or strategy not in ("fused", "semantic"):
             return 0
-        stats = self.message_vectors.warm(self.messages.history(session_id), embedder, self.vectors,
-                                          self.config.planner.semantic, progress,
-                                          speaker_share=self.config.planner.fused.speaker_share)
+        with self.connection() as conn:
+            branch_id = session_store.active_branch(conn, session_id)
+            visible, dropped = self.history_cache.branch_view(conn, session_id, branch_id)
+        if strategy == "fused":
+            vectors, share = self.message_vectors, self.config.planner.fused.speaker_share
+        else:
+            vectors, share = self.turn_vectors, 0.0
+        stats = vectors.warm(visible, embedder, self.vectors, self.config.planner.semantic, progress,
+                             skip_groups=dropped, speaker_share=share)
         return stats.embedded
 
+    def turn_starts(self, session_id: str) -> Iterator[Message]:
+        """The first user message of each turn the active branch sees, dropped turns included, masked, oldest first:
+        read a part at a time, so a long session's first turns come before the rest is read (replay)."""
+        seen: set[int] = set()
+        after: int | None = 0
+        while after is not None:
+            with self.connection() as conn:
+                branch_id = session_store.active_branch(conn, session_id)
+                part, after = self.history_cache.view_part(conn, session_id, branch_id, after)
+            for m in part:
+                if m.role == "user" and m.group_id not in seen:
+                    seen.add(m.group_id)
+                    yield m
+
+    def visible_messages(self, session_id: str) -> tuple[Message, ...]:
+        """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
+        of (kept in memory between calls, ``history_cache``)."""
+        with self.connection() as conn:
+            branch_id = session_store.active_branch(conn, session_id)
+            return self.history_cache.branch_messages(conn, session_id, branch_id)
+
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
-                     current_group: int | None, dropped_current: bool = False) -> PlanInputs:
+                     current_group: int | None, dropped_current: bool = False,
+                     before_message: int | None = None) -> PlanInputs:
         branch_id = session_store.active_branch(conn, session_id)
-        visible = self.history_cache.branch_messages(conn, session_id, branch_id)
-        dropped = self.history_cache.dropped_groups(conn, session_id, branch_id)
-        if current_group is None:
-            if query is None:
-                raise ValueError("a plan needs the user's query or a current group")
-            pending = Message(id=0, session_id=session_id, branch_id=branch_id,
-                              group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
-                              parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
-            current: tuple[Message, ...] = (pending,)
-            history = visible
+        if before_message is not None:  # replay: the history the message had, read only as far as it
+            seen = self.history_cache.turn_history(conn, session_id, branch_id, before_message)
+            if seen is None:
+                raise UnknownGroup(f"message {before_message} is not on the active branch of {session_id}")
+            current: tuple[Message, ...] = (dataclasses.replace(seen.message, status="active"),)  # as it was sent
+            history, dropped = seen.history, seen.dropped_groups
+            query = seen.message.content if query is None else query
         else:
-            current, history = _split_turn(visible, current_group, dropped_current)
-            if not current:
-                raise UnknownGroup(f"group {current_group} has no active messages on the active branch of {session_id}")
-            if query is None:
-                query = next((m.content for m in current if m.role == "user"), "")
+            visible, dropped = self.history_cache.branch_view(conn, session_id, branch_id)
+            if current_group is None:
+                if query is None:
+                    raise ValueError("a plan needs the user's query or a current group")
+                pending = Message(id=0, session_id=session_id, branch_id=branch_id,
+                                  group_id=session_store.next_group_id(conn, session_id), role="user", content=query,
+                                  parsing_strategy=s.provider_family, tokens=self._count("user", query, (), None))
+                current = (pending,)
+                history = visible
+            else:
+                current, history = _split_turn(visible, current_group, dropped_current)
+                if not current:
+                    raise UnknownGroup(
+                        f"group {current_group} has no active messages on the active branch of {session_id}")
+                if query is None:
+                    query = next((m.content for m in current if m.role == "user"), "")
         current_gid = current[0].group_id
+        current_group = current_gid if current[0].id else None
         summaries = tuple(x for x in active_summaries(conn, branch_id) if all(g < current_gid for g in x.group_ids))
         task = open_task(conn, branch_id)
         keyword_ranking: tuple[int, ...] = ()
@@ -422,11 +477,12 @@ class Workbench:
         if embedder is None:
             return ()
         from ctxbench.records.errors import EmbedderError
-        from ctxbench.retrieval.history_vectors import rank_turns
 
         try:
-            ranking, _ = rank_turns(inputs.history, inputs.query, embedder, self.vectors,
-                                    self.config.planner.semantic, skip_groups=inputs.dropped_groups)
+            ranking, _ = self.turn_vectors.ranking(inputs.history, inputs.query, embedder, self.vectors,
+                                                   self.config.planner.semantic,
+                                                   embed_limit=self.config.planner.fused.embed_per_plan,
+                                                   skip_groups=inputs.dropped_groups)
         except EmbedderError:
             return ()
         return ranking
@@ -441,11 +497,17 @@ class Workbench:
         current_group: int | None = None,
         store: bool = True,
         tools_tokens: int = 0,
+        before_message: int | None = None,
         **overrides: Any,
     ) -> ContextPlan:
         """Build (and by default store) the ContextPlan for a user turn (arguments: see plan_inputs)."""
         inputs = self.plan_inputs(session_id, query, settings, retrieval=retrieval, current_group=current_group,
-                                  tools_tokens=tools_tokens, **overrides)
+                                  tools_tokens=tools_tokens, before_message=before_message, **overrides)
+        return self.build_plan(inputs, store=store)
+
+    def build_plan(self, inputs: PlanInputs, *, store: bool = False) -> ContextPlan:
+        """The ContextPlan of ``inputs`` (from :meth:`plan_inputs`), each item saying how many secrets it holds
+        masked; stored when asked."""
         from ctxbench.planner import build_plan  # imported on first use
 
         plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))

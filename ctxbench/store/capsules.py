@@ -15,6 +15,7 @@
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 from typing import Iterable, Mapping, Sequence
@@ -133,7 +134,7 @@ def mark_stale(conn: sqlite3.Connection, repo: str, shas: Mapping[str, str]) -> 
         conn.execute("UPDATE capsules SET stale_files = ?, stale_at = ? WHERE id = ?",
                      (json.dumps(list(differs)), when, capsule.id))
         if differs and not capsule.stale:
-            became.append(_capsule(conn.execute("SELECT * FROM capsules WHERE id = ?", (capsule.id,)).fetchone()))
+            became.append(dataclasses.replace(capsule, stale_files=differs, stale_at=when))
     if changed:
         _bump(conn, repo)
     return tuple(became)

@@ -12,6 +12,8 @@ import typing
 from functools import lru_cache
 from typing import Any, Callable, Mapping, TypeVar, Union
 
+from ctxbench.records.scored import ScoredIds
+
 T = TypeVar("T")
 
 
@@ -29,6 +31,8 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(x) for x in obj]
+    if isinstance(obj, ScoredIds):
+        return obj.to_json()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {name: to_jsonable(getattr(obj, name)) for name in field_names(type(obj))}
     if isinstance(obj, Mapping):

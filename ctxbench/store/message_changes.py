@@ -13,7 +13,6 @@ import sqlite3
 from dataclasses import dataclass
 
 from ctxbench.records.messages import Message
-from ctxbench.store.db import migrate
 
 COMPONENT = "message_changes"
 _CHUNK = 500  # ids per IN (...) query
@@ -50,11 +49,6 @@ END;
 MIGRATIONS = (_V1,)
 
 
-def ensure_schema(conn: sqlite3.Connection) -> None:
-    """Bring the component up to date on a connection that did not come from a Database (tests, tools)."""
-    migrate(conn, COMPONENT, MIGRATIONS)
-
-
 @dataclass(frozen=True)
 class Changes:
     seq: int  # the stamp to ask from next time
@@ -88,3 +82,13 @@ def changes_since(conn: sqlite3.Connection, session_id: str, seq: int) -> Change
             f"SELECT * FROM messages WHERE session_id = ? AND id IN ({marks}) ORDER BY id", (session_id, *chunk))]
     present = {m.id for m in found}
     return Changes(now, False, tuple(found), tuple(i for i in ids if i not in present))
+
+
+def messages_after(conn: sqlite3.Connection, session_id: str, after_id: int, limit: int) -> tuple[Message, ...]:
+    """The session's messages (any branch, any status) with an id above ``after_id``, oldest first, ``limit`` at
+    most: a long session read a part at a time (replay plans its first turns before the rest is read)."""
+    from ctxbench.store.messages import row_to_message
+
+    rows = conn.execute("SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
+                        (session_id, after_id, limit))
+    return tuple(row_to_message(r) for r in rows)

@@ -2,20 +2,20 @@
 from __future__ import annotations
 
 
-def window_status(messages, plan) -> str:
+def window_status(messages, sent_ids, summarised_ids) -> str:
     """Where a turn stands in the current plan: ``in`` (every message sent), ``part`` (some, e.g. single messages
     picked, an old tool result left out), ``out`` (none), ``summary`` (a summary stands in for it), ``dropped``
-    (by the user); ``?`` before the first plan."""
+    (by the user); ``?`` before the first plan (``sent_ids`` None). ``sent_ids`` / ``summarised_ids``: the
+    message ids the plan sends / leaves out as summarised."""
     if any(m.status == "dropped" for m in messages):
         return "dropped"
-    if plan is None:
+    if sent_ids is None:
         return "?"
     ids = {m.id for m in messages}
-    sent = {mid for item in plan.included for mid in item.message_ids} & ids
+    sent = sent_ids & ids
     if sent:
         return "in" if sent == ids else "part"
-    summarised = any(not i.included and i.reason == "summarised" and ids & set(i.message_ids) for i in plan.items)
-    return "summary" if summarised else "out"
+    return "summary" if ids & summarised_ids else "out"
 
 
 def message_listing(messages, limit: int = 0, plan=None) -> str:
@@ -27,9 +27,14 @@ def message_listing(messages, limit: int = 0, plan=None) -> str:
     items = list(groups.items())
     if limit:
         items = items[-limit:]
+    sent_ids = summarised_ids = None
+    if plan is not None:  # the plan's message ids once, not once per turn
+        sent_ids = {mid for item in plan.included for mid in item.message_ids}
+        summarised_ids = {mid for i in plan.items if not i.included and i.reason == "summarised"
+                          for mid in i.message_ids}
     lines = []
     for gid, ms in items:
-        status = window_status(ms, plan)
+        status = window_status(ms, sent_ids, summarised_ids)
         tokens = sum(m.tokens for m in ms)
         first = next((m for m in ms if m.role in ("user", "system")), ms[0])
         words = " ".join(first.content.split())[:70]

@@ -37,7 +37,9 @@ import math
 import re
 from itertools import chain
 from datetime import datetime
+from bisect import bisect_left
 from functools import lru_cache
+from typing import Sequence
 
 import numpy as np
 
@@ -45,10 +47,13 @@ from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import speaker_label, without_stamp
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
+EPISODES_ONE_BY_ONE = 256  # up to this many episodes, each one's best atoms are found on its own
+FILL_BLOCK = 512  # atoms checked against the budget at once while filling (those that cannot fit are skipped in bulk)
 
 
 @lru_cache(maxsize=16)
@@ -96,22 +101,56 @@ def _named_speaker(query: str, labels: set[str]) -> str:
 
 class _Units:
     """The atoms that compete (every eligible atom of the groups in play), as arrays in chronological order; built
-    once per history, window and dropped turns (kept with the history's layout)."""
+    once per history, window and dropped turns (kept with the history's layout), and extended — the new groups
+    only — when the history only grew (a new turn, or replay's next one)."""
 
     def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig) -> None:
+        self.available = list(available)
+        self.gi: list[int] = []
+        self.ai: list[int] = []
+        self.labels: list[str] = []
+        self.tokens: list[int] = []
+        self.calls: list[bool] = []
+        self.per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
+        self.latest: list[int] = []  # groups with a competing atom, chronological
+        self.token_array = np.zeros(0, dtype=np.int64)
+        self.rules = np.zeros(0, dtype=bool)
+        self.timed = np.zeros(0, dtype=bool)
+        self.times = np.zeros(0)
+        self.message_ids = np.zeros(0, dtype=np.int64)
+        self.message_units = np.zeros(0, dtype=np.int64)
+        self._add(selection, available, config)
+
+    @classmethod
+    def extended(cls, earlier: "_Units", keep_groups: int, selection: HistorySelection, available: list[int],
+                 config: FusedConfig) -> "_Units":
+        """``earlier``'s units of its first ``keep_groups`` available groups, then those of ``available``'s rest."""
+        out = cls.__new__(cls)
+        cut = len(earlier.gi) if keep_groups >= len(earlier.available) else \
+            bisect_left(earlier.gi, earlier.available[keep_groups])
+        out.available = list(available)
+        out.gi, out.ai = earlier.gi[:cut], earlier.ai[:cut]
+        out.labels, out.tokens, out.calls = earlier.labels[:cut], earlier.tokens[:cut], earlier.calls[:cut]
+        dropped = set(earlier.available[keep_groups:])
+        out.per_group = {gi: own for gi, own in earlier.per_group.items() if gi not in dropped}
+        out.latest = [gi for gi in earlier.latest if gi not in dropped] if dropped else list(earlier.latest)
+        out.token_array, out.rules, out.times = earlier.token_array[:cut], earlier.rules[:cut], earlier.times[:cut]
+        out.timed = earlier.timed[:cut]
+        keep = earlier.message_units < cut
+        out.message_ids, out.message_units = earlier.message_ids[keep], earlier.message_units[keep]
+        out._add(selection, available[keep_groups:], config)
+        return out
+
+    def _add(self, selection: HistorySelection, groups_in_play: Sequence[int], config: FusedConfig) -> None:
         groups = selection.groups
-        gis: list[int] = []
-        ais: list[int] = []
-        labels: list[str] = []
+        gis, ais, labels, tokens, calls = self.gi, self.ai, self.labels, self.tokens, self.calls
+        start = len(gis)
         rules: list[bool] = []
         timed: list[bool] = []
         times: list[float] = []
-        tokens: list[int] = []
-        calls: list[bool] = []
         message_ids: list[int] = []
         message_units: list[int] = []
-        per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
-        for gi in available:
+        for gi in groups_in_play:
             group = groups[gi]
             group_labels, group_rules, group_timed, when = _group_facts(group, config)
             own: list[int] = []
@@ -132,60 +171,90 @@ class _Units:
                 message_ids.extend(atom.message_ids)
                 message_units.extend([u] * len(atom.message_ids))
             if len(own) > own.count(-1):
-                per_group[gi] = tuple(own)
+                self.per_group[gi] = tuple(own)
+                self.latest.append(gi)
         self.n = len(gis)
-        self.gi, self.ai = gis, ais
-        self.tokens = tokens
-        self.calls = calls
-        self.rules = np.array(rules, dtype=bool)
-        self.timed = np.array(timed, dtype=bool)  # says when something happened
-        self.times = times
-        self.labels = labels
+        self.token_array = np.concatenate([self.token_array, np.array(tokens[start:], dtype=np.int64)])
+        self.rules = np.concatenate([self.rules, np.array(rules, dtype=bool)])
+        self.timed = np.concatenate([self.timed, np.array(timed, dtype=bool)])  # says when something happened
+        self.times = np.concatenate([self.times, np.array(times, dtype=np.float64)])
+        ids = np.concatenate([self.message_ids, np.array(message_ids, dtype=np.int64)])
+        units = np.concatenate([self.message_units, np.array(message_units, dtype=np.int64)])
+        if len(ids) > 1 and not bool((np.diff(ids) >= 0).all()):  # by message id (they usually come in order)
+            order = np.argsort(ids, kind="stable")
+            ids, units = ids[order], units[order]
+        self.message_ids, self.message_units = ids, units
         self.label_set = set(labels)
-        self.per_group = per_group
-        self.latest = sorted(per_group)  # groups with a competing atom, chronological
-        self.smallest = min(tokens) if tokens else 0
-        ids = np.array(message_ids, dtype=np.int64)
-        order = np.argsort(ids, kind="stable")
-        self.message_ids, self.message_units = ids[order], np.array(message_units, dtype=np.int64)[order]
+        self.smallest = int(self.token_array.min()) if self.n else 0
         self._episodes: dict[float, tuple[np.ndarray, int]] = {}
+        self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
 
-    def per_unit(self, pairs: tuple[tuple[int, float], ...], fill: float) -> np.ndarray:
+    def _units_of(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(unit, value) of the ``ids`` that are messages of a unit. The last few id lists looked up are kept: the
+        similarity list of a history has the same ids plan after plan."""
+        for known, units, found in self._looked_up:
+            if len(known) == len(ids) and np.array_equal(known, ids):
+                return units, values[found]
+        at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
+        found = self.message_ids[at] == ids
+        units = self.message_units[at[found]]
+        self._looked_up = [(ids.copy(), units, found)] + self._looked_up[:1]
+        return units, values[found]
+
+    def per_unit(self, pairs: Sequence[tuple[int, float]], fill: float) -> np.ndarray:
         """The best value per unit of (message id, value) ``pairs`` (``fill`` where none of its messages has one)."""
         out = np.full(self.n, -np.inf)
         if pairs and len(self.message_ids):
-            flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
-            ids, values = flat[0::2].astype(np.int64), flat[1::2]
-            at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
-            found = self.message_ids[at] == ids
-            np.maximum.at(out, self.message_units[at[found]], values[found])
+            if isinstance(pairs, ScoredIds):  # the arrays as they are, no pair made
+                ids, values = np.frombuffer(pairs.ids, dtype=np.int64), np.frombuffer(pairs.scores, dtype=np.float64)
+            else:
+                flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
+                ids, values = flat[0::2].astype(np.int64), flat[1::2]
+            np.maximum.at(out, *self._units_of(ids, values))
         out[np.isneginf(out)] = fill
         return out
 
     def episodes(self, gap_hours: float) -> tuple[np.ndarray, int]:
-        """(episode of each unit, how many): a pause of ``gap_hours`` or more between two turns starts a new one."""
+        """(episode of each unit, how many): a pause of ``gap_hours`` or more since the previous turn with a known
+        time starts a new one (a turn without a time stays in the current episode)."""
         hit = self._episodes.get(gap_hours)
         if hit is None:
-            gap = gap_hours * 3600.0
-            episode = np.zeros(self.n, dtype=np.int64)
-            current, last = 0, math.nan
-            for u, when in enumerate(self.times):
-                if not math.isnan(when) and not math.isnan(last) and when - last >= gap:
-                    current += 1
-                if not math.isnan(when):
-                    last = when
-                episode[u] = current
-            hit = self._episodes[gap_hours] = (episode, current + 1)
+            known = np.flatnonzero(~np.isnan(self.times))
+            starts = np.zeros(self.n, dtype=np.int64)
+            if len(known) > 1:
+                starts[known[1:][np.diff(self.times[known]) >= gap_hours * 3600.0]] = 1
+            episode = np.cumsum(starts)
+            hit = self._episodes[gap_hours] = (episode, int(episode[-1]) + 1 if self.n else 1)
         return hit
 
 
 def _units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units:
-    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, tuple(available) if len(available) < 64 else
+    key = ("fused", config.instruction_patterns, config.temporal_text_patterns,
+           tuple(available) if len(available) < 64 else
            (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
     hit = selection.memo.get(key)
     if hit is None:
-        hit = selection.memo[key] = _Units(selection, available, config)
+        hit = _extended_units(selection, available, config) or _Units(selection, available, config)
+        selection.memo[key] = hit
     return hit
+
+
+def _extended_units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units | None:
+    """The units of ``available`` made from those of the history this one extends, when it had the same groups in
+    play before the ones it shares (None: there are none to extend)."""
+    if selection.earlier is None:
+        return None
+    memo, shared = selection.earlier
+    keep = bisect_left(available, shared)  # groups in play the two histories share
+    for key, earlier in list(memo.items()):
+        if not (isinstance(earlier, _Units) and key[1:3] == (config.instruction_patterns,
+                                                          config.temporal_text_patterns)):
+            continue
+        before = earlier.available
+        if len(before) >= keep and before[:keep] == available[:keep] and len(before) - keep <= 1 and \
+                (len(before) == keep or before[keep] >= shared):
+            return _Units.extended(earlier, keep, selection, available, config)
+    return None
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
@@ -245,6 +314,19 @@ def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.
     """Per atom: the mean of the best ``episode_top`` bases of its episode (runs of turns without a long pause),
     summed best first as ``numpy.mean`` sums so few values."""
     episode, count = units.episodes(config.episode_gap_hours)
+    top = config.episode_top
+    if count <= EPISODES_ONE_BY_ONE:  # episodes are runs of atoms: each one's best few, without sorting them all
+        bounds = np.searchsorted(episode, np.arange(count + 1))
+        means = np.zeros(count)
+        for e in range(count):
+            part = base[bounds[e]:bounds[e + 1]]
+            if len(part) > top:
+                part = np.partition(part, len(part) - top)[len(part) - top:]
+            total = 0.0
+            for value in sorted(part.tolist(), reverse=True):  # summed best first, as below
+                total += value
+            means[e] = total / len(part) if len(part) else 0.0
+        return means[episode]
     order = np.lexsort((-base, episode))  # by episode, best base first
     ordered = episode[order]
     starts = np.searchsorted(ordered, np.arange(count))
@@ -263,10 +345,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     groups = selection.groups
     history_budget = budget.remaining
     n = units.n
-    order = np.lexsort((-np.arange(n), -score))  # best first; ties: the newer atom
-    rank_of = np.empty(n, dtype=np.int64)
-    rank_of[order] = np.arange(1, n + 1)
-    _explain(selection, units, score, rank_of, by_recency)
+    order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
+    _explain(selection, units, score, order, by_recency)
 
     # 1. continuity: the latest turns
     latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
@@ -276,7 +356,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
 
     # 2. standing instructions, best first
     share = budget.child(int(history_budget * config.instruction_share))
-    for u in order[units.rules[order]].tolist():
+    rules = np.flatnonzero(units.rules)
+    for u in rules[np.lexsort((-rules, -score[rules]))].tolist():
         gi, ai = units.gi[u], units.ai[u]
         selection.include_atom(gi, ai, share, "standing_instruction",
                                f"standing instruction given in turn {groups[gi].group_id}: it still holds",
@@ -284,26 +365,43 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
     smallest, tokens, calls, gis, ais = units.smallest, units.tokens, units.calls, units.gi, units.ai
-    for rank, u in enumerate(order.tolist(), 1):
+    ordered_tokens = units.token_array[order]
+    for start in range(0, n, FILL_BLOCK):
         remaining = budget.remaining
         if remaining < smallest:
             break  # nothing fits any more: the rest say so when read
-        if tokens[u] > remaining:
-            continue
-        gi, ai = gis[u], ais[u]
-        if selection.is_included(gi, ai):
-            continue
-        if by_recency:
-            reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
-        else:
-            reason, why = ("keyword_match" if kw[u] > 0 else "semantic_match"), f"rank {rank} of {n}, score {score[u]:.3f}"
-        selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
+        # the atoms of this block that fit what is left now (the budget only shrinks: the others never will)
+        for j in np.flatnonzero(ordered_tokens[start:start + FILL_BLOCK] <= remaining).tolist():
+            rank = start + j + 1
+            u = int(order[rank - 1])
+            remaining = budget.remaining
+            if remaining < smallest:
+                break
+            if tokens[u] > remaining:
+                continue
+            gi, ai = gis[u], ais[u]
+            if selection.is_included(gi, ai):
+                continue
+            if by_recency:
+                reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
+            else:
+                reason, why = (("keyword_match" if kw[u] > 0 else "semantic_match"),
+                               f"rank {rank} of {n}, score {score[u]:.3f}")
+            selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
 
 
-def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, rank_of: np.ndarray,
+def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, order: np.ndarray,
              by_recency: bool) -> None:
     """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
     n = units.n
+    ranks: list[np.ndarray] = []
+
+    def rank_of() -> np.ndarray:
+        if not ranks:
+            out = np.empty(n, dtype=np.int64)
+            out[order] = np.arange(1, n + 1)
+            ranks.append(out)
+        return ranks[0]
 
     def scores(gi: int) -> dict[int, float] | None:
         own = units.per_group.get(gi)
@@ -319,7 +417,7 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, rank
         for ai, u in enumerate(own):
             if u < 0 or selection.is_included(gi, ai):
                 continue
-            rank = int(rank_of[u])
+            rank = int(rank_of()[u])
             why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency
                    else f"rank {rank} of {n}, score {score[u]:.3f}")
             out[ai] = why + ": the budget was full"

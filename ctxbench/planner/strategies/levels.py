@@ -108,11 +108,6 @@ ATOM_BITS = 20  # (group index, atom index) packed into one int: no tuple per at
 _MASK = (1 << ATOM_BITS) - 1
 
 
-def classify(selection: HistorySelection, config: LevelsConfig) -> dict[str, list[int]]:
-    """Packed (group index << ATOM_BITS | atom index) per level, chronological (kept with the history's layout)."""
-    return _classified(selection, config)[0]
-
-
 def _classified(selection: HistorySelection, config: LevelsConfig) -> tuple[dict[str, list[int]], dict[str, int],
                                                                              frozenset[int]]:
     """(the levels, the fewest tokens of an atom per level, the working groups): kept with the history's layout."""

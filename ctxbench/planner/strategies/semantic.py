@@ -13,12 +13,85 @@ notes and falls back to the rolling window.
 """
 from __future__ import annotations
 
-from ctxbench.planner.budget import Budget, HistorySelection
+import numpy as np
+
+from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies import window
 from ctxbench.planner.strategies.context import StrategyContext
+from ctxbench.records.scored import ScoredIds
 
+FILL_BLOCK = 256  # turns checked against the budget at once (those that cannot fit are skipped in bulk)
 FALLBACK_NOTE = ("semantic: no similarity ranking for this query (no embedder ready, or no earlier turn "
                  "similar enough); fell back to recency")
+
+
+class _Turns:
+    """The competing turns of one history as arrays, chronological (kept with the history's layout): group ids,
+    importance, tokens needed whole, and the recency of each position."""
+
+    def __init__(self, selection: HistorySelection, available: list[int], weights: dict[str, float],
+                 memo_key: tuple) -> None:
+        groups = selection.groups
+        self.available = np.array(available, dtype=np.int64)
+        self.gids = np.array([groups[gi].group_id for gi in available], dtype=np.int64)
+        self.by_gid = np.argsort(self.gids, kind="stable")
+        importance = []
+        for gi in available:
+            group = groups[gi]
+            value = 0.0
+            if group.flags:
+                value = group.memo.get(memo_key)
+                if value is None:
+                    value = sum(weights.get(flag, 0.0) for flag in sorted(group.flags))
+                    group.memo[memo_key] = value
+            importance.append(value)
+        self.importance = np.array(importance, dtype=np.float64)
+        self.tokens = np.array([groups[gi].eligible_tokens for gi in available], dtype=np.int64)
+        self._recency: dict[float, np.ndarray] = {}
+
+    def recency(self, half_life: float) -> np.ndarray:
+        """0.5 ** (age / half_life) per position, the newest 1.0, each older one the next times the decay (the
+        products made in that order, so every score is the one a turn-by-turn loop gives)."""
+        hit = self._recency.get(half_life)
+        if hit is None:
+            n = len(self.gids)
+            if half_life > 0 and n:
+                factors = np.full(n, 0.5 ** (1.0 / half_life))
+                factors[0] = 1.0
+                hit = np.multiply.accumulate(factors)[::-1].copy()
+            else:
+                hit = np.zeros(n)
+            self._recency[half_life] = hit
+        return hit
+
+    def similarity(self, ranking) -> tuple[np.ndarray, np.ndarray]:
+        """(similarity per position, 0.0 where the ranking has none; which positions it has) — the first value a
+        group id has in the ranking."""
+        if isinstance(ranking, ScoredIds):
+            ids, values = np.frombuffer(ranking.ids, dtype=np.int64), np.frombuffer(ranking.scores, dtype=np.float64)
+        else:
+            ids = np.array([int(g) for g, _s in ranking], dtype=np.int64)
+            values = np.array([float(s) for _g, s in ranking], dtype=np.float64)
+        ids, first = np.unique(ids, return_index=True)
+        values = values[first]
+        sorted_gids = self.gids[self.by_gid]
+        at = np.minimum(np.searchsorted(sorted_gids, ids), len(sorted_gids) - 1)
+        found = sorted_gids[at] == ids
+        sim = np.zeros(len(self.gids))
+        has = np.zeros(len(self.gids), dtype=bool)
+        positions = self.by_gid[at[found]]
+        sim[positions] = values[found]
+        has[positions] = True
+        return sim, has
+
+
+def _turns(selection: HistorySelection, available: list[int], weights: tuple[tuple[str, float], ...]) -> _Turns:
+    key = ("semantic", weights, tuple(available) if len(available) < 64 else
+           (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
+    hit = selection.memo.get(key)
+    if hit is None:
+        hit = selection.memo[key] = _Turns(selection, available, dict(weights), ("semantic_importance", weights))
+    return hit
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
@@ -27,44 +100,43 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
         context.notes.append(FALLBACK_NOTE)
         window.select(selection, budget, context)
         return
-    config = context.config.semantic
-    weights = dict(config.importance_weights)
-    similarity: dict[int, float] = {}
-    for gid, sim in ranking:
-        similarity.setdefault(gid, float(sim))
     available = selection.available()
-    half_life = config.recency_half_life_groups
-    decay = 0.5 ** (1.0 / half_life) if half_life > 0 else 0.0
-    memo_key = ("semantic_importance", config.importance_weights)
-    scores: dict[int, float] = {}
-    recency = 1.0 if half_life > 0 else 0.0
-    for gi in reversed(available):
-        group = selection.groups[gi]
-        importance = 0.0
-        if group.flags:
-            importance = group.memo.get(memo_key)
-            if importance is None:
-                importance = sum(weights.get(flag, 0.0) for flag in sorted(group.flags))
-                group.memo[memo_key] = importance
-        scores[gi] = (
-            config.similarity_weight * similarity.get(group.group_id, 0.0)
-            + config.recency_weight * recency
-            + importance
-        )
-        recency *= decay
-    ranked = sorted(scores, key=lambda gi: (-scores[gi], -gi))
+    if not available:
+        return
+    config = context.config.semantic
+    turns = _turns(selection, available, config.importance_weights)
+    sim, has = turns.similarity(ranking)
+    scores = (config.similarity_weight * sim + config.recency_weight * turns.recency(config.recency_half_life_groups)
+              + turns.importance)
+    position = np.arange(len(available))
+    ranked = np.lexsort((-position, -scores))  # best first; ties: the newer turn
     n = context.inputs.window_groups
     if n > 0:
-        for gi in ranked[n:]:
-            selection.set_default(gi, "outside_window", f"ranked below the top {n} turns")
+        for p in ranked[n:].tolist():
+            selection.set_default(available[p], "outside_window", f"ranked below the top {n} turns")
         ranked = ranked[:n]
-    for gi in ranked:
-        selection.scores[gi] = scores[gi]
-        if budget.remaining <= 0:
-            continue
-        gid = selection.groups[gi].group_id
-        reason = "semantic_match" if gid in similarity else "recent_window"
-        detail = f"score {scores[gi]:.4f}"
-        if gid in similarity:
-            detail += f", similarity {similarity[gid]:.4f}"
-        selection.fill_group(gi, budget, reason, detail=detail, partial=False)
+    scored = dict(zip(turns.available[ranked].tolist(), ranked.tolist()))  # group index -> position
+    selection.scores = AtomValues(lambda gi: float(scores[scored[gi]]) if gi in scored else None)
+    groups, picks = selection.groups, selection.picks
+    # a turn already picked (a pin) may still add atoms; any other one is taken whole or not at all
+    open_turn = turns.tokens[ranked] if not picks else np.where(
+        np.isin(turns.available[ranked], np.fromiter(picks, dtype=np.int64, count=len(picks))), 0,
+        turns.tokens[ranked])
+    for start in range(0, len(ranked), FILL_BLOCK):
+        remaining = budget.remaining
+        if remaining <= 0:
+            break
+        # the turns of this block that fit what is left now (the budget only shrinks: the others never will)
+        for j in np.flatnonzero(open_turn[start:start + FILL_BLOCK] <= remaining).tolist():
+            p = int(ranked[start + j])
+            remaining = budget.remaining
+            if remaining <= 0:
+                break
+            gi = available[p]
+            if gi not in picks and groups[gi].eligible_tokens > remaining:
+                continue  # does not fit whole (fill_group would take nothing)
+            detail = f"score {scores[p]:.4f}"
+            if has[p]:
+                detail += f", similarity {sim[p]:.4f}"
+            selection.fill_group(gi, budget, "semantic_match" if has[p] else "recent_window", detail=detail,
+                                 partial=False)
