@@ -19,20 +19,18 @@ from typing import Sequence
 import numpy as np
 
 _SQRT_HALF = np.float32(0.7071067811865476)
-
-
-def _erf(x: np.ndarray) -> np.ndarray:
-    """erf (numpy has none): Abramowitz & Stegun 7.1.26, absolute error below 1.5e-7, in float64."""
-    t64 = x.astype(np.float64)
-    sign = np.sign(t64)
-    a = np.abs(t64)
-    t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
-    return (sign * (1.0 - poly * np.exp(-a * a))).astype(np.float32)
+_ONE, _HALF, _AS_P = np.float32(1.0), np.float32(0.5), np.float32(0.3275911)
+_AS = tuple(np.float32(c) for c in (0.254829592, -0.284496736, 1.421413741, -1.453152027, 1.061405429))
 
 
 def _gelu(x: np.ndarray) -> np.ndarray:
-    return 0.5 * x * (1.0 + _erf(x * _SQRT_HALF))
+    """GELU with erf (numpy has none) by Abramowitz & Stegun 7.1.26 (absolute error below 1.5e-7), in float32
+    throughout: four times faster than in float64, and as close to the exact erf at float32 precision."""
+    a = np.abs(x) * _SQRT_HALF
+    t = _ONE / (_ONE + _AS_P * a)
+    poly = t * (_AS[0] + t * (_AS[1] + t * (_AS[2] + t * (_AS[3] + t * _AS[4]))))
+    erf_abs = _ONE - poly * np.exp(-a * a)
+    return _HALF * x * (_ONE + np.copysign(erf_abs, x))
 
 
 def _layer_norm(x: np.ndarray, gamma: np.ndarray, beta: np.ndarray, eps: float) -> np.ndarray:
@@ -59,6 +57,8 @@ class NumpyMiniLM:
             raise ValueError("only BERT models with gelu are supported by the numpy encoder")
         weights = load_file(str(model_dir / "model.safetensors"))
         self.w = {k.removeprefix("bert."): v.astype(np.float32, copy=False) for k, v in weights.items()}
+        self._layers = [self._layer(i) for i in range(self.layers)]
+        self.w = {k: v for k, v in self.w.items() if not k.startswith("encoder.layer.")}  # now in ``_layers``
         self.tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))
         self.tokenizer.no_padding()
         self._truncation = 0
@@ -81,31 +81,42 @@ class NumpyMiniLM:
             out[row] = vec / max(norm, 1e-12)
         return out
 
+    def _layer(self, i: int) -> tuple[np.ndarray, ...]:
+        """Layer ``i``'s weights as the forward pass uses them: (in, out) and contiguous (a product with a transposed
+        view ran at half speed), query, key and value in one matrix (one product instead of three)."""
+        w, p = self.w, f"encoder.layer.{i}."
+
+        def t(name: str) -> np.ndarray:
+            return np.ascontiguousarray(w[p + name + ".weight"].T)
+
+        parts = ("attention.self.query", "attention.self.key", "attention.self.value")
+        return (np.ascontiguousarray(np.concatenate([w[p + n + ".weight"] for n in parts]).T),
+                np.concatenate([w[p + n + ".bias"] for n in parts]),
+                t("attention.output.dense"), w[p + "attention.output.dense.bias"],
+                w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"],
+                t("intermediate.dense"), w[p + "intermediate.dense.bias"],
+                t("output.dense"), w[p + "output.dense.bias"],
+                w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"])
+
     def _forward(self, ids: np.ndarray, types: np.ndarray) -> np.ndarray:
-        w, eps = self.w, self.eps
+        w, eps, hidden, heads = self.w, self.eps, self.hidden, self.heads
         n = len(ids)
         x = (w["embeddings.word_embeddings.weight"][ids] + w["embeddings.position_embeddings.weight"][:n]
              + w["embeddings.token_type_embeddings.weight"][types])
         x = _layer_norm(x, w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"], eps)
-        d = self.hidden // self.heads
+        d = hidden // heads
         scale = np.float32(1.0 / np.sqrt(d))
-        for i in range(self.layers):
-            p = f"encoder.layer.{i}."
-
-            def dense(v: np.ndarray, name: str) -> np.ndarray:
-                return v @ w[p + name + ".weight"].T + w[p + name + ".bias"]
-
-            q = dense(x, "attention.self.query").reshape(n, self.heads, d).transpose(1, 0, 2)
-            k = dense(x, "attention.self.key").reshape(n, self.heads, d).transpose(1, 2, 0)
-            v = dense(x, "attention.self.value").reshape(n, self.heads, d).transpose(1, 0, 2)
+        for (qkv_w, qkv_b, out_w, out_b, norm1_w, norm1_b, up_w, up_b, down_w, down_b, norm2_w,
+             norm2_b) in self._layers:
+            qkv = x @ qkv_w + qkv_b
+            q = qkv[:, :hidden].reshape(n, heads, d).transpose(1, 0, 2)
+            k = qkv[:, hidden:2 * hidden].reshape(n, heads, d).transpose(1, 2, 0)
+            v = qkv[:, 2 * hidden:].reshape(n, heads, d).transpose(1, 0, 2)
             scores = (q @ k) * scale
             scores -= scores.max(-1, keepdims=True)
             probs = np.exp(scores)
             probs /= probs.sum(-1, keepdims=True)
-            ctx = (probs @ v).transpose(1, 0, 2).reshape(n, self.hidden)
-            x = _layer_norm(dense(ctx, "attention.output.dense") + x, w[p + "attention.output.LayerNorm.weight"],
-                            w[p + "attention.output.LayerNorm.bias"], eps)
-            h = _gelu(dense(x, "intermediate.dense"))
-            x = _layer_norm(dense(h, "output.dense") + x, w[p + "output.LayerNorm.weight"],
-                            w[p + "output.LayerNorm.bias"], eps)
+            ctx = (probs @ v).transpose(1, 0, 2).reshape(n, hidden)
+            x = _layer_norm(ctx @ out_w + out_b + x, norm1_w, norm1_b, eps)
+            x = _layer_norm(_gelu(x @ up_w + up_b) @ down_w + down_b + x, norm2_w, norm2_b, eps)
         return x
