@@ -140,7 +140,9 @@ class FusedConfig:
     episode_weight: float = 0.8  # times the mean relevance of the best ``episode_top`` atoms of its episode
     episode_top: int = 3
     episode_gap_hours: float = 3.0  # a pause this long between two turns starts a new episode (a sitting)
-    speaker_weight: float = 4.0  # atoms whose speaker label ("Name: ...") the query names, when it names one
+    # atoms whose speaker label ("Name: ...") the query names, when it names one and the history reads as a
+    # transcript (``speaker_share``)
+    speaker_weight: float = 4.0
     # "when" questions (``temporal_query_patterns``): atoms that say when something happened ("yesterday", "last
     # week", "in May") gain this; a message's leading "[date]" stamp does not count (it says when it was written)
     temporal_weight: float = 1.5
@@ -707,11 +709,20 @@ def _cross_checks(config: Config) -> list[str]:
                         f"{', '.join(STRATEGIES)}")
     fused = planner.fused
     for name in ("instruction_patterns", "temporal_query_patterns", "temporal_text_patterns"):
-        for n, pattern in enumerate(getattr(fused, name)):
+        patterns = getattr(fused, name)
+        bad = False
+        for n, pattern in enumerate(patterns):
             try:
                 re.compile(pattern)
             except re.error as exc:
+                bad = True
                 problems.append(f"planner.fused.{name}[{n}]: not a regular expression ({exc}): {pattern!r}")
+        if not bad:  # the strategy joins them into one expression: a global flag such as "(?i)" breaks the join
+            try:
+                re.compile("|".join(f"(?:{p})" for p in patterns if p), re.IGNORECASE | re.MULTILINE)
+            except re.error as exc:
+                problems.append(f"planner.fused.{name}: the patterns do not join into one expression ({exc}); "
+                                f"leave out global flags such as (?i): matching ignores case already")
     try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
         check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:

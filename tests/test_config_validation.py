@@ -75,6 +75,12 @@ def test_negative_and_zero_limits_are_refused(tmp_path, toml, says):
     _refused(result, config, says)
 
 
+def test_patterns_that_break_once_joined_are_refused(tmp_path):
+    """Each pattern compiles alone, but the strategy joins them: a global flag in the middle fails every plan."""
+    result, config = _run(tmp_path, "[planner.fused]\ntemporal_query_patterns = ['how long ago', '(?i)^when\\\\b']\n")
+    _refused(result, config, "planner.fused.temporal_query_patterns: the patterns do not join into one expression")
+
+
 def test_a_pattern_that_is_no_regular_expression_is_refused_naming_it(tmp_path):
     result, config = _run(tmp_path, "[planner.fused]\ntemporal_text_patterns = ['ago', '(unclosed']\n")
     _refused(result, config, "planner.fused.temporal_text_patterns[1]: not a regular expression", "(unclosed")

@@ -104,6 +104,17 @@ def test_a_growing_history_keeps_its_texts_and_makes_them_again_when_it_stops_re
     assert all(STAMP not in text for text in embedder.seen)  # the date stamp stays out either way
 
 
+def test_a_new_speaker_joining_a_transcript_embeds_only_their_message():
+    config = SemanticHistoryConfig()
+    first = (_msg(1, "user", STAMP + "Ann: we adopted a puppy"), _msg(2, "assistant", STAMP + "Bo: lovely news"))
+    embedder, vectors, cache = CountingEmbedder(), MessageVectors(), DictCache()
+    vectors.similarity(first, "what pet?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
+    embedder.seen.clear()
+    grown = first + (_msg(3, "user", STAMP + "Cy: hello both"),)
+    vectors.similarity(grown, "what did Cy say?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
+    assert embedder.seen == ["hello both", "what did say?"]  # Cy is a speaker now: out of the query too
+
+
 @pytest.mark.model
 def test_real_model_a_question_about_a_speaker_finds_what_they_said_not_who_named_them(real_embedder):
     """Compared with labels and names, the other speaker's turns that address Melanie by name come close to a
@@ -182,3 +193,22 @@ def test_the_named_speaker_gains_the_speaker_weight():
     config = dataclasses.replace(PlannerConfig(), fused=FusedConfig(neighbour_weight=0, episode_weight=0))
     plan = build_plan(dataclasses.replace(inputs, message_similarity=same), config, TOKENIZER)
     assert _score(plan, same[1][0]) - _score(plan, same[0][0]) == pytest.approx(config.fused.speaker_weight)
+
+
+def test_a_label_in_a_coding_session_is_no_speaker():
+    """In a history that does not read as a transcript, an occasional "Error: ..." is no speaker: a question that
+    says "Error" gives that message nothing (it gained 4.0 and outranked the message the question was about)."""
+    s = SessionBuilder()
+    s.turn("Error: ImportError in utils.py when the tests start", "Fixed the import.")
+    s.turn("The parser fails on nested brackets", "It recurses once too often.")
+    s.turn("Please add a changelog entry", "Done.")
+    s.turn("Why does the parser raise this Error on nested brackets?", reply="")
+    history, current = s.split_current()
+    ids = {m.content: m.id for m in history}
+    inputs = PlanInputs(session_id="s1", query=current[0].content, history=history, current_turn=current,
+                        budget=10_000, mode="off", strategy="fused")
+    config = dataclasses.replace(PlannerConfig(), fused=FusedConfig(neighbour_weight=0, episode_weight=0))
+    error, parser = ids["Error: ImportError in utils.py when the tests start"], ids["The parser fails on nested brackets"]
+    sims = tuple((mid, 0.6 if mid == parser else 0.4 if mid == error else 0.5) for mid in ids.values())
+    plan = build_plan(dataclasses.replace(inputs, message_similarity=sims), config, TOKENIZER)
+    assert _score(plan, parser) > _score(plan, error)

@@ -37,6 +37,8 @@ from typing import Any, Callable
 
 from ctxbench.bench.perf_records import PhaseTiming
 from ctxbench.config import Config
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES as EMBEDDING
+from ctxbench.records.vocab import STRATEGIES
 
 LARGE_TURNS = 10_000
 LARGE_SYMBOLS = 100_000
@@ -47,8 +49,6 @@ PLAN_REPEAT = 40  # warm plans per strategy (the queries in turn)
 NEW_TURNS = 5  # turns added to time the plan right after one
 REPLAY_RECORDS = 100  # replay records read before the replay is stopped
 SYMBOLS_PER_FILE = 100  # module-level functions, classes and methods per generated module (about)
-STRATEGIES = ("window", "hybrid", "levels", "semantic", "fused")
-EMBEDDING = ("semantic", "fused")  # the strategies that compare the history with the query by meaning
 
 
 @dataclass(frozen=True)

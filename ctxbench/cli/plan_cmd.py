@@ -17,7 +17,7 @@ import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 from ctxbench.records.plans import ContextPlan
-from ctxbench.records.vocab import STRATEGIES
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
 
 TRANSCRIPT_TITLE = "transcript: {name}"
 EMPTY_QUERY = "empty query: say what to plan or search for"
@@ -255,9 +255,9 @@ def _plan(wb: Any, config: Any, session_id: str, query: str, repo: Path | None, 
     effective = settings.get("strategy") or wb.settings(session_id).strategy
     if repo is not None:
         attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
-    elif semantic and effective in ("semantic", "fused"):
+    elif semantic and effective in EMBEDDING_STRATEGIES:
         wb.embedder = load_embedder(config)
-    if semantic and effective in ("semantic", "fused"):
+    if semantic and effective in EMBEDDING_STRATEGIES:
         warm_history(wb, session_id, effective, quiet=as_json)
     if pins:
         try:

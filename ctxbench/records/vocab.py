@@ -23,6 +23,7 @@ STRATEGY_FAMILIES: dict[str, str] = {
 
 # -- plans ------------------------------------------------------------------------------------------
 STRATEGIES = ("window", "hybrid", "levels", "semantic", "fused")  # history strategies, in the order a picker cycles
+EMBEDDING_STRATEGIES = ("semantic", "fused")  # the strategies that compare the history with the query by meaning
 
 INCLUDED_REASONS = (
     "mandatory",

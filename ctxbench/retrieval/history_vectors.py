@@ -207,10 +207,11 @@ class _MessageUnits(_Units):
                     self.named += 1
             self.texted += len(live)
             speakers = _speakers(self.names, self.named, self.texted, self.share)
-            if speakers != self.speakers:  # every text changes: made again
-                self.speakers = speakers
+            was, self.speakers = self.speakers, speakers
+            if bool(speakers) != bool(was):  # it starts or stops reading as a transcript: every text changes
                 self.rows = {}
                 live = list(self._live(self.history)) + live
+            # (a name joining a transcript changes no earlier text: every earlier label is in the set already)
         for m in live:
             text = message_text(m, config, self.speakers)
             if text:

@@ -26,7 +26,7 @@ from ctxbench.records.retrieval import RetrievalHit
 from ctxbench.records.sessions import SETTING_NAMES, SessionSettings
 from ctxbench.records.turns import PlanReady, ReflectionDone, TurnEvent, TurnPlanned, TurnStarted
 from ctxbench.records.views import PlanView, Progress, ReplayPage, SessionSnapshot, Suggestion
-from ctxbench.records.vocab import PIN_TARGET_PREFIXES
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES, PIN_TARGET_PREFIXES
 from ctxbench.service.attach import AttachedRepository, attach_repository
 from ctxbench.service.compaction import Compactor
 from ctxbench.service.model import make_runner, offered_tools_tokens
@@ -199,7 +199,7 @@ class WorkbenchSession:
             changes = {name: getattr(settings, name) for name in SETTING_NAMES
                        if getattr(settings, name) != getattr(stored, name)}
             self.settings = self.wb.update_settings(self.session_id, **changes)
-        if changes.get("strategy") in ("semantic", "fused") and self.wb.history_embedder() is not None:
+        if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history_embedder() is not None:
             # the new strategy compares other texts (turns, messages): embed those still missing, in the background
             threading.Thread(target=self.warm_history, name="ctxbench-warm-history", daemon=True).start()
         return self.settings

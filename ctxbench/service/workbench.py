@@ -29,6 +29,7 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import NewMessage, SessionSettings
 from ctxbench.records.transcripts import Transcript, TranscriptError
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES
 from ctxbench.service.history_cache import HistoryCache
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
@@ -360,7 +361,7 @@ class Workbench:
         embedded. A plan embeds only ``fused.embed_per_plan`` itself. Nothing happens without a ready embedder."""
         embedder = self.history_embedder()
         strategy = strategy or self.settings(session_id).strategy
-        if embedder is None or strategy not in ("fused", "semantic"):
+        if embedder is None or strategy not in EMBEDDING_STRATEGIES:
             return 0
         with self.connection() as conn:
             branch_id = session_store.active_branch(conn, session_id)

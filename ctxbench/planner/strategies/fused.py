@@ -7,7 +7,8 @@ user message along. Each atom's relevance to the query is
     base  = z(similarity) + keyword_weight * BM25 / best BM25 of the query
     score = base + neighbour_weight * max(base of the atom before, base of the atom after)
                  + episode_weight * mean of the best ``episode_top`` bases of its episode
-                 + speaker_weight  (when the query names the atom's speaker label, "Name: ...")
+                 + speaker_weight  (when the query names the atom's speaker label, "Name: ...", in a history that
+                                    reads as a transcript: ``speaker_share`` of its atoms open with a label)
                  + temporal_weight (when the query asks when and the atom says when: "last week", "in May")
 
 ``similarity`` is the cosine of the atom's message with the query (``inputs.message_similarity``, embedded
@@ -185,9 +186,15 @@ class _Units:
             ids, units = ids[order], units[order]
         self.message_ids, self.message_units = ids, units
         self.label_set = set(labels)
+        self.named = sum(1 for label in labels if label)  # atoms that open with a speaker label
         self.smallest = int(self.token_array.min()) if self.n else 0
         self._episodes: dict[float, tuple[np.ndarray, int]] = {}
         self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
+
+    def transcript(self, share: float) -> bool:
+        """Whether the history reads as a transcript of speakers: at least ``share`` (> 0) of the atoms open with a
+        speaker label. In a coding session an occasional "Error: ..." or "Note: ..." is no speaker a query names."""
+        return share > 0 and self.n > 0 and self.named >= share * self.n
 
     def _units_of(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(unit, value) of the ``ids`` that are messages of a unit. The last few id lists looked up are kept: the
@@ -296,7 +303,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     score = base + config.neighbour_weight * neighbours
     if config.episode_weight and config.episode_top > 0:
         score += config.episode_weight * _episode_scores(base, units, config)
-    if config.speaker_weight:
+    if config.speaker_weight and units.transcript(config.speaker_share):
         speaker = _named_speaker(inputs.query, units.label_set)
         if speaker:
             score += config.speaker_weight * np.array([label == speaker for label in units.labels], dtype=float)
