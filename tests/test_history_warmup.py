@@ -54,6 +54,7 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
         wb.embedder = CountingEmbedder()
         wb.plan_inputs(sid, "which invoice is unpaid?", strategy=strategy)
         assert len(wb.embedder.seen) == per_plan + 1  # the newest texts, and the query
+        assert wb.history_pending(sid) == units - per_plan  # left for the warm-up
         progress: list[tuple[int, int]] = []
         embedded = wb.warm_history(sid, lambda done, total: progress.append((done, total)), strategy=strategy)
         assert embedded == units - per_plan
@@ -68,6 +69,7 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
         new = 2 if strategy == "fused" else 1  # two messages, or one turn
         assert len(wb.embedder.seen) == new + 1  # only the new turn's texts, and the query
         assert wb.warm_history(sid, strategy=strategy) == 0  # every text has its vector
+        assert wb.history_pending(sid) == 0
         if strategy == "fused":
             assert len(inputs.message_similarity) == units + new  # and every message its similarity
         else:  # the turns at least as similar as the floor, most similar first
@@ -184,3 +186,31 @@ def test_similarities_of_histories_grown_from_one_another_are_those_of_a_fresh_s
         got, _ = grown.similarity(h, "unpaid invoices", embedder, cache, config, embed_limit=None)
         fresh, _ = MessageVectors().similarity(h, "unpaid invoices", embedder, cache, config, embed_limit=None)
         assert got == fresh and len(got) == len(h)
+
+
+def test_texts_a_plan_left_without_a_vector_are_embedded_in_the_background(tmp_path):
+    """Turns added while the workbench is open (an import, a long paste of turns, a transcript whose texts all
+    changed) leave more missing texts than a plan embeds itself: the session's next plan starts the warm-up."""
+    import threading
+
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.service.session import WorkbenchSession
+
+    embedder = CountingEmbedder()
+    options = LaunchOptions(db_path=tmp_path / "tui.db", repo=write_repo(tmp_path / "repo"),
+                            embedder_factory=lambda config: embedder, strategy="fused")
+    session = WorkbenchSession(options, Config())
+    session.open()
+    try:
+        session.attach_repository(lambda progress: None)
+        for g in range(TURNS):  # arrive after the attach's warm-up
+            session.wb.messages.append(session.session_id, "user", f"question {g} about invoice {g}")
+        session.plan("which invoice is unpaid?")
+        for thread in threading.enumerate():
+            if thread.name == "ctxbench-warm-history":
+                thread.join(timeout=30)
+        assert session.wb.warm_history(session.session_id, strategy="fused") == 0  # the background did it
+        session.plan("which invoice is late?")
+        assert session.wb.history_pending(session.session_id) == 0
+    finally:
+        session.close()

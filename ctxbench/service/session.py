@@ -201,8 +201,17 @@ class WorkbenchSession:
             self.settings = self.wb.update_settings(self.session_id, **changes)
         if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history_embedder() is not None:
             # the new strategy compares other texts (turns, messages): embed those still missing, in the background
-            threading.Thread(target=self.warm_history, name="ctxbench-warm-history", daemon=True).start()
+            self._warm_in_background()
         return self.settings
+
+    def _warm_in_background(self) -> None:
+        threading.Thread(target=self.warm_history, name="ctxbench-warm-history", daemon=True).start()
+
+    def _warm_what_is_pending(self) -> None:
+        """A plan embeds only a few missing texts itself: when the last one left some (a history that grew by more
+        than that, a transcript whose texts all changed), the warm-up embeds the rest in the background."""
+        if self.wb.history_pending(self.session_id) > 0 and not self._warming.locked():
+            self._warm_in_background()
 
     def tools_tokens(self) -> int:
         """Tokens of the tool definitions the next turn's first call offers, so the live plan budgets them."""
@@ -217,10 +226,12 @@ class WorkbenchSession:
         tools = self.tools_tokens()  # the meter shows the whole prompt the next call sends
         if draft.strip():
             plan = wb.plan(sid, draft, settings, store=store, tools_tokens=tools)
+            self._warm_what_is_pending()
             return self.view_of(plan, None, draft=True)
         group = group_id if group_id is not None else self.last_user_group()
         plan = wb.plan(sid, None if group is not None else "", settings, current_group=group, store=store,
                        tools_tokens=tools)
+        self._warm_what_is_pending()
         return self.view_of(plan, group)
 
     def last_user_group(self) -> int | None:

@@ -99,6 +99,7 @@ class Workbench:
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
         self._turn_vectors: Any = None
+        self._pending: dict[str, int] = {}  # session -> texts its last plan found without a vector
         self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         pins = self.config.planner.pins
@@ -345,13 +346,20 @@ class Workbench:
             from ctxbench.records.errors import EmbedderError
 
             try:
-                similarity, _ = self.message_vectors.similarity(
+                similarity, stats = self.message_vectors.similarity(
                     inputs.history, inputs.query, embedder, self.vectors, self.config.planner.semantic,
                     embed_limit=self.config.planner.fused.embed_per_plan, skip_groups=inputs.dropped_groups,
                     speaker_share=self.config.planner.fused.speaker_share)
+                self._pending[inputs.session_id] = stats.pending
             except EmbedderError:
                 similarity = ()
         return dataclasses.replace(inputs, message_keyword=keyword, message_similarity=similarity)
+
+    def history_pending(self, session_id: str) -> int:
+        """Texts the session's last plan compared by meaning had no vector for (left for :meth:`warm_history`): a
+        history that grew past what a plan embeds itself, or whose texts all changed (a transcript of speakers
+        that no longer reads as one)."""
+        return self._pending.get(session_id, 0)
 
     def warm_history(self, session_id: str, progress: Callable[[int, int], None] | None = None, *,
                      strategy: str | None = None) -> int:
@@ -480,10 +488,11 @@ class Workbench:
         from ctxbench.records.errors import EmbedderError
 
         try:
-            ranking, _ = self.turn_vectors.ranking(inputs.history, inputs.query, embedder, self.vectors,
-                                                   self.config.planner.semantic,
-                                                   embed_limit=self.config.planner.fused.embed_per_plan,
-                                                   skip_groups=inputs.dropped_groups)
+            ranking, stats = self.turn_vectors.ranking(inputs.history, inputs.query, embedder, self.vectors,
+                                                       self.config.planner.semantic,
+                                                       embed_limit=self.config.planner.fused.embed_per_plan,
+                                                       skip_groups=inputs.dropped_groups)
+            self._pending[inputs.session_id] = stats.pending
         except EmbedderError:
             return ()
         return ranking
