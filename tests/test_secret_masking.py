@@ -98,6 +98,17 @@ def test_every_format_is_masked(text):
     assert not _leaks(masked)
 
 
+@pytest.mark.parametrize("text, masked", [
+    ('PASSWORD = "CorrectHorse42battery"', 'PASSWORD = "[REDACTED]"'),
+    ("db_Password: CorrectHorse42battery", "db_Password: [REDACTED]"),
+    # "İ" lowers to two characters: the words are then found in the text as it is, at the right places
+    ("İ" * 40 + "\nDB_PASSWORD: CorrectHorse42battery\nnext line",
+     "İ" * 40 + "\nDB_PASSWORD: [REDACTED]\nnext line"),
+])
+def test_a_password_named_in_any_case_is_masked_in_place(text, masked):
+    assert redact_count(text) == (masked, 1)
+
+
 def test_private_key_body_is_masked_and_lines_kept():
     masked, lines = mask_secrets(f'KEY = """\n{PEM}\n"""\n', "k.py")
     assert masked.count("\n") == PEM.count("\n") + 3

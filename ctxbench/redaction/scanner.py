@@ -23,9 +23,13 @@ MASK = "[REDACTED]"
 # flags the BEGIN line (rules.private_key_spans masks the key's body and keeps the armour lines)
 _SKIPPED_DETECTORS = frozenset({"IPPublicDetector", "PrivateKeyDetector"})
 # the keyword detector runs on lines that hold one of its own keywords
-_KEYWORD_HINT = re.compile(
+_KEYWORD_HINT_PATTERN = (
     r"(?:api|auth|service|account|db|database|priv|private|client)_?key|(?:db|database|key)_?pass|password|passwd"
-    r"|pwd|secret|contrase(?:ñ|n)a", re.IGNORECASE)
+    r"|pwd|secret|contrase(?:ñ|n)a")
+_KEYWORD_HINT = re.compile(_KEYWORD_HINT_PATTERN, re.IGNORECASE)
+# the same words searched in lowered text: four times faster than re.IGNORECASE (which took a quarter of a cold
+# index of textual's source), the positions the same whenever lowering keeps the text's length
+_KEYWORD_HINT_LOWER = re.compile(_KEYWORD_HINT_PATTERN)
 # the regex detectors run on the lines that could hold what they look for: a long run of token characters
 # with a digit in it (every provider key format has one in all but a vanishing share of keys), or a URL
 # with credentials (``scheme://user:password@``)
@@ -128,6 +132,14 @@ def _entropy_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
             yield match.span(2)
 
 
+def _keyword_hints(text: str) -> Iterator[re.Match[str]]:
+    """Where ``text`` names a password, a secret or a key (the lines the keyword detector reads)."""
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        return _KEYWORD_HINT_LOWER.finditer(lowered)
+    return _KEYWORD_HINT.finditer(text)  # a character whose lower case is longer ("İ"): positions would shift
+
+
 def _keyword_spans(text: str, filename: str, d: _Detectors) -> Iterator[tuple[int, int]]:
     from detect_secrets.filters.heuristic import is_indirect_reference, is_prefixed_with_dollar_sign, is_templated_secret
     from detect_secrets.plugins.keyword import REGEX_BY_FILETYPE
@@ -138,7 +150,7 @@ def _keyword_spans(text: str, filename: str, d: _Detectors) -> Iterator[tuple[in
     regexes = REGEX_BY_FILETYPE.get(determine_file_type(filename)) if filename else None
     if regexes is None:
         regexes = d.config_style
-    starts = sorted({text.rfind("\n", 0, m.start()) + 1 for m in _KEYWORD_HINT.finditer(text)})
+    starts = sorted({text.rfind("\n", 0, m.start()) + 1 for m in _keyword_hints(text)})
     for offset in starts:
         end = text.find("\n", offset)
         line = text[offset:] if end < 0 else text[offset:end]
