@@ -77,7 +77,8 @@ async def test_the_workbench_follows_and_steers_a_proxied_conversation(tmp_path)
                 assert any("request #1" in n for n in notes(main))  # earlier requests stay listed
                 sent = json.loads(up.seen[1].body)
                 assert "call_1" not in json.dumps(sent["messages"])
-                assert main.view.plan.plan_id == wb.proxy.exchanges(session)[-1].plan_id
+                # the note is shown first, the request's plan in the meter right after it (same update)
+                await wait_for(pilot, lambda: main.view.plan.plan_id == wb.proxy.exchanges(session)[-1].plan_id)
 
                 await pilot.press("ctrl+r")
                 await settle(pilot)
