@@ -119,7 +119,8 @@ def test_plan_shows_history_embedding_progress_on_a_terminal(tmp_path, monkeypat
         assert piped.getvalue() == ""
 
 
-def test_the_workbench_shows_history_embedding_in_the_embedder_slot(tmp_path):
+def _open_session(tmp_path):
+    """A workbench session on a small repository whose embedder counts what it encodes, opened."""
     from ctxbench.service.options import LaunchOptions
     from ctxbench.service.session import WorkbenchSession
 
@@ -128,6 +129,11 @@ def test_the_workbench_shows_history_embedding_in_the_embedder_slot(tmp_path):
                             embedder_factory=lambda config: embedder, strategy="fused")
     session = WorkbenchSession(options, Config())
     session.open()
+    return session
+
+
+def test_the_workbench_shows_history_embedding_in_the_embedder_slot(tmp_path):
+    session = _open_session(tmp_path)
     try:
         for g in range(TURNS):
             session.wb.messages.append(session.session_id, "user", f"question {g} about invoice {g}")
@@ -193,14 +199,7 @@ def test_texts_a_plan_left_without_a_vector_are_embedded_in_the_background(tmp_p
     changed) leave more missing texts than a plan embeds itself: the session's next plan starts the warm-up."""
     import threading
 
-    from ctxbench.service.options import LaunchOptions
-    from ctxbench.service.session import WorkbenchSession
-
-    embedder = CountingEmbedder()
-    options = LaunchOptions(db_path=tmp_path / "tui.db", repo=write_repo(tmp_path / "repo"),
-                            embedder_factory=lambda config: embedder, strategy="fused")
-    session = WorkbenchSession(options, Config())
-    session.open()
+    session = _open_session(tmp_path)
     try:
         session.attach_repository(lambda progress: None)
         for g in range(TURNS):  # arrive after the attach's warm-up
