@@ -101,11 +101,10 @@ def import_session(db: Path, config: Config, turns: int, seed: int = LARGE_SEED)
 def _fresh_process_state() -> None:
     """Forget what earlier plans left in this process (layouts, masked texts), so a first plan is a first plan."""
     from ctxbench.planner import atoms
-    from ctxbench.redaction import scanner
+    from ctxbench.redaction import forget_masks
 
     atoms.clear_caches()
-    with scanner._CACHE_LOCK:
-        scanner._CACHE.clear()
+    forget_masks()
     gc.collect()
 
 
