@@ -61,3 +61,10 @@ class DerivedTexts:
                 store.save_token_counts(conn, session_id, tokenizer.name, counts)
         except (sqlite3.OperationalError, sqlite3.IntegrityError):
             pass
+
+    def forget(self, session_id: str) -> None:
+        """Forget what the store keeps for ``session_id`` (benchmarks of a first open)."""
+        with self._db.transaction() as conn:
+            store.forget_session(conn, session_id)
+        with self._lock:
+            self._loaded = {key for key in self._loaded if key[0] != session_id}

@@ -79,3 +79,9 @@ def save_token_counts(conn: sqlite3.Connection, session_id: str, tokenizer: str,
     for batch in _batches((session_id, tokenizer, key, tokens) for key, tokens in counts.items()):
         conn.executemany(
             "INSERT OR IGNORE INTO token_counts (session_id, tokenizer, key, tokens) VALUES (?, ?, ?, ?)", batch)
+
+
+def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
+    """Forget what is kept for ``session_id`` (its next plan masks and counts its history again)."""
+    conn.execute("DELETE FROM masked_texts WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM token_counts WHERE session_id = ?", (session_id,))
