@@ -6,11 +6,12 @@ items' counts plus the reply priming.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Protocol
+
+from ctxbench.records.messages import text_key
 
 TOKENS_PER_MESSAGE = 3
 TOKENS_PER_NAME = 1
@@ -62,11 +63,16 @@ class Tokenizer(Protocol):
 
 
 class _CachedCounter:
+    """Counts remembered by content hash (:func:`~ctxbench.records.messages.text_key`). Counts computed here are
+    also kept aside until :meth:`take_fresh` (the workbench stores them, ``store.derived_texts``), and counts a
+    store kept are handed back with :meth:`remember`, so a fresh process does not encode a long session again."""
+
     name: str = ""
     is_estimate: bool = False
 
     def __init__(self, cache_size: int = 65536) -> None:
         self._cache: OrderedDict[bytes, int] = OrderedDict()
+        self._fresh: dict[bytes, int] = {}  # computed since the last take_fresh (at most cache_size)
         self._cache_size = cache_size
         self._lock = threading.Lock()  # plans and message appends count from different threads
 
@@ -76,7 +82,7 @@ class _CachedCounter:
     def count(self, text: str) -> int:
         if not text:
             return 0
-        key = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+        key = text_key(text)
         with self._lock:
             hit = self._cache.get(key)
             if hit is not None:
@@ -87,7 +93,31 @@ class _CachedCounter:
             self._cache[key] = value
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
+            self._fresh[key] = value
+            if len(self._fresh) > self._cache_size:
+                self._fresh.pop(next(iter(self._fresh)))
         return value
+
+    def remember(self, counts: Mapping[bytes, int]) -> None:
+        """Take counts computed earlier (by text key) as if counted here: they are not counted again."""
+        with self._lock:
+            for key, value in counts.items():
+                if key not in self._cache:
+                    self._cache[key] = int(value)
+            while len(self._cache) > self._cache_size:
+                self._cache.popitem(last=False)
+
+    def take_fresh(self) -> dict[bytes, int]:
+        """The counts computed (not remembered) since the last call, by text key; forgotten here."""
+        with self._lock:
+            fresh, self._fresh = self._fresh, {}
+        return fresh
+
+    def forget(self) -> None:
+        """Forget every count (benchmarks of a first plan, tests)."""
+        with self._lock:
+            self._cache.clear()
+            self._fresh.clear()
 
 
 class TiktokenTokenizer(_CachedCounter):

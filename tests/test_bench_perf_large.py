@@ -24,6 +24,12 @@ def test_the_load_suite_measures_every_strategy_replay_and_the_index(tmp_path):
         if strategy in perf_large.EMBEDDING:  # the history was embedded first, its time reported
             assert detail["embedded"] > 0 and "query_encode_p50_ms" in detail
         assert any(n.startswith(f"  {strategy}: plan right after a new turn") for n in names)
+        reopened = [p for p in report.phases if p.name == f"  {strategy}: first plan, session reopened (fresh process)"]
+        if strategy in perf_large.EMBEDDING:
+            assert not reopened  # a fresh process would load the embedding model first: not measured
+        else:  # timed in a child process that planned the same PlanId from the store's kept masking and counts
+            assert len(reopened) == 1 and reopened[0].median_s > 0
+            assert dict(reopened[0].detail)["process_s"] > reopened[0].median_s
     replay = next(p for p in report.phases if p.name.startswith("replay --json: first record"))
     assert 0 < replay.median_s and replay.target_s == perf_large.REPLAY_FIRST_TARGET_S
     index = next(p for p in report.phases if p.name.startswith("index of "))

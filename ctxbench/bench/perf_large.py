@@ -11,7 +11,9 @@ Phases (each a :class:`~ctxbench.bench.perf_records.PhaseTiming`, targets from i
 
 * ``plan`` — per strategy, the first plan of a workbench opened on the session (the history read and masked;
   for ``semantic`` / ``fused`` the history embedded with the configured model first, with the time of that
-  warm-up on its own), then plan p50/p95 warm (vectors cached, the heap settled as the workbench does after
+  warm-up on its own; what the store keeps of earlier plans' masking and token counts forgotten first), for
+  window / hybrid / levels the first plan of the session reopened in a fresh process (the store's kept masking
+  and counts used; the same PlanId asserted), then plan p50/p95 warm (vectors cached, the heap settled as the workbench does after
   loading: target p95 ≤ 50 ms, query encoding included), the query encoding alone, and the plan right after a
   new turn is added;
 * ``replay`` — ``ctxbench replay SESSION --json`` in a fresh process: time to its first record (target: a
@@ -98,22 +100,58 @@ def import_session(db: Path, config: Config, turns: int, seed: int = LARGE_SEED)
     return session_id, len(history), time.perf_counter() - t0
 
 
-def _fresh_process_state() -> None:
-    """Forget what earlier plans left in this process (layouts, masked texts), so a first plan is a first plan."""
+def _fresh_process_state(config: Config) -> None:
+    """Forget what earlier plans left in this process (layouts, masked texts, token counts), so a first plan is a
+    first plan."""
     from ctxbench.planner import atoms
-    from ctxbench.redaction import scanner
+    from ctxbench.redaction import forget_masks
+    from ctxbench.tokens import get_tokenizer
 
     atoms.clear_caches()
-    with scanner._CACHE_LOCK:
-        scanner._CACHE.clear()
+    forget_masks()
+    forget = getattr(get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size), "forget", None)
+    if forget is not None:
+        forget()
     gc.collect()
 
 
+# the first plan of a session reopened in a fresh interpreter: the workbench opened, the session planned once
+_REOPEN_CHILD = """
+import json, sys, time
+from pathlib import Path
+from ctxbench.config import load_config
+from ctxbench.service.workbench import Workbench
+
+config = load_config(Path(sys.argv[5]) if len(sys.argv) > 5 else None)
+with Workbench(Path(sys.argv[1]), config) as wb:
+    t0 = time.perf_counter()
+    plan = wb.plan(sys.argv[2], sys.argv[3], strategy=sys.argv[4], store=False)
+    seconds = time.perf_counter() - t0
+print(json.dumps({"seconds": seconds, "plan_id": plan.plan_id}))
+"""
+
+
+def reopened_first_plan(db: Path, session_id: str, query: str, strategy: str, config_path: Path | None = None
+                        ) -> tuple[float, float, str]:
+    """(seconds of the first plan, seconds of the whole process, its PlanId) of ``session_id`` planned in a fresh
+    interpreter: what a user waits for when reopening a session the store has planned before."""
+    command = [sys.executable, "-c", _REOPEN_CHILD, str(db), session_id, query, strategy]
+    if config_path is not None:
+        command.append(str(config_path))
+    t0 = time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, check=True,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    wall = time.perf_counter() - t0
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    return float(found["seconds"]), wall, str(found["plan_id"])
+
+
 def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder: Any, *, repeat: int = PLAN_REPEAT,
-                new_turns: int = NEW_TURNS, progress: Callable[[str], None] = lambda what: None
-                ) -> list[PhaseTiming]:
-    """Per strategy: the first plan (with the history's embedding for semantic and fused), warm p50/p95, and the
-    plan after a new turn."""
+                new_turns: int = NEW_TURNS, progress: Callable[[str], None] = lambda what: None,
+                config_path: Path | None = None) -> list[PhaseTiming]:
+    """Per strategy: the first plan (with the history's embedding for semantic and fused; the masking and token
+    counts the store keeps forgotten first), the first plan of the session reopened in a fresh process (window,
+    hybrid, levels), warm p50/p95, and the plan after a new turn."""
     from ctxbench.bench.plan_latency import percentile, queries
     from ctxbench.heap import settle
     from ctxbench.service.workbench import Workbench
@@ -121,8 +159,9 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
     asked = queries()
     out: list[PhaseTiming] = []
     for strategy in STRATEGIES:
-        _fresh_process_state()
+        _fresh_process_state(config)
         with Workbench(db, config) as wb:
+            wb.derived_texts.forget(session_id)  # a first open: nothing kept from an earlier strategy's plans
             detail: dict[str, Any] = {}
             warm_s = 0.0
             if strategy in EMBEDDING:
@@ -136,8 +175,15 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
                               embedded_per_s=round(embedded / warm_s, 1) if warm_s > 0 else None)
             progress(f"{strategy}: first plan")
             t0 = time.perf_counter()
-            wb.plan(session_id, asked[0], strategy=strategy, store=False)
+            first_plan = wb.plan(session_id, asked[0], strategy=strategy, store=False)
             first_s = time.perf_counter() - t0
+            reopened = None
+            if strategy not in EMBEDDING:  # those would load the embedding model in the fresh process first
+                progress(f"{strategy}: first plan of the session reopened in a fresh process")
+                reopened = reopened_first_plan(db, session_id, asked[0], strategy, config_path)
+                if reopened[2] != first_plan.plan_id:
+                    raise RuntimeError(f"{strategy}: the reopened session planned {reopened[2]}, "
+                                       f"the first open {first_plan.plan_id}")
             settle()  # as the workbench does once a session is loaded
             walls: list[float] = []
             cpus: list[float] = []
@@ -173,6 +219,9 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
             label = "history embedded + first plan" if strategy in EMBEDDING else "first plan (history read)"
             out.append(PhaseTiming(f"  {strategy}: {label}", (warm_s + first_s,), None,
                                    (("first_plan_s", round(first_s, 3)), ("embedding_s", round(warm_s, 2)))))
+            if reopened is not None:
+                out.append(PhaseTiming(f"  {strategy}: first plan, session reopened (fresh process)", (reopened[0],),
+                                       None, (("process_s", round(reopened[1], 2)), ("same_plan_id", True))))
             out.append(PhaseTiming(f"  {strategy}: plan right after a new turn (median of {new_turns})",
                                    (statistics.median(after),), None, (("max_ms", _ms(max(after))),)))
     return out
@@ -319,7 +368,8 @@ def run(config: Config, *, turns: int = LARGE_TURNS, symbols: int = LARGE_SYMBOL
                                                  (import_s,))]
         progress("replay: time to the first record")
         phases += replay_phase(db, session_id)
-        phases += plan_phases(db, session_id, turns, config, embedder, repeat=repeat, progress=progress)
+        phases += plan_phases(db, session_id, turns, config, embedder, repeat=repeat, progress=progress,
+                              config_path=config_path)
         progress(f"generating and indexing a repository of about {symbols:,} symbols")
         index, indexed = index_phase(workdir, symbols, config_path)
         phases += index

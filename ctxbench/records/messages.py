@@ -16,6 +16,12 @@ def content_hash(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+def text_key(text: str) -> bytes:
+    """The key what is derived from a text alone is remembered by (its token count, its masking): 16 bytes of
+    blake2b, in memory and in the store (``store.derived_texts``)."""
+    return hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 @dataclass(frozen=True)
 class ToolCall:
     id: str

@@ -13,8 +13,9 @@ from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
+from ctxbench.records.messages import text_key
 from ctxbench.redaction.rules import count_key_blocks, extra_spans, looks_like_a_value, mask_private_keys
 
 MASK = "[REDACTED]"
@@ -217,6 +218,11 @@ def count_masks(text: str) -> int:
 
 _CACHE: OrderedDict[str, tuple[str, int]] = OrderedDict()
 _CACHE_LOCK = threading.Lock()
+# masking done before, by text key (None: the text comes back unchanged): handed over by a store
+# (``store.derived_texts``) so a fresh process does not scan a long session again; used once, then in _CACHE
+_KNOWN: dict[bytes, tuple[str | None, int]] = {}
+# masking done here since the last take_fresh_masks (what a store does not have yet), by text key
+_FRESH: dict[bytes, tuple[str | None, int]] = {}
 
 
 def redact_cached(text: str) -> tuple[str, int]:
@@ -228,10 +234,65 @@ def redact_cached(text: str) -> tuple[str, int]:
         if found is not None:
             _CACHE.move_to_end(text)
             return found
-    result = mask_text(text)
-    value = (result.text, result.count)
+    key = text_key(text)
+    with _CACHE_LOCK:
+        known = _KNOWN.pop(key, None)
+    if known is not None:
+        value = (text if known[0] is None else known[0], known[1])
+    else:
+        result = mask_text(text)
+        value = (result.text, result.count)
     with _CACHE_LOCK:
         _CACHE[text] = value
         while len(_CACHE) > MASKED_CACHE_SIZE:
             _CACHE.popitem(last=False)
+        if known is None:
+            _FRESH[key] = (None if value[0] == text else value[0], value[1])
+            while len(_FRESH) > MASKED_CACHE_SIZE:
+                _FRESH.pop(next(iter(_FRESH)))
     return value
+
+
+@lru_cache(maxsize=1)
+def rules_fingerprint() -> str:
+    """What masking depends on, as a short hex digest: this package's rule sources and detect-secrets' version.
+    Masking kept in a store is used only under the same fingerprint (a new rule masks old texts again)."""
+    import hashlib
+    from importlib.metadata import PackageNotFoundError, version
+    from pathlib import Path
+
+    from ctxbench.redaction import rules
+
+    digest = hashlib.blake2b(digest_size=8)
+    for source in (Path(__file__), Path(rules.__file__)):
+        digest.update(source.read_bytes())
+    try:
+        digest.update(version("detect-secrets").encode())
+    except PackageNotFoundError:  # pragma: no cover - a dependency of the package
+        pass
+    return digest.hexdigest()
+
+
+def remember_masks(known: Mapping[bytes, tuple[str | None, int]]) -> None:
+    """Take masking done earlier (text key -> (masked text or None when unchanged, secrets masked)): those texts
+    are not scanned again."""
+    with _CACHE_LOCK:
+        _KNOWN.update(known)
+        while len(_KNOWN) > MASKED_CACHE_SIZE:
+            _KNOWN.pop(next(iter(_KNOWN)))
+
+
+def take_fresh_masks() -> dict[bytes, tuple[str | None, int]]:
+    """The masking done (not remembered) since the last call, by text key; forgotten here."""
+    global _FRESH
+    with _CACHE_LOCK:
+        fresh, _FRESH = _FRESH, {}
+    return fresh
+
+
+def forget_masks() -> None:
+    """Forget every remembered masking (benchmarks of a first plan, tests)."""
+    with _CACHE_LOCK:
+        _CACHE.clear()
+        _KNOWN.clear()
+        _FRESH.clear()

@@ -43,8 +43,10 @@ def _mask_json(value: Any) -> Any:
 def redact_calls(calls: tuple[ToolCall, ...]) -> tuple[ToolCall, ...]:
     if not calls:
         return calls
-    out = tuple(dataclasses.replace(c, arguments=redact_arguments(c.arguments)) for c in calls)
-    return calls if out == calls else out
+    masked = tuple(redact_arguments(c.arguments) for c in calls)
+    if all(m is c.arguments or m == c.arguments for m, c in zip(masked, calls)):
+        return calls  # the usual case: nothing to mask, no copies (a long session has tens of thousands of calls)
+    return tuple(c if m == c.arguments else dataclasses.replace(c, arguments=m) for m, c in zip(masked, calls))
 
 
 def redact_message(message: Message) -> Message:

@@ -30,6 +30,7 @@ from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import NewMessage, SessionSettings
 from ctxbench.records.transcripts import Transcript, TranscriptError
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES
+from ctxbench.service.derived_texts import DerivedTexts
 from ctxbench.service.history_cache import HistoryCache
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
@@ -102,6 +103,8 @@ class Workbench:
         self._pending: dict[str, int] = {}  # session -> texts its last plan found without a vector
         self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
+        # masking and token counts kept in the store across processes (a reopened session is not scanned again)
+        self.derived_texts = DerivedTexts(self, lambda: self.tokenizer)
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
         self.branches = Branches(self)
@@ -406,6 +409,7 @@ class Workbench:
     def _read_inputs(self, conn: sqlite3.Connection, session_id: str, query: str | None, s: SessionSettings,
                      current_group: int | None, dropped_current: bool = False,
                      before_message: int | None = None) -> PlanInputs:
+        self.derived_texts.load(conn, session_id)
         branch_id = session_store.active_branch(conn, session_id)
         if before_message is not None:  # replay: the history the message had, read only as far as it
             seen = self.history_cache.turn_history(conn, session_id, branch_id, before_message)
@@ -523,6 +527,7 @@ class Workbench:
         plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))
         if store:
             self.plans.save(inputs, plan)
+        self.derived_texts.save(inputs.session_id)
         return plan
 
 

@@ -64,12 +64,12 @@ def current_seq(conn: sqlite3.Connection) -> int:
 
 def changes_since(conn: sqlite3.Connection, session_id: str, seq: int) -> Changes:
     """The messages of ``session_id`` (any branch, any status) changed after stamp ``seq``; ``seq`` 0 reads them all."""
-    from ctxbench.store.messages import row_to_message
+    from ctxbench.store.messages import rows_to_messages
 
     now = current_seq(conn)  # read first: a change committed meanwhile is read now and again next time
     if seq <= 0:
         rows = conn.execute("SELECT * FROM messages WHERE session_id = ? ORDER BY id", (session_id,))
-        return Changes(now, True, tuple(row_to_message(r) for r in rows), ())
+        return Changes(now, True, rows_to_messages(rows), ())
     if now == seq:
         return Changes(now, False, (), ())
     ids = [int(r[0]) for r in conn.execute(
@@ -78,8 +78,8 @@ def changes_since(conn: sqlite3.Connection, session_id: str, seq: int) -> Change
     for start in range(0, len(ids), _CHUNK):
         chunk = ids[start:start + _CHUNK]
         marks = ",".join("?" * len(chunk))
-        found += [row_to_message(r) for r in conn.execute(
-            f"SELECT * FROM messages WHERE session_id = ? AND id IN ({marks}) ORDER BY id", (session_id, *chunk))]
+        found += rows_to_messages(conn.execute(
+            f"SELECT * FROM messages WHERE session_id = ? AND id IN ({marks}) ORDER BY id", (session_id, *chunk)))
     present = {m.id for m in found}
     return Changes(now, False, tuple(found), tuple(i for i in ids if i not in present))
 
@@ -87,8 +87,8 @@ def changes_since(conn: sqlite3.Connection, session_id: str, seq: int) -> Change
 def messages_after(conn: sqlite3.Connection, session_id: str, after_id: int, limit: int) -> tuple[Message, ...]:
     """The session's messages (any branch, any status) with an id above ``after_id``, oldest first, ``limit`` at
     most: a long session read a part at a time (replay plans its first turns before the rest is read)."""
-    from ctxbench.store.messages import row_to_message
+    from ctxbench.store.messages import rows_to_messages
 
     rows = conn.execute("SELECT * FROM messages WHERE session_id = ? AND id > ? ORDER BY id LIMIT ?",
                         (session_id, after_id, limit))
-    return tuple(row_to_message(r) for r in rows)
+    return rows_to_messages(rows)
