@@ -2,6 +2,13 @@
 
 Plans, plan inputs and retrieval sets are stored as JSON and rebuilt into the same frozen
 records, so that a stored plan renders exactly the payload it had when it was made.
+
+:func:`canonical_json` (sorted keys: what ids are hashed from) and :func:`ordered_json` turn every record into
+an object of its fields. :func:`compact_json` is the storage form of a large record: the same JSON except that a
+field holding a tuple of records of its declared type is a table, ``{"columns": [field names], "rows": [[values
+in that order], ...]}``, so a plan's tens of thousands of items are written without their keys and without
+building a dict for each. :func:`from_jsonable` reads either form (a table names its columns, so rows written
+before a record gained a field still load).
 """
 from __future__ import annotations
 
@@ -10,6 +17,7 @@ import json
 import types
 import typing
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any, Callable, Mapping, TypeVar, Union
 
 from ctxbench.records.scored import ScoredIds
@@ -50,6 +58,58 @@ def ordered_json(obj: Any) -> str:
     return json.dumps(to_jsonable(obj), separators=(",", ":"), ensure_ascii=False)
 
 
+def compact_json(obj: Any) -> str:
+    """A record's storage text: as :func:`ordered_json`, with every tuple of records of a field's declared type
+    written as a table (see the module's docstring); :func:`loads` rebuilds the same record."""
+    return json.dumps(obj, default=_compact, separators=(",", ":"))  # ASCII: faster, and any str encodes
+
+
+def _compact(obj: Any) -> Any:
+    """``json.dumps``'s hook for what JSON has no form of: records, ScoredIds and other mappings."""
+    if isinstance(obj, ScoredIds):
+        return obj.to_json()
+    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        return _record_writer(type(obj))(obj)
+    if isinstance(obj, Mapping):
+        return {str(k): v for k, v in obj.items()}
+    raise TypeError(f"{type(obj).__name__} has no JSON form")
+
+
+@lru_cache(maxsize=None)
+def _record_writer(cls: type) -> Callable[[Any], dict[str, Any]]:
+    """The object of a record's fields, its tuples of records (of their declared type) as tables."""
+    names = field_names(cls)
+    values = attrgetter(*names) if len(names) > 1 else (lambda obj: (getattr(obj, names[0]),) if names else ())
+    hints = _hints(cls)
+    tables = tuple((name, row_cls) for name in names if (row_cls := _record_tuple(hints.get(name))) is not None)
+
+    def write(obj: Any) -> dict[str, Any]:
+        out = dict(zip(names, values(obj)))
+        for name, row_cls in tables:
+            rows = out[name]
+            if isinstance(rows, (tuple, list)) and rows and all(type(r) is row_cls for r in rows):
+                out[name] = _table(row_cls, rows)
+        return out
+
+    return write
+
+
+def _record_tuple(tp: Any) -> type | None:
+    """The record class of a ``tuple[Record, ...]`` hint, else None."""
+    if typing.get_origin(tp) is tuple:
+        args = typing.get_args(tp)
+        if len(args) == 2 and args[1] is Ellipsis and isinstance(args[0], type) and dataclasses.is_dataclass(args[0]):
+            return args[0]
+    return None
+
+
+def _table(cls: type, rows: Any) -> dict[str, Any]:
+    names = field_names(cls)
+    if len(names) == 1:
+        return {"columns": list(names), "rows": [[getattr(r, names[0])] for r in rows]}
+    return {"columns": list(names), "rows": list(map(attrgetter(*names), rows))}
+
+
 @lru_cache(maxsize=None)
 def _hints(cls: type) -> dict[str, Any]:
     return typing.get_type_hints(cls)
@@ -80,6 +140,8 @@ def _decoder(tp: Any) -> Callable[[Any], Any]:
             item = _decoder(args[0])
             if item is _identity:
                 return tuple
+            if _record_tuple(tp) is not None:
+                return _rows_decoder(item)
             return lambda data: tuple(item(x) for x in data)
         if not args:
             return tuple
@@ -108,6 +170,18 @@ def _dataclass_decoder(cls: type) -> Callable[[Any], Any]:
         if not isinstance(data, Mapping):
             raise ValueError(f"expected an object for {cls.__name__}, got {type(data).__name__}")
         return cls(**{name: dec(data[name]) for name, dec in fields if name in data})
+
+    return decode
+
+
+def _rows_decoder(item: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """Records from a list of objects, or from a table (:func:`compact_json`)."""
+
+    def decode(data: Any) -> Any:
+        if isinstance(data, Mapping):
+            columns = data["columns"]
+            return tuple(item(dict(zip(columns, row))) for row in data["rows"])
+        return tuple(item(x) for x in data)
 
     return decode
 

@@ -36,6 +36,10 @@ from ctxbench.store.db import Connections
 
 ENCODING_FULL = "json"  # schema v1: inputs and result as full JSON text
 ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as plan_messages keys, and result
+# as ENCODING_REFS, the result in codec.compact_json's form (its items a table): a 10,000-turn session's plan
+# holds ~34,000 items, and writing each as an object of its fields took over a second per stored plan
+ENCODING_TABLES = "refs+tables+zlib"
+ZIPPED = (ENCODING_REFS, ENCODING_TABLES)  # encodings whose inputs and result are zlib-compressed
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
@@ -53,13 +57,14 @@ def save_plan(
     conn: sqlite3.Connection,
     inputs: PlanInputs,
     plan: ContextPlan,
-    known: Mapping[Message, str] | None = None,
+    known: Mapping[int, tuple[Message, str]] | None = None,
 ) -> list[tuple[Message, str]]:
     """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
 
-    Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps
-    messages already stored to their keys (a caller's cache). Returns the (message, key)
-    pairs written now, for the caller to remember once the transaction commits.
+    Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps the ids
+    of messages already stored to (that message, its key) (a caller's cache; a message whose record
+    differs from the one remembered is keyed again). Returns the (message, key) pairs written now,
+    for the caller to remember once the transaction commits.
     """
     if plan_exists(conn, plan.plan_id):
         return []
@@ -71,7 +76,12 @@ def save_plan(
             continue
         keys: list[str] = []
         for message in getattr(inputs, name):
-            key = known.get(message) if known is not None else None
+            key = None
+            hit = known.get(message.id) if known is not None else None
+            # the same record (usually the very object: the history is cached): hashing a whole
+            # Message for each of a long session's ~50,000 messages cost more than the lookup
+            if hit is not None and (hit[0] is message or hit[0] == message):
+                key = hit[1]
             if key is None:
                 data = codec.canonical_json(message)
                 key = message_key(data)
@@ -82,17 +92,18 @@ def save_plan(
                 written.append((message, key))
             keys.append(key)
         body[name] = keys
-    inputs_text = codec.canonical_json(body)
+    # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
+    inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), ZLIB_LEVEL)
+    result = zlib.compress(codec.compact_json(plan).encode("utf-8"), ZLIB_LEVEL)
     current = inputs.current_turn[0] if inputs.current_turn else None
     branch_id = current.branch_id if current is not None and current.branch_id else None
     group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
     conn.execute(
         "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id, branch_id, "
         "group_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS, inputs.retrieval.id,
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_TABLES, inputs.retrieval.id,
          branch_id, group_id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
@@ -108,7 +119,7 @@ def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
 
 
 def _result_text(row: sqlite3.Row) -> str:
-    if row["encoding"] == ENCODING_REFS:
+    if row["encoding"] in ZIPPED:
         return zlib.decompress(row["result"]).decode("utf-8")
     return str(row["result"])
 
@@ -131,7 +142,7 @@ def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str,
 
 def get_plan_inputs(conn: sqlite3.Connection, plan_id: str) -> PlanInputs:
     row = _row(conn, plan_id)
-    if row["encoding"] != ENCODING_REFS:
+    if row["encoding"] not in ZIPPED:
         return codec.loads(PlanInputs, row["inputs"])
     body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
     messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
@@ -216,7 +227,7 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
     for row in conn.execute(
         "SELECT inputs, encoding FROM plans WHERE session_id = ? ORDER BY created_at, plan_id", (session_id,)
     ):
-        if row["encoding"] != ENCODING_REFS:
+        if row["encoding"] not in ZIPPED:
             continue  # schema v1 plans hold their messages inline
         text = zlib.decompress(row["inputs"]).decode("utf-8")
         for key in [k for k in candidates if k in text]:
@@ -268,7 +279,7 @@ class Plans:
 
     def __init__(self, database: Connections) -> None:
         self._db = database
-        self._stored_messages: dict[Message, str] = {}
+        self._stored_messages: dict[int, tuple[Message, str]] = {}  # message id → (message, key)
         self._cache_lock = threading.Lock()
 
     def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
@@ -278,7 +289,7 @@ class Plans:
                 written = save_plan(conn, inputs, plan, self._stored_messages)
             if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
                 self._stored_messages.clear()
-            self._stored_messages.update(written)
+            self._stored_messages.update((message.id, (message, key)) for message, key in written)
 
     def get(self, plan_id: str) -> ContextPlan:
         """A stored plan, rebuilt exactly (same items, same ``messages()`` payload)."""
