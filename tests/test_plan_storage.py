@@ -126,3 +126,34 @@ def test_a_stored_plan_is_a_small_fraction_of_its_objects_form(long_session):
         plan = wb.plan(session_id, "how large is a stored plan?", budget=3000)
         stored = wb.conn.execute("SELECT result FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()["result"]
     assert len(zlib.decompress(stored)) < len(codec.ordered_json(plan).encode("utf-8")) * 0.7
+
+
+def test_rows_written_before_are_reused_only_for_the_very_same_records():
+    """``RowTexts`` gives the same text as writing every row again: reused for identical record objects only."""
+    shared = tuple(_item(i) for i in range(300))
+    head = (PlanItem(id="current", kind="current_turn", section="history", label="q", tokens=2, included=True,
+                     reason="mandatory", order=0, message_ids=(0,), messages=({"role": "user", "content": "q"},)),)
+
+    def plan(query: str, items: tuple[PlanItem, ...]) -> ContextPlan:
+        return ContextPlan(plan_id=query, session_id="s", query=query, mode="light", strategy="window", budget=9,
+                           used_tokens=2, over_budget=False, over_budget_reason="", sections=(), items=items,
+                           retrieval_set_id="r", tokenizer="t", estimated=False)
+
+    rows = codec.RowTexts()
+    plans = [
+        plan("first", head + shared),
+        plan("second", head + shared),  # the same records: their rows are written and remembered
+        plan("third", head + shared[:100] + (_item(100, detail="now truncated"),) + shared[101:]),
+        plan("fourth", head + tuple(_item(i) for i in range(300))),  # equal records, new objects
+        plan("fifth", head + shared[:10]),
+    ]
+    for each in plans:
+        text = codec.compact_json(each, rows)
+        assert text == codec.compact_json(each)
+        assert codec.loads(ContextPlan, text) == each
+    # a message dict is mutable: a row holding one is written again even for the same record object
+    mutable = plan("sixth", head + shared)
+    codec.compact_json(mutable, rows)
+    head[0].messages[0]["content"] = "changed"
+    assert codec.compact_json(mutable, rows) == codec.compact_json(mutable)
+    assert '"changed"' in codec.compact_json(mutable, rows)

@@ -20,6 +20,8 @@ import json
 import sqlite3
 import threading
 import zlib
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
@@ -45,6 +47,10 @@ MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
 
 
+_MESSAGE_ID = attrgetter("id")
+_NO_KEY = (None, None)
+
+
 def message_key(data: str) -> str:
     return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:_KEY_HEX]
 
@@ -58,13 +64,15 @@ def save_plan(
     inputs: PlanInputs,
     plan: ContextPlan,
     known: Mapping[int, tuple[Message, str]] | None = None,
+    rows: codec.RowTexts | None = None,
 ) -> list[tuple[Message, str]]:
     """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
 
     Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps the ids
     of messages already stored to (that message, its key) (a caller's cache; a message whose record
     differs from the one remembered is keyed again). Returns the (message, key) pairs written now,
-    for the caller to remember once the transaction commits.
+    for the caller to remember once the transaction commits. ``rows``: the caller's memory of the rows
+    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again.
     """
     if plan_exists(conn, plan.plan_id):
         return []
@@ -74,29 +82,30 @@ def save_plan(
         if name not in MESSAGE_FIELDS:
             body[name] = codec.to_jsonable(getattr(inputs, name))
             continue
-        keys: list[str] = []
-        for message in getattr(inputs, name):
-            key = None
-            hit = known.get(message.id) if known is not None else None
-            # the same record (usually the very object: the history is cached): hashing a whole
-            # Message for each of a long session's ~50,000 messages cost more than the lookup
-            if hit is not None and (hit[0] is message or hit[0] == message):
-                key = hit[1]
-            if key is None:
-                data = codec.canonical_json(message)
-                key = message_key(data)
-                conn.execute(
-                    "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
-                    (key, data, message.session_id, message.id),
-                )
-                written.append((message, key))
-            keys.append(key)
+        messages = getattr(inputs, name)
+        # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
+        # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
+        # ~50,000 messages in Python cost more than the rest of the step
+        hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
+        keys = list(map(itemgetter(1), hits))
+        same = list(map(is_, map(itemgetter(0), hits), messages))
+        for i in [i for i, ok in enumerate(same) if not ok]:
+            message = messages[i]
+            if hits[i][0] is not None and hits[i][0] == message:
+                continue
+            data = codec.canonical_json(message)
+            keys[i] = key = message_key(data)
+            conn.execute(
+                "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+                (key, data, message.session_id, message.id),
+            )
+            written.append((message, key))
         body[name] = keys
     # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    result = zlib.compress(codec.compact_json(plan).encode("utf-8"), ZLIB_LEVEL)
+    result = zlib.compress(codec.compact_json(plan, rows).encode("utf-8"), ZLIB_LEVEL)
     current = inputs.current_turn[0] if inputs.current_turn else None
     branch_id = current.branch_id if current is not None and current.branch_id else None
     group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
@@ -280,13 +289,14 @@ class Plans:
     def __init__(self, database: Connections) -> None:
         self._db = database
         self._stored_messages: dict[int, tuple[Message, str]] = {}  # message id → (message, key)
+        self._row_texts = codec.RowTexts()
         self._cache_lock = threading.Lock()
 
     def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
         """Store a plan with its inputs (a PlanId already stored is left as it is)."""
         with self._cache_lock:  # plans are written one at a time anyway (one writer per database file)
             with self._db.transaction() as conn:
-                written = save_plan(conn, inputs, plan, self._stored_messages)
+                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts)
             if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
                 self._stored_messages.clear()
             self._stored_messages.update((message.id, (message, key)) for message, key in written)
