@@ -103,7 +103,9 @@ class RowTexts:
     history atom whose exclusion did not change), and writing 30,000 rows again cost most of a stored plan.
     A row's text is reused only for the very same record object, remembered with it (so its id is not reused),
     and only when every value in the row is immutable (a row holding message dicts is written each time).
-    The rows not reused are written by one ``json.dumps``, as without this memory.
+    The rows not reused are written by one ``json.dumps``; when fewer than half of the records were in the
+    last table (a strategy scoring every item makes new ones each time), the whole table is, as without this
+    memory, and only the records are remembered (a next table sharing them has their rows written and kept).
     """
 
     def __init__(self) -> None:
@@ -113,10 +115,13 @@ class RowTexts:
         rows = table.rows
         # C-level passes over the rows: a long session's plan has ~34,000 of them
         hits = list(map(self._last.get, map(id, rows), repeat(_NOT_WRITTEN)))
+        same = list(map(is_, map(itemgetter(0), hits), rows))
+        if 2 * same.count(True) < len(rows):
+            self._last = dict(zip(map(id, rows), zip(rows, repeat(None))))
+            return _dumps(table.to_json())
         texts = list(map(itemgetter(1), hits))
-        for i, same in enumerate(map(is_, map(itemgetter(0), hits), rows)):
-            if not same:
-                texts[i] = None
+        for i in [i for i, ok in enumerate(same) if not ok]:
+            texts[i] = None
         kept = texts.copy()
         missing = [i for i, text in enumerate(texts) if text is None]
         names = field_names(table.cls)
