@@ -30,6 +30,10 @@ def test_the_load_suite_measures_every_strategy_replay_and_the_index(tmp_path):
         else:  # timed in a child process that planned the same PlanId from the store's kept masking and counts
             assert len(reopened) == 1 and reopened[0].median_s > 0
             assert dict(reopened[0].detail)["process_s"] > reopened[0].median_s
+        store = next(p for p in report.phases if p.name.startswith(f"  {strategy}: store the plan of a new turn"))
+        detail = dict(store.detail)
+        assert store.target_s == perf_large.STORE_TARGET_S and 0 < store.median_s <= detail["max_ms"] / 1000
+        assert detail["read_back_equal"] is True and detail["items"] > 60 and detail["first_store_ms"] > 0
     replay = next(p for p in report.phases if p.name.startswith("replay --json: first record"))
     assert 0 < replay.median_s and replay.target_s == perf_large.REPLAY_FIRST_TARGET_S
     index = next(p for p in report.phases if p.name.startswith("index of "))

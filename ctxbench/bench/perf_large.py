@@ -13,9 +13,10 @@ Phases (each a :class:`~ctxbench.bench.perf_records.PhaseTiming`, targets from i
   for ``semantic`` / ``fused`` the history embedded with the configured model first, with the time of that
   warm-up on its own; what the store keeps of earlier plans' masking and token counts forgotten first), for
   window / hybrid / levels the first plan of the session reopened in a fresh process (the store's kept masking
-  and counts used; the same PlanId asserted), then plan p50/p95 warm (vectors cached, the heap settled as the workbench does after
-  loading: target p95 ≤ 50 ms, query encoding included), the query encoding alone, and the plan right after a
-  new turn is added;
+  and counts used; the same PlanId asserted), then plan p50/p95 warm (vectors cached, the heap settled as the
+  workbench does after loading: target p95 ≤ 50 ms, query encoding included), the query encoding alone, the plan
+  right after a new turn is added, and storing the plan of a new turn (target ≤ 150 ms; the workbench's first
+  stored plan, which keys every history message, in its detail);
 * ``replay`` — ``ctxbench replay SESSION --json`` in a fresh process: time to its first record (target: a
   couple of seconds), and to its hundredth;
 * ``index`` — indexing the generated repository (parse, graph, cards; no embedding) in a fresh process: wall
@@ -48,7 +49,8 @@ LARGE_SEED = 20260312
 PLAN_TARGET_S = 0.050  # issue 12: every strategy's plan p95 at 10k turns once vectors are cached
 REPLAY_FIRST_TARGET_S = 2.0  # issue 12: replay prints its first record within a couple of seconds
 PLAN_REPEAT = 40  # warm plans per strategy (the queries in turn)
-NEW_TURNS = 5  # turns added to time the plan right after one
+NEW_TURNS = 5  # turns added to time the plan right after one (and again to time storing its plan)
+STORE_TARGET_S = 0.150  # issue 12 (load): storing the plan of a turn at 10k turns, every item kept
 REPLAY_RECORDS = 100  # replay records read before the replay is stopped
 SYMBOLS_PER_FILE = 100  # module-level functions, classes and methods per generated module (about)
 
@@ -224,7 +226,30 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
                                        None, (("process_s", round(reopened[1], 2)), ("same_plan_id", True))))
             out.append(PhaseTiming(f"  {strategy}: plan right after a new turn (median of {new_turns})",
                                    (statistics.median(after),), None, (("max_ms", _ms(max(after))),)))
+            out.append(store_phase(wb, session_id, strategy, asked, new_turns))
     return out
+
+
+def store_phase(wb: Any, session_id: str, strategy: str, asked: list[str], new_turns: int) -> PhaseTiming:
+    """Storing the plan of a new turn, as every sent turn does (the plan made first, not timed): the median of
+    ``new_turns`` after one stored plan; the first plan stored by the workbench (every history message keyed)
+    in the detail."""
+    stores: list[float] = []
+    for i in range(new_turns + 1):
+        wb.messages.append(session_id, "user", f"a stored question ({i}) about the {asked[i % len(asked)]}")
+        wb.messages.append(session_id, "assistant", f"stored answer {i}")
+        inputs = wb.plan_inputs(session_id, asked[i % len(asked)], strategy=strategy)
+        plan = wb.build_plan(inputs)
+        t0 = time.perf_counter()
+        wb.plans.save(inputs, plan)
+        stores.append(time.perf_counter() - t0)
+    t0 = time.perf_counter()
+    stored = wb.plans.get(plan.plan_id)  # and read back: the same plan, every item kept
+    read_s = time.perf_counter() - t0
+    return PhaseTiming(f"  {strategy}: store the plan of a new turn (median of {new_turns})",
+                       (statistics.median(stores[1:]),), STORE_TARGET_S,
+                       (("first_store_ms", _ms(stores[0])), ("max_ms", _ms(max(stores[1:]))),
+                        ("items", len(plan.items)), ("read_back_ms", _ms(read_s)), ("read_back_equal", stored == plan)))
 
 
 # -- replay ----------------------------------------------------------------------------------------------------

@@ -63,7 +63,7 @@ class ScoredIds(Sequence[tuple[int, float]]):
         return f"ScoredIds({len(self)}: {shown}{', ...' if len(self) > 3 else ''})"
 
     def to_json(self) -> list[list[Any]]:
-        return [[i, s] for i, s in self]
+        return list(map(list, zip(self.ids, self.scores)))  # in C: a plan's inputs hold ~40,000 pairs
 
 
 def pairs_digest(pairs: Pairs) -> str:

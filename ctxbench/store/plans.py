@@ -20,6 +20,8 @@ import json
 import sqlite3
 import threading
 import zlib
+from itertools import repeat
+from operator import attrgetter, is_, itemgetter
 from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
@@ -36,9 +38,17 @@ from ctxbench.store.db import Connections
 
 ENCODING_FULL = "json"  # schema v1: inputs and result as full JSON text
 ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as plan_messages keys, and result
+# as ENCODING_REFS, the result in codec.compact_json's form (its items a table): a 10,000-turn session's plan
+# holds ~34,000 items, and writing each as an object of its fields took over a second per stored plan
+ENCODING_TABLES = "refs+tables+zlib"
+ZIPPED = (ENCODING_REFS, ENCODING_TABLES)  # encodings whose inputs and result are zlib-compressed
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
+
+
+_MESSAGE_ID = attrgetter("id")
+_NO_KEY = (None, None)
 
 
 def message_key(data: str) -> str:
@@ -53,13 +63,16 @@ def save_plan(
     conn: sqlite3.Connection,
     inputs: PlanInputs,
     plan: ContextPlan,
-    known: Mapping[Message, str] | None = None,
+    known: Mapping[int, tuple[Message, str]] | None = None,
+    rows: codec.RowTexts | None = None,
 ) -> list[tuple[Message, str]]:
     """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
 
-    Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps
-    messages already stored to their keys (a caller's cache). Returns the (message, key)
-    pairs written now, for the caller to remember once the transaction commits.
+    Messages are stored once each in ``plan_messages`` under a content key; ``known`` maps the ids
+    of messages already stored to (that message, its key) (a caller's cache; a message whose record
+    differs from the one remembered is keyed again). Returns the (message, key) pairs written now,
+    for the caller to remember once the transaction commits. ``rows``: the caller's memory of the rows
+    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again.
     """
     if plan_exists(conn, plan.plan_id):
         return []
@@ -69,30 +82,37 @@ def save_plan(
         if name not in MESSAGE_FIELDS:
             body[name] = codec.to_jsonable(getattr(inputs, name))
             continue
-        keys: list[str] = []
-        for message in getattr(inputs, name):
-            key = known.get(message) if known is not None else None
-            if key is None:
-                data = codec.canonical_json(message)
-                key = message_key(data)
-                conn.execute(
-                    "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
-                    (key, data, message.session_id, message.id),
-                )
-                written.append((message, key))
-            keys.append(key)
+        messages = getattr(inputs, name)
+        # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
+        # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
+        # ~50,000 messages in Python cost more than the rest of the step
+        hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
+        keys = list(map(itemgetter(1), hits))
+        same = list(map(is_, map(itemgetter(0), hits), messages))
+        for i in [i for i, ok in enumerate(same) if not ok]:
+            message = messages[i]
+            if hits[i][0] is not None and hits[i][0] == message:
+                continue
+            data = codec.canonical_json(message)
+            keys[i] = key = message_key(data)
+            conn.execute(
+                "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+                (key, data, message.session_id, message.id),
+            )
+            written.append((message, key))
         body[name] = keys
-    inputs_text = codec.canonical_json(body)
+    # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
+    inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), ZLIB_LEVEL)
+    result = zlib.compress(codec.compact_json(plan, rows).encode("utf-8"), ZLIB_LEVEL)
     current = inputs.current_turn[0] if inputs.current_turn else None
     branch_id = current.branch_id if current is not None and current.branch_id else None
     group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
     conn.execute(
         "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id, branch_id, "
         "group_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_REFS, inputs.retrieval.id,
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_TABLES, inputs.retrieval.id,
          branch_id, group_id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
@@ -108,7 +128,7 @@ def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
 
 
 def _result_text(row: sqlite3.Row) -> str:
-    if row["encoding"] == ENCODING_REFS:
+    if row["encoding"] in ZIPPED:
         return zlib.decompress(row["result"]).decode("utf-8")
     return str(row["result"])
 
@@ -131,7 +151,7 @@ def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str,
 
 def get_plan_inputs(conn: sqlite3.Connection, plan_id: str) -> PlanInputs:
     row = _row(conn, plan_id)
-    if row["encoding"] != ENCODING_REFS:
+    if row["encoding"] not in ZIPPED:
         return codec.loads(PlanInputs, row["inputs"])
     body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
     messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
@@ -216,7 +236,7 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
     for row in conn.execute(
         "SELECT inputs, encoding FROM plans WHERE session_id = ? ORDER BY created_at, plan_id", (session_id,)
     ):
-        if row["encoding"] != ENCODING_REFS:
+        if row["encoding"] not in ZIPPED:
             continue  # schema v1 plans hold their messages inline
         text = zlib.decompress(row["inputs"]).decode("utf-8")
         for key in [k for k in candidates if k in text]:
@@ -268,17 +288,18 @@ class Plans:
 
     def __init__(self, database: Connections) -> None:
         self._db = database
-        self._stored_messages: dict[Message, str] = {}
+        self._stored_messages: dict[int, tuple[Message, str]] = {}  # message id → (message, key)
+        self._row_texts = codec.RowTexts()
         self._cache_lock = threading.Lock()
 
     def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
         """Store a plan with its inputs (a PlanId already stored is left as it is)."""
         with self._cache_lock:  # plans are written one at a time anyway (one writer per database file)
             with self._db.transaction() as conn:
-                written = save_plan(conn, inputs, plan, self._stored_messages)
+                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts)
             if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
                 self._stored_messages.clear()
-            self._stored_messages.update(written)
+            self._stored_messages.update((message.id, (message, key)) for message, key in written)
 
     def get(self, plan_id: str) -> ContextPlan:
         """A stored plan, rebuilt exactly (same items, same ``messages()`` payload)."""
