@@ -94,6 +94,33 @@ def test_the_store_keeps_masked_text_only_and_forgets_it_with_the_session(db):
             assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE session_id = ?", (sid,)).fetchone()[0] == 0
 
 
+def test_a_deleted_turn_leaves_no_masking_of_its_texts_behind(db):
+    """Deleting a turn purges it: the masked text of its secrets (and the hash of the original they are kept by) go
+    too, the rest of the session's kept masking stays."""
+    from ctxbench.records.messages import text_key
+
+    _forget_this_process()
+    with Workbench(db, Config()) as wb:
+        sid = _session(wb)
+        pasted = wb.messages.append(sid, "user", "db password: hunter2isnotsafe42 please store it")
+        arguments = json.dumps({"note": "db password: hunter2isnotsafe42"})
+        call = wb.messages.append(sid, "assistant", "", group_id=pasted.group_id,
+                                  tool_calls=(ToolCall("c9", "remember", arguments),))
+        wb.plan(sid, "what should I rotate first?", store=False)
+        conn = wb.conn
+
+        def kept(text: str) -> bool:
+            return conn.execute("SELECT COUNT(*) FROM masked_texts WHERE session_id = ? AND key = ?",
+                                (sid, text_key(text))).fetchone()[0] > 0
+
+        gone = (pasted.content, arguments, "db password: hunter2isnotsafe42")
+        assert all(kept(text) for text in gone) and call.group_id == pasted.group_id
+        wb.messages.remove(sid, pasted.group_id)
+        assert not any(kept(text) for text in gone)
+        assert conn.execute("SELECT COUNT(*) FROM masked_texts WHERE session_id = ? AND masked IS NOT NULL",
+                            (sid,)).fetchone()[0] > 0  # the other turns' masking is kept
+
+
 def test_masking_kept_under_other_rules_is_done_again(db, monkeypatch):
     _forget_this_process()
     with Workbench(db, Config()) as wb:

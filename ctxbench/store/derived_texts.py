@@ -13,8 +13,11 @@ and read in one query per table when a session is opened. They go with their ses
 """
 from __future__ import annotations
 
+import json
 import sqlite3
-from typing import Iterable, Mapping
+from typing import Any, Iterable, Iterator, Mapping
+
+from ctxbench.records.messages import Message, text_key
 
 COMPONENT = "derived_texts"
 BATCH = 5000  # rows per executemany
@@ -85,3 +88,35 @@ def forget_session(conn: sqlite3.Connection, session_id: str) -> None:
     """Forget what is kept for ``session_id`` (its next plan masks and counts its history again)."""
     conn.execute("DELETE FROM masked_texts WHERE session_id = ?", (session_id,))
     conn.execute("DELETE FROM token_counts WHERE session_id = ?", (session_id,))
+
+
+def forget_messages(conn: sqlite3.Connection, session_id: str, messages: Iterable[Message]) -> None:
+    """Forget how the texts of deleted ``messages`` were masked: their contents, their tool calls' arguments and
+    every string in those arguments (masked one by one). The masked text shows all but the secret, and the key is a
+    hash of the original: a turn deleted to purge a secret leaves neither behind. (Token counts are of the masked,
+    rendered texts; a text another message shares is masked again when next planned.)"""
+    keys = {text_key(text) for m in messages for text in _texts(m) if text}
+    if keys:
+        conn.executemany("DELETE FROM masked_texts WHERE session_id = ? AND key = ?",
+                         [(session_id, key) for key in keys])
+
+
+def _texts(message: Message) -> Iterator[str]:
+    yield message.content
+    for call in message.tool_calls:
+        yield call.arguments
+        try:
+            yield from _strings(json.loads(call.arguments))
+        except ValueError:
+            pass
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+    elif isinstance(value, dict):
+        for v in value.values():
+            yield from _strings(v)

@@ -14,7 +14,7 @@ from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
-from ctxbench.store import message_search, plans, sessions
+from ctxbench.store import derived_texts, message_search, plans, sessions
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import NotFound, UnknownGroup
 from ctxbench.store.db import Connections
@@ -242,12 +242,15 @@ def set_group_status(conn: sqlite3.Connection, session_id: str, group_id: int, s
 def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> int:
     """Permanently delete a group's messages, its row and its search text; returns messages deleted.
 
-    Their copies in ``plan_messages`` go too unless a stored plan refers to them (a plan keeps what it was sent).
+    Their copies in ``plan_messages`` go too unless a stored plan refers to them (a plan keeps what it was sent), and
+    how their texts were masked (``derived_texts``).
     """
     row = _group_row(conn, session_id, group_id)
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (row["n"],))
-    ids = [r[0] for r in conn.execute("SELECT id FROM messages WHERE session_id = ? AND group_id = ?",
-                                      (session_id, group_id))]
+    gone = rows_to_messages(conn.execute("SELECT * FROM messages WHERE session_id = ? AND group_id = ?",
+                                         (session_id, group_id)))
+    ids = [m.id for m in gone]
+    derived_texts.forget_messages(conn, session_id, gone)
     cur = conn.execute("DELETE FROM messages WHERE session_id = ? AND group_id = ?", (session_id, group_id))
     message_search.forget(conn, ids)
     plans.collect_messages(conn, session_id, ids)

@@ -262,7 +262,16 @@ _V6 = """
 ALTER TABLE messages ADD COLUMN external_id TEXT NOT NULL DEFAULT '';
 """
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped, _V6)
+
+
+def _v7_plan_tables(conn: sqlite3.Connection) -> None:
+    """v7: plans may be stored with their items as a table (``plans.encoding = 'refs+tables+zlib'``). No table
+    changes: the version says an older ctxbench, which cannot read such a plan, should refuse this database with a
+    clear line instead of failing on the plan list."""
+
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped, _V6,
+                                        _v7_plan_tables)
 
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
