@@ -46,3 +46,9 @@ def without_names(query: str, names: Iterable[str]) -> str:
             out = re.sub(rf"\b{re.escape(name)}(?:'s|’s)?\b", " ", out)
     folded = " ".join(out.split())
     return folded if re.search(r"\w", folded) else query
+
+
+def reads_as_transcript(named: int, texted: int, share: float) -> bool:
+    """Whether a history reads as a transcript of speakers: ``named`` of its ``texted`` messages (or atoms) open
+    with a speaker label, at least ``share`` (> 0) of them. One rule for what is embedded and what is weighed."""
+    return share > 0 and texted > 0 and named >= share * texted

@@ -29,7 +29,7 @@ import numpy as np
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
 from ctxbench.records.scored import ScoredIds
-from ctxbench.records.speakers import body, speaker_label, without_names
+from ctxbench.records.speakers import body, reads_as_transcript, speaker_label, without_names
 from ctxbench.store.vectors import TURN_KEY_MARK
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
@@ -121,7 +121,7 @@ def transcript_speakers(labels: Sequence[str], share: float) -> frozenset[str]:
 
 def _speakers(names: Iterable[str], named: int, texted: int, share: float) -> frozenset[str]:
     """``names`` when ``named`` of ``texted`` messages open with a speaker label reach ``share`` (> 0), else none."""
-    return frozenset(names) if share > 0 and texted and named >= share * texted else frozenset()
+    return frozenset(names) if reads_as_transcript(named, texted, share) else frozenset()
 
 
 def message_cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:

@@ -296,22 +296,20 @@ class Workbench:
     @property
     def message_vectors(self) -> Any:
         """The vectors of single messages (``retrieval.history_vectors.MessageVectors``), made on first use."""
-        with self._open_lock:
-            if self._message_vectors is None:
-                from ctxbench.retrieval.history_vectors import MessageVectors
-
-                self._message_vectors = MessageVectors()
-            return self._message_vectors
+        return self._history_vectors("_message_vectors", "MessageVectors")
 
     @property
     def turn_vectors(self) -> Any:
         """The vectors of whole turns (``retrieval.history_vectors.TurnVectors``), made on first use."""
-        with self._open_lock:
-            if self._turn_vectors is None:
-                from ctxbench.retrieval.history_vectors import TurnVectors
+        return self._history_vectors("_turn_vectors", "TurnVectors")
 
-                self._turn_vectors = TurnVectors()
-            return self._turn_vectors
+    def _history_vectors(self, attribute: str, kind: str) -> Any:
+        with self._open_lock:
+            if getattr(self, attribute) is None:
+                from ctxbench.retrieval import history_vectors  # numpy and the vector code load on first use
+
+                setattr(self, attribute, getattr(history_vectors, kind)())
+            return getattr(self, attribute)
 
     def history_keywords(self, session_id: str) -> Any:
         """The session's keyword index of its messages (``retrieval.history_keywords.HistoryKeywords``), kept

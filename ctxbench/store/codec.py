@@ -41,7 +41,7 @@ def to_jsonable(obj: Any) -> Any:
         return obj
     if isinstance(obj, (list, tuple)):
         return [to_jsonable(x) for x in obj]
-    if isinstance(obj, (ScoredIds, _Table)):
+    if isinstance(obj, ScoredIds):
         return obj.to_json()
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
         return {name: to_jsonable(getattr(obj, name)) for name in field_names(type(obj))}

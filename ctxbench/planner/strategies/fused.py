@@ -49,7 +49,7 @@ from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.records.scored import ScoredIds
-from ctxbench.records.speakers import speaker_label, without_stamp
+from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
@@ -194,7 +194,7 @@ class _Units:
     def transcript(self, share: float) -> bool:
         """Whether the history reads as a transcript of speakers: at least ``share`` (> 0) of the atoms open with a
         speaker label. In a coding session an occasional "Error: ..." or "Note: ..." is no speaker a query names."""
-        return share > 0 and self.n > 0 and self.named >= share * self.n
+        return reads_as_transcript(self.named, self.n, share)
 
     def _units_of(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(unit, value) of the ``ids`` that are messages of a unit. The last few id lists looked up are kept: the
