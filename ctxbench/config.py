@@ -293,10 +293,12 @@ class EmbeddingConfig:
     # ~0.07 ms per 1000 vectors here (3.2 ms at 50k, 14 ms at 200k), HNSW ~0.1 ms but ~4 s to build at 50k
     flat_index_max: int = 50000
     precision: str = "float32"  # float32 | qint8 (dynamic int8 quantization of the linear layers)
-    # queries (a few texts per call) are encoded by a numpy copy of the model when there is one: one-shot
-    # commands answer without importing torch (retrieval/minilm_numpy.py); "torch": always the torch model
-    query_runtime: str = "numpy"  # numpy | torch
-    numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the numpy encoder
+    # queries (a few texts per call) are encoded without torch when the model allows it, so one-shot commands
+    # answer without importing it: "onnx" runs the model by onnxruntime (retrieval/minilm_onnx.py, ~5 ms per
+    # query here), "numpy" in numpy (retrieval/minilm_numpy.py, ~14 ms), "torch" always the torch model. Every
+    # process of a session must use the same one: a plan's id hashes the similarities its query vector gives
+    query_runtime: str = "onnx"  # onnx | numpy | torch
+    numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the query encoder (onnx or numpy)
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core
     # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s). numpy's BLAS

@@ -110,11 +110,13 @@ QUERY_TEXTS = ["How does pressing Tab decide which widget gets focus next?", "ok
 
 
 @pytest.mark.model
-def test_numpy_query_encoder_matches_the_torch_model():
-    """The numpy copy of all-MiniLM-L6-v2 gives the torch model's vectors (float32 rounding apart), at the
-    query length and at the cards' length."""
-    light = Embedder(EmbeddingConfig())
+@pytest.mark.parametrize("runtime", ["onnx", "numpy"])
+def test_query_encoders_match_the_torch_model(runtime):
+    """The onnxruntime graph and the numpy copy of all-MiniLM-L6-v2 give the torch model's vectors (float32
+    rounding apart), at the query length and at the cards' length."""
+    light = Embedder(EmbeddingConfig(query_runtime=runtime))
     light.wait()
+    assert type(light._query_model).__name__ == {"onnx": "OnnxMiniLM", "numpy": "NumpyMiniLM"}[runtime]
     torch_side = Embedder(EmbeddingConfig(query_runtime="torch"))
     for length in (256, 64):
         mine = light.encode(QUERY_TEXTS, max_seq_length=length)
@@ -144,6 +146,24 @@ def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
     assert out.stdout.split() == ["False", "True"]
 
 
+@pytest.mark.model
+def test_onnx_encoder_pads_batches_without_changing_a_vector():
+    """Several texts run in batches padded to the longest: a padded text gets the vector it gets alone (the mask
+    keeps padding out of attention and out of the mean), and the order of the rows is the order of the texts."""
+    from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
+
+    model = OnnxMiniLM(bundled_model_path(), threads=1, batch_size=2)
+    texts = QUERY_TEXTS + ["def render_line(self, y: int) -> Strip: return self._cache[y]"]
+    seen: list[tuple[int, int]] = []
+    together = model.encode(texts, 64, progress=lambda done, total: seen.append((done, total)))
+    alone = np.vstack([model.encode([t], 64) for t in texts])
+    assert together.shape == (4, 384) and together.dtype == np.float32
+    assert np.abs(together - alone).max() < 1e-5
+    assert float(together[1] @ alone[1]) > 0.9999 and float(together[1] @ alone[0]) < 0.9
+    assert seen == [(2, 4), (4, 4)]
+    assert model.encode([], 64).shape == (0, 384)
+
+
 def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
     from ctxbench.retrieval.embedder import numpy_compatible
 
@@ -156,4 +176,4 @@ def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
     assert not numpy_compatible(other)
     assert not numpy_compatible(tmp_path / "missing")
     with pytest.raises(EmbedderError, match="query_runtime"):
-        Embedder(EmbeddingConfig(query_runtime="onnx")).wait(timeout=60)
+        Embedder(EmbeddingConfig(query_runtime="tensorrt")).wait(timeout=60)

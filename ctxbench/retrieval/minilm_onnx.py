@@ -1,0 +1,199 @@
+"""all-MiniLM-L6-v2 run by onnxruntime: the encoder of queries, history messages and cards.
+
+The numpy encoder (``minilm_numpy``) answers a query without importing torch, but its small matrix
+products are slow: OpenBLAS packs every weight matrix again on each product of a few rows, so a
+ten-token query took 13-15 ms on this machine (idle) — most of the default plan's 20 ms budget.
+onnxruntime keeps its weights packed once and runs the same forward pass in ~5 ms.
+
+No exported file is downloaded or shipped: the graph is written here, node by node, from the same
+verified ``model.safetensors`` the numpy encoder reads (its weights, its tokenizer), and handed to
+onnxruntime in memory when the model loads (~0.2 s). It takes a batch of token ids with an attention
+mask, so one graph serves a single query (no padding: the mask adds nothing) and batches of cards
+(padded to the longest in the batch, padded keys masked out of attention and out of the mean), as
+sentence-transformers computes them (Transformer, mean Pooling, Normalize). Vectors agree with the numpy
+and torch paths to float32 rounding (checked in the tests).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
+
+_MASKED = np.float32(np.finfo(np.float32).min)  # what a padded key adds to an attention score (as BERT does)
+_OPSET = 17  # LayerNormalization is an operator from opset 17 on
+_EMBEDDED_MAX = 4096  # constants with fewer values are written into the graph, larger ones handed over as arrays
+
+
+def build_graph(model: NumpyMiniLM) -> tuple[bytes, dict[str, np.ndarray]]:
+    """The serialized ONNX model of ``model``'s embeddings, encoder layers and masked mean pooling, and its
+    weights by name. The weights are not in the serialized bytes (writing 90 MB into a protobuf took a second):
+    the graph names them as external data, and the session is given the arrays themselves
+    (``SessionOptions.add_external_initializers``).
+
+    Inputs: ``input_ids`` and ``token_type_ids`` (int64, batch x length), ``position_ids`` (int64, length),
+    ``mask`` (float32, batch x length: 1 for a token, 0 for padding) and ``mask_bias`` (float32,
+    batch x 1 x 1 x length: 0 for a token, the float32 minimum for padding). Output ``pooled`` (float32,
+    batch x hidden): the masked mean of the last layer, not yet of unit length.
+    """
+    from onnx import TensorProto, helper, numpy_helper
+
+    hidden, heads = model.hidden, model.heads
+    head = hidden // heads
+    w = model.w
+    nodes: list = []
+    inits: list = []
+    weights: dict[str, np.ndarray] = {}
+
+    def const(name: str, value) -> str:
+        array = np.asarray(value)
+        if array.size < _EMBEDDED_MAX:
+            inits.append(numpy_helper.from_array(array, name))
+            return name
+        tensor = TensorProto(name=name, data_type=helper.np_dtype_to_tensor_dtype(array.dtype),
+                             dims=list(array.shape), data_location=TensorProto.EXTERNAL)
+        entry = tensor.external_data.add()
+        entry.key, entry.value = "location", "given-by-ctxbench"  # never read: the session is handed the array
+        inits.append(tensor)
+        weights[name] = np.ascontiguousarray(array)
+        return name
+
+    def node(op: str, inputs: list[str], output: str, **attrs) -> str:
+        nodes.append(helper.make_node(op, inputs, [output], **attrs))
+        return output
+
+    const("heads_shape", np.array([0, 0, heads, head], dtype=np.int64))  # 0: keep that dimension
+    const("hidden_shape", np.array([0, 0, hidden], dtype=np.int64))
+    const("scale", np.float32(1.0 / np.sqrt(head)))
+    const("sqrt_half", np.float32(0.7071067811865476))
+    const("one", np.float32(1.0))
+    const("half", np.float32(0.5))
+    const("qkv_split", np.array([hidden, hidden, hidden], dtype=np.int64))
+    const("last_axis", np.array([-1], dtype=np.int64))
+    const("token_axis", np.array([1], dtype=np.int64))
+
+    words = node("Gather", [const("word_emb", w["embeddings.word_embeddings.weight"]), "input_ids"], "words")
+    positions = node("Gather", [const("pos_emb", w["embeddings.position_embeddings.weight"]), "position_ids"],
+                     "positions")
+    types = node("Gather", [const("type_emb", w["embeddings.token_type_embeddings.weight"]), "token_type_ids"],
+                 "types")
+    x = node("Add", [node("Add", [words, positions], "emb0"), types], "emb1")
+    x = node("LayerNormalization", [x, const("emb_ln_w", w["embeddings.LayerNorm.weight"]),
+                                    const("emb_ln_b", w["embeddings.LayerNorm.bias"])], "emb", axis=-1,
+             epsilon=model.eps)
+
+    for i, (qkv_w, qkv_b, out_w, out_b, norm1_w, norm1_b, up_w, up_b, down_w, down_b, norm2_w,
+            norm2_b) in enumerate(model._layers):
+        p = f"l{i}_"
+        qkv = node("Add", [node("MatMul", [x, const(p + "qkv_w", qkv_w)], p + "qkv0"), const(p + "qkv_b", qkv_b)],
+                   p + "qkv")
+        nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [p + "q0", p + "k0", p + "v0"], axis=2))
+        q = node("Transpose", [node("Reshape", [p + "q0", "heads_shape"], p + "q1")], p + "q", perm=[0, 2, 1, 3])
+        k = node("Transpose", [node("Reshape", [p + "k0", "heads_shape"], p + "k1")], p + "k", perm=[0, 2, 3, 1])
+        v = node("Transpose", [node("Reshape", [p + "v0", "heads_shape"], p + "v1")], p + "v", perm=[0, 2, 1, 3])
+        scores = node("Add", [node("Mul", [node("MatMul", [q, k], p + "s0"), "scale"], p + "s1"), "mask_bias"],
+                      p + "s")
+        probs = node("Softmax", [scores], p + "probs", axis=-1)
+        ctx = node("Transpose", [node("MatMul", [probs, v], p + "c0")], p + "c1", perm=[0, 2, 1, 3])
+        ctx = node("Reshape", [ctx, "hidden_shape"], p + "c")
+        attn = node("Add", [node("MatMul", [ctx, const(p + "out_w", out_w)], p + "o0"), const(p + "out_b", out_b)],
+                    p + "o1")
+        x1 = node("LayerNormalization", [node("Add", [attn, x], p + "o2"), const(p + "n1_w", norm1_w),
+                                         const(p + "n1_b", norm1_b)], p + "x1", axis=-1, epsilon=model.eps)
+        up = node("Add", [node("MatMul", [x1, const(p + "up_w", up_w)], p + "u0"), const(p + "up_b", up_b)],
+                  p + "u")
+        erf = node("Erf", [node("Mul", [up, "sqrt_half"], p + "g0")], p + "g1")
+        gelu = node("Mul", [node("Mul", [up, node("Add", [erf, "one"], p + "g2")], p + "g3"), "half"], p + "g")
+        down = node("Add", [node("MatMul", [gelu, const(p + "down_w", down_w)], p + "d0"),
+                            const(p + "down_b", down_b)], p + "d1")
+        x = node("LayerNormalization", [node("Add", [down, x1], p + "d2"), const(p + "n2_w", norm2_w),
+                                        const(p + "n2_b", norm2_b)], p + "x2", axis=-1, epsilon=model.eps)
+
+    mask3 = node("Unsqueeze", ["mask", "last_axis"], "mask3")
+    summed = node("ReduceSum", [node("Mul", [x, mask3], "masked"), "token_axis"], "summed", keepdims=0)
+    count = node("ReduceSum", ["mask", "token_axis"], "count", keepdims=1)
+    node("Div", [summed, count], "pooled")
+
+    def tensor(name: str, kind: int, shape: list) -> object:
+        return helper.make_tensor_value_info(name, kind, shape)
+
+    graph = helper.make_graph(
+        nodes, "all-MiniLM-L6-v2",
+        [tensor("input_ids", TensorProto.INT64, ["batch", "length"]),
+         tensor("token_type_ids", TensorProto.INT64, ["batch", "length"]),
+         tensor("position_ids", TensorProto.INT64, ["length"]),
+         tensor("mask", TensorProto.FLOAT, ["batch", "length"]),
+         tensor("mask_bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
+        [tensor("pooled", TensorProto.FLOAT, ["batch", hidden])], inits)
+    onnx_model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)])
+    onnx_model.ir_version = min(onnx_model.ir_version, 9)  # what onnxruntime 1.2x reads
+    return onnx_model.SerializeToString(), weights
+
+
+class OnnxMiniLM:
+    """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
+
+    def __init__(self, model_dir: Path, threads: int = 1, batch_size: int = 32):
+        import onnxruntime as ort
+
+        reference = NumpyMiniLM(model_dir)
+        self.hidden = reference.hidden
+        self.max_positions = reference.max_positions
+        self.batch_size = max(1, batch_size)
+        self.tokenizer = reference.tokenizer
+        self._truncation = 0
+        options = ort.SessionOptions()
+        options.intra_op_num_threads = max(0, threads)
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3  # warnings of the optimizer are not the user's business
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")  # idle threads leave the core
+        graph, weights = build_graph(reference)
+        names = list(weights)
+        self._weights = [ort.OrtValue.ortvalue_from_numpy(weights[name]) for name in names]  # kept alive: not copied
+        options.add_external_initializers(names, self._weights)
+        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+
+    def _truncate(self, max_seq_length: int) -> None:
+        limit = min(max_seq_length, self.max_positions)
+        if self._truncation != limit:
+            self.tokenizer.enable_truncation(limit)
+            self._truncation = limit
+
+    def _run(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        bias = ((np.float32(1.0) - mask) * _MASKED)[:, None, None, :].astype(np.float32)
+        feeds = {"input_ids": ids, "token_type_ids": types, "position_ids": np.arange(ids.shape[1], dtype=np.int64),
+                 "mask": mask, "mask_bias": bias}
+        pooled = self.session.run(["pooled"], feeds)[0]
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        return (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
+
+    def encode(self, texts: Sequence[str], max_seq_length: int = 256,
+               progress: Callable[[int, int], None] | None = None) -> np.ndarray:
+        """Unit-length float32 vectors, one row per text. A single text runs alone (no padding); more run in
+        batches of similar length (sorted, as sentence-transformers does), padded to the longest of each."""
+        self._truncate(max_seq_length)
+        out = np.zeros((len(texts), self.hidden), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [self.tokenizer.encode(texts[0])]
+        order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
+        done = 0
+        for start in range(0, len(order), self.batch_size):
+            rows = order[start:start + self.batch_size]
+            length = max(len(encodings[i].ids) for i in rows)
+            ids = np.zeros((len(rows), length), dtype=np.int64)
+            types = np.zeros((len(rows), length), dtype=np.int64)
+            mask = np.zeros((len(rows), length), dtype=np.float32)
+            for r, i in enumerate(rows):
+                enc = encodings[i]
+                n = len(enc.ids)
+                ids[r, :n], types[r, :n], mask[r, :n] = enc.ids, enc.type_ids, 1.0
+            out[rows] = self._run(ids, types, mask)
+            done += len(rows)
+            if progress is not None:
+                progress(done, len(texts))
+        return out
