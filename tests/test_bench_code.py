@@ -276,17 +276,17 @@ def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
     conn.close()
 
 
-def test_the_shipped_manifest_has_the_second_held_out_pair():
-    """benchmarks/codebases.toml loads; httpx and js-yaml are the fresh held-out pair (role holdout2), kept
-    apart from the first held-out set and from the tuning repositories."""
+def test_the_shipped_manifest_keeps_each_held_out_round_apart():
+    """benchmarks/codebases.toml loads; httpx and js-yaml are the second held-out pair (role holdout2),
+    dateutil and query-core the third (role holdout3), each apart from the earlier held-out sets and from
+    the tuning repositories."""
     from ctxbench.bench.code import load_manifest
 
     specs = load_manifest(Path(__file__).resolve().parent.parent / "benchmarks" / "codebases.toml")
     roles: dict[str, list[str]] = {}
     for spec in specs:
         roles.setdefault(spec.role, []).append(spec.name)
-    earlier = {role: names for role, names in roles.items() if role != "holdout3"}
-    assert earlier == {"tune": ["textual", "click", "trio"], "holdout": ["flask", "marshmallow", "commander"],
-                       "holdout2": ["httpx", "js-yaml"]}
+    assert roles == {"tune": ["textual", "click", "trio"], "holdout": ["flask", "marshmallow", "commander"],
+                     "holdout2": ["httpx", "js-yaml"], "holdout3": ["dateutil", "query-core"]}
     for spec in specs:
         assert spec.queries.is_file(), spec.queries
