@@ -56,6 +56,11 @@ CODEBASES = (
              "d909fcccc110f8c7faf814ca82a9a4d816bc5a6dbfea25d6591d6985b8ba59ad", "httpx"),
     Codebase("js-yaml", "npm", "js-yaml", "4.1.0",
              "0dae332559cf22b21c26ea70e732afd8303ff99412f9c3d9d209faa8882cf2ca", "package"),
+    # the third held-out pair (issue 10, third round): written before any further tuning
+    Codebase("dateutil", "pypi", "python-dateutil", "2.9.0.post0",
+             "a8b2bc7bffae282281c8140a97d3aa9c14da0b136dfe83f850eea9a5f7470427", "dateutil"),
+    Codebase("query-core", "npm", "@tanstack/query-core", "5.59.0",
+             "2586579316ffc0957be3c4c33e2f9dfa7732b55c15013b7139244d2ab60d27fc", "package"),
 )
 
 
