@@ -28,7 +28,7 @@ async def overlay_title(pilot) -> str:
     await settle(pilot)
     overlay = pilot.app.screen
     assert isinstance(overlay, ContextOverlay)
-    title = str(overlay.query_one("#overlay-title", Static).render())
+    title = str(overlay.query_one("#overlay-title", Static).render()).replace("\u00a0", " ")  # the label wraps whole
     await pilot.press("escape")
     await settle(pilot)
     return title

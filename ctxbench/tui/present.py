@@ -224,9 +224,8 @@ def cluster_label(tag) -> str:
     the plan's query was not clustered: no semantic search, a mode that does not retrieve)."""
     if tag is None:
         return ""
-    if tag.started:
-        return f" · cluster q{tag.id}: new, started by this turn"
-    return f" · cluster q{tag.id}: {tag.queries} queries"
+    words = "new, started by this turn" if tag.started else f"{tag.queries} queries"
+    return " · " + f"cluster q{tag.id}: {words}".replace(" ", "\u00a0")  # no-break spaces: wraps as one phrase
 
 
 def diff_line(diff, group_id: int | None) -> str:
