@@ -389,6 +389,18 @@ class RetrievalConfig:
     # word that is neither a stop word nor a chat word, a pin, or a graph neighbour of a hit above the floor.
     # Measured on the tune split and on chit-chat turns (benchmarks/README.md).
     min_semantic_similarity: float = 0.35
+    # Query clusters ("phases", seed 002; retrieval/query_clusters.py): each retrieval query of a session joins the
+    # current cluster when the cosine of its embedding to the cluster's centroid is at least cluster_threshold, else
+    # starts a new one (plans record the QueryClusterId; the overlay shows it). Off: queries are not clustered.
+    # 0.2: on five hand-written conversations (MiniLM, benchmarks/query_clusters_check.py) follow-ups scored 0.26-0.77
+    # to their centroid and topic changes -0.05-0.17; 0.2 and 0.25 both split them right, 0.3 split a follow-up
+    query_clusters: bool = True
+    cluster_threshold: Annotated[float, Range(ge=-1, le=1)] = 0.2
+    # "session": activation counts every use in the session (today's behaviour); "cluster": a query that starts a
+    # new cluster clears the activation scores, so only uses within the current cluster boost retrieval
+    activation_scope: Literal["session", "cluster"] = "session"
+    # a lease (scope turn) created before a new cluster starts ends with it (off: leases count down as usual)
+    leases_end_with_cluster: bool = False
     chat_words: tuple[str, ...] = (
         "again", "ahead", "all", "awesome", "bye", "cheers", "continue", "cool", "evening", "excellent", "fine",
         "go", "good", "goodbye", "great", "hello", "hey", "hi", "just", "later", "let", "lets", "ll", "lol", "lot",

@@ -94,7 +94,7 @@ def make_app(tmp_path: Path, *, retriever=True, config: Config | None = None, **
     session_file = write_session(tmp_path / "session.jsonl")
     opts = LaunchOptions(db_path=db, import_file=session_file if "session_id" not in options else None,
                          title="ledgerlite session", index_repo=False,
-                         retriever=FixedRetriever() if retriever else None, **options)
+                         retriever=FixedRetriever() if retriever is True else retriever or None, **options)
     app = CtxbenchApp(opts, config or quiet_config())
     app._disable_notifications = True
     return app

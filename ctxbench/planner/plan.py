@@ -154,6 +154,9 @@ def canonical_inputs(
         **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
                           for s in inputs.summaries]} if inputs.summaries else {}),
         **({"task": [inputs.task_id, inputs.task_name]} if inputs.task_id else {}),
+        # absent without a cluster: older ids stay
+        **({"query_cluster": dataclasses.astuple(inputs.query_cluster)} if inputs.query_cluster is not None else {}),
+        **({"cluster_notes": list(inputs.cluster_notes)} if inputs.cluster_notes else {}),
     }
 
 
@@ -381,6 +384,9 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
     if tokenizer.is_estimate:
         notes.append(ESTIMATE_NOTE)
     notes.extend(c.notes)
+    if inputs.query_cluster is not None:
+        notes.append(inputs.query_cluster.describe())
+    notes.extend(inputs.cluster_notes)
 
     # 1. mandatory
     # the layers already marked mandatory (system prompt, tool definitions, system messages) and the current turn
@@ -473,4 +479,5 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
         notes=tuple(notes),
         task_id=inputs.task_id,
         task_name=inputs.task_name,
+        query_cluster=inputs.query_cluster,
     )

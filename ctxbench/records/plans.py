@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from ctxbench.records.compaction import Summary, compaction_metrics
 from ctxbench.records.messages import Message
-from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
+from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, QueryClusterTag, RetrievalSet
 
 
 
@@ -71,6 +71,10 @@ class PlanInputs:
     summaries: tuple[Summary, ...] = ()
     task_id: int = 0
     task_name: str = ""
+    # the QueryClusterId of the query (retrieval.query_clusters; None: not clustered, e.g. no semantic search),
+    # and what scoping to it changed for this plan (leases it ended, activation it left out)
+    query_cluster: QueryClusterTag | None = None
+    cluster_notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,7 @@ class ContextPlan:
     notes: tuple[str, ...] = field(default=())
     task_id: int = 0  # the task open when the plan was made (0: none)
     task_name: str = ""
+    query_cluster: QueryClusterTag | None = None  # the query's cluster (None: not clustered)
 
     @property
     def included(self) -> tuple[PlanItem, ...]:
@@ -162,6 +167,7 @@ class ContextPlan:
             "estimated": self.estimated,
             "notes": list(self.notes),
             "task": {"id": self.task_id, "name": self.task_name} if self.task_id else None,
+            **({"query_cluster": dataclasses.asdict(self.query_cluster)} if self.query_cluster is not None else {}),
             "compaction": compaction_metrics(self).to_json(),
             "items": [i.to_json() for i in self.items],
         }

@@ -74,4 +74,27 @@ def _hit_row(hit: RetrievalHit) -> list:
             if f.name not in _LATER_FIELDS or getattr(hit, f.name) != _LATER_FIELDS[f.name]]
 
 
+@dataclass(frozen=True)
+class QueryClusterTag:
+    """What a plan records of its query's cluster (``retrieval.query_clusters``): the QueryClusterId, how many
+    queries the cluster holds with this one, whether this query started it, its cosine to the centroid it was
+    compared with (None: the session's first clustered query) and the threshold it was compared against."""
+
+    id: int
+    queries: int
+    started: bool
+    similarity: float | None = None
+    threshold: float = 0.0
+
+    def describe(self) -> str:
+        """One line for the plan's notes and the overlay: which cluster, how many queries, new or joined."""
+        if not self.started:
+            return (f"query cluster q{self.id}: {self.queries} queries (this one joined it: similarity "
+                    f"{self.similarity:.2f} >= {self.threshold:.2f})")
+        if self.similarity is None:
+            return f"query cluster q{self.id}: started with this query (the session's first)"
+        return (f"query cluster q{self.id}: started with this query (similarity {self.similarity:.2f} to the "
+                f"previous cluster < {self.threshold:.2f})")
+
+
 EMPTY_RETRIEVAL_SET = RetrievalSet(id="rs_empty", query="", hits=(), semantic_available=False, notes=("no repository",))

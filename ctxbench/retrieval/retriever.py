@@ -63,6 +63,7 @@ NOTE_NOT_INDEXED = "repository not indexed"
 
 NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
+QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
 
 
 @dataclass(frozen=True)
@@ -118,6 +119,7 @@ class Retriever:
         self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
         self._capsules = CapsuleSearch(conn, self.config)
         self._phrases: Any = None  # phrases.PhraseIndexes of the repository, made on first quoted query
+        self._query_vectors: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (embedder key, query) -> vector
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -361,9 +363,33 @@ class Retriever:
         vectors = self._vector_index(view, block=False)
         if vectors is None:  # another thread is embedding the cards: answer without waiting for it
             return [], NOTE_EMBEDDING, None, None
-        query_vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
+        query_vector = self._encode_query(query)
         return (vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid),
                 query_vector)
+
+    def _encode_query(self, query: str) -> Any:
+        """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
+        query's cluster share one encoding)."""
+        key = (str(getattr(self.embedder, "key", "")), query)
+        with self._lock:
+            found = self._query_vectors.get(key)
+            if found is not None:
+                self._query_vectors.move_to_end(key)
+                return found
+        vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
+        with self._lock:
+            self._query_vectors[key] = vector
+            while len(self._query_vectors) > QUERY_VECTOR_CACHE_SIZE:
+                self._query_vectors.popitem(last=False)
+        return vector
+
+    def query_vector(self, query: str) -> Any:
+        """The query's embedding as semantic retrieval uses it (encoded once, then kept), or None while semantic
+        search is not available (no model, still loading, failed, or turned off)."""
+        embedder = self.embedder
+        if embedder is None or getattr(embedder, "error", None) is not None or not embedder.ready:
+            return None
+        return self._encode_query(query)
 
     def keyword_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         view = self.index

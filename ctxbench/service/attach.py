@@ -92,6 +92,16 @@ class ModeRetrieval:
                                    semantic_available=found.semantic_available, notes=found.notes, scaffold=scaffold,
                                    capsules=found.capsules)
 
+    @property
+    def embedding_key(self) -> str:
+        """The embedding model's key (a cluster's centroid is only compared with queries of the same model)."""
+        return str(getattr(self.retriever.embedder, "key", ""))
+
+    def query_vector(self, query: str) -> Any:
+        """The query's embedding as retrieval computes it (one encoding for retrieval and the query's cluster);
+        None while semantic search is not available."""
+        return self.retriever.query_vector(query)
+
     def scaffold_for(self, mode: str, budget: int | None) -> str | None:
         """The scaffold folded to the plan's share (``budget`` x the mode's ``scaffold_share``); None when the
         index cannot fold it (the view's own scaffold is used). Off, which shows no scaffold, lists the

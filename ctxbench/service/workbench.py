@@ -32,6 +32,7 @@ from ctxbench.records.transcripts import Transcript, TranscriptError
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES
 from ctxbench.service.derived_texts import DerivedTexts
 from ctxbench.service.history_cache import HistoryCache
+from ctxbench.service.query_clusters import SessionClusters
 from ctxbench.service.redaction import mark_redactions, redact_calls, redact_inputs
 from ctxbench.service.settings import SettingsRules
 from ctxbench.store import sessions as session_store
@@ -45,6 +46,7 @@ from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
 from ctxbench.store.proxy import ProxyStore
+from ctxbench.store.query_clusters import QueryClusters
 from ctxbench.store.search import GroupSearch
 from ctxbench.store.branches import Branches
 from ctxbench.store.sessions import Sessions
@@ -120,6 +122,8 @@ class Workbench:
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
         self.capsules = Capsules(self)
+        self.query_clusters = QueryClusters(self)
+        self.clusters = SessionClusters(self)  # the QueryClusterId of each turn's query, and scoping to it
 
     # -- the unit of work ---------------------------------------------------------------------------
     @property
@@ -280,8 +284,12 @@ class Workbench:
         with self.connection() as conn:  # one snapshot of the session for the whole read
             inputs = self._read_inputs(conn, session_id, query, wanted, current_group, dropped_current,
                                        before_message)
+        cluster = self.clusters.choose(inputs, replay=before_message is not None)
+        if cluster is not None:
+            inputs = cluster.apply(inputs)
         if retrieval is None:
-            retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins)
+            retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins,
+                                           scope=cluster.activation if cluster is not None else None)
         # the history comes masked from the history cache; the rest is masked here
         inputs = dataclasses.replace(redact_inputs(inputs, history=False), retrieval=retrieval, tools_tokens=tools_tokens)
         if wanted.strategy == "semantic":
@@ -463,16 +471,21 @@ class Workbench:
             task_name=task.name if task is not None and task.started_group <= current_gid else "",
         )
 
-    def retrieval_for(self, session_id: str, query: str, settings: SessionSettings, pins: Sequence[Pin]) -> RetrievalSet:
-        """The turn's RetrievalSet, steered by the session's live pins, its activation scores and what the
-        query mentions. With no retriever attached, plans get the empty set."""
+    def retrieval_for(self, session_id: str, query: str, settings: SessionSettings, pins: Sequence[Pin], *,
+                      scope: Callable[[Mapping[str, float]], Mapping[str, float]] | None = None) -> RetrievalSet:
+        """The turn's RetrievalSet, steered by the session's live pins, its activation scores (through ``scope``:
+        the query's cluster may leave them out) and what the query mentions. With no retriever attached, plans get
+        the empty set."""
         if self.retriever is None:
             return EMPTY_RETRIEVAL_SET
         from ctxbench.retrieval.mentions import mentions
 
         live = tuple(p for p in pins if not (p.kind == "leased" and p.ttl <= 0))
+        activation = self.activation.scores(session_id)
+        if scope is not None:
+            activation = dict(scope(activation))
         return self.retriever.retrieve(query, mode=settings.mode, budget=settings.budget, pins=live,
-                                       activation=self.activation.scores(session_id), mentioned=mentions(query))
+                                       activation=activation, mentioned=mentions(query))
 
     def history_embedder(self) -> HistoryEmbedder | None:
         """The embedder the semantic history strategy ranks with, when it is ready; None while it loads,
@@ -525,6 +538,7 @@ class Workbench:
         plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))
         if store:
             self.plans.save(inputs, plan)
+            self.clusters.commit(inputs)  # a stored turn's query keeps the cluster it was planned with
         self.derived_texts.save(inputs.session_id)
         return plan
 

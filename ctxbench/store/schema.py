@@ -277,14 +277,15 @@ MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_del
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
     """Every store component and its migrations, in the order a new database creates them."""
     from ctxbench.store import (capsules, code_search, compaction, derived_texts, index_tables, message_changes,
-                                message_search, proxy, traces, vectors)
+                                message_search, proxy, query_clusters, traces, vectors)
 
     return ((COMPONENT, MIGRATIONS), (index_tables.COMPONENT, tuple(index_tables.MIGRATIONS)),
             (code_search.COMPONENT, code_search.MIGRATIONS), (vectors.COMPONENT, vectors.MIGRATIONS),
             (traces.COMPONENT, traces.MIGRATIONS), (message_search.COMPONENT, message_search.MIGRATIONS),
             (proxy.COMPONENT, proxy.MIGRATIONS), (compaction.COMPONENT, compaction.MIGRATIONS),
             (capsules.COMPONENT, capsules.MIGRATIONS), (message_changes.COMPONENT, message_changes.MIGRATIONS),
-            (derived_texts.COMPONENT, derived_texts.MIGRATIONS))
+            (derived_texts.COMPONENT, derived_texts.MIGRATIONS),
+            (query_clusters.COMPONENT, query_clusters.MIGRATIONS))
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:

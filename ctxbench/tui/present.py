@@ -219,6 +219,15 @@ def status_detail(settings, repo_name: str, title: str, model: str, branch: str 
     return " · ".join(parts)
 
 
+def cluster_label(tag) -> str:
+    """`` · cluster q3: 4 queries`` or `` · cluster q4: new, started by this turn`` for the overlay's title ("" when
+    the plan's query was not clustered: no semantic search, a mode that does not retrieve)."""
+    if tag is None:
+        return ""
+    words = "new, started by this turn" if tag.started else f"{tag.queries} queries"
+    return " · " + f"cluster q{tag.id}: {words}".replace(" ", "\u00a0")  # no-break spaces: wraps as one phrase
+
+
 def diff_line(diff, group_id: int | None) -> str:
     """The line under a turn's attachment line: what changed since the previous turn's plan, with a link to
     the whole diff ("" when there is nothing to compare with)."""

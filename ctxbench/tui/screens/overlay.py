@@ -19,7 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
-from ctxbench.tui.present import mode_label, tok
+from ctxbench.tui.present import cluster_label, mode_label, tok
 from ctxbench.tui.screens.overlay_rows import (
     KIND_SHORT,
     MANDATORY_IDS,
@@ -131,7 +131,7 @@ class ContextOverlay(ModalScreen[None]):
         text.append(f"{plan.plan_id} · {mode_label(plan.mode)} · {plan.strategy} · "
                     f"{tok(plan.used_tokens)} / {tok(plan.budget)} tok{over} · "
                     f"{len(plan.included)} included · {len(plan.excluded)} excluded · "
-                    f"{len(self.view.suggestions)} suggested")
+                    f"{len(self.view.suggestions)} suggested{cluster_label(plan.query_cluster)}")
         redacted = sum(i.redacted for i in plan.items)
         if redacted:
             text.append(f" · redacted: {redacted} secrets masked", style="bold")

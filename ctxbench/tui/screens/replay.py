@@ -30,6 +30,7 @@ from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
 from ctxbench.tui.present import (
     METER_SECTIONS,
+    cluster_label,
     meter_state,
     mode_label,
     next_mode,
@@ -62,7 +63,7 @@ def replay_summary(step: ReplayStep) -> str:
     over = " · OVER BUDGET" if plan.over_budget else ""
     return (f"{plan.plan_id} · {tok(plan.used_tokens)} / {tok(plan.budget)} tok{over} · "
             f"{len(plan.included)} included · {len(plan.excluded)} excluded" + (f" ({why})" if why else "") +
-            f" · {step.history_messages} earlier messages to choose from")
+            f" · {step.history_messages} earlier messages to choose from{cluster_label(plan.query_cluster)}")
 
 
 def section_figures(plan: ContextPlan) -> str:
