@@ -162,6 +162,29 @@ def test_the_query_is_encoded_once_for_retrieval_and_its_cluster(tmp_path, repo)
         assert embedder.queries.count("padding of text cells") == 1
 
 
+def test_a_repeated_search_reuses_its_query_vector_until_the_bench_forgets_it(tmp_path, repo):
+    """The kept vectors save the cluster a second encoding; the warm-latency bench forgets them before each timed
+    query, so its figure includes the encoding a new question pays."""
+    class Counting(HashingEmbedder):
+        calls = 0
+
+        def encode(self, texts, progress=None, *, max_seq_length=None):
+            if len(texts) == 1:
+                Counting.calls += 1
+            return super().encode(texts, progress, max_seq_length=max_seq_length)
+
+    embedder = Counting()
+    with open_wb(tmp_path, repo, embedder=embedder) as wb:
+        retriever = wb.retriever.retriever
+        retriever.retrieve("padding of text cells")
+        first = Counting.calls
+        retriever.retrieve("padding of text cells")
+        assert Counting.calls == first
+        retriever.forget_query_vectors()
+        retriever.retrieve("padding of text cells")
+        assert Counting.calls == first + 1
+
+
 def test_no_cluster_without_semantic_search_or_in_off_mode(tmp_path, repo):
     with Workbench(tmp_path / "store.db", Config(), repo=repo) as wb:
         attach_repository(wb, repo, semantic=False)

@@ -383,6 +383,12 @@ class Retriever:
                 self._query_vectors.popitem(last=False)
         return vector
 
+    def forget_query_vectors(self) -> None:
+        """Drop the kept query vectors: the next search of any text encodes it, as a new question does (the
+        warm-latency benches call this before each timed query, so a repeated text is not free)."""
+        with self._lock:
+            self._query_vectors.clear()
+
     def query_vector(self, query: str) -> Any:
         """The query's embedding as semantic retrieval uses it (encoded once, then kept), or None while semantic
         search is not available (no model, still loading, failed, or turned off)."""
