@@ -67,7 +67,7 @@ def build_graph(model: NumpyMiniLM) -> tuple[bytes, dict[str, np.ndarray]]:
     const("heads_shape", np.array([0, 0, heads, head], dtype=np.int64))  # 0: keep that dimension
     const("hidden_shape", np.array([0, 0, hidden], dtype=np.int64))
     const("scale", np.float32(1.0 / np.sqrt(head)))
-    const("sqrt_half", np.float32(0.7071067811865476))
+    const("sqrt_two", np.float32(1.4142135623730951))
     const("one", np.float32(1.0))
     const("half", np.float32(0.5))
     const("qkv_split", np.array([hidden, hidden, hidden], dtype=np.int64))
@@ -104,7 +104,7 @@ def build_graph(model: NumpyMiniLM) -> tuple[bytes, dict[str, np.ndarray]]:
                                          const(p + "n1_b", norm1_b)], p + "x1", axis=-1, epsilon=model.eps)
         up = node("Add", [node("MatMul", [x1, const(p + "up_w", up_w)], p + "u0"), const(p + "up_b", up_b)],
                   p + "u")
-        erf = node("Erf", [node("Mul", [up, "sqrt_half"], p + "g0")], p + "g1")
+        erf = node("Erf", [node("Div", [up, "sqrt_two"], p + "g0")], p + "g1")  # the form onnxruntime fuses
         gelu = node("Mul", [node("Mul", [up, node("Add", [erf, "one"], p + "g2")], p + "g3"), "half"], p + "g")
         down = node("Add", [node("MatMul", [gelu, const(p + "down_w", down_w)], p + "d0"),
                             const(p + "down_b", down_b)], p + "d1")
