@@ -44,12 +44,14 @@ import dataclasses
 import hashlib
 import json
 import threading
+from itertools import islice
+from operator import gt
 from typing import Any
 
 from ctxbench.config import PlannerConfig
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
-from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelection
+from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
@@ -259,7 +261,8 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
 EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
 
 
-def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
+def _atom_template(atom: Any) -> dict[str, Any]:
+    """The fields of an atom's excluded PlanItem, which never change (kept on the cached atom)."""
     template = atom.item_template
     if not template:
         template.update(
@@ -267,9 +270,13 @@ def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanIte
             included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
             messages=(), detail="", external_ids=atom.external_ids,
         )
+    return template
+
+
+def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
     item = _NEW(PlanItem)
     fields = item.__dict__
-    fields.update(template)
+    fields.update(_atom_template(atom))
     fields["reason"] = reason
     fields["detail"] = detail
     fields["score"] = score
@@ -296,27 +303,50 @@ def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tupl
     return hit
 
 
-def _included_history(selection: HistorySelection) -> list[tuple[int, PlanItem]]:
-    """(first message id, included item with order unset) of every included history atom."""
-    included: list[tuple[int, PlanItem]] = []
+def _included_history(selection: HistorySelection) -> list[PlanItem]:
+    """Every included history atom's item (order unset), chronologically (by first message id): hundreds per plan
+    at a large budget, each made from its atom's template with the fields that differ set on it."""
+    included: list[PlanItem] = []
+    firsts: list[int] = []
     scores = selection.scores
     atom_scores = selection.atom_scores
-    for gi in sorted(selection.picks):
-        pick = selection.picks[gi]
-        group = selection.groups[gi]
+    picks, groups = selection.picks, selection.groups
+    one = atom_scores.value if isinstance(atom_scores, AtomValues) else None  # no dict per group made
+    for gi in sorted(picks):
+        pick = picks[gi]
+        atoms = groups[gi].atoms
         score = scores.get(gi, 0.0)
-        own_scores = atom_scores.get(gi)
-        for ai, atom in enumerate(group.atoms):
-            if pick.reasons[ai] is None:
+        own_scores = atom_scores.get(gi) if one is None else None
+        reasons, details, pins = pick.reasons, pick.details, pick.pins
+        for ai, atom in enumerate(atoms):
+            reason = reasons.get(ai)
+            if reason is None:
                 continue
-            included.append((atom.first_id, _item(
-                id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
-                included=True, reason=pick.reasons[ai], score=own_scores.get(ai, score) if own_scores else score,
-                pin=pick.pins[ai], order=0,
-                message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
-                external_ids=atom.external_ids,
-            )))
+            item = _NEW(PlanItem)
+            fields = item.__dict__
+            fields.update(_atom_template(atom))
+            fields["included"] = True
+            fields["reason"] = reason
+            if one is not None:
+                fields["score"] = one(gi, ai, score)
+            else:
+                fields["score"] = own_scores.get(ai, score) if own_scores else score
+            fields["pin"] = pins.get(ai, "")
+            fields["order"] = 0
+            fields["messages"] = atom.messages
+            fields["detail"] = _join2(details[ai], atom.detail)
+            included.append(item)
+            firsts.append(atom.first_id)
+    if any(map(gt, firsts, islice(firsts, 1, None))):  # groups interleaved: by first message id
+        included = [included[i] for i in sorted(range(len(included)), key=firsts.__getitem__)]
     return included
+
+
+def _join2(first: str, second: str) -> str:
+    """``_join(first, second)`` without a generator (once per included atom)."""
+    if not second:
+        return first
+    return f"{first}; {second}" if first else second
 
 
 def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
@@ -343,7 +373,7 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
             excluded.extend(_untouched_group(group, reason, detail, score))
             continue
         for ai, atom in enumerate(group.atoms):
-            if pick is not None and pick.reasons[ai] is not None:
+            if pick is not None and ai in pick.reasons:
                 continue
             if group_excluded is not None:
                 reason, detail = group_excluded
@@ -430,15 +460,13 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
 
     # assembly: the included items and the excluded context layers now, the excluded history atoms when read
     history_in = _included_history(selection)
-    if any(history_in[i][0] > history_in[i + 1][0] for i in range(len(history_in) - 1)):
-        history_in.sort(key=lambda pair: pair[0])
     included_layers = sorted((cand for cand in layers if cand.included), key=lambda cand: cand.category)
     items: list[PlanItem] = []
     order = 0
     for cand in included_layers:
         items.append(_cand_item(cand, order))
         order += 1
-    for _first, item in history_in:
+    for item in history_in:
         item.__dict__["order"] = order
         items.append(item)
         order += 1
