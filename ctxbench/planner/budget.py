@@ -85,13 +85,15 @@ class AtomValues:
         found = self._made[gi]
         return found if found is not None else default
 
-    def value(self, gi: int, ai: int, default: Any = None) -> Any:
-        """Atom ``ai`` of group ``gi``'s value (``default`` if it has none)."""
-        if self._one is None or gi in self._made:
-            own = self.get(gi)
-            return own.get(ai, default) if own else default
-        found = self._one(gi, ai)
-        return found if found is not None else default
+    @property
+    def one(self) -> Callable[[int, int], Any]:
+        """Reads one atom's value, ``one(gi, ai)`` (None: it has none), without making its group's dict when the
+        strategy said how (hundreds of included atoms per plan each ask for their score)."""
+        return self._one if self._one is not None else self._one_of_group
+
+    def _one_of_group(self, gi: int, ai: int) -> Any:
+        own = self.get(gi)
+        return own.get(ai) if own else None
 
 
 # (default reason and detail of the group's unpicked atoms, or per-atom details) of a group, asked for lazily

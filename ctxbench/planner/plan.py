@@ -273,6 +273,14 @@ def _atom_template(atom: Any) -> dict[str, Any]:
     return template
 
 
+def _included_template(atom: Any) -> dict[str, Any]:
+    """The fields of an atom's included PlanItem but its reason, score, detail and pin (kept on the cached atom)."""
+    template = atom.included_template
+    if not template:
+        template.update(_atom_template(atom), included=True, order=0, messages=atom.messages)
+    return template
+
+
 def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
     item = _NEW(PlanItem)
     fields = item.__dict__
@@ -311,7 +319,7 @@ def _included_history(selection: HistorySelection) -> list[PlanItem]:
     scores = selection.scores
     atom_scores = selection.atom_scores
     picks, groups = selection.picks, selection.groups
-    one = atom_scores.value if isinstance(atom_scores, AtomValues) else None  # no dict per group made
+    one = atom_scores.one if isinstance(atom_scores, AtomValues) else None  # no dict per group made
     for gi in sorted(picks):
         pick = picks[gi]
         atoms = groups[gi].atoms
@@ -324,29 +332,22 @@ def _included_history(selection: HistorySelection) -> list[PlanItem]:
                 continue
             item = _NEW(PlanItem)
             fields = item.__dict__
-            fields.update(_atom_template(atom))
-            fields["included"] = True
+            fields.update(_included_template(atom))
             fields["reason"] = reason
             if one is not None:
-                fields["score"] = one(gi, ai, score)
+                own = one(gi, ai)
+                fields["score"] = score if own is None else own
             else:
                 fields["score"] = own_scores.get(ai, score) if own_scores else score
-            fields["pin"] = pins.get(ai, "")
-            fields["order"] = 0
-            fields["messages"] = atom.messages
-            fields["detail"] = _join2(details[ai], atom.detail)
+            detail, more = details[ai], atom.detail  # _join(detail, more), inline
+            fields["detail"] = (f"{detail}; {more}" if detail else more) if more else detail
+            if pins:
+                fields["pin"] = pins.get(ai, "")
             included.append(item)
             firsts.append(atom.first_id)
     if any(map(gt, firsts, islice(firsts, 1, None))):  # groups interleaved: by first message id
         included = [included[i] for i in sorted(range(len(included)), key=firsts.__getitem__)]
     return included
-
-
-def _join2(first: str, second: str) -> str:
-    """``_join(first, second)`` without a generator (once per included atom)."""
-    if not second:
-        return first
-    return f"{first}; {second}" if first else second
 
 
 def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:

@@ -359,7 +359,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     history_budget = budget.remaining
     n = units.n
     order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
-    _explain(selection, units, score, order, by_recency)
+    values = score.tolist()  # as Python floats: read one by one for the atoms taken
+    _explain(selection, units, score, values, order, by_recency)
 
     # 1. continuity: the latest turns
     latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
@@ -377,19 +378,25 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
                                with_user=False)
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
-    _fill_rest(selection, budget, units, order, score, kw, by_recency)
+    chosen, ranks, users = _fill_rest(selection, budget, units, order)
+    _record(selection, units, chosen, ranks, users, values, kw, by_recency)
 
 
-def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray, score: np.ndarray,
-               kw: np.ndarray, by_recency: bool) -> None:
+def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray
+               ) -> tuple[list[int], list[int], list[int]]:
     """Every atom not yet in, best first, while it fits (a call atom with its turn's user message, if that is not in
-    yet): ``HistorySelection.include_atom`` for each, decided here over the units' lists and recorded at once —
-    hundreds of atoms per plan at a large budget."""
+    yet), as ``HistorySelection.include_atom`` would take them one by one: decided here over the units' lists and
+    charged to ``budget`` at once (hundreds of atoms per plan at a large budget). Returns what was chosen, in order:
+    the units, their ranks, and the unit of the user message each brings (-1: none) — lists of ints, not a tuple
+    each, so a large plan gives the garbage collector nothing more to count."""
     n = units.n
     remaining = budget.remaining
     smallest = units.smallest
+    chosen: list[int] = []
+    ranks: list[int] = []
+    users: list[int] = []
     if remaining < smallest:
-        return
+        return chosen, ranks, users
     taken = bytearray(n)  # units already in (the latest turns, the rules, pins)
     per_group = units.per_group
     for gi, pick in selection.picks.items():
@@ -401,11 +408,6 @@ def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order
     tokens, user_units = units.tokens, units.user_units
     ranked = order.tolist()
     ordered_tokens = units.token_array[order]
-    # what was chosen, in order: the unit, its rank, the unit of the user message it brings (-1: none); as lists of
-    # ints, not a tuple each, so a large plan gives the garbage collector nothing more to count
-    chosen: list[int] = []
-    ranks: list[int] = []
-    users: list[int] = []
     spent = 0
     for start in range(0, n, FILL_BLOCK):
         if remaining < smallest:
@@ -434,15 +436,14 @@ def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order
             ranks.append(start + j + 1)
             users.append(user)
     budget.take(spent)
-    _record(selection, units, chosen, ranks, users, score, kw, by_recency)
+    return chosen, ranks, users
 
 
 def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks: list[int], users: list[int],
-            score: np.ndarray, kw: np.ndarray, by_recency: bool) -> None:
+            values: list[float], kw: np.ndarray, by_recency: bool) -> None:
     """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection."""
     n = units.n
     gis, ais = units.gi, units.ai
-    values = score.tolist()
     found = kw.tolist()
     groups: list[int] = []
     atoms: list[int] = []
@@ -465,7 +466,7 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
     selection.include_decided(groups, atoms, reasons, details)
 
 
-def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, order: np.ndarray,
+def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, values: list[float], order: np.ndarray,
              by_recency: bool) -> None:
     """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
     n = units.n
@@ -478,24 +479,18 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, orde
             ranks.append(out)
         return ranks[0]
 
-    values: list[list[float]] = []
-
-    def listed() -> list[float]:
-        if not values:
-            values.append(score.tolist())
-        return values[0]
+    per_group = units.per_group
 
     def scores(gi: int) -> dict[int, float] | None:
-        own = units.per_group.get(gi)
+        own = per_group.get(gi)
         if own is None:
             return None
-        every = listed()
-        return {ai: round(every[u], 6) for ai, u in enumerate(own) if u >= 0}
+        return {ai: round(values[u], 6) for ai, u in enumerate(own) if u >= 0}
 
     def one_score(gi: int, ai: int) -> float | None:
-        own = units.per_group.get(gi)
+        own = per_group.get(gi)
         u = own[ai] if own is not None else -1
-        return round(listed()[u], 6) if u >= 0 else None
+        return round(values[u], 6) if u >= 0 else None
 
     def details(gi: int) -> dict[int, str] | None:
         own = units.per_group.get(gi)
