@@ -161,3 +161,19 @@ def test_a_call_taken_for_its_score_brings_its_user_message_with_a_detail_saying
     for item in brought:  # the call atom right after it in its turn is in the plan too
         assert any(other.label.startswith("tool call") and other.id.split(":")[1] == item.id.split(":")[1]
                    for other in by_message.values())
+
+
+def test_keyword_scores_as_flat_arrays_make_the_plan_their_pairs_make():
+    """``HistoryKeywords.message_scores`` hands over a ``ScoredIds``: the same PlanId and items as its pairs."""
+    from ctxbench.config import BM25_B, BM25_K1
+    from ctxbench.retrieval.history_keywords import HistoryKeywords
+
+    query = queries()[1]
+    scores = HistoryKeywords().message_scores(HISTORY, query, 300, k1=BM25_K1, b=BM25_B)
+    assert isinstance(scores, ScoredIds) and len(scores) == 300
+    as_pairs = tuple(tuple(pair) for pair in scores)
+    assert all(type(m) is int and type(s) is float for m, s in as_pairs)
+    arrays, _items, payload = _plan(_inputs(query, 32000, message_keyword=scores))
+    pairs, pair_items, pair_payload = _plan(_inputs(query, 32000, message_keyword=as_pairs))
+    assert arrays.plan_id == pairs.plan_id and payload == pair_payload
+    assert _first_difference(arrays.items, pair_items) == ()

@@ -55,7 +55,7 @@ from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, Hi
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
-from ctxbench.records.scored import pairs_digest
+from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
 from ctxbench.planner.strategies.context import StrategyContext, places_summaries
@@ -152,11 +152,16 @@ def canonical_inputs(
         "tokenizer": tokenizer_name,
         **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
         **({"message_similarity": pairs_digest(inputs.message_similarity)} if inputs.message_similarity else {}),
-        **({"message_keyword": [[m, s] for m, s in inputs.message_keyword]} if inputs.message_keyword else {}),
+        **({"message_keyword": _pairs_json(inputs.message_keyword)} if inputs.message_keyword else {}),
         **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
                           for s in inputs.summaries]} if inputs.summaries else {}),
         **({"task": [inputs.task_id, inputs.task_name]} if inputs.task_id else {}),
     }
+
+
+def _pairs_json(pairs: Any) -> list[list[Any]]:
+    """(id, score) pairs as JSON arrays (a ``ScoredIds`` makes its list in C)."""
+    return pairs.to_json() if isinstance(pairs, ScoredIds) else [[m, s] for m, s in pairs]
 
 
 def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, history: str) -> str:
