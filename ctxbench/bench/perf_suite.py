@@ -112,38 +112,48 @@ def plan_group(ctx: PerfContext) -> list[PhaseTiming]:
 
 
 def default_plan_times(config, tokenizer, embedder, turns: int, repeat: int, budget: int) -> list[float]:
-    """Seconds per plan of the default strategy on the synthetic session: the message similarity (query encoded
-    by the real model, message vectors warm), the keyword search over single messages, and the plan."""
+    """Seconds per plan of the default strategy on the synthetic session, as the workbench makes one: the message
+    similarity (query encoded by the real model, message vectors warm), the keyword scores of single messages
+    (``HistoryKeywords``, the workbench's ``keyword_scores``), and the plan; with the heap settled after loading,
+    as the workbench does (``ctxbench.heap.settle``)."""
     import dataclasses
+    import gc
 
     from ctxbench.bench import plan_latency
+    from ctxbench.config import BM25_B, BM25_K1
+    from ctxbench.heap import settle as settle_heap
     from ctxbench.planner import build_plan
     from ctxbench.records.plans import PlanInputs
+    from ctxbench.retrieval.history_keywords import HistoryKeywords
     from ctxbench.retrieval.history_vectors import MessageVectors
-    from ctxbench.store.search import MemoryTextIndex
 
     history = plan_latency.synthetic_session(turns)
     vectors, cache = MessageVectors(), _MemoryCache()
     vectors.warm(history, embedder, cache, config.planner.semantic, speaker_share=config.planner.fused.speaker_share)
-    index = MemoryTextIndex(((m.id, m.content) for m in history), tokenize="porter unicode61")
+    keywords = HistoryKeywords()
     queries = plan_latency.queries()
     strategy = config.planner.default_strategy
+    fused = config.planner.fused
     samples: list[float] = []
-    for i in range(repeat + len(queries)):  # the first pass over the queries warms up, not counted
-        query = queries[i % len(queries)]
-        current = (dataclasses.replace(history[-1], id=len(history) + 1, group_id=turns, role="user", content=query,
-                                       tool_calls=(), tool_call_id=None, tool_name=None, flags=()),)
-        t0 = time.perf_counter()
-        similarity, _ = vectors.similarity(history, query, embedder, cache, config.planner.semantic,
-                                           embed_limit=config.planner.fused.embed_per_plan,
-                                           speaker_share=config.planner.fused.speaker_share)
-        keyword = tuple(index.ranking(query, config.planner.fused.keyword_candidates))
-        inputs = PlanInputs(session_id="bench", query=query, history=history, current_turn=current, budget=budget,
-                            mode="off", strategy=strategy, system_prompt=config.planner.system_prompt,
-                            message_similarity=similarity, message_keyword=keyword, tokenizer=tokenizer.name)
-        build_plan(inputs, config.planner, tokenizer)
-        if i >= len(queries):
-            samples.append(time.perf_counter() - t0)
+    settle_heap()
+    try:
+        for i in range(repeat + len(queries)):  # the first pass over the queries warms up, not counted
+            query = queries[i % len(queries)]
+            current = (dataclasses.replace(history[-1], id=len(history) + 1, group_id=turns, role="user",
+                                           content=query, tool_calls=(), tool_call_id=None, tool_name=None,
+                                           flags=()),)
+            t0 = time.perf_counter()
+            similarity, _ = vectors.similarity(history, query, embedder, cache, config.planner.semantic,
+                                               embed_limit=fused.embed_per_plan, speaker_share=fused.speaker_share)
+            keyword = keywords.message_scores(history, query, fused.keyword_candidates, k1=BM25_K1, b=BM25_B)
+            inputs = PlanInputs(session_id="bench", query=query, history=history, current_turn=current,
+                                budget=budget, mode="off", strategy=strategy, system_prompt=config.planner.system_prompt,
+                                message_similarity=similarity, message_keyword=keyword, tokenizer=tokenizer.name)
+            build_plan(inputs, config.planner, tokenizer)
+            if i >= len(queries):
+                samples.append(time.perf_counter() - t0)
+    finally:
+        gc.unfreeze()
     return samples
 
 

@@ -62,6 +62,7 @@ class Atom:
     external_ids: tuple[str, ...]  # source ids of its messages (imported transcripts), in message order
     # the fields of its excluded PlanItem that never change (filled by the plan assembly on first use)
     item_template: dict[str, Any] = field(default_factory=dict, repr=False)
+    included_template: dict[str, Any] = field(default_factory=dict, repr=False)  # ... and of its included one
 
 
 @dataclass(frozen=True, eq=False)

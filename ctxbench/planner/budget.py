@@ -24,6 +24,7 @@ PARTIAL = "partial"
 NONE = "none"
 
 PARTIAL_DETAIL = "turn partially included: the budget ran out"
+USER_BROUGHT = " (user message of an included atom)"  # added to the detail of a user message an atom brought along
 
 
 class Budget:
@@ -55,12 +56,15 @@ class Budget:
 
 
 class GroupPick:
+    """The included atoms of one group: reason, detail and pin by atom index (dicts of strings: a large plan picks
+    from hundreds of groups, and such dicts are nothing the garbage collector tracks)."""
+
     __slots__ = ("reasons", "details", "pins", "partial")
 
-    def __init__(self, size: int) -> None:
-        self.reasons: list[str | None] = [None] * size  # included reason per atom
-        self.details: list[str] = [""] * size
-        self.pins: list[str] = [""] * size
+    def __init__(self) -> None:
+        self.reasons: dict[int, str] = {}  # atom index -> included reason
+        self.details: dict[int, str] = {}
+        self.pins: dict[int, str] = {}  # only the pinned ones
         self.partial = False
 
 
@@ -69,8 +73,10 @@ class AtomValues:
     answers like the ``{group index: {atom index: value}}`` dict it stands in for. A strategy that decides
     tens of thousands of atoms keeps arrays and hands over how to read them, not a dict per group."""
 
-    def __init__(self, make: Callable[[int], dict[int, Any] | None]) -> None:
+    def __init__(self, make: Callable[[int], dict[int, Any] | None],
+                 one: Callable[[int, int], Any] | None = None) -> None:
         self._make = make
+        self._one = one  # one atom's value (None: it has none), as ``make`` has it, without making the group's dict
         self._made: dict[int, dict[int, Any] | None] = {}
 
     def get(self, gi: int, default: Any = None) -> Any:
@@ -78,6 +84,16 @@ class AtomValues:
             self._made[gi] = self._make(gi)
         found = self._made[gi]
         return found if found is not None else default
+
+    @property
+    def one(self) -> Callable[[int, int], Any]:
+        """Reads one atom's value, ``one(gi, ai)`` (None: it has none), without making its group's dict when the
+        strategy said how (hundreds of included atoms per plan each ask for their score)."""
+        return self._one if self._one is not None else self._one_of_group
+
+    def _one_of_group(self, gi: int, ai: int) -> Any:
+        own = self.get(gi)
+        return own.get(ai) if own else None
 
 
 # (default reason and detail of the group's unpicked atoms, or per-atom details) of a group, asked for lazily
@@ -122,16 +138,16 @@ class HistorySelection:
 
     def has_included(self, gi: int) -> bool:
         pick = self.picks.get(gi)
-        return pick is not None and any(r is not None for r in pick.reasons)
+        return pick is not None and bool(pick.reasons)
 
     def is_included(self, gi: int, ai: int) -> bool:
         pick = self.picks.get(gi)
-        return pick is not None and pick.reasons[ai] is not None
+        return pick is not None and ai in pick.reasons
 
     def _pick(self, gi: int) -> GroupPick:
         pick = self.picks.get(gi)
         if pick is None:
-            pick = GroupPick(len(self.groups[gi].atoms))
+            pick = GroupPick()
             self.picks[gi] = pick
         return pick
 
@@ -140,7 +156,7 @@ class HistorySelection:
         atoms = self.groups[gi].atoms
         if pick is None:
             return [ai for ai, a in enumerate(atoms) if not a.exclusion]
-        return [ai for ai, a in enumerate(atoms) if not a.exclusion and pick.reasons[ai] is None]
+        return [ai for ai, a in enumerate(atoms) if not a.exclusion and ai not in pick.reasons]
 
     # ---- decisions -------------------------------------------------------------------------
     def set_default(self, gi: int, reason: str, detail: str = "") -> None:
@@ -150,7 +166,8 @@ class HistorySelection:
         pick = self._pick(gi)
         pick.reasons[ai] = reason
         pick.details[ai] = detail
-        pick.pins[ai] = pin
+        if pin:
+            pick.pins[ai] = pin
 
     def force_group(self, gi: int, budget: Budget, reason: str, pin: str = "", detail: str = "") -> None:
         """Include every eligible atom whatever the budget (mandatory, e.g. a sticky pin)."""
@@ -174,7 +191,8 @@ class HistorySelection:
                 if not atom.exclusion:
                     pick.reasons[ai] = reason
                     pick.details[ai] = detail
-                    pick.pins[ai] = pin
+                    if pin:
+                        pick.pins[ai] = pin
             budget.take(group.eligible_tokens)
             return FULL
         if pick is None and not partial:
@@ -209,6 +227,19 @@ class HistorySelection:
             return PARTIAL
         return NONE
 
+    def include_decided(self, groups: Sequence[int], atoms: Sequence[int], reasons: Sequence[str],
+                        details: Sequence[str]) -> None:
+        """Record atoms a strategy already decided and charged to its budget: group index, atom index, reason and
+        detail of each (side by side), no pin. For a strategy that decides hundreds of atoms in its own loop
+        (``fused``) and checks the budget and what is included there; nothing is checked here."""
+        picks = self.picks
+        for gi, ai, reason, detail in zip(groups, atoms, reasons, details):
+            pick = picks.get(gi)
+            if pick is None:
+                pick = picks[gi] = GroupPick()
+            pick.reasons[ai] = reason
+            pick.details[ai] = detail
+
     def include_atom(self, gi: int, ai: int, budget: Budget, reason: str, detail: str = "", pin: str = "",
                      *, with_user: bool = True) -> bool:
         """Include one atom (and, unless ``with_user`` is False, its group's user message first, if not yet in).
@@ -225,7 +256,7 @@ class HistorySelection:
         if not budget.fits(cost):
             return False
         if need_user:
-            self._include(gi, ui, reason, detail + " (user message of an included atom)" if detail else detail, pin)
+            self._include(gi, ui, reason, detail + USER_BROUGHT if detail else detail, pin)
         self._include(gi, ai, reason, detail, pin)
         budget.take(cost)
         return True

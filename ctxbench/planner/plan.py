@@ -44,16 +44,18 @@ import dataclasses
 import hashlib
 import json
 import threading
+from itertools import islice
+from operator import gt
 from typing import Any
 
 from ctxbench.config import PlannerConfig
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
-from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, Budget, HistorySelection
+from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
-from ctxbench.records.scored import pairs_digest
+from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
 from ctxbench.planner.strategies.context import StrategyContext, places_summaries
@@ -150,7 +152,7 @@ def canonical_inputs(
         "tokenizer": tokenizer_name,
         **({"tools_tokens": inputs.tools_tokens} if inputs.tools_tokens else {}),  # absent when 0: older ids stay
         **({"message_similarity": pairs_digest(inputs.message_similarity)} if inputs.message_similarity else {}),
-        **({"message_keyword": [[m, s] for m, s in inputs.message_keyword]} if inputs.message_keyword else {}),
+        **({"message_keyword": _pairs_json(inputs.message_keyword)} if inputs.message_keyword else {}),
         **({"summaries": [[s.id, list(s.group_ids), list(s.kept_groups), content_hash(s.text), s.source]
                           for s in inputs.summaries]} if inputs.summaries else {}),
         **({"task": [inputs.task_id, inputs.task_name]} if inputs.task_id else {}),
@@ -158,6 +160,11 @@ def canonical_inputs(
         **({"query_cluster": dataclasses.astuple(inputs.query_cluster)} if inputs.query_cluster is not None else {}),
         **({"cluster_notes": list(inputs.cluster_notes)} if inputs.cluster_notes else {}),
     }
+
+
+def _pairs_json(pairs: Any) -> list[list[Any]]:
+    """(id, score) pairs as JSON arrays (a ``ScoredIds`` makes its list in C)."""
+    return pairs.to_json() if isinstance(pairs, ScoredIds) else [[m, s] for m, s in pairs]
 
 
 def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, history: str) -> str:
@@ -262,7 +269,8 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
 EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
 
 
-def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
+def _atom_template(atom: Any) -> dict[str, Any]:
+    """The fields of an atom's excluded PlanItem, which never change (kept on the cached atom)."""
     template = atom.item_template
     if not template:
         template.update(
@@ -270,9 +278,21 @@ def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanIte
             included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
             messages=(), detail="", external_ids=atom.external_ids,
         )
+    return template
+
+
+def _included_template(atom: Any) -> dict[str, Any]:
+    """The fields of an atom's included PlanItem but its reason, score, detail and pin (kept on the cached atom)."""
+    template = atom.included_template
+    if not template:
+        template.update(_atom_template(atom), included=True, order=0, messages=atom.messages)
+    return template
+
+
+def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
     item = _NEW(PlanItem)
     fields = item.__dict__
-    fields.update(template)
+    fields.update(_atom_template(atom))
     fields["reason"] = reason
     fields["detail"] = detail
     fields["score"] = score
@@ -299,26 +319,42 @@ def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tupl
     return hit
 
 
-def _included_history(selection: HistorySelection) -> list[tuple[int, PlanItem]]:
-    """(first message id, included item with order unset) of every included history atom."""
-    included: list[tuple[int, PlanItem]] = []
+def _included_history(selection: HistorySelection) -> list[PlanItem]:
+    """Every included history atom's item (order unset), chronologically (by first message id): hundreds per plan
+    at a large budget, each made from its atom's template with the fields that differ set on it."""
+    included: list[PlanItem] = []
+    firsts: list[int] = []
     scores = selection.scores
     atom_scores = selection.atom_scores
-    for gi in sorted(selection.picks):
-        pick = selection.picks[gi]
-        group = selection.groups[gi]
+    picks, groups = selection.picks, selection.groups
+    one = atom_scores.one if isinstance(atom_scores, AtomValues) else None  # no dict per group made
+    for gi in sorted(picks):
+        pick = picks[gi]
+        atoms = groups[gi].atoms
         score = scores.get(gi, 0.0)
-        own_scores = atom_scores.get(gi)
-        for ai, atom in enumerate(group.atoms):
-            if pick.reasons[ai] is None:
+        own_scores = atom_scores.get(gi) if one is None else None
+        reasons, details, pins = pick.reasons, pick.details, pick.pins
+        for ai, atom in enumerate(atoms):
+            reason = reasons.get(ai)
+            if reason is None:
                 continue
-            included.append((atom.first_id, _item(
-                id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
-                included=True, reason=pick.reasons[ai], score=own_scores.get(ai, score) if own_scores else score,
-                pin=pick.pins[ai], order=0,
-                message_ids=atom.message_ids, messages=atom.messages, detail=_join(pick.details[ai], atom.detail),
-                external_ids=atom.external_ids,
-            )))
+            item = _NEW(PlanItem)
+            fields = item.__dict__
+            fields.update(_included_template(atom))
+            fields["reason"] = reason
+            if one is not None:
+                own = one(gi, ai)
+                fields["score"] = score if own is None else own
+            else:
+                fields["score"] = own_scores.get(ai, score) if own_scores else score
+            detail, more = details[ai], atom.detail  # _join(detail, more), inline
+            fields["detail"] = (f"{detail}; {more}" if detail else more) if more else detail
+            if pins:
+                fields["pin"] = pins.get(ai, "")
+            included.append(item)
+            firsts.append(atom.first_id)
+    if any(map(gt, firsts, islice(firsts, 1, None))):  # groups interleaved: by first message id
+        included = [included[i] for i in sorted(range(len(included)), key=firsts.__getitem__)]
     return included
 
 
@@ -346,7 +382,7 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
             excluded.extend(_untouched_group(group, reason, detail, score))
             continue
         for ai, atom in enumerate(group.atoms):
-            if pick is not None and pick.reasons[ai] is not None:
+            if pick is not None and ai in pick.reasons:
                 continue
             if group_excluded is not None:
                 reason, detail = group_excluded
@@ -436,15 +472,13 @@ def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) 
 
     # assembly: the included items and the excluded context layers now, the excluded history atoms when read
     history_in = _included_history(selection)
-    if any(history_in[i][0] > history_in[i + 1][0] for i in range(len(history_in) - 1)):
-        history_in.sort(key=lambda pair: pair[0])
     included_layers = sorted((cand for cand in layers if cand.included), key=lambda cand: cand.category)
     items: list[PlanItem] = []
     order = 0
     for cand in included_layers:
         items.append(_cand_item(cand, order))
         order += 1
-    for _first, item in history_in:
+    for item in history_in:
         item.__dict__["order"] = order
         items.append(item)
         order += 1

@@ -36,6 +36,7 @@ from typing import Sequence
 import numpy as np
 
 from ctxbench.records.messages import Message
+from ctxbench.records.scored import ScoredIds
 from ctxbench.retrieval.stemming import stem, word_counts, words
 from ctxbench.store.message_search import message_text
 from ctxbench.store.search import query_terms
@@ -165,10 +166,10 @@ class HistoryKeywords:
 
     # -- fused: single messages, Porter terms ---------------------------------------------------------------
     def message_scores(self, history: Sequence[Message], query: str, limit: int, *, k1: float, b: float
-                       ) -> tuple[tuple[int, float], ...]:
+                       ) -> ScoredIds | tuple[()]:
         """(message id, BM25 relevance > 0) of the active messages of ``history`` for ``query`` (Porter-stemmed
         words), best first (ties: the older message first), ``limit`` at most; the statistics are those of
-        ``history`` alone."""
+        ``history`` alone. A ``ScoredIds`` (it reads as the tuple of pairs), or () when nothing is found."""
         terms = query_words(query, stemmed=True)
         if not terms or limit <= 0:
             return ()
@@ -226,14 +227,21 @@ class HistoryKeywords:
             if not hit_groups:
                 return ()
             gids, values = _summed(np.concatenate(hit_groups), np.concatenate(hit_scores))
-            return tuple(gid for gid, _score in _best(gids, values, limit))
+            return tuple(_best_order(gids, values, limit)[0].tolist())
 
 
-def _best(ids: np.ndarray, values: np.ndarray, limit: int) -> tuple[tuple[int, float], ...]:
-    """(id, value rounded to 6 digits) of the ``limit`` best values, best first, ties by ascending id."""
+def _best_order(ids: np.ndarray, values: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
+    """(ids, values) of the ``limit`` best values, best first, ties by ascending id."""
     if len(values) > limit:  # everything scoring at least the limit-th best, then the exact order
         floor = np.partition(values, len(values) - limit)[len(values) - limit]
         keep = values >= floor
         ids, values = ids[keep], values[keep]
     order = np.lexsort((ids, -values))[:limit]
-    return tuple((int(ids[i]), round(float(values[i]), 6)) for i in order)
+    return ids[order], values[order]
+
+
+def _best(ids: np.ndarray, values: np.ndarray, limit: int) -> ScoredIds:
+    """(id, value rounded to 6 digits) of the ``limit`` best values, best first, ties by ascending id: as a
+    ``ScoredIds`` (two flat arrays, no pair made; the planner reads the arrays, the PlanId the same pairs)."""
+    best_ids, best_values = _best_order(ids, values, limit)
+    return ScoredIds(array("q", best_ids.tolist()), array("d", [round(v, 6) for v in best_values.tolist()]))

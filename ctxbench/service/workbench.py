@@ -333,7 +333,7 @@ class Workbench:
                 self._keywords.pop(next(iter(self._keywords)))
             return index
 
-    def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> tuple[tuple[int, float], ...]:
+    def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> Sequence[tuple[int, float]]:
         """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: Porter-stemmed
         words, BM25 with the statistics of ``history`` alone, so other branches and sessions never change them."""
         return self.history_keywords(session_id).message_scores(

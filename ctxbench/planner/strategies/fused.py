@@ -46,7 +46,7 @@ import numpy as np
 
 from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
-from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
+from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
@@ -112,6 +112,9 @@ class _Units:
         self.labels: list[str] = []
         self.tokens: list[int] = []
         self.calls: list[bool] = []
+        # the unit of the user message a call atom brings along (-1: none, or not a call); a call is a unit only when
+        # its turn's user message is one too (an excluded user message excludes its whole turn, ``atoms``)
+        self.user_units: list[int] = []
         self.per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
         self.latest: list[int] = []  # groups with a competing atom, chronological
         self.token_array = np.zeros(0, dtype=np.int64)
@@ -132,6 +135,7 @@ class _Units:
         out.available = list(available)
         out.gi, out.ai = earlier.gi[:cut], earlier.ai[:cut]
         out.labels, out.tokens, out.calls = earlier.labels[:cut], earlier.tokens[:cut], earlier.calls[:cut]
+        out.user_units = earlier.user_units[:cut]
         dropped = set(earlier.available[keep_groups:])
         out.per_group = {gi: own for gi, own in earlier.per_group.items() if gi not in dropped}
         out.latest = [gi for gi in earlier.latest if gi not in dropped] if dropped else list(earlier.latest)
@@ -171,6 +175,8 @@ class _Units:
                 calls.append(atom.kind == ATOM_CALL)
                 message_ids.extend(atom.message_ids)
                 message_units.extend([u] * len(atom.message_ids))
+            user = own[group.user_index] if group.user_index >= 0 else -1
+            self.user_units.extend(user if calls[u] and user != u else -1 for u in own if u >= 0)
             if len(own) > own.count(-1):
                 self.per_group[gi] = tuple(own)
                 self.latest.append(gi)
@@ -353,7 +359,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     history_budget = budget.remaining
     n = units.n
     order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
-    _explain(selection, units, score, order, by_recency)
+    values = score.tolist()  # as Python floats: read one by one for the atoms taken
+    _explain(selection, units, score, values, order, by_recency)
 
     # 1. continuity: the latest turns
     latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
@@ -371,33 +378,95 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
                                with_user=False)
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
-    smallest, tokens, calls, gis, ais = units.smallest, units.tokens, units.calls, units.gi, units.ai
+    chosen, ranks, users = _fill_rest(selection, budget, units, order)
+    _record(selection, units, chosen, ranks, users, values, kw, by_recency)
+
+
+def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray
+               ) -> tuple[list[int], list[int], list[int]]:
+    """Every atom not yet in, best first, while it fits (a call atom with its turn's user message, if that is not in
+    yet), as ``HistorySelection.include_atom`` would take them one by one: decided here over the units' lists and
+    charged to ``budget`` at once (hundreds of atoms per plan at a large budget). Returns what was chosen, in order:
+    the units, their ranks, and the unit of the user message each brings (-1: none) — lists of ints, not a tuple
+    each, so a large plan gives the garbage collector nothing more to count."""
+    n = units.n
+    remaining = budget.remaining
+    smallest = units.smallest
+    chosen: list[int] = []
+    ranks: list[int] = []
+    users: list[int] = []
+    if remaining < smallest:
+        return chosen, ranks, users
+    taken = bytearray(n)  # units already in (the latest turns, the rules, pins)
+    per_group = units.per_group
+    for gi, pick in selection.picks.items():
+        own = per_group.get(gi)
+        if own is not None:
+            for ai in pick.reasons:
+                if own[ai] >= 0:
+                    taken[own[ai]] = 1
+    tokens, user_units = units.tokens, units.user_units
+    ranked = order.tolist()
     ordered_tokens = units.token_array[order]
+    spent = 0
     for start in range(0, n, FILL_BLOCK):
-        remaining = budget.remaining
         if remaining < smallest:
             break  # nothing fits any more: the rest say so when read
         # the atoms of this block that fit what is left now (the budget only shrinks: the others never will)
         for j in np.flatnonzero(ordered_tokens[start:start + FILL_BLOCK] <= remaining).tolist():
-            rank = start + j + 1
-            u = int(order[rank - 1])
-            remaining = budget.remaining
             if remaining < smallest:
                 break
-            if tokens[u] > remaining:
+            u = ranked[start + j]
+            cost = tokens[u]
+            if cost > remaining or taken[u]:
                 continue
-            gi, ai = gis[u], ais[u]
-            if selection.is_included(gi, ai):
-                continue
-            if by_recency:
-                reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
-            else:
-                reason, why = (("keyword_match" if kw[u] > 0 else "semantic_match"),
-                               f"rank {rank} of {n}, score {score[u]:.3f}")
-            selection.include_atom(gi, ai, budget, reason, why, with_user=calls[u])
+            user = user_units[u]
+            if user >= 0:
+                if taken[user]:
+                    user = -1
+                else:
+                    cost += tokens[user]
+                    if cost > remaining:
+                        continue
+                    taken[user] = 1
+            taken[u] = 1
+            remaining -= cost
+            spent += cost
+            chosen.append(u)
+            ranks.append(start + j + 1)
+            users.append(user)
+    budget.take(spent)
+    return chosen, ranks, users
 
 
-def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, order: np.ndarray,
+def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks: list[int], users: list[int],
+            values: list[float], kw: np.ndarray, by_recency: bool) -> None:
+    """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection."""
+    n = units.n
+    gis, ais = units.gi, units.ai
+    found = kw.tolist()
+    groups: list[int] = []
+    atoms: list[int] = []
+    reasons: list[str] = []
+    details: list[str] = []
+    for u, rank, user in zip(chosen, ranks, users):
+        if by_recency:
+            reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
+        else:
+            reason, why = ("keyword_match" if found[u] > 0 else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
+        if user >= 0:
+            groups.append(gis[user])
+            atoms.append(ais[user])
+            reasons.append(reason)
+            details.append(why + USER_BROUGHT if why else why)
+        groups.append(gis[u])
+        atoms.append(ais[u])
+        reasons.append(reason)
+        details.append(why)
+    selection.include_decided(groups, atoms, reasons, details)
+
+
+def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, values: list[float], order: np.ndarray,
              by_recency: bool) -> None:
     """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
     n = units.n
@@ -410,11 +479,18 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, orde
             ranks.append(out)
         return ranks[0]
 
+    per_group = units.per_group
+
     def scores(gi: int) -> dict[int, float] | None:
-        own = units.per_group.get(gi)
+        own = per_group.get(gi)
         if own is None:
             return None
-        return {ai: round(float(score[u]), 6) for ai, u in enumerate(own) if u >= 0}
+        return {ai: round(values[u], 6) for ai, u in enumerate(own) if u >= 0}
+
+    def one_score(gi: int, ai: int) -> float | None:
+        own = per_group.get(gi)
+        u = own[ai] if own is not None else -1
+        return round(values[u], 6) if u >= 0 else None
 
     def details(gi: int) -> dict[int, str] | None:
         own = units.per_group.get(gi)
@@ -430,5 +506,5 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, orde
             out[ai] = why + ": the budget was full"
         return out or None
 
-    selection.atom_scores = AtomValues(scores)
+    selection.atom_scores = AtomValues(scores, one_score)
     selection.atom_details = AtomValues(details)
