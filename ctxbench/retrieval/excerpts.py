@@ -14,7 +14,9 @@ excerpt of a hit is chosen per query instead:
 
 Files are read from the repository with secrets masked as cards mask them (``SourceLines``, cached by
 path, size and mtime); a file that cannot be read, or whose lines no longer cover the symbol, keeps the
-card's stored excerpt.
+card's stored excerpt. What depends only on a file's text is kept with its lines (``FileLines``): the
+words of each line, the body region of each symbol and the rendered windows, so a warm query computes
+only what depends on its words. One ``WordMatcher`` serves every hit of a query.
 """
 from __future__ import annotations
 
@@ -64,14 +66,17 @@ def line_words(line: str) -> set[str]:
     return {stem(w) for w in split_identifier(line) if len(w) > 1}
 
 
-class _Matcher:
+class WordMatcher:
     """Which query word a code word stands for: the same stem, one a prefix of the other (``pipe`` /
     ``piped``, ``clos`` / ``close``), or a query word of 4+ letters inside it (``pipe`` in ``epipe``,
     ``wrap`` in ``softwrap``: identifiers run words together)."""
 
     def __init__(self, words: frozenset[str]):
         self.words = words
+        self._ordered = sorted(words)
         self._seen: dict[str, str | None] = {}
+        self._matched: dict[str, str] = {}  # the code words seen so far that stand for a query word
+        self._matched_words: set[str] = set()  # their keys, for set intersections
 
     def __call__(self, word: str) -> str | None:
         found = self._seen.get(word, "")
@@ -79,14 +84,63 @@ class _Matcher:
             return found
         match = word if word in self.words else None
         if match is None:
-            for q in sorted(self.words):
+            for q in self._ordered:
                 short, long_ = (q, word) if len(q) <= len(word) else (word, q)
                 if len(short) >= 4 and ((long_.startswith(short) and len(long_) - len(short) <= 3)
                                         or (short is q and q in word)):
                     match = q
                     break
         self._seen[word] = match
+        if match is not None:
+            self._matched[word] = match
+            self._matched_words.add(word)
         return match
+
+    def per_line(self, sets: Sequence[frozenset[str]]) -> list[set[str]]:
+        """The query words each line's word set stands for (``{self(w) for w in ws} - {None}`` per line)."""
+        seen = self._seen
+        for word in frozenset().union(*sets).difference(seen):
+            self(word)
+        matched = self._matched
+        keys = self._matched_words
+        return [{matched[w] for w in ws & keys} if ws else set() for ws in sets]
+
+
+class FileLines:
+    """The masked lines of one file and what is derived from them alone, computed on first use and kept as
+    long as the lines are: each line's words (``line_words``), the body region of a definition, rendered
+    windows."""
+
+    __slots__ = ("lines", "_words", "_regions", "_rendered")
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self._words: list[frozenset[str] | None] = [None] * len(lines)
+        self._regions: dict[tuple[int, int, str], tuple[int, int]] = {}
+        self._rendered: dict[tuple[int, int, int], str] = {}
+
+    def words(self, start: int, end: int) -> list[frozenset[str]]:
+        """The word sets of lines ``start..end`` (1-based, inclusive)."""
+        cache = self._words
+        out = cache[start - 1: end]
+        for i, found in enumerate(out):
+            if found is None:
+                found = out[i] = cache[start - 1 + i] = frozenset(line_words(self.lines[start - 1 + i]))
+        return out  # type: ignore[return-value]
+
+    def region(self, first: int, last: int, language: str) -> tuple[int, int]:
+        key = (first, last, language)
+        found = self._regions.get(key)
+        if found is None:
+            found = self._regions[key] = body_region(self.lines, first, last, language)
+        return found
+
+    def render(self, first: int, last: int, max_chars: int) -> str:
+        key = (first, last, max_chars)
+        found = self._rendered.get(key)
+        if found is None:
+            found = self._rendered[key] = render_excerpt(self.lines, first, last, max_chars)
+        return found
 
 
 class SourceLines:
@@ -96,10 +150,15 @@ class SourceLines:
         self.root = Path(root).resolve()
         self.secret_globs = secret_globs
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, tuple[tuple[int, int], list[str]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[tuple[int, int], FileLines]] = OrderedDict()
         self._lock = threading.Lock()
 
     def lines(self, rel: str) -> list[str] | None:
+        found = self.file(rel)
+        return found.lines if found is not None else None
+
+    def file(self, rel: str) -> FileLines | None:
+        """The file's ``FileLines`` (None when it cannot be read or is a secret file)."""
         from ctxbench.codegraph.code_context import read_masked
 
         try:
@@ -115,12 +174,12 @@ class SourceLines:
         text = read_masked(self.root, rel, self.secret_globs)
         if text is None:
             return None
-        lines = text.splitlines()
+        entry = FileLines(text.splitlines())
         with self._lock:
-            self._cache[rel] = (stamp, lines)
+            self._cache[rel] = (stamp, entry)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return lines
+        return entry
 
 
 def body_region(lines: Sequence[str], first: int, last: int, language: str) -> tuple[int, int]:
@@ -180,13 +239,17 @@ def _skip_docstring(lines: Sequence[str], start: int, last: int) -> int:
 
 
 def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[str], width: int,
-                  context: int = 0) -> tuple[int, int]:
+                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None
+                  ) -> tuple[int, int]:
     """The span of at most ``width`` lines of ``start..end`` that best matches ``words`` (see module doc);
-    the head of the span when nothing matches. ``context``: lines kept above the first match."""
+    the head of the span when nothing matches. ``context``: lines kept above the first match. ``matcher``:
+    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets)."""
     if end - start + 1 <= width or not words:
         return start, min(end, start + width - 1)
-    match = _Matcher(words)
-    per_line = [{m for m in map(match, line_words(lines[n - 1])) if m is not None} for n in range(start, end + 1)]
+    match = matcher if matcher is not None and matcher.words == words else WordMatcher(words)
+    sets = file.words(start, end) if file is not None else [frozenset(line_words(lines[n - 1]))
+                                                              for n in range(start, end + 1)]
+    per_line = match.per_line(sets)
     total = len(per_line)
     df: dict[str, int] = {}
     for found in per_line:
@@ -239,16 +302,19 @@ def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) 
 
 
 def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], width: int, context: int,
-                  max_chars: int) -> Excerpt | None:
+                  max_chars: int, matcher: WordMatcher | None = None) -> Excerpt | None:
     """The excerpt of ``card`` for a query's ``words``; None when the file cannot give it (the caller keeps
-    the card's stored excerpt) or the card is a module's."""
+    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits."""
     if card.kind == "module" or width <= 0:
         return None
-    lines = source.lines(card.path)
-    if lines is None or card.end_line > len(lines) or card.line < 1:
+    file = source.file(card.path)
+    if file is None:
         return None
-    start, end = body_region(lines, card.line, card.end_line, card.language)
-    first, last = choose_window(lines, start, end, words, width, context)
+    lines = file.lines
+    if card.end_line > len(lines) or card.line < 1:
+        return None
+    start, end = file.region(card.line, card.end_line, card.language)
+    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file)
     while last > first and not lines[last - 1].strip():
         last -= 1
-    return Excerpt(render_excerpt(lines, first, last, max_chars), first, last)
+    return Excerpt(file.render(first, last, max_chars), first, last)
