@@ -35,6 +35,9 @@ from ctxbench.retrieval.vectors import split_identifier
 _SUFFIXES = ("ings", "ing", "ied", "ies", "ed", "es", "s")
 _STRING_START = re.compile(r"""^[rRbBuUfF]{0,2}(\"\"\"|''')""")
 _OPENERS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_TOKEN = re.compile(r"[A-Za-z0-9]+")  # the runs split_identifier splits a text into before camel case
+_TOKEN_WORDS: dict[str, tuple[str, ...]] = {}
+TOKEN_WORDS_CACHED = 200_000  # distinct tokens whose stems are remembered (then forgotten all at once)
 OCCURRENCE_SHARE = 0.05  # a window's score: its distinct query words by weight + this much of every match
 STRONG_LINE_SHARE = 0.5  # lines matching at least this share of the window's best line anchor its position
 
@@ -63,7 +66,18 @@ def query_words(terms: Iterable[str]) -> frozenset[str]:
 
 
 def line_words(line: str) -> set[str]:
-    return {stem(w) for w in split_identifier(line) if len(w) > 1}
+    """The stems of a line's words (identifiers split as the keyword index splits them), one-letter words out."""
+    return set().union(*map(_token_words, _TOKEN.findall(line)))
+
+
+def _token_words(token: str) -> tuple[str, ...]:
+    """The stems of one alphanumeric run's words, remembered (they depend on the token alone)."""
+    found = _TOKEN_WORDS.get(token)
+    if found is None:
+        if len(_TOKEN_WORDS) >= TOKEN_WORDS_CACHED:
+            _TOKEN_WORDS.clear()
+        found = _TOKEN_WORDS[token] = tuple({stem(w) for w in split_identifier(token) if len(w) > 1})
+    return found
 
 
 class WordMatcher:
@@ -96,14 +110,14 @@ class WordMatcher:
             self._matched_words.add(word)
         return match
 
-    def per_line(self, sets: Sequence[frozenset[str]]) -> list[set[str]]:
-        """The query words each line's word set stands for (``{self(w) for w in ws} - {None}`` per line)."""
+    def per_line(self, sets: Sequence[Iterable[str]]) -> list[set[str]]:
+        """The query words each line's words stand for (``{self(w) for w in ws} - {None}`` per line)."""
         seen = self._seen
-        for word in frozenset().union(*sets).difference(seen):
+        for word in set().union(*sets).difference(seen):
             self(word)
         matched = self._matched
-        keys = self._matched_words
-        return [{matched[w] for w in ws & keys} if ws else set() for ws in sets]
+        common = self._matched_words.intersection
+        return [{matched[w] for w in common(ws)} if ws else set() for ws in sets]
 
 
 class FileLines:
@@ -115,17 +129,17 @@ class FileLines:
 
     def __init__(self, lines: list[str]):
         self.lines = lines
-        self._words: list[frozenset[str] | None] = [None] * len(lines)
+        self._words: list[tuple[str, ...] | None] = [None] * len(lines)  # a tuple is far smaller than a set
         self._regions: dict[tuple[int, int, str], tuple[int, int]] = {}
         self._rendered: dict[tuple[int, int, int], str] = {}
 
-    def words(self, start: int, end: int) -> list[frozenset[str]]:
-        """The word sets of lines ``start..end`` (1-based, inclusive)."""
+    def words(self, start: int, end: int) -> list[tuple[str, ...]]:
+        """The distinct words (``line_words``) of lines ``start..end`` (1-based, inclusive)."""
         cache = self._words
         out = cache[start - 1: end]
         for i, found in enumerate(out):
             if found is None:
-                found = out[i] = cache[start - 1 + i] = frozenset(line_words(self.lines[start - 1 + i]))
+                out[i] = cache[start - 1 + i] = tuple(line_words(self.lines[start - 1 + i]))
         return out  # type: ignore[return-value]
 
     def region(self, first: int, last: int, language: str) -> tuple[int, int]:
@@ -247,8 +261,7 @@ def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[s
     if end - start + 1 <= width or not words:
         return start, min(end, start + width - 1)
     match = matcher if matcher is not None and matcher.words == words else WordMatcher(words)
-    sets = file.words(start, end) if file is not None else [frozenset(line_words(lines[n - 1]))
-                                                              for n in range(start, end + 1)]
+    sets = file.words(start, end) if file is not None else [line_words(lines[n - 1]) for n in range(start, end + 1)]
     per_line = match.per_line(sets)
     total = len(per_line)
     df: dict[str, int] = {}
