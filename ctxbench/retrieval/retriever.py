@@ -140,6 +140,12 @@ class Retriever:
             self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
         if self.embedder is not None:
             if wait_for_model:
+                if not self.embedder.ready and self.config.retrieval.query_excerpts:
+                    # while the model loads: the secret scanner that masks the files of excerpts (its rules load on
+                    # first use, ~0.1 s that a one-shot ``retrieve`` otherwise spends after the model is ready)
+                    from ctxbench.redaction import redact
+
+                    redact("warm = 1")
                 self.embedder.wait()
             if self.embedder.ready:
                 self._vector_index(view, progress)
