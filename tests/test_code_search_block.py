@@ -71,3 +71,15 @@ def test_a_block_found_on_one_connection_never_answers_for_rows_rewritten_on_ano
     _same(other, "/a", "/b")
     first.close()
     other.close()
+
+
+def test_a_plain_sqlite_connection_gets_the_plain_filter(tmp_path):
+    made = connect(tmp_path / "k.db")
+    code_search.ensure_schema(made)
+    made.close()
+    conn = sqlite3.connect(tmp_path / "k.db")  # no weak references to it: nothing is remembered
+    code_search.replace_rows(conn, "/a", _rows("a", 20), "a1")
+    code_search.replace_rows(conn, "/b", _rows("b", 20), "b1")
+    _same(conn, "/a", "/b")
+    assert code_search._block(conn, "/a") is None
+    conn.close()

@@ -77,8 +77,12 @@ _ENDS = "SELECT count(*) FROM code_fts WHERE rowid IN (?, ?) AND repo = ?"
 def _block(conn: sqlite3.Connection, repo: str) -> tuple[str, int, int] | None:
     """``(card_set, first rowid, last rowid)`` of the repository's rows when they are one block of consecutive
     rowids (None when not, or when it has no rows); looked at once per connection and card set."""
-    with _BLOCKS_LOCK:
-        found = _BLOCKS.setdefault(conn, {}).get(repo)
+    try:
+        with _BLOCKS_LOCK:
+            known = _BLOCKS.setdefault(conn, {})
+    except TypeError:  # a plain sqlite3 connection takes no weak reference: nothing remembered, the plain filter
+        return None
+    found = known.get(repo)
     if found is not None:
         digest, block = found
         if block is not None:
@@ -90,7 +94,7 @@ def _block(conn: sqlite3.Connection, repo: str) -> tuple[str, int, int] | None:
         f"SELECT min(rowid), max(rowid), count(*), ({_STATE}) FROM code_fts WHERE repo = ?", (repo, repo)).fetchone()
     block = (first, last) if count and digest is not None and last - first + 1 == count else None
     with _BLOCKS_LOCK:
-        _BLOCKS.setdefault(conn, {})[repo] = (digest, block)
+        known[repo] = (digest, block)
     return (digest, *block) if block is not None else None
 
 
