@@ -88,3 +88,31 @@ def test_warm_retrieval_sets_equal_the_first_ones_and_those_of_a_fresh_retriever
     assert _sets(Retriever(conn, repo, churn, HashingEmbedder(), index=index)) == cold  # files read again and again
     assert [s.id for s in _sets(Retriever(conn, repo, Config(), HashingEmbedder(), index=index))] == [s.id for s in cold]
     conn.close()
+
+
+def _first_match(words: frozenset[str], word: str) -> str | None:
+    """The rule as first written: the word itself, else the first query word (sorted) one of 4+ letters is a prefix of
+    (1-3 letters longer), or of 4+ letters inside it."""
+    if word in words:
+        return word
+    for q in sorted(words):
+        short, long_ = (q, word) if len(q) <= len(word) else (word, q)
+        if len(short) >= 4 and ((long_.startswith(short) and len(long_) - len(short) <= 3)
+                                or (short is q and q in word)):
+            return q
+    return None
+
+
+def test_word_matcher_follows_the_rule_as_first_written():
+    code = sorted({w for path in sorted(PACKAGE.rglob("*.py"))[:60]
+                   for ln in path.read_text(encoding="utf-8").splitlines() for w in line_words(ln)})
+    assert len(code) > 1500
+    queries = [query_words(query_terms(q)) for q in QUESTIONS] + [
+        frozenset({"pipe", "clos", "wrap", "soft", "render", "rend", "ren"}), frozenset({"abcd", "abcdefg", "abcdef"}), frozenset({"abcdex", "bcde"}),
+        frozenset({"cache", "cach", "caches", "evict"}), frozenset()]
+    extra = ["piped", "epipe", "softwrap", "closed", "abcde", "abcdefgh", "rendering", "cachexy", "xcache", "abc"]
+    for words in queries:
+        matcher = WordMatcher(words)
+        for word in code + extra:
+            assert matcher(word) == _first_match(words, word), (sorted(words), word)
+            assert matcher(word) == _first_match(words, word)  # remembered

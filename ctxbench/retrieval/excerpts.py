@@ -87,21 +87,30 @@ class WordMatcher:
 
     def __init__(self, words: frozenset[str]):
         self.words = words
-        self._ordered = sorted(words)
+        ordered = sorted(words)
+        self._inside = [q for q in ordered if len(q) >= 4]  # query words that may stand inside a longer code word
+        # a code word of 4+ letters that a query word extends by 1-3 letters -> the first such query word
+        self._extended: dict[str, str] = {}
+        for q in ordered:
+            for n in range(max(4, len(q) - 3), len(q)):
+                self._extended.setdefault(q[:n], q)
         self._seen: dict[str, str | None] = {}
         self._matched: dict[str, str] = {}  # the code words seen so far that stand for a query word
         self._matched_words: set[str] = set()  # their keys, for set intersections
 
     def __call__(self, word: str) -> str | None:
+        """The first query word (in sorted order) that ``word`` stands for, or None."""
         found = self._seen.get(word, "")
         if found != "":
             return found
-        match = word if word in self.words else None
-        if match is None:
-            for q in self._ordered:
-                short, long_ = (q, word) if len(q) <= len(word) else (word, q)
-                if len(short) >= 4 and ((long_.startswith(short) and len(long_) - len(short) <= 3)
-                                        or (short is q and q in word)):
+        if word in self.words:
+            match: str | None = word
+        else:
+            match = extended = self._extended.get(word)  # a query word longer than it, starting with it
+            for q in self._inside:  # or the first (sorted) query word inside it, when that comes before
+                if extended is not None and q >= extended:
+                    break
+                if len(q) <= len(word) and q in word:
                     match = q
                     break
         self._seen[word] = match
