@@ -382,7 +382,9 @@ class RetrievalConfig:
     excerpt_lines: int = 40
     excerpt_top_lines: int = 60
     excerpt_top_hits: int = 2
-    excerpt_files_cached: int = 64  # masked source files kept in memory for excerpts
+    # masked source files kept in memory for excerpts, with their lines' words (textual's 247 files take ~23 MB; a
+    # file read and masked again costs ~4 ms, and 64 made the files of a session's varied questions churn)
+    excerpt_files_cached: int = 256
     # Relevance floor: a hit is listed in the RetrievalSet but marked below it (the planner excludes its card
     # with reason below_threshold) unless something says it is about the turn: named in the query (or a member
     # of a class named there), a semantic similarity of at least min_semantic_similarity, a keyword hit on a

@@ -90,9 +90,15 @@ def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic:
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.workbench import Workbench
 
+    embedder = None
+    if semantic:  # the model loads (in its thread) while the database opens and the repository is checked and indexed
+        from ctxbench.retrieval.embedder import Embedder
+
+        embedder = Embedder(config.embedding)
+        embedder.start_loading()
     with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
         checked_repository(wb, repo, quiet=quiet)
         with stderr_progress(quiet) as progress:
-            attached = attach_repository(wb, repo, progress, semantic=semantic, one_shot=one_shot,
-                                         semantic_off=NO_SEMANTIC)
+            attached = attach_repository(wb, repo, progress, semantic=semantic, embedder=embedder,
+                                         one_shot=one_shot, semantic_off=NO_SEMANTIC)
         yield attached.retriever, attached.index

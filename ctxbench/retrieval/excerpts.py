@@ -14,7 +14,9 @@ excerpt of a hit is chosen per query instead:
 
 Files are read from the repository with secrets masked as cards mask them (``SourceLines``, cached by
 path, size and mtime); a file that cannot be read, or whose lines no longer cover the symbol, keeps the
-card's stored excerpt.
+card's stored excerpt. What depends only on a file's text is kept with its lines (``FileLines``): the
+words of each line, the body region of each symbol and the rendered windows, so a warm query computes
+only what depends on its words. One ``WordMatcher`` serves every hit of a query.
 """
 from __future__ import annotations
 
@@ -33,6 +35,9 @@ from ctxbench.retrieval.vectors import split_identifier
 _SUFFIXES = ("ings", "ing", "ied", "ies", "ed", "es", "s")
 _STRING_START = re.compile(r"""^[rRbBuUfF]{0,2}(\"\"\"|''')""")
 _OPENERS = {"(": 1, "[": 1, "{": 1, ")": -1, "]": -1, "}": -1}
+_TOKEN = re.compile(r"[A-Za-z0-9]+")  # the runs split_identifier splits a text into before camel case
+_TOKEN_WORDS: dict[str, tuple[str, ...]] = {}
+TOKEN_WORDS_CACHED = 200_000  # distinct tokens whose stems are remembered (then forgotten all at once)
 OCCURRENCE_SHARE = 0.05  # a window's score: its distinct query words by weight + this much of every match
 STRONG_LINE_SHARE = 0.5  # lines matching at least this share of the window's best line anchor its position
 
@@ -61,32 +66,104 @@ def query_words(terms: Iterable[str]) -> frozenset[str]:
 
 
 def line_words(line: str) -> set[str]:
-    return {stem(w) for w in split_identifier(line) if len(w) > 1}
+    """The stems of a line's words (identifiers split as the keyword index splits them), one-letter words out."""
+    return set().union(*map(_token_words, _TOKEN.findall(line)))
 
 
-class _Matcher:
+def _token_words(token: str) -> tuple[str, ...]:
+    """The stems of one alphanumeric run's words, remembered (they depend on the token alone)."""
+    found = _TOKEN_WORDS.get(token)
+    if found is None:
+        if len(_TOKEN_WORDS) >= TOKEN_WORDS_CACHED:
+            _TOKEN_WORDS.clear()
+        found = _TOKEN_WORDS[token] = tuple({stem(w) for w in split_identifier(token) if len(w) > 1})
+    return found
+
+
+class WordMatcher:
     """Which query word a code word stands for: the same stem, one a prefix of the other (``pipe`` /
     ``piped``, ``clos`` / ``close``), or a query word of 4+ letters inside it (``pipe`` in ``epipe``,
     ``wrap`` in ``softwrap``: identifiers run words together)."""
 
     def __init__(self, words: frozenset[str]):
         self.words = words
+        ordered = sorted(words)
+        self._inside = [q for q in ordered if len(q) >= 4]  # query words that may stand inside a longer code word
+        # a code word of 4+ letters that a query word extends by 1-3 letters -> the first such query word
+        self._extended: dict[str, str] = {}
+        for q in ordered:
+            for n in range(max(4, len(q) - 3), len(q)):
+                self._extended.setdefault(q[:n], q)
         self._seen: dict[str, str | None] = {}
+        self._matched: dict[str, str] = {}  # the code words seen so far that stand for a query word
+        self._matched_words: set[str] = set()  # their keys, for set intersections
 
     def __call__(self, word: str) -> str | None:
+        """The first query word (in sorted order) that ``word`` stands for, or None."""
         found = self._seen.get(word, "")
         if found != "":
             return found
-        match = word if word in self.words else None
-        if match is None:
-            for q in sorted(self.words):
-                short, long_ = (q, word) if len(q) <= len(word) else (word, q)
-                if len(short) >= 4 and ((long_.startswith(short) and len(long_) - len(short) <= 3)
-                                        or (short is q and q in word)):
+        if word in self.words:
+            match: str | None = word
+        else:
+            match = extended = self._extended.get(word)  # a query word longer than it, starting with it
+            for q in self._inside:  # or the first (sorted) query word inside it, when that comes before
+                if extended is not None and q >= extended:
+                    break
+                if len(q) <= len(word) and q in word:
                     match = q
                     break
         self._seen[word] = match
+        if match is not None:
+            self._matched[word] = match
+            self._matched_words.add(word)
         return match
+
+    def per_line(self, sets: Sequence[Iterable[str]]) -> list[set[str]]:
+        """The query words each line's words stand for (``{self(w) for w in ws} - {None}`` per line)."""
+        seen = self._seen
+        for word in set().union(*sets).difference(seen):
+            self(word)
+        matched = self._matched
+        common = self._matched_words.intersection
+        return [{matched[w] for w in common(ws)} if ws else set() for ws in sets]
+
+
+class FileLines:
+    """The masked lines of one file and what is derived from them alone, computed on first use and kept as
+    long as the lines are: each line's words (``line_words``), the body region of a definition, rendered
+    windows."""
+
+    __slots__ = ("lines", "_words", "_regions", "_rendered")
+
+    def __init__(self, lines: list[str]):
+        self.lines = lines
+        self._words: list[tuple[str, ...] | None] = [None] * len(lines)  # a tuple is far smaller than a set
+        self._regions: dict[tuple[int, int, str], tuple[int, int]] = {}
+        self._rendered: dict[tuple[int, int, int], str] = {}
+
+    def words(self, start: int, end: int) -> list[tuple[str, ...]]:
+        """The distinct words (``line_words``) of lines ``start..end`` (1-based, inclusive)."""
+        cache = self._words
+        out = cache[start - 1: end]
+        for i, found in enumerate(out):
+            if found is None:
+                out[i] = cache[start - 1 + i] = tuple(line_words(self.lines[start - 1 + i]))
+        return out  # type: ignore[return-value]
+
+    def region(self, first: int, last: int, language: str) -> tuple[int, int]:
+        key = (first, last, language)
+        found = self._regions.get(key)
+        if found is None:
+            found = self._regions[key] = body_region(self.lines, first, last, language)
+        return found
+
+    def render(self, first: int, last: int, max_chars: int) -> str:
+        key = (first, last, max_chars)
+        found = self._rendered.get(key)
+        if found is None:
+            found = self._rendered[key] = render_excerpt(self.lines, first, last, max_chars)
+        return found
 
 
 class SourceLines:
@@ -96,10 +173,15 @@ class SourceLines:
         self.root = Path(root).resolve()
         self.secret_globs = secret_globs
         self.cache_size = cache_size
-        self._cache: OrderedDict[str, tuple[tuple[int, int], list[str]]] = OrderedDict()
+        self._cache: OrderedDict[str, tuple[tuple[int, int], FileLines]] = OrderedDict()
         self._lock = threading.Lock()
 
     def lines(self, rel: str) -> list[str] | None:
+        found = self.file(rel)
+        return found.lines if found is not None else None
+
+    def file(self, rel: str) -> FileLines | None:
+        """The file's ``FileLines`` (None when it cannot be read or is a secret file)."""
         from ctxbench.codegraph.code_context import read_masked
 
         try:
@@ -115,12 +197,12 @@ class SourceLines:
         text = read_masked(self.root, rel, self.secret_globs)
         if text is None:
             return None
-        lines = text.splitlines()
+        entry = FileLines(text.splitlines())
         with self._lock:
-            self._cache[rel] = (stamp, lines)
+            self._cache[rel] = (stamp, entry)
             while len(self._cache) > self.cache_size:
                 self._cache.popitem(last=False)
-        return lines
+        return entry
 
 
 def body_region(lines: Sequence[str], first: int, last: int, language: str) -> tuple[int, int]:
@@ -180,13 +262,16 @@ def _skip_docstring(lines: Sequence[str], start: int, last: int) -> int:
 
 
 def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[str], width: int,
-                  context: int = 0) -> tuple[int, int]:
+                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None
+                  ) -> tuple[int, int]:
     """The span of at most ``width`` lines of ``start..end`` that best matches ``words`` (see module doc);
-    the head of the span when nothing matches. ``context``: lines kept above the first match."""
+    the head of the span when nothing matches. ``context``: lines kept above the first match. ``matcher``:
+    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets)."""
     if end - start + 1 <= width or not words:
         return start, min(end, start + width - 1)
-    match = _Matcher(words)
-    per_line = [{m for m in map(match, line_words(lines[n - 1])) if m is not None} for n in range(start, end + 1)]
+    match = matcher if matcher is not None and matcher.words == words else WordMatcher(words)
+    sets = file.words(start, end) if file is not None else [line_words(lines[n - 1]) for n in range(start, end + 1)]
+    per_line = match.per_line(sets)
     total = len(per_line)
     df: dict[str, int] = {}
     for found in per_line:
@@ -239,16 +324,19 @@ def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) 
 
 
 def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], width: int, context: int,
-                  max_chars: int) -> Excerpt | None:
+                  max_chars: int, matcher: WordMatcher | None = None) -> Excerpt | None:
     """The excerpt of ``card`` for a query's ``words``; None when the file cannot give it (the caller keeps
-    the card's stored excerpt) or the card is a module's."""
+    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits."""
     if card.kind == "module" or width <= 0:
         return None
-    lines = source.lines(card.path)
-    if lines is None or card.end_line > len(lines) or card.line < 1:
+    file = source.file(card.path)
+    if file is None:
         return None
-    start, end = body_region(lines, card.line, card.end_line, card.language)
-    first, last = choose_window(lines, start, end, words, width, context)
+    lines = file.lines
+    if card.end_line > len(lines) or card.line < 1:
+        return None
+    start, end = file.region(card.line, card.end_line, card.language)
+    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file)
     while last > first and not lines[last - 1].strip():
         last -= 1
-    return Excerpt(render_excerpt(lines, first, last, max_chars), first, last)
+    return Excerpt(file.render(first, last, max_chars), first, last)

@@ -142,6 +142,12 @@ class Retriever:
             self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
         if self.embedder is not None:
             if wait_for_model:
+                if not self.embedder.ready and self.config.retrieval.query_excerpts:
+                    # while the model loads: the secret scanner that masks the files of excerpts (its rules load on
+                    # first use, ~0.1 s that a one-shot ``retrieve`` otherwise spends after the model is ready)
+                    from ctxbench.redaction import redact
+
+                    redact("warm = 1")
                 self.embedder.wait()
             if self.embedder.ready:
                 self._vector_index(view, progress)
@@ -717,27 +723,28 @@ class Retriever:
             return f"score {score:.3f} (RRF: a first place in one source = {rrf_unit(rc.rrf_k):.3f})"
         return f"score {score:.3f} (sum of per-source scores, each at most its weight)"
 
-    def _excerpt_words(self, query: str) -> frozenset[str] | None:
-        """The query's words for choosing excerpts (None when excerpts are the stored heads)."""
+    def _excerpt_words(self, query: str) -> Any:
+        """The query's words for choosing excerpts, as the ``excerpts.WordMatcher`` every hit of the query shares
+        (None when excerpts are the stored heads)."""
         rc = self.config.retrieval
         if not rc.query_excerpts:
             return None
-        from ctxbench.retrieval.excerpts import query_words
+        from ctxbench.retrieval.excerpts import WordMatcher, query_words
 
-        return query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words)))
+        return WordMatcher(query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words))))
 
-    def _excerpt(self, view: IndexView, card: SymbolCard, words: frozenset[str] | None, width: int = 0) -> Any:
+    def _excerpt(self, view: IndexView, card: SymbolCard, words: Any, width: int = 0) -> Any:
         if words is None:
             return None
         from ctxbench.retrieval.excerpts import query_excerpt
 
         icfg = self.config.index
         width = width or self.config.retrieval.excerpt_lines or icfg.excerpt_lines
-        return query_excerpt(card, self._source_lines(view), words, width, self.config.retrieval.excerpt_context_lines,
-                             icfg.card_line_max_chars)
+        return query_excerpt(card, self._source_lines(view), words.words, width,
+                             self.config.retrieval.excerpt_context_lines, icfg.card_line_max_chars, words)
 
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
-             near_label: str = "", words: frozenset[str] | None = None, width: int = 0,
+             near_label: str = "", words: Any = None, width: int = 0,
              support_note: str = "") -> RetrievalHit:
         card = view.cards[f.symbol]
         chosen = self._excerpt(view, card, words, width)

@@ -4,10 +4,19 @@ One row per card with identifier-aware text per column (name, dotted id, signatu
 and, per repository, the digest of the card set the rows were built from, so an unchanged index is
 never rewritten. The text processing lives in :mod:`ctxbench.retrieval.keyword`; this module is its
 SQL. MATCH expressions come from there already quoted (no user text reaches FTS5 syntax).
+
+A repository's rows are written at once, so they hold one block of consecutive rowids. ``search`` asks FTS5
+for that rowid range, which it filters as it scans, instead of comparing the unindexed ``repo`` column of
+every matching row of every repository (the larger part of a warm query's keyword time). The block is found
+once per connection and card set and checked inside the very statement that uses it (the card set still
+the same, its first and last rows still the repository's); a statement that finds nothing is asked again
+with the plain filter, so a stale block never changes an answer.
 """
 from __future__ import annotations
 
 import sqlite3
+import threading
+import weakref
 from typing import Iterable, Sequence
 
 from ctxbench.store.db import migrate, transaction
@@ -57,12 +66,67 @@ def replace_rows(conn: sqlite3.Connection, repo: str, rows: Sequence[tuple[str, 
         conn.execute("INSERT OR REPLACE INTO code_fts_state(repo, card_set) VALUES (?, ?)", (repo, digest))
 
 
+# per connection, repository -> (the card set it was looked at for, its block or None when its rows are not one)
+_BLOCKS: "weakref.WeakKeyDictionary[sqlite3.Connection, dict[str, tuple[str | None, tuple[int, int] | None]]]" = \
+    weakref.WeakKeyDictionary()
+_BLOCKS_LOCK = threading.Lock()
+_STATE = "SELECT card_set FROM code_fts_state WHERE repo = ?"
+_ENDS = "SELECT count(*) FROM code_fts WHERE rowid IN (?, ?) AND repo = ?"
+
+
+def _block(conn: sqlite3.Connection, repo: str) -> tuple[str, int, int] | None:
+    """``(card_set, first rowid, last rowid)`` of the repository's rows when they are one block of consecutive
+    rowids (None when not, or when it has no rows); looked at once per connection and card set."""
+    try:
+        with _BLOCKS_LOCK:
+            known = _BLOCKS.setdefault(conn, {})
+    except TypeError:  # a plain sqlite3 connection takes no weak reference: nothing remembered, the plain filter
+        return None
+    found = known.get(repo)
+    if found is not None:
+        digest, block = found
+        if block is not None:
+            return (digest, *block)  # checked by the statement that uses it
+        state = conn.execute(_STATE, (repo,)).fetchone()
+        if (state[0] if state else None) == digest:
+            return None  # the card set whose rows were not one block
+    first, last, count, digest = conn.execute(
+        f"SELECT min(rowid), max(rowid), count(*), ({_STATE}) FROM code_fts WHERE repo = ?", (repo, repo)).fetchone()
+    block = (first, last) if count and digest is not None and last - first + 1 == count else None
+    with _BLOCKS_LOCK:
+        known[repo] = (digest, block)
+    return (digest, *block) if block is not None else None
+
+
+def _block_holds(conn: sqlite3.Connection, repo: str, digest: str, first: int, last: int) -> bool:
+    state = conn.execute(_STATE, (repo,)).fetchone()
+    return state is not None and state[0] == digest and conn.execute(_ENDS, (first, last, repo)).fetchone()[0] == 2
+
+
 def search(conn: sqlite3.Connection, repo: str, match: str, weights: Sequence[float], limit: int
            ) -> list[tuple[str, float]]:
     """``(symbol_id, relevance)`` of the rows matching ``match``, best first (relevance = -BM25, higher is
     better); ``weights`` per text column. A term FTS5 still refuses answers nothing rather than failing."""
     columns = ", ".join(str(float(x)) for x in (0.0, 0.0, *weights))
     try:
+        block = _block(conn, repo)
+        if block is not None:
+            digest, first, last = block
+            # the same rows as ``repo = ?`` while the card set is the one the block was found for and its first and
+            # last rows are the repository's (a repository's rows are written as one block of that many rows)
+            rows = conn.execute(
+                f"SELECT symbol_id, bm25(code_fts, {columns}) AS rank FROM code_fts "
+                "WHERE code_fts MATCH ? AND rowid BETWEEN ? AND ? "
+                f"AND ({_STATE}) = ? AND ({_ENDS}) = 2 "
+                "ORDER BY rank LIMIT ?",
+                (match, first, last, repo, digest, first, last, repo, limit),
+            ).fetchall()
+            if rows:
+                return [(r[0], -float(r[1])) for r in rows]
+            if not _block_holds(conn, repo, digest, first, last):
+                with _BLOCKS_LOCK:  # stale: looked at again next time
+                    _BLOCKS.get(conn, {}).pop(repo, None)
+            # nothing matched, or the block was stale: the plain filter answers
         rows = conn.execute(
             f"SELECT symbol_id, bm25(code_fts, {columns}) AS rank FROM code_fts "
             "WHERE code_fts MATCH ? AND repo = ? ORDER BY rank LIMIT ?",
