@@ -22,12 +22,12 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 @click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Repository the gold symbol ids of the matching --queries refer to (indexed first if needed).")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="TOML file of [[codebase]] tables (name, role = tune|holdout|holdout2|holdout3, repo, queries), "
+              help="TOML file of [[codebase]] tables (name, role = tune|holdout|holdout2..4, repo, queries), "
                    "e.g. benchmarks/codebases.toml.")
-@click.option("--role", type=click.Choice(["tune", "holdout", "holdout2", "holdout3", "all"]), default="all",
-              show_default=True,
-              help="With --manifest: run the tune repositories, the held-out ones (holdout2, holdout3: the second and "
-                   "third held-out sets, each written after the one before had been looked at), or all.")
+@click.option("--role", type=click.Choice(["tune", "holdout", "holdout2", "holdout3", "holdout4", "all"]),
+              default="all", show_default=True,
+              help="With --manifest: run the tune repositories, the held-out ones (holdout2..holdout4: the second "
+                   "to fourth held-out sets, each written after the one before had been looked at), or all.")
 @click.option("--split", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True,
               help="Which queries of each file to run, by their own split field.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -92,7 +92,8 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
     except EmbedderError as exc:
         fail(str(exc))
         return
-    roles = [r for r in ("tune", "holdout", "holdout2", "holdout3") if any(rep.spec.role == r for rep in reports)]
+    roles = [r for r in ("tune", "holdout", "holdout2", "holdout3", "holdout4")
+             if any(rep.spec.role == r for rep in reports)]
     pooled = {r: pool(reports, r, plans=not no_plans) for r in roles}
     if as_json:
         emit_json({"split": split, "repos": [r.to_json() for r in reports],
@@ -102,7 +103,7 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                               for r, figs in pooled.items()}})
         return
     # held-out first (the freshest set, then the older ones): the figures on code nobody tuned on
-    order = {"holdout3": 0, "holdout2": 1, "holdout": 2, "tune": 3}
+    order = {"holdout4": 0, "holdout3": 1, "holdout2": 2, "holdout": 3, "tune": 4}
     for r in sorted(roles, key=order.__getitem__):
         names = ", ".join(rep.spec.name for rep in reports if rep.spec.role == r)
         click.echo(f"pooled {r} ({names}): {pooled[r]['fused'].queries} queries")
