@@ -63,10 +63,14 @@ class NumpyMiniLM:
         self.tokenizer.no_padding()
         self._truncation = 0
 
-    def _tokens(self, text: str, max_seq_length: int) -> tuple[np.ndarray, np.ndarray]:
+    def truncate(self, max_seq_length: int) -> None:
+        """Have the tokenizer cut texts at ``max_seq_length`` tokens (set again only when it changes)."""
         if self._truncation != max_seq_length:
             self.tokenizer.enable_truncation(max_seq_length)
             self._truncation = max_seq_length
+
+    def _tokens(self, text: str, max_seq_length: int) -> tuple[np.ndarray, np.ndarray]:
+        self.truncate(max_seq_length)
         enc = self.tokenizer.encode(text)
         return np.asarray(enc.ids, dtype=np.int64), np.asarray(enc.type_ids, dtype=np.int64)
 

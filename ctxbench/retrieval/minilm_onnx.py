@@ -142,8 +142,7 @@ class OnnxMiniLM:
         self.hidden = reference.hidden
         self.max_positions = reference.max_positions
         self.batch_size = max(1, batch_size)
-        self.tokenizer = reference.tokenizer
-        self._truncation = 0
+        self._reference = reference  # its tokenizer and truncation; its weight arrays are the session's (not copied)
         options = ort.SessionOptions()
         options.intra_op_num_threads = max(0, threads)
         options.inter_op_num_threads = 1
@@ -157,12 +156,6 @@ class OnnxMiniLM:
         options.add_external_initializers(names, self._weights)
         self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
 
-    def _truncate(self, max_seq_length: int) -> None:
-        limit = min(max_seq_length, self.max_positions)
-        if self._truncation != limit:
-            self.tokenizer.enable_truncation(limit)
-            self._truncation = limit
-
     def _run(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray) -> np.ndarray:
         bias = ((np.float32(1.0) - mask) * _MASKED)[:, None, None, :].astype(np.float32)
         feeds = {"input_ids": ids, "token_type_ids": types, "position_ids": np.arange(ids.shape[1], dtype=np.int64),
@@ -175,11 +168,12 @@ class OnnxMiniLM:
                progress: Callable[[int, int], None] | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one row per text. A single text runs alone (no padding); more run in
         batches of similar length (sorted, as sentence-transformers does), padded to the longest of each."""
-        self._truncate(max_seq_length)
+        self._reference.truncate(min(max_seq_length, self.max_positions))
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         if not texts:
             return out
-        encodings = self.tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [self.tokenizer.encode(texts[0])]
+        tokenizer = self._reference.tokenizer
+        encodings = tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [tokenizer.encode(texts[0])]
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         done = 0
         for start in range(0, len(order), self.batch_size):
