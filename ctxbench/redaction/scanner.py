@@ -254,7 +254,6 @@ def redact_cached(text: str) -> tuple[str, int]:
 
 
 @lru_cache(maxsize=1)
-@lru_cache(maxsize=1)
 def rules_fingerprint() -> str:
     """What masking depends on, as a short hex digest: this package's rule sources and detect-secrets' version.
     Masking kept in a store is used only under the same fingerprint (a new rule masks old texts again). Read once

@@ -123,10 +123,10 @@ def search(conn: sqlite3.Connection, repo: str, match: str, weights: Sequence[fl
             ).fetchall()
             if rows:
                 return [(r[0], -float(r[1])) for r in rows]
-            if not _block_holds(conn, repo, digest, first, last):
-                with _BLOCKS_LOCK:  # stale: looked at again next time
-                    _BLOCKS.get(conn, {}).pop(repo, None)
-            # nothing matched, or the block was stale: the plain filter answers
+            if _block_holds(conn, repo, digest, first, last):
+                return []  # the statement checked the same block itself: nothing matches
+            with _BLOCKS_LOCK:  # stale: looked at again next time, and the plain filter answers now
+                _BLOCKS.get(conn, {}).pop(repo, None)
         rows = conn.execute(
             f"SELECT symbol_id, bm25(code_fts, {columns}) AS rank FROM code_fts "
             "WHERE code_fts MATCH ? AND repo = ? ORDER BY rank LIMIT ?",

@@ -192,7 +192,7 @@ def branch_messages(
     if not include_dropped:
         sql += " AND status = 'active'"
     sql += " ORDER BY id"
-    return tuple(row_to_message(r) for r in conn.execute(sql, [session_id, *params]))
+    return rows_to_messages(conn.execute(sql, [session_id, *params]))
 
 
 def branch_group_ids(conn: sqlite3.Connection, session_id: str, branch_id: str) -> list[int]:
@@ -207,10 +207,9 @@ def branch_group_ids(conn: sqlite3.Connection, session_id: str, branch_id: str) 
 
 
 def group_messages(conn: sqlite3.Connection, session_id: str, group_id: int) -> tuple[Message, ...]:
-    rows = conn.execute(
+    return rows_to_messages(conn.execute(
         "SELECT * FROM messages WHERE session_id = ? AND group_id = ? ORDER BY id", (session_id, group_id)
-    )
-    return tuple(row_to_message(r) for r in rows)
+    ))
 
 
 def _group_row(conn: sqlite3.Connection, session_id: str, group_id: int) -> sqlite3.Row:
@@ -247,8 +246,7 @@ def delete_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> in
     """
     row = _group_row(conn, session_id, group_id)
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (row["n"],))
-    gone = rows_to_messages(conn.execute("SELECT * FROM messages WHERE session_id = ? AND group_id = ?",
-                                         (session_id, group_id)))
+    gone = group_messages(conn, session_id, group_id)
     ids = [m.id for m in gone]
     derived_texts.forget_messages(conn, session_id, gone)
     cur = conn.execute("DELETE FROM messages WHERE session_id = ? AND group_id = ?", (session_id, group_id))
