@@ -44,7 +44,7 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: Path | None, role: str, split: str,
             as_json: bool, no_plans: bool, no_pinned: bool, with_capsules: bool, capsule_weight: float | None,
             db_path: Path | None, config_path: Path | None) -> None:
-    from ctxbench.bench.code import (QueryFileError, RepoReport, RepoSpec, align_gold, gold_named_share,
+    from ctxbench.bench.code import (ROLES, QueryFileError, RepoReport, RepoSpec, align_gold, gold_named_share,
                                      load_manifest, load_queries, pool, run_code_bench, select_split)
     from ctxbench.cli.repo_support import opened_retriever, stderr_progress
     from ctxbench.records.errors import EmbedderError
@@ -92,8 +92,7 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
     except EmbedderError as exc:
         fail(str(exc))
         return
-    roles = [r for r in ("tune", "holdout", "holdout2", "holdout3", "holdout4")
-             if any(rep.spec.role == r for rep in reports)]
+    roles = [r for r in ROLES if any(rep.spec.role == r for rep in reports)]
     pooled = {r: pool(reports, r, plans=not no_plans) for r in roles}
     if as_json:
         emit_json({"split": split, "repos": [r.to_json() for r in reports],
@@ -103,7 +102,7 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                               for r, figs in pooled.items()}})
         return
     # held-out first (the freshest set, then the older ones): the figures on code nobody tuned on
-    order = {"holdout4": 0, "holdout3": 1, "holdout2": 2, "holdout": 3, "tune": 4}
+    order = {r: i for i, r in enumerate(reversed(ROLES))}  # ROLES runs from tune to the freshest held-out set
     for r in sorted(roles, key=order.__getitem__):
         names = ", ".join(rep.spec.name for rep in reports if rep.spec.role == r)
         click.echo(f"pooled {r} ({names}): {pooled[r]['fused'].queries} queries")

@@ -20,7 +20,6 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from ctxbench.records.retrieval import QueryClusterTag
 
 
 @dataclass(frozen=True)
@@ -44,12 +43,6 @@ class Assignment:
     cluster: QueryCluster
     similarity: float | None
     started: bool
-
-    def tag(self, threshold: float) -> QueryClusterTag:
-        """What a plan records of this assignment."""
-        return QueryClusterTag(id=self.cluster.id, queries=self.cluster.count, started=self.started,
-                               similarity=None if self.similarity is None else round(self.similarity, 4),
-                               threshold=threshold)
 
 
 def unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:

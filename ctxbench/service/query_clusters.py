@@ -22,7 +22,7 @@ import hashlib
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any
 
 from ctxbench.records.plans import Pin, PlanInputs
 from ctxbench.records.retrieval import QueryClusterTag
@@ -53,9 +53,6 @@ class ClusterChoice:
         """``inputs`` with the cluster recorded and the ended leases left out."""
         pins = tuple(p for p in inputs.pins if p.id not in self.ended_leases)
         return dataclasses.replace(inputs, query_cluster=self.tag, cluster_notes=self.notes(), pins=pins)
-
-    def activation(self, scores: Mapping[str, float]) -> Mapping[str, float]:
-        return {} if self.clear_activation else scores
 
 
 def query_hash(query: str) -> str:
@@ -102,7 +99,7 @@ class SessionClusters:
         ended: tuple[str, ...] = ()
         if assignment.started and rc.leases_end_with_cluster:
             ended = tuple(p.id for p in inputs.pins if _lease_ends(p, group_id))
-        choice = ClusterChoice(assignment.tag(rc.cluster_threshold), row, ended,
+        choice = ClusterChoice(_tag(row), row, ended,
                                assignment.started and rc.activation_scope == "cluster")
         with self._lock:
             key = (inputs.session_id, group_id, digest)
@@ -127,10 +124,11 @@ class SessionClusters:
             wb.query_clusters.put(inputs.session_id, choice.fresh)
             if choice.clear_activation:
                 wb.activation.set(inputs.session_id, {})
-            live = {p.id for p in wb.pins.list(inputs.session_id)}
-            for pin_id in choice.ended_leases:
-                if pin_id in live:
-                    wb.pins.remove(inputs.session_id, pin_id)
+            if choice.ended_leases:
+                live = {p.id for p in wb.pins.list(inputs.session_id)}
+                for pin_id in choice.ended_leases:
+                    if pin_id in live:
+                        wb.pins.remove(inputs.session_id, pin_id)
 
 
 def _lease_ends(pin: Pin, group_id: int) -> bool:

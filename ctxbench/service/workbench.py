@@ -289,7 +289,7 @@ class Workbench:
             inputs = cluster.apply(inputs)
         if retrieval is None:
             retrieval = self.retrieval_for(session_id, inputs.query, wanted, inputs.pins,
-                                           scope=cluster.activation if cluster is not None else None)
+                                           clear_activation=cluster is not None and cluster.clear_activation)
         # the history comes masked from the history cache; the rest is masked here
         inputs = dataclasses.replace(redact_inputs(inputs, history=False), retrieval=retrieval, tools_tokens=tools_tokens)
         if wanted.strategy == "semantic":
@@ -472,18 +472,16 @@ class Workbench:
         )
 
     def retrieval_for(self, session_id: str, query: str, settings: SessionSettings, pins: Sequence[Pin], *,
-                      scope: Callable[[Mapping[str, float]], Mapping[str, float]] | None = None) -> RetrievalSet:
-        """The turn's RetrievalSet, steered by the session's live pins, its activation scores (through ``scope``:
-        the query's cluster may leave them out) and what the query mentions. With no retriever attached, plans get
-        the empty set."""
+                      clear_activation: bool = False) -> RetrievalSet:
+        """The turn's RetrievalSet, steered by the session's live pins, its activation scores (none with
+        ``clear_activation``: the query starts a cluster activation is scoped to) and what the query mentions. With no
+        retriever attached, plans get the empty set."""
         if self.retriever is None:
             return EMPTY_RETRIEVAL_SET
         from ctxbench.retrieval.mentions import mentions
 
         live = tuple(p for p in pins if not (p.kind == "leased" and p.ttl <= 0))
-        activation = self.activation.scores(session_id)
-        if scope is not None:
-            activation = dict(scope(activation))
+        activation = {} if clear_activation else self.activation.scores(session_id)
         return self.retriever.retrieve(query, mode=settings.mode, budget=settings.budget, pins=live,
                                        activation=activation, mentioned=mentions(query))
 

@@ -458,7 +458,7 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
             groups.append(gis[user])
             atoms.append(ais[user])
             reasons.append(reason)
-            details.append(why + USER_BROUGHT if why else why)
+            details.append(why + USER_BROUGHT)
         groups.append(gis[u])
         atoms.append(ais[u])
         reasons.append(reason)
