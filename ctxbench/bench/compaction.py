@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from ctxbench.config import Config
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES
 
 RULE_PREFIX = "Ground rule before we change"
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -97,8 +98,9 @@ def long_session(path: Path, config: Config, *, db_path: Path, budgets: Sequence
         wb.embedder = embedder
         sid = wb.import_file(path)
         say("long session: embedding its messages")
-        for strategy in strategies:  # a plan embeds only a few missing texts itself (others: nothing)
-            wb.warm_history(sid, strategy=strategy)
+        for strategy in EMBEDDING_STRATEGIES:  # a plan embeds only a few missing texts itself
+            if strategy in strategies:
+                wb.warm_history(sid, strategy=strategy)
         rule = next((m for m in wb.messages.history(sid) if m.content.startswith(rule_prefix)), None)
         if rule is None:
             raise ValueError(f"{path}: no message starts with the rule {rule_prefix!r}")

@@ -23,7 +23,7 @@ from typing import Any, Callable, Sequence
 from ctxbench.bench.locomo_baselines import BASELINES, TurnIndex
 from ctxbench.bench.locomo_data import ROLE_MAPPINGS, Conversation, load_conversation, to_transcript
 from ctxbench.config import Config
-from ctxbench.records.vocab import STRATEGIES
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
 
 DEFAULT_BUDGETS = (512, 1024, 2048, 4096)
 DEFAULT_ROW = "default"
@@ -117,8 +117,9 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
             for mapping in roles:
                 sid = _session(wb, conversation, mapping)
                 say(f"{conversation.id} ({mapping}): embedding its messages")
-                for strategy in wanted:  # a plan embeds only a few missing texts itself (others: nothing)
-                    wb.warm_history(sid, strategy=strategy)
+                for strategy in EMBEDDING_STRATEGIES:  # a plan embeds only a few missing texts itself
+                    if strategy in wanted:
+                        wb.warm_history(sid, strategy=strategy)
                 for qi, question in enumerate(conversation.questions, 1):
                     if qi % 25 == 0:
                         say(f"{conversation.id} ({mapping}): question {qi}/{len(conversation.questions)}")
