@@ -304,6 +304,12 @@ class EmbeddingConfig:
     # busy, against 40-70 ms with one thread); card throughput is the same (160 vs 162 cards/s). numpy's BLAS
     # is held to the same number once the model loads (the numpy query encoder: 650 ms against 36 ms per query)
     threads: int = 1
+    # onnxruntime threads of the query encoder (query_runtime "onnx"; 0 = onnxruntime's default, all cores), at most
+    # the machine's cores. Two, unlike torch: its idle threads sleep instead of spinning, so a busy core does not
+    # stall a query (measured here, p50 / p95 ms per query: idle 4.7 / 6.3 with two, 6.0 / 6.8 with one; one
+    # core busy 7.4 / 9.9 vs 7.2 / 8.2; three busy loops 11.0 / 18.9 vs 14.8 / 15.8), and it splits no sum
+    # across threads: the vectors are bitwise the same for any count (tests/test_embedder.py), so plan ids are too
+    query_threads: int = 2
     progress_every: PositiveInt = 256  # cards encoded between two progress callbacks
     # cards whose vectors are saved together during an index run: a run killed midway keeps every batch saved
     save_every: PositiveInt = 1024

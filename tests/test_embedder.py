@@ -164,6 +164,30 @@ def test_onnx_encoder_pads_batches_without_changing_a_vector():
     assert model.encode([], 64).shape == (0, 384)
 
 
+@pytest.mark.model
+def test_onnx_encoder_gives_the_same_bits_on_any_thread_count():
+    """``embedding.query_threads`` may differ between two processes of one session: a plan's id hashes the
+    similarities, so the query vectors must not depend on it (onnxruntime splits no sum across threads)."""
+    from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
+
+    texts = QUERY_TEXTS + ["why does the modal screen keep the focus " * 12, "x"]
+    one = OnnxMiniLM(bundled_model_path(), threads=1)
+    two = OnnxMiniLM(bundled_model_path(), threads=2)
+    for text in texts:
+        assert np.array_equal(one.encode([text], 256), two.encode([text], 256))
+    assert np.array_equal(one.encode(texts, 64), two.encode(texts, 64))
+
+
+def test_query_threads_are_capped_by_the_cores(monkeypatch):
+    from ctxbench.retrieval import embedder as embedder_mod
+
+    monkeypatch.setattr(embedder_mod.os, "cpu_count", lambda: 2)
+    assert [embedder_mod.query_thread_count(n) for n in (0, -1, 1, 2, 8)] == [0, 0, 1, 2, 2]
+    monkeypatch.setattr(embedder_mod.os, "cpu_count", lambda: None)
+    assert embedder_mod.query_thread_count(4) == 1
+    assert EmbeddingConfig().query_threads == 2
+
+
 def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
     from ctxbench.retrieval.embedder import numpy_compatible
 

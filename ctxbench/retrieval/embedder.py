@@ -197,7 +197,7 @@ class Embedder:
         if c.query_runtime == "onnx":
             from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
-            model: Any = OnnxMiniLM(path, threads=c.threads)
+            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads))
         else:
             from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 
@@ -298,6 +298,14 @@ def numpy_compatible(path: Path) -> bool:
             and pooling.get("pooling_mode_mean_tokens") is True
             and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
                                                   "pooling_mode_mean_sqrt_len_tokens")))
+
+
+def query_thread_count(wanted: int) -> int:
+    """onnxruntime's intra-op threads for ``embedding.query_threads``: at most the machine's cores (0 stays 0:
+    onnxruntime's own default)."""
+    if wanted <= 0:
+        return 0
+    return max(1, min(wanted, os.cpu_count() or 1))
 
 
 def limit_blas_threads(threads: int) -> None:
