@@ -122,3 +122,26 @@ def test_the_early_rule_is_in_every_later_plan_of_the_long_session(tmp_path, bud
                 assert step.plan.used_tokens >= 0.9 * budget, f"turn {step.turn}: {step.plan.used_tokens} used"
             assert all(i.reason in ("over_budget", "isolated_strategy") and i.detail for i in left)
         assert later == 208
+
+
+def test_vectorised_rounding_equals_pythons_round_even_at_halves():
+    """Plans carry scores rounded to 6 places; the fused strategy rounds them all at once. The result must be
+    Python's round() for every value, including those whose scaled value is a half (where numpy's scale-and-rint
+    could differ) and non-finite ones."""
+    import math
+
+    import numpy as np
+
+    from ctxbench.planner.strategies.fused import round6
+
+    rng = np.random.default_rng(7)
+    values = np.concatenate([
+        rng.normal(0, 3, 20000),
+        (np.arange(-2000, 2000) + 0.5) / 1e6,  # exact decimal halves at the 7th place, as near as doubles get
+        np.array([0.0, -0.0, 1e-7, -1e-7, 2.5e-6, 0.1234565, -0.1234565, 1.0000005, math.inf, -math.inf]),
+    ])
+    expected = [round(float(v), 6) for v in values]
+    got = round6(values)
+    assert [math.copysign(1, g) for g in got] == [math.copysign(1, e) for e in expected]
+    assert got == expected
+    assert math.isnan(round6(np.array([math.nan]))[0])

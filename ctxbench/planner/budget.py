@@ -74,9 +74,12 @@ class AtomValues:
     tens of thousands of atoms keeps arrays and hands over how to read them, not a dict per group."""
 
     def __init__(self, make: Callable[[int], dict[int, Any] | None],
-                 one: Callable[[int, int], Any] | None = None) -> None:
+                 table: "UnitTable | None" = None) -> None:
         self._make = make
-        self._one = one  # one atom's value (None: it has none), as ``make`` has it, without making the group's dict
+        # how ``make`` reads its values, for a reader of single atoms: (group index -> unit of each atom, -1: none;
+        # value of each unit). Hundreds of included atoms per plan each read their score without a dict made for
+        # their group or a call made for them
+        self.table = table
         self._made: dict[int, dict[int, Any] | None] = {}
 
     def get(self, gi: int, default: Any = None) -> Any:
@@ -85,15 +88,9 @@ class AtomValues:
         found = self._made[gi]
         return found if found is not None else default
 
-    @property
-    def one(self) -> Callable[[int, int], Any]:
-        """Reads one atom's value, ``one(gi, ai)`` (None: it has none), without making its group's dict when the
-        strategy said how (hundreds of included atoms per plan each ask for their score)."""
-        return self._one if self._one is not None else self._one_of_group
 
-    def _one_of_group(self, gi: int, ai: int) -> Any:
-        own = self.get(gi)
-        return own.get(ai) if own else None
+# (group index -> unit of each of its atoms, -1 where an atom has none; the value of each unit), as AtomValues.table
+UnitTable = tuple[dict[int, tuple[int, ...]], Sequence[Any]]
 
 
 # (default reason and detail of the group's unpicked atoms, or per-atom details) of a group, asked for lazily

@@ -327,24 +327,24 @@ def _included_history(selection: HistorySelection) -> list[PlanItem]:
     scores = selection.scores
     atom_scores = selection.atom_scores
     picks, groups = selection.picks, selection.groups
-    one = atom_scores.one if isinstance(atom_scores, AtomValues) else None  # no dict per group made
+    table = atom_scores.table if isinstance(atom_scores, AtomValues) else None  # no dict per group made
+    unit_of, unit_values = table if table is not None else ({}, ())
     for gi in sorted(picks):
         pick = picks[gi]
         atoms = groups[gi].atoms
         score = scores.get(gi, 0.0)
-        own_scores = atom_scores.get(gi) if one is None else None
+        own_scores = atom_scores.get(gi) if table is None else None
+        units = unit_of.get(gi)
         reasons, details, pins = pick.reasons, pick.details, pick.pins
-        for ai, atom in enumerate(atoms):
-            reason = reasons.get(ai)
-            if reason is None:
-                continue
+        for ai in sorted(reasons) if len(reasons) > 1 else reasons:  # in atom order
+            atom = atoms[ai]
             item = _NEW(PlanItem)
             fields = item.__dict__
-            fields.update(_included_template(atom))
-            fields["reason"] = reason
-            if one is not None:
-                own = one(gi, ai)
-                fields["score"] = score if own is None else own
+            fields.update(atom.included_template or _included_template(atom))
+            fields["reason"] = reasons[ai]
+            if table is not None:
+                u = units[ai] if units is not None else -1
+                fields["score"] = unit_values[u] if u >= 0 else score
             else:
                 fields["score"] = own_scores.get(ai, score) if own_scores else score
             detail, more = details[ai], atom.detail  # _join(detail, more), inline

@@ -54,6 +54,7 @@ from ctxbench.records.speakers import reads_as_transcript, speaker_label, withou
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
 EPISODES_ONE_BY_ONE = 256  # up to this many episodes, each one's best atoms are found on its own
+ROUND_MARGIN = 1e-6  # round6: scaled scores this close to a half are rounded by Python (their error is ~1e-9)
 FILL_BLOCK = 512  # atoms checked against the budget at once while filling (those that cannot fit are skipped in bulk)
 
 
@@ -353,6 +354,18 @@ def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.
     return means[episode]
 
 
+def round6(values: np.ndarray) -> list[float]:
+    """``[round(v, 6) for v in values]``, vectorised: ``numpy.round`` scales, rounds half to even and divides, which
+    gives Python's correctly rounded result except where the scaled value lies within rounding error of a half;
+    those few are rounded by Python."""
+    out = np.round(values, 6)
+    scaled = np.abs(values) * 1e6
+    near_half = np.abs(scaled - np.floor(scaled) - 0.5) < ROUND_MARGIN
+    for i in np.flatnonzero(near_half | ~np.isfinite(values)).tolist():
+        out[i] = round(float(values[i]), 6)
+    return out.tolist()
+
+
 def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: _Units,
           score: np.ndarray, kw: np.ndarray, config: FusedConfig, by_recency: bool = False) -> None:
     groups = selection.groups
@@ -481,16 +494,13 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, valu
 
     per_group = units.per_group
 
+    rounded = round6(score)
+
     def scores(gi: int) -> dict[int, float] | None:
         own = per_group.get(gi)
         if own is None:
             return None
-        return {ai: round(values[u], 6) for ai, u in enumerate(own) if u >= 0}
-
-    def one_score(gi: int, ai: int) -> float | None:
-        own = per_group.get(gi)
-        u = own[ai] if own is not None else -1
-        return round(values[u], 6) if u >= 0 else None
+        return {ai: rounded[u] for ai, u in enumerate(own) if u >= 0}
 
     def details(gi: int) -> dict[int, str] | None:
         own = units.per_group.get(gi)
@@ -506,5 +516,5 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, valu
             out[ai] = why + ": the budget was full"
         return out or None
 
-    selection.atom_scores = AtomValues(scores, one_score)
+    selection.atom_scores = AtomValues(scores, (per_group, rounded))
     selection.atom_details = AtomValues(details)
