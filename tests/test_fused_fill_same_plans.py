@@ -2,7 +2,7 @@
 
 ``fused._fill_rest`` decides the atoms that fill the rest of the budget in one loop over the units' lists and
 ``_record`` hands them to the selection at once; ``plan._included_history`` makes the included items from each
-atom's template and reads one score at a time. Here the plain versions — every atom through
+atom's template and reads each score from the strategy's unit table. Here the plain versions — every atom through
 ``HistorySelection.include_atom``, every included item built field by field with its group's score dict — are
 written out again and swapped in, and the plans of both must be the same byte for byte: PlanId, every item
 (included and excluded, reasons, details, scores) and the payload, on a long synthetic session with tool calls in

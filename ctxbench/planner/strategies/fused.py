@@ -502,13 +502,16 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, valu
             return None
         return {ai: rounded[u] for ai, u in enumerate(own) if u >= 0}
 
+    picks = selection.picks  # not the selection: these readers live on it, and a cycle would outlive the plan
+
     def details(gi: int) -> dict[int, str] | None:
-        own = units.per_group.get(gi)
+        own = per_group.get(gi)
         if own is None:
             return None
+        pick = picks.get(gi)
         out = {}
         for ai, u in enumerate(own):
-            if u < 0 or selection.is_included(gi, ai):
+            if u < 0 or (pick is not None and ai in pick.reasons):
                 continue
             rank = int(rank_of()[u])
             why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency

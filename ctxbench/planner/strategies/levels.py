@@ -20,11 +20,12 @@ the session level, before its atoms (reason ``summary``, detail ``level: session
 from __future__ import annotations
 
 import re
+from typing import Sequence
 from functools import lru_cache
 
 from ctxbench.config import LevelsConfig
 from ctxbench.planner.atoms import ATOM_USER, Atom, GroupView
-from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.budget import Budget, GroupPick, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.planner.summaries import fill_summaries
 
@@ -156,7 +157,8 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
             if groups[gi].atoms[ai].tokens > remaining:
                 continue  # cannot fit, not even without its turn's user message
             selection.include_atom(gi, ai, share, REASON, detail)
-    selection.explain = lambda gi: _explain(selection, config, working, gi)
+    groups, picks = selection.groups, selection.picks  # not the selection: a cycle through it would outlive the plan
+    selection.explain = lambda gi: _explain(groups, picks, config, working, gi)
 
 
 select.places_summaries = True  # type: ignore[attr-defined]
@@ -164,17 +166,18 @@ select.places_summaries = True  # type: ignore[attr-defined]
 _SHARED = {level: ("over_budget", f"level: {level} (level budget full)") for level in LEVELS}
 
 
-def _explain(selection: HistorySelection, config: LevelsConfig, working: frozenset[int], gi: int
-             ) -> tuple[tuple[str, str] | None, dict[int, str] | None]:
+def _explain(groups: Sequence[GroupView], picks: dict[int, GroupPick], config: LevelsConfig, working: frozenset[int],
+             gi: int) -> tuple[tuple[str, str] | None, dict[int, str] | None]:
     """Why the group's atoms left out were: one shared reason when nobody picked from it and its atoms are all of
     one level, else each atom's level (asked for when the plan's excluded items are made)."""
-    permanent, session, other = _static_levels(selection.groups[gi], config)
+    permanent, session, other = _static_levels(groups[gi], config)
     level_of = {ai: PERMANENT for ai in permanent}
     level_of.update((ai, SESSION) for ai in session)
     level_of.update((ai, WORKING if gi in working else VOLATILE) for ai in other)
     if not level_of:
         return None, None
-    if gi not in selection.picks and len(set(level_of.values())) == 1:
+    pick = picks.get(gi)
+    if pick is None and len(set(level_of.values())) == 1:
         return _SHARED[next(iter(level_of.values()))], None
-    details = {ai: _SHARED[level][1] for ai, level in level_of.items() if not selection.is_included(gi, ai)}
+    details = {ai: _SHARED[level][1] for ai, level in level_of.items() if pick is None or ai not in pick.reasons}
     return None, details or None
