@@ -11,6 +11,7 @@ import threading
 from collections import OrderedDict
 from typing import Any, Mapping, Protocol
 
+from ctxbench.records.derived import FreshValues
 from ctxbench.records.messages import text_key
 
 TOKENS_PER_MESSAGE = 3
@@ -64,15 +65,16 @@ class Tokenizer(Protocol):
 
 class _CachedCounter:
     """Counts remembered by content hash (:func:`~ctxbench.records.messages.text_key`). Counts computed here are
-    also kept aside until :meth:`take_fresh` (the workbench stores them, ``store.derived_texts``), and counts a
-    store kept are handed back with :meth:`remember`, so a fresh process does not encode a long session again."""
+    also kept aside, per session (``records.derived``), until :meth:`take_fresh` (the workbench stores them,
+    ``store.derived_texts``), and counts a store kept are handed back with :meth:`remember`, so a fresh process
+    does not encode a long session again."""
 
     name: str = ""
     is_estimate: bool = False
 
     def __init__(self, cache_size: int = 65536) -> None:
         self._cache: OrderedDict[bytes, int] = OrderedDict()
-        self._fresh: dict[bytes, int] = {}  # computed since the last take_fresh (at most cache_size)
+        self._fresh: FreshValues[bytes, int] = FreshValues(cache_size)  # computed, not yet taken by a store
         self._cache_size = cache_size
         self._lock = threading.Lock()  # plans and message appends count from different threads
 
@@ -87,15 +89,15 @@ class _CachedCounter:
             hit = self._cache.get(key)
             if hit is not None:
                 self._cache.move_to_end(key)
+                if self._fresh.unclaimed:
+                    self._fresh.claim(key)
                 return hit
         value = self._raw_count(text)
         with self._lock:
             self._cache[key] = value
             if len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
-            self._fresh[key] = value
-            if len(self._fresh) > self._cache_size:
-                self._fresh.pop(next(iter(self._fresh)))
+            self._fresh.add(key, value)
         return value
 
     def remember(self, counts: Mapping[bytes, int]) -> None:
@@ -107,17 +109,22 @@ class _CachedCounter:
             while len(self._cache) > self._cache_size:
                 self._cache.popitem(last=False)
 
-    def take_fresh(self) -> dict[bytes, int]:
-        """The counts computed (not remembered) since the last call, by text key; forgotten here."""
+    def take_fresh(self, session_id: str) -> dict[bytes, int]:
+        """The counts of ``session_id``'s texts computed (not remembered) since the last call, by text key;
+        forgotten here. Other sessions' stay for their own stores."""
         with self._lock:
-            fresh, self._fresh = self._fresh, {}
-        return fresh
+            return self._fresh.take(session_id)
+
+    def forget_fresh(self, session_id: str) -> None:
+        """Drop the counts of ``session_id``'s texts no store took yet (the session is deleted)."""
+        with self._lock:
+            self._fresh.forget(session_id)
 
     def forget(self) -> None:
         """Forget every count (benchmarks of a first plan, tests)."""
         with self._lock:
             self._cache.clear()
-            self._fresh.clear()
+            self._fresh.forget()
 
 
 class TiktokenTokenizer(_CachedCounter):

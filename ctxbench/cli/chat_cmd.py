@@ -204,7 +204,7 @@ def _kept(wb: object, session_id: str, group_id: int | None, new_session: bool) 
         partial = any(m.partial for m in turn if m.role == "assistant")
         return f"{'the partial reply is' if partial else 'what arrived is'} stored (session {session_id})"
     if new_session and all(m.role == "user" and UNANSWERED_FLAG in m.flags for m in messages):
-        wb.sessions.delete(session_id)  # type: ignore[attr-defined]
+        wb.delete_session(session_id)  # type: ignore[attr-defined]
         return "no reply, so nothing was stored (the new session was removed)"
     return (f"the message is kept in session {session_id} but, unanswered, left out of later plans "
             "(/context restore brings it back)")

@@ -230,7 +230,7 @@ def command(
                              mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
             except BaseException:
                 if fresh is not None:  # the new session holds nothing but what failed: leave no trace
-                    wb.sessions.delete(fresh)
+                    wb.delete_session(fresh)
                 raise
     except (NotFound, SettingsError, TranscriptError) as exc:
         fail(str(exc), 2)

@@ -49,6 +49,7 @@ from operator import gt
 from typing import Any
 
 from ctxbench.config import PlannerConfig
+from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
@@ -400,7 +401,13 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
 
 
 def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
-    """Build the ContextPlan for ``inputs``: deterministic, budgeted, every candidate with a reason."""
+    """Build the ContextPlan for ``inputs``: deterministic, budgeted, every candidate with a reason. The texts it
+    counts are the session's (``records.derived``: its store keeps their counts, no other session's does)."""
+    with deriving_for(inputs.session_id):
+        return _build_plan(inputs, config, tokenizer)
+
+
+def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
     config = _planner_config(config)
     if inputs.strategy not in STRATEGIES:
         raise ValueError(f"unknown history strategy {inputs.strategy!r}; known: {', '.join(STRATEGIES)}")

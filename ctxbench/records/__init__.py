@@ -4,5 +4,6 @@ Plain dataclasses and constants, no I/O, and no import from any other part of ct
 (``messages``), plan inputs and results (``plans``), retrieval sets (``retrieval``), symbols, cards and
 parsed files (``code``), parsed transcripts (``transcripts``), sessions, settings and stored plans
 (``sessions``), model-call traces (``traces``), the events of a turn (``turns``), the errors every
-front end may catch (``errors``) and the vocabularies (``vocab``).
+front end may catch (``errors``), the vocabularies (``vocab``), and which session the texts derived in a block of
+work belong to (``derived``: a context variable and the per-session holding the caches of masking and counts share).
 """

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator, Mapping
 
+from ctxbench.records.derived import FreshValues
 from ctxbench.records.messages import text_key
 from ctxbench.redaction.rules import count_key_blocks, extra_spans, looks_like_a_value, mask_private_keys
 
@@ -221,8 +222,9 @@ _CACHE_LOCK = threading.Lock()
 # masking done before, by text key (None: the text comes back unchanged): handed over by a store
 # (``store.derived_texts``) so a fresh process does not scan a long session again; used once, then in _CACHE
 _KNOWN: dict[bytes, tuple[str | None, int]] = {}
-# masking done here since the last take_fresh_masks (what a store does not have yet), by text key
-_FRESH: dict[bytes, tuple[str | None, int]] = {}
+# masking done here and not yet taken by a store, per session (``records.derived``): text -> (text key, masking);
+# by text, so a cache hit claims what was masked outside any session without hashing the text
+_FRESH: FreshValues[str, tuple[bytes, tuple[str | None, int]]] = FreshValues(MASKED_CACHE_SIZE)
 
 
 def redact_cached(text: str) -> tuple[str, int]:
@@ -233,6 +235,8 @@ def redact_cached(text: str) -> tuple[str, int]:
         found = _CACHE.get(text)
         if found is not None:
             _CACHE.move_to_end(text)
+            if _FRESH.unclaimed:
+                _FRESH.claim(text)
             return found
     key = text_key(text)
     with _CACHE_LOCK:
@@ -247,9 +251,7 @@ def redact_cached(text: str) -> tuple[str, int]:
         while len(_CACHE) > MASKED_CACHE_SIZE:
             _CACHE.popitem(last=False)
         if known is None:
-            _FRESH[key] = (None if value[0] == text else value[0], value[1])
-            while len(_FRESH) > MASKED_CACHE_SIZE:
-                _FRESH.pop(next(iter(_FRESH)))
+            _FRESH.add(text, (key, (None if value[0] == text else value[0], value[1])))
     return value
 
 
@@ -283,12 +285,18 @@ def remember_masks(known: Mapping[bytes, tuple[str | None, int]]) -> None:
             _KNOWN.pop(next(iter(_KNOWN)))
 
 
-def take_fresh_masks() -> dict[bytes, tuple[str | None, int]]:
-    """The masking done (not remembered) since the last call, by text key; forgotten here."""
-    global _FRESH
+def take_fresh_masks(session_id: str) -> dict[bytes, tuple[str | None, int]]:
+    """The masking of ``session_id``'s texts done (not remembered) since the last call, by text key; forgotten here.
+    Other sessions' stay for their own stores."""
     with _CACHE_LOCK:
-        fresh, _FRESH = _FRESH, {}
-    return fresh
+        fresh = _FRESH.take(session_id)
+    return dict(fresh.values())
+
+
+def forget_fresh_masks(session_id: str) -> None:
+    """Drop the masking of ``session_id``'s texts no store took yet (the session is deleted)."""
+    with _CACHE_LOCK:
+        _FRESH.forget(session_id)
 
 
 def forget_masks() -> None:
@@ -296,4 +304,4 @@ def forget_masks() -> None:
     with _CACHE_LOCK:
         _CACHE.clear()
         _KNOWN.clear()
-        _FRESH.clear()
+        _FRESH.forget()

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Protocol, Sequence
 
 from ctxbench.config import BM25_B, BM25_K1, CACHED_SESSIONS, Config, default_db_path, load_config
+from ctxbench.records.derived import deriving_for
 from ctxbench.records.errors import UnknownGroup
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
@@ -102,7 +103,8 @@ class Workbench:
         self._inspect: sqlite3.Connection | None = None
         self._message_vectors: Any = None
         self._turn_vectors: Any = None
-        self._pending: dict[str, int] = {}  # session -> texts its last plan found without a vector
+        # session -> texts its last plan found without a vector (none: its last plan embedded nothing)
+        self._pending: dict[str, int] = {}
         self._keywords: dict[str, Any] = {}  # session id -> its HistoryKeywords, most recent last
         self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
         # masking and token counts kept in the store across processes (a reopened session is not scanned again)
@@ -166,6 +168,7 @@ class Workbench:
     def close(self) -> None:
         with self._open_lock:
             database, self._database, self._inspect = self._database, None, None
+        self._pending.clear()
         if database is not None:
             database.close()
 
@@ -195,7 +198,23 @@ class Workbench:
                 else:
                     overrides[key] = value
             self.sessions.set_overrides(session_id, overrides)
-        return self.rules.merge(overrides)
+        merged = self.rules.merge(overrides)
+        if merged.strategy not in EMBEDDING_STRATEGIES:
+            self._pending.pop(session_id, None)  # nothing left to warm for a strategy that embeds nothing
+        return merged
+
+    def delete_session(self, session_id: str) -> None:
+        """Delete a session and everything of it (store rows, and what this workbench holds for it in memory)."""
+        self.sessions.delete(session_id)
+        self.forget_session(session_id)
+
+    def forget_session(self, session_id: str) -> None:
+        """Drop what this workbench holds in memory for ``session_id`` (deleted, or no longer planned here): what
+        its last plan left to embed, its keyword index, what was derived from its texts and not stored yet."""
+        self._pending.pop(session_id, None)
+        with self._open_lock:
+            self._keywords.pop(session_id, None)
+        self.derived_texts.drop(session_id)
 
     def new_session(self, title: str = "", repo: Path | None = None) -> str:
         """A new session (of ``repo``, else of the workbench's repository when it has one)."""
@@ -278,6 +297,15 @@ class Workbench:
         that message got when it was sent, whatever became of it later: the history before it (its own turn left
         out), the message (active, as it was sent) as the current turn and ``query``.
         """
+        with deriving_for(session_id):  # what is masked and counted here is the session's (``records.derived``)
+            inputs = self._plan_inputs(session_id, query, settings, retrieval, current_group, tools_tokens,
+                                       dropped_current, before_message, overrides)
+        self.derived_texts.save(session_id)  # its texts' masking, stored before a turn of them can be deleted
+        return inputs
+
+    def _plan_inputs(self, session_id: str, query: str | None, settings: SessionSettings | None,
+                     retrieval: RetrievalSet | None, current_group: int | None, tools_tokens: int,
+                     dropped_current: bool, before_message: int | None, overrides: Mapping[str, Any]) -> PlanInputs:
         base = settings if settings is not None else self.settings(session_id)
         wanted = self.rules.check(dataclasses.replace(
             base, **{k: v for k, v in overrides.items() if v is not None}))
@@ -292,6 +320,7 @@ class Workbench:
                                            clear_activation=cluster is not None and cluster.clear_activation)
         # the history comes masked from the history cache; the rest is masked here
         inputs = dataclasses.replace(redact_inputs(inputs, history=False), retrieval=retrieval, tools_tokens=tools_tokens)
+        self._pending.pop(session_id, None)  # set again below by a plan that compares by meaning
         if wanted.strategy == "semantic":
             ranking = self._semantic_ranking(inputs)
             if ranking:
@@ -380,7 +409,7 @@ class Workbench:
         strategy = strategy or self.settings(session_id).strategy
         if embedder is None or strategy not in EMBEDDING_STRATEGIES:
             return 0
-        with self.connection() as conn:
+        with self.connection() as conn, deriving_for(session_id):
             branch_id = session_store.active_branch(conn, session_id)
             visible, dropped = self.history_cache.branch_view(conn, session_id, branch_id)
         if strategy == "fused":
@@ -397,7 +426,7 @@ class Workbench:
         seen: set[int] = set()
         after: int | None = 0
         while after is not None:
-            with self.connection() as conn:
+            with self.connection() as conn, deriving_for(session_id):  # not across the yields below
                 branch_id = session_store.active_branch(conn, session_id)
                 part, after = self.history_cache.view_part(conn, session_id, branch_id, after)
             for m in part:
@@ -408,7 +437,7 @@ class Workbench:
     def visible_messages(self, session_id: str) -> tuple[Message, ...]:
         """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
         of (kept in memory between calls, ``history_cache``)."""
-        with self.connection() as conn:
+        with self.connection() as conn, deriving_for(session_id):
             branch_id = session_store.active_branch(conn, session_id)
             return self.history_cache.branch_messages(conn, session_id, branch_id)
 
@@ -533,7 +562,7 @@ class Workbench:
         masked; stored when asked."""
         from ctxbench.planner import build_plan  # imported on first use
 
-        plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))
+        plan = mark_redactions(build_plan(inputs, self.config.planner, self.tokenizer))  # counts the session's texts
         if store:
             self.plans.save(inputs, plan)
             self.clusters.commit(inputs)  # a stored turn's query keeps the cluster it was planned with
