@@ -359,8 +359,9 @@ def round6(values: np.ndarray) -> list[float]:
     gives Python's correctly rounded result except where the scaled value lies within rounding error of a half;
     those few are rounded by Python."""
     out = np.round(values, 6)
-    scaled = np.abs(values) * 1e6
-    near_half = np.abs(scaled - np.floor(scaled) - 0.5) < ROUND_MARGIN
+    with np.errstate(invalid="ignore", over="ignore"):  # infinities and NaN are left to Python below
+        scaled = np.abs(values) * 1e6
+        near_half = np.abs(scaled - np.floor(scaled) - 0.5) < ROUND_MARGIN
     for i in np.flatnonzero(near_half | ~np.isfinite(values)).tolist():
         out[i] = round(float(values[i]), 6)
     return out.tolist()
