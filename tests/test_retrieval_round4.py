@@ -3,22 +3,14 @@ is the clue), and demoted areas (tests, platform shims...) stop taking the seman
 a question is about. A tiny indexed repository, no model (keyword, name and graph components)."""
 from __future__ import annotations
 
-import dataclasses
-
 import pytest
 
-from ctxbench.config import Config
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
-from retrieval_fixture import index_repo, view, write_repo
+from retrieval_fixture import index_repo, view, with_retrieval, write_repo
 
 DIRECT = ("keyword", "name")  # no graph neighbours: only what the components rank
-
-
-def with_retrieval(**changes) -> Config:
-    config = Config()
-    return dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, **changes))
 
 
 @pytest.fixture
