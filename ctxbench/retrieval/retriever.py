@@ -7,6 +7,8 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   embedder is loaded; until then the set says semantic search was not available;
 - keyword: BM25 over identifier-aware tokens (``keyword``);
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
+- class scope: the methods of the classes the semantic or keyword component ranks first (the class is the
+  clue to a generically named method), in the order found, then by cosine to the query;
 - phrase: symbols whose source lines hold text the query quotes (an error message: ``phrases``);
 - personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
   or recently used (activation), together with what the query mentions (names and paths; alone they
@@ -14,6 +16,8 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   that it also picks the seeds expanded;
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
 - pins, activation and mentioned symbols: small boosts on top;
+- areas: tests, platform shims, generated and vendored code go after the other symbols in the semantic and
+  keyword rankings and weigh less once fused, unless the question asks for them (``areas``);
 - capsule: the symbols in the files of the capsules the query is most about (``retrieval.capsules``),
   only when ``[capsules] retrieval_weight`` is above 0 (it is 0 by default).
 
@@ -549,7 +553,8 @@ class Retriever:
                 view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
                 rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
         weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "capsule": cc.retrieval_weight, "phrase": rc.phrase_weight}
+                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "capsule": cc.retrieval_weight,
+                   "phrase": rc.phrase_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
         self._apply_kind_weights(view, fused, asked)
@@ -683,11 +688,15 @@ class Retriever:
         weight = dict(rc.kind_weights).get(self._kind_of(view, sid), 1.0)
         card = view.cards.get(sid)
         if card is not None and rc.area_weights:
-            area = self._areas.get(card.path)
-            if area is None:
-                area = self._areas[card.path] = area_of(card.path)
-            weight *= area_weight(area, asked, dict(rc.area_weights))
+            weight *= area_weight(self._area(card), asked, dict(rc.area_weights))
         return weight
+
+    def _area(self, card: SymbolCard) -> str:
+        """The area of the card's file (``areas.area_of``; "" for ordinary code), worked out once per file."""
+        area = self._areas.get(card.path)
+        if area is None:
+            area = self._areas[card.path] = area_of(card.path)
+        return area
 
     def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
                     ) -> list[tuple[str, float]]:
@@ -699,11 +708,7 @@ class Retriever:
         demoted: list[tuple[str, float]] = []
         for sid, score in ranking:
             card = view.cards.get(sid)
-            area = ""
-            if card is not None:
-                area = self._areas.get(card.path)
-                if area is None:
-                    area = self._areas[card.path] = area_of(card.path)
+            area = self._area(card) if card is not None else ""
             (demoted if area and area_weight(area, asked, weights) < 1.0 else kept).append((sid, score))
         return kept + demoted
 
