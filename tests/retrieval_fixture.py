@@ -100,6 +100,16 @@ def index_repo(root: Path, conn, config=None):
     return load_index(root, conn, config)
 
 
+def with_retrieval(**changes):
+    """The default Config with these ``[retrieval]`` values changed."""
+    import dataclasses
+
+    from ctxbench.config import Config
+
+    config = Config()
+    return dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, **changes))
+
+
 def view(index):
     from ctxbench.retrieval.retriever import IndexView
 

@@ -2,7 +2,6 @@
 excerpts for the best hits. A tiny indexed repository, no model (keyword, name and graph components)."""
 from __future__ import annotations
 
-import dataclasses
 import textwrap
 
 import pytest
@@ -13,14 +12,9 @@ from ctxbench.retrieval.phrases import phrase_grams, quoted_phrases
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
-from retrieval_fixture import index_repo, view, write_repo
+from retrieval_fixture import index_repo, view, with_retrieval, write_repo
 
 STOP = Config().retrieval.keyword_stopwords
-
-
-def with_retrieval(**changes) -> Config:
-    config = Config()
-    return dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, **changes))
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   embedder is loaded; until then the set says semantic search was not available;
 - keyword: BM25 over identifier-aware tokens (``keyword``);
 - name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
+- class scope: the methods of the classes the semantic or keyword component ranks first (the class is the
+  clue to a generically named method), in the order found, then by cosine to the query;
 - phrase: symbols whose source lines hold text the query quotes (an error message: ``phrases``);
 - personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
   or recently used (activation), together with what the query mentions (names and paths; alone they
@@ -14,6 +16,8 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
   that it also picks the seeds expanded;
 - graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
 - pins, activation and mentioned symbols: small boosts on top;
+- areas: tests, platform shims, generated and vendored code go after the other symbols in the semantic and
+  keyword rankings and weigh less once fused, unless the question asks for them (``areas``);
 - capsule: the symbols in the files of the capsules the query is most about (``retrieval.capsules``),
   only when ``[capsules] retrieval_weight`` is above 0 (it is 0 by default).
 
@@ -113,6 +117,7 @@ class Retriever:
         self._vectors_version: str | None = None
         self._names: dict[str, list[str]] | None = None
         self._module_paths: dict[str, list[str]] | None = None
+        self._members: dict[str, list[str]] | None = None
         self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
         self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
         self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
@@ -455,6 +460,53 @@ class Retriever:
                     best[sid] = max(best.get(sid, 0.0), 1.0 / rank)
         return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
 
+    def class_member_ranking(self, similarity: Any, *rankings: Sequence[tuple[str, float]],
+                             named: Iterable[str] = ()) -> list[tuple[str, float]]:
+        """Members of the classes the semantic or keyword component ranks among its first ``class_scope_top``
+        (a question about "the sorted list's add" finds the class by its words, not the generic method): the
+        members those components found, in their order, then the class's other members by their cosine to the
+        query (when semantic search is available), at most ``candidate_pool`` of them. A class ``named`` in the
+        query is left to the scope component (its members are counted there once)."""
+        view = self.index
+        rc = self.config.retrieval
+        if view is None or rc.class_scope_top <= 0:
+            return []
+        skip = set(named)
+        classes: dict[str, None] = {}
+        for ranking in rankings:
+            for sid, _ in ranking[: rc.class_scope_top]:
+                card = view.cards.get(sid)
+                if card is not None and card.kind == "class" and sid not in skip:
+                    classes.setdefault(sid)
+        if not classes:
+            return []
+        members = self._member_table(view)
+        best: dict[str, tuple[float, float]] = {}
+        for ranking in rankings:
+            for rank, (sid, _) in enumerate(ranking, 1):
+                if sid.rsplit(".", 1)[0] in classes:
+                    found = best.get(sid, (0.0, 0.0))
+                    best[sid] = (max(found[0], 1.0 / rank), found[1])
+        if similarity is not None:
+            for cls in classes:
+                for sid in members.get(cls, ()):
+                    best[sid] = (best.get(sid, (0.0, 0.0))[0], float(similarity(sid)))
+        ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[: rc.candidate_pool]
+        return [(sid, found or sim) for sid, (found, sim) in ordered]
+
+    def _member_table(self, view: IndexView) -> dict[str, list[str]]:
+        """Class id -> the ids of its methods (made once per retriever)."""
+        if self._members is None:
+            table: dict[str, list[str]] = {}
+            for sid, card in view.cards.items():
+                if card.kind == "method":
+                    parent = sid.rsplit(".", 1)[0]
+                    owner = view.cards.get(parent)
+                    if owner is not None and owner.kind == "class":
+                        table.setdefault(parent, []).append(sid)
+            self._members = table
+        return self._members
+
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
                  activation: Mapping[str, float] | None = None, mentioned: Iterable[str] = (),
@@ -483,8 +535,17 @@ class Retriever:
             rankings["name"] = self.name_ranking(query)
             rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
                                                    rankings.get("keyword", ()))
+            if rc.class_scope_weight > 0:
+                rankings["class_scope"] = self.class_member_ranking(
+                    similarity, rankings.get("semantic", ()), rankings.get("keyword", ()),
+                    named=[sid for sid, _ in rankings["name"]])
         if "phrase" in sources and rc.phrase_weight > 0:
             rankings["phrase"] = self.phrase_ranking(query, rc.candidate_pool)
+        asked = asks_for(query_terms(query))
+        if rc.areas_last_in_components and rc.area_weights:
+            for component in ("semantic", "keyword"):
+                if component in rankings:
+                    rankings[component] = self._areas_last(view, rankings[component], asked)
         cc = self.config.capsules
         capsules = view.capsules if "capsule" in sources else ()
         if capsules and cc.retrieval_weight > 0:
@@ -492,10 +553,10 @@ class Retriever:
                 view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
                 rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
         weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight, "capsule": cc.retrieval_weight, "phrase": rc.phrase_weight}
+                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "capsule": cc.retrieval_weight,
+                   "phrase": rc.phrase_weight}
         fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
-        asked = asks_for(query_terms(query))
         self._apply_kind_weights(view, fused, asked)
         support_notes: dict[str, str] = {}
         with_graph = "graph" in sources
@@ -627,11 +688,29 @@ class Retriever:
         weight = dict(rc.kind_weights).get(self._kind_of(view, sid), 1.0)
         card = view.cards.get(sid)
         if card is not None and rc.area_weights:
-            area = self._areas.get(card.path)
-            if area is None:
-                area = self._areas[card.path] = area_of(card.path)
-            weight *= area_weight(area, asked, dict(rc.area_weights))
+            weight *= area_weight(self._area(card), asked, dict(rc.area_weights))
         return weight
+
+    def _area(self, card: SymbolCard) -> str:
+        """The area of the card's file (``areas.area_of``; "" for ordinary code), worked out once per file."""
+        area = self._areas.get(card.path)
+        if area is None:
+            area = self._areas[card.path] = area_of(card.path)
+        return area
+
+    def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
+                    ) -> list[tuple[str, float]]:
+        """``ranking`` with the symbols of a demoted area (tests, platform shims, generated, vendored code the
+        question does not ask for) moved after the others, each part in its order: they no longer take the ranks
+        (and so the RRF share) of the symbols a question is about."""
+        weights = dict(self.config.retrieval.area_weights)
+        kept: list[tuple[str, float]] = []
+        demoted: list[tuple[str, float]] = []
+        for sid, score in ranking:
+            card = view.cards.get(sid)
+            area = self._area(card) if card is not None else ""
+            (demoted if area and area_weight(area, asked, weights) < 1.0 else kept).append((sid, score))
+        return kept + demoted
 
     def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
                             ) -> None:
@@ -763,6 +842,9 @@ class Retriever:
         if "scope" in f.scores:
             components.append(("scope", round(f.scores["scope"], 4)))
             why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
+        if "class_scope" in f.scores:
+            components.append(("class_scope", round(f.scores["class_scope"], 4)))
+            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}, a class the query is about")
         if "phrase" in f.scores:
             components.append(("phrase", round(f.scores["phrase"], 4)))
             why.append("holds the quoted text")
