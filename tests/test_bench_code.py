@@ -179,18 +179,19 @@ def test_manifest_errors_name_the_entry(tmp_path):
 
 
 def test_manifest_and_cli_accept_every_held_out_round(tmp_path):
-    """Each held-out round has its own role (holdout, holdout2..holdout4), in the manifest and in --role."""
+    """Each held-out round has its own role (holdout, holdout2..holdout5), in the manifest and in --role."""
     from ctxbench.bench.code import ROLES, load_manifest
 
     manifest = tmp_path / "m.toml"
     manifest.write_text("".join(f'[[codebase]]\nname = "{r}"\nrole = "{r}"\nrepo = "missing-{r}"\nqueries = "q.jsonl"\n'
                                 for r in ROLES), encoding="utf-8")
     write_queries(tmp_path / "q.jsonl")
-    assert [s.role for s in load_manifest(manifest)] == ["tune", "holdout", "holdout2", "holdout3", "holdout4"]
-    result = CliRunner().invoke(main, ["bench", "code", "--manifest", str(manifest), "--role", "holdout4",
+    assert [s.role for s in load_manifest(manifest)] == ["tune", "holdout", "holdout2", "holdout3", "holdout4",
+                                                         "holdout5"]
+    result = CliRunner().invoke(main, ["bench", "code", "--manifest", str(manifest), "--role", "holdout5",
                                        "--db", str(tmp_path / "m.db")])
     # the role is accepted and selects its one repository, which is missing here: a clear line, exit 2
-    assert result.exit_code == 2 and "holdout4: repository" in result.output and "does not exist" in result.output
+    assert result.exit_code == 2 and "holdout5: repository" in result.output and "does not exist" in result.output
 
 
 def test_kinds_lines_and_verbatim_names():
