@@ -280,7 +280,8 @@ def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
 def test_the_shipped_manifest_keeps_each_held_out_round_apart():
     """benchmarks/codebases.toml loads; httpx and js-yaml are the second held-out pair (role holdout2),
     dateutil and query-core the third (role holdout3), sortedcontainers and semver the fourth (role holdout4),
-    each apart from the earlier held-out sets and from the tuning repositories."""
+    mistune and immer the fifth (role holdout5), each apart from the earlier held-out sets and from the tuning
+    repositories."""
     from ctxbench.bench.code import load_manifest
 
     specs = load_manifest(Path(__file__).resolve().parent.parent / "benchmarks" / "codebases.toml")
@@ -289,6 +290,6 @@ def test_the_shipped_manifest_keeps_each_held_out_round_apart():
         roles.setdefault(spec.role, []).append(spec.name)
     assert roles == {"tune": ["textual", "click", "trio"], "holdout": ["flask", "marshmallow", "commander"],
                      "holdout2": ["httpx", "js-yaml"], "holdout3": ["dateutil", "query-core"],
-                     "holdout4": ["sortedcontainers", "semver"]}
+                     "holdout4": ["sortedcontainers", "semver"], "holdout5": ["mistune", "immer"]}
     for spec in specs:
         assert spec.queries.is_file(), spec.queries
