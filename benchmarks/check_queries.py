@@ -7,7 +7,7 @@ embedded, nothing retrieved), every marked line range lies inside its gold symbo
 questions whose gold is a function over 30 lines have their answering lines marked. Prints the counts
 by kind and the share of questions that name a gold symbol verbatim, computed as ``bench code`` does.
 
-    python benchmarks/check_queries.py --role holdout4     # exit 1 when a check fails (any role of the manifest)
+    python benchmarks/check_queries.py --role holdout5     # exit 1 when a check fails (any role of the manifest)
 """
 from __future__ import annotations
 

@@ -66,6 +66,11 @@ CODEBASES = (
              "a163dcaede0f1c021485e957a39245190e74249897e2ae4b2aa38595db237ee0", "sortedcontainers"),
     Codebase("semver", "npm", "semver", "7.6.3",
              "376d2ca2c941fc5a37e9ac3ec65302e5e421e2cc1ee3dee57a854d2bd9bee125", "package"),
+    # the fifth held-out pair (issue 10, fifth round): written before any further tuning
+    Codebase("mistune", "pypi", "mistune", "3.0.2",
+             "71481854c30fdbc938963d3605b72501f5c10a9320ecd412c121c163a1c7d205", "mistune"),
+    Codebase("immer", "npm", "immer", "10.1.1",
+             "946cc79684ad1e080b09d4f2da14247b272aa667f3aaa100f35846148689f08f", "package"),
 )
 
 
