@@ -34,6 +34,11 @@ def test_perf_phases_on_the_fixture(tmp_path):
     assert any(n.startswith("plan window @ 8k") for n in names)
     assert by_name["mode toggle -> replanned meter (p95)"].median_s > 0
     assert by_name["peak memory (MiB)"].median_s > 100
+    # cold embedding is reported beside the plain library's encode of the same cards, run in the same process
+    cold, plain = by_name["embed cold (seconds per card)"], by_name[
+        "embed cold, plain sentence-transformers (baseline, seconds per card)"]
+    assert dict(plain.detail)["cards"] == dict(cold.detail)["cards_embedded"] > 0
+    assert plain.cpu_runs and cold.cpu_runs and dict(plain.detail)["ctxbench_vs_plain"] > 0
 
 
 def test_extra_groups_can_be_registered(tmp_path, monkeypatch):

@@ -45,9 +45,10 @@ def _load_embedder(ctx: PerfContext):
 
 
 def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
-    """Cold embedding of every card (fresh vector cache) and the reuse pass."""
+    """Cold embedding of every card (fresh vector cache), the reuse pass, and the plain library's encode of the
+    same texts in the same run (the baseline the cold figure is read against)."""
     from ctxbench.codegraph.index import load_index
-    from ctxbench.retrieval.vectors import embed_cards
+    from ctxbench.retrieval.vectors import embed_cards, embed_text
     from ctxbench.store.database import Database
 
     ctx.progress("loading the embedding model")
@@ -55,7 +56,10 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
     database = Database(ctx.shared["db_path"])
     conn = database.dedicated_connection()
     cards = list(load_index(ctx.repo, conn, ctx.config).cards.values())
+    ctx.progress("loading the bulk encoder (torch)")
+    bulk_load_s = embedder.load_bulk_model()  # its import is a load, reported apart, not embedding time
     per_card: list[float] = []
+    cpu_per_card: list[float] = []
     rates: list[float] = []
     embedded = 0
     for i in range(ctx.repeat):
@@ -63,23 +67,65 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
         if _has_vectors(conn):  # every cold run starts from an empty vector cache
             conn.execute("DELETE FROM card_vectors")
             conn.commit()
+        c0 = time.process_time()
         stats = embed_cards(cards, conn, embedder)
+        cpu_per_card.append((time.process_time() - c0) / max(1, stats.embedded))
         embedded = stats.embedded
         per_card.append(stats.seconds / max(1, stats.embedded))
         rates.append(stats.cards_per_second)
     ctx.progress("re-embedding with the cache full")
     reuse = embed_cards(cards, conn, embedder)
     database.close()
+    texts = [embed_text(c) for c in {c.card_hash: c for c in cards}.values()]  # what a cold run embeds
+    ctx.progress(f"plain sentence-transformers baseline: {len(texts)} cards")
+    plain_runs, plain_cpu = plain_encode_runs(texts, ctx.config.embedding, ctx.repeat)
+    plain_rate = len(texts) / statistics.median(plain_runs) if plain_runs else 0.0
+    ctxbench_rate = statistics.median(rates) if rates else 0.0
     return [
         PhaseTiming("embed cold (seconds per card)", tuple(per_card), 1.0 / EMBED_TARGET_CARDS_PER_S,
                     (("cards_embedded", embedded), ("cards_per_s", round(statistics.median(rates), 1)),
                      ("target_cards_per_s", EMBED_TARGET_CARDS_PER_S),
                      ("model_load_s", round(ctx.shared.get("embedder_load_s", 0.0), 2)),
+                     ("bulk_model_load_s", round(bulk_load_s, 2)),
                      ("max_seq_length", ctx.config.embedding.max_seq_length),
-                     ("precision", ctx.config.embedding.precision))),
+                     ("precision", ctx.config.embedding.precision)), tuple(cpu_per_card)),
         PhaseTiming("embed unchanged (cache reuse)", (reuse.seconds,), None,
                     (("cards_reused", reuse.reused), ("cards_embedded", reuse.embedded))),
+        # the plain baseline in the same run: the machine's own speed for this model and these texts, so the
+        # cards/s above can be read against what the library alone gives here today
+        PhaseTiming("embed cold, plain sentence-transformers (baseline, seconds per card)",
+                    tuple(t / max(1, len(texts)) for t in plain_runs), None,
+                    (("cards", len(texts)), ("cards_per_s", round(plain_rate, 1)),
+                     ("ctxbench_vs_plain", round(ctxbench_rate / plain_rate, 3) if plain_rate else None)),
+                    tuple(t / max(1, len(texts)) for t in plain_cpu)),
     ]
+
+
+def plain_encode_runs(texts: list[str], config, repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of one plain ``SentenceTransformer.encode`` call over ``texts`` per run: the same
+    model directory, truncation, batch size and torch threads as the embedder, none of ctxbench's work around it
+    (hashing, chunking for progress, saving vectors)."""
+    from ctxbench.retrieval.embedder import resolve_model_dir
+
+    if not texts:
+        return [], []
+    import torch
+    from sentence_transformers import SentenceTransformer
+
+    if config.threads > 0:
+        torch.set_num_threads(config.threads)
+    path, _ = resolve_model_dir(config)
+    model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
+    model.max_seq_length = config.max_seq_length
+    walls: list[float] = []
+    cpus: list[float] = []
+    for _ in range(max(1, repeat)):
+        c0, t0 = time.process_time(), time.perf_counter()
+        model.encode(texts, batch_size=config.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+                     show_progress_bar=False)
+        walls.append(time.perf_counter() - t0)
+        cpus.append(time.process_time() - c0)
+    return walls, cpus
 
 
 def _has_vectors(conn) -> bool:

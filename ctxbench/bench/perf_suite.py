@@ -189,7 +189,7 @@ def display_rows(phases) -> list[dict[str, Any]]:
             value, target = f"{p.median_s:.0f} MiB", ""
         elif "cards_per_s" in detail:
             value = f"{detail['cards_per_s']} cards/s"
-            target = f">= {detail.get('target_cards_per_s', '')} cards/s"
+            target = f">= {detail['target_cards_per_s']} cards/s" if "target_cards_per_s" in detail else ""
         else:
             value = _seconds(p.median_s)
             target = f"<= {_seconds(p.target_s)}" if p.target_s is not None else ""
