@@ -76,6 +76,46 @@ def test_choose_window_prefers_rare_words_and_keeps_context():
     assert first == 68 and last == 77  # three lines above the match
 
 
+# A body whose matching lines sit inside a nested block: the window that starts 3 lines above the first match
+# starts inside the block and leaves out the line that opens it (the ``except`` the answer hangs on).
+NESTED = ["def run(fn):"] + [f"    step_{n}()" for n in range(20)] + [
+    "    try:",
+    "        coro = fn()",
+    "    except TypeError:",          # 24: the statement that answers starts here
+    "        if is_coroutine(fn):",
+    "            fn.close()",
+    "            note = 1",
+    "            raise TypeError(",
+    "                'expecting an async function but got a coroutine')",  # 29: the strong match
+] + [f"    tail_{n}()" for n in range(30)]
+
+
+def test_statement_start_moves_a_window_up_to_the_line_opening_its_block():
+    lines = NESTED
+    words = query_words(["expecting", "async", "function", "coroutine"])
+    end = len(lines)
+    first, last = choose_window(lines, 2, end, words, 12, context=1)
+    assert (first, last) == (28, 39)  # one line above the message: inside ``if is_coroutine(fn):``
+    first, last = choose_window(lines, 2, end, words, 12, context=1, statement_lines=12)
+    assert lines[first - 1].strip() == "except TypeError:" and (first, last) == (24, 35)
+    # not further than statement_lines up, and never so far that the last strong match falls out
+    assert choose_window(lines, 2, end, words, 12, context=1, statement_lines=2) == (28, 39)
+    assert choose_window(lines, 2, end, words, 4, context=1, statement_lines=12)[1] >= 29
+    # a window that already starts on a body-level line does not move
+    assert choose_window(lines, 2, end, query_words(["tail"]), 12, statement_lines=12) == \
+        choose_window(lines, 2, end, query_words(["tail"]), 12)
+
+
+def test_whole_slack_sends_a_body_just_over_the_width_whole():
+    lines = ["def f():"] + [f"    a_{n} = {n}" for n in range(44)] + ["    return tail_value"]
+    words = query_words(["tail", "value"])
+    assert choose_window(lines, 2, 46, words, 40) == (7, 46)  # 45 lines: the window cuts the head
+    assert choose_window(lines, 2, 46, words, 40, slack=6) == (2, 46)  # within 6 lines of the width: whole
+    assert choose_window(lines, 2, 46, words, 40, slack=4) == (7, 46)
+    # no query words: the head of the body, as before
+    assert choose_window(lines, 2, 46, frozenset(), 40, slack=6) == (2, 41)
+
+
 def test_source_lines_mask_secrets_and_refuse_secret_files(tmp_path):
     (tmp_path / "a.py").write_text('API_KEY = "sk-abcdefghijklmnopqrstuvwxyz123456"\n', encoding="utf-8")
     (tmp_path / ".env").write_text("TOKEN=x\n", encoding="utf-8")

@@ -262,12 +262,17 @@ def _skip_docstring(lines: Sequence[str], start: int, last: int) -> int:
 
 
 def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[str], width: int,
-                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None
-                  ) -> tuple[int, int]:
+                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None,
+                  slack: int = 0, statement_lines: int = 0) -> tuple[int, int]:
     """The span of at most ``width`` lines of ``start..end`` that best matches ``words`` (see module doc);
     the head of the span when nothing matches. ``context``: lines kept above the first match. ``matcher``:
-    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets)."""
-    if end - start + 1 <= width or not words:
+    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets).
+    ``slack``: a body at most this many lines longer than ``width`` is sent whole. ``statement_lines``: a
+    window that starts inside a nested block moves up, by at most this many lines, to the line that opens
+    the body-level statement holding it (``statement_start``), as long as its last strong match stays in."""
+    if end - start + 1 <= width + (slack if words else 0):
+        return start, end
+    if not words:
         return start, min(end, start + width - 1)
     match = matcher if matcher is not None and matcher.words == words else WordMatcher(words)
     sets = file.words(start, end) if file is not None else [line_words(lines[n - 1]) for n in range(start, end + 1)]
@@ -305,8 +310,32 @@ def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[s
         at = max(0, min(total - width, matched[0] - context))
         if matched[-1] >= at + width:
             at = matched[-1] - width + 1
+    if statement_lines > 0:
+        keep = matched[-1] if matched else at
+        at = max(statement_start(lines, start, start + at, statement_lines) - start, keep - width + 1)
     first = start + at
     return first, first + width - 1
+
+
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def statement_start(lines: Sequence[str], start: int, first: int, most: int) -> int:
+    """The line that opens the body-level statement holding line ``first`` of a body starting at ``start``:
+    the nearest line at or above it indented no deeper than the body's first line, searched at most ``most``
+    lines up (``first`` itself when none is found, or when ``first``, after blank lines, is body-level)."""
+    base = _indent(lines[start - 1])
+    n = first
+    while n < len(lines) and not lines[n - 1].strip():
+        n += 1
+    if _indent(lines[n - 1]) <= base:
+        return first
+    for up in range(first - 1, max(start, first - most) - 1, -1):
+        text = lines[up - 1]
+        if text.strip() and _indent(text) <= base:
+            return up
+    return first
 
 
 def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) -> str:
@@ -324,9 +353,11 @@ def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) 
 
 
 def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], width: int, context: int,
-                  max_chars: int, matcher: WordMatcher | None = None) -> Excerpt | None:
+                  max_chars: int, matcher: WordMatcher | None = None, *, slack: int = 0,
+                  statement_lines: int = 0) -> Excerpt | None:
     """The excerpt of ``card`` for a query's ``words``; None when the file cannot give it (the caller keeps
-    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits."""
+    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits;
+    ``slack``, ``statement_lines``: as ``choose_window``'s."""
     if card.kind == "module" or width <= 0:
         return None
     file = source.file(card.path)
@@ -336,7 +367,8 @@ def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], 
     if card.end_line > len(lines) or card.line < 1:
         return None
     start, end = file.region(card.line, card.end_line, card.language)
-    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file)
+    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file, slack=slack,
+                                statement_lines=statement_lines)
     while last > first and not lines[last - 1].strip():
         last -= 1
     return Excerpt(file.render(first, last, max_chars), first, last)
