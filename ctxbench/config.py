@@ -402,10 +402,10 @@ class RetrievalConfig:
     # body-level statement that holds it (0 = off; round 5, twelve seen repositories, 189 how/bug questions with
     # marked lines: excerpt answers 0.609 -> 0.640 at 12, 16 and 24 (8: 0.635, 40: 0.635), Heavy all gold and
     # R@k unchanged; the windows it mends started one to seven lines below an ``except``/``if``/``for`` they hang on)
-    excerpt_statement_lines: int = 0
+    excerpt_statement_lines: int = 12
     # a body at most this many lines longer than its window is sent whole (0 = off; round 5, with the statement
     # start above: 0.640 -> 0.651 at 6, 0.656 at 8, 0.661 at 10 and 12 but Heavy all gold 0.684 -> 0.681 there)
-    excerpt_whole_slack: int = 0
+    excerpt_whole_slack: int = 8
     # masked source files kept in memory for excerpts, with their lines' words (textual's 247 files take ~23 MB; a
     # file read and masked again costs ~4 ms, and 64 made the files of a session's varied questions churn)
     excerpt_files_cached: int = 256
