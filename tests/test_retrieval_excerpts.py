@@ -7,7 +7,8 @@ from ctxbench.config import Config
 from ctxbench.records.code import SymbolCard
 from ctxbench.retrieval.areas import GENERATED, PLATFORM, TEST, VENDORED, area_of, asks_for
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.excerpts import SourceLines, body_region, choose_window, query_excerpt, query_words, stem
+from ctxbench.retrieval.excerpts import (SourceLines, body_region, choose_window, query_excerpt, query_words,
+                                         render_excerpt, stem)
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
@@ -114,6 +115,24 @@ def test_whole_slack_sends_a_body_just_over_the_width_whole():
     assert choose_window(lines, 2, 46, words, 40, slack=4) == (7, 46)
     # no query words: the head of the body, as before
     assert choose_window(lines, 2, 46, frozenset(), 40, slack=6) == (2, 41)
+
+
+def test_occurrence_share_lets_many_matching_lines_outweigh_one_rare_word():
+    lines = ["x = 0"] * 100
+    lines[20], lines[22] = "alpha()", "beta()"  # two distinct words, once each (beta is rare)
+    for n in range(70, 80):
+        lines[n] = "alpha(n)"  # one word on ten lines
+    words = frozenset({"alpha", "beta"})
+    first, last = choose_window(lines, 1, 100, words, 10, context=0)
+    assert first <= 21 and 23 <= last  # by distinct words: the rare one decides
+    first, last = choose_window(lines, 1, 100, words, 10, context=0, occurrence=0.5)
+    assert (first, last) == (71, 80)  # each matching line counts half its weight: the dense run wins
+
+
+def test_blank_lines_left_out_of_the_rendered_excerpt_keep_their_numbers():
+    lines = ["def f():", "    a = 1", "", "    b = 2", "   ", "    return a + b"]
+    assert render_excerpt(lines, 2, 6, 240) == "2  a = 1\n3\n4  b = 2\n5\n6  return a + b"
+    assert render_excerpt(lines, 2, 6, 240, blank=False) == "2  a = 1\n4  b = 2\n6  return a + b"
 
 
 def test_source_lines_mask_secrets_and_refuse_secret_files(tmp_path):

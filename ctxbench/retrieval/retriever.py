@@ -822,7 +822,8 @@ class Retriever:
         rc = self.config.retrieval
         return query_excerpt(card, self._source_lines(view), words.words, width, rc.excerpt_context_lines,
                              icfg.card_line_max_chars, words, slack=rc.excerpt_whole_slack,
-                             statement_lines=rc.excerpt_statement_lines)
+                             statement_lines=rc.excerpt_statement_lines, blank=rc.excerpt_blank_lines,
+                             occurrence=rc.excerpt_occurrence_share)
 
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
              near_label: str = "", words: Any = None, width: int = 0,
