@@ -140,3 +140,8 @@ def test_the_best_hits_get_the_wider_excerpt(long_repo, conn):
     for hit in rs.hits[1:]:
         if hit.card_head:  # an excerpt chosen by the query (a module keeps its stored head)
             assert hit.excerpt_lines[1] - hit.excerpt_lines[0] + 1 <= 12
+    # with a whole-body slack of 16 lines the 43-line body is within reach of the 30-line window: sent whole
+    whole = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1,
+                                                 excerpt_whole_slack=16), None, index=view(long_repo))
+    start, end = whole.retrieve(question, k=10).hits[0].excerpt_lines
+    assert end - start + 1 == 43 and "duplicated mapping key" in whole.retrieve(question, k=10).hits[0].excerpt
