@@ -398,6 +398,24 @@ class RetrievalConfig:
     excerpt_lines: int = 40
     excerpt_top_lines: int = 60
     excerpt_top_hits: int = 2
+    # a window that starts inside a nested block moves up, by at most this many lines, to the line opening the
+    # body-level statement that holds it (0 = off; round 5, twelve seen repositories, 189 how/bug questions with
+    # marked lines: excerpt answers 0.609 -> 0.640 at 12, 16 and 24 (8: 0.635, 40: 0.635), Heavy all gold and
+    # R@k unchanged; the windows it mends started one to seven lines below an ``except``/``if``/``for`` they hang on)
+    excerpt_statement_lines: int = 12
+    # a body at most this many lines longer than its window is sent whole (0 = off; round 5, with the statement
+    # start above and blank lines kept: 0.640 -> 0.651 at 6, 0.656 at 8, 0.661 at 10 and 12 but Heavy all gold
+    # 0.684 -> 0.681 there; with the two keys below: 12 0.682, 16 0.688, 20 0.688 but Heavy 0.681)
+    excerpt_whole_slack: int = 16
+    # blank lines of an excerpt are sent (their line numbers alone) or left out (the numbers show the gap); the
+    # lines a window covers do not change, only its tokens (round 5: alone 0.656 / Heavy 0.684 -> 0.656 / 0.681;
+    # with the occurrence share below it gives back the Heavy question the wider choices cost)
+    excerpt_blank_lines: bool = False
+    # a window's score is its distinct query words by weight plus this share of every matching line's weight
+    # (excerpts.OCCURRENCE_SHARE, 0.05, before round 5). Round 5, blank lines out, slack 12: 0.3 / 0.5 / 1.0 answer
+    # 0.677 / 0.682 / 0.677 against 0.656 at 0.05, Heavy all gold unchanged (slack 16: 0.3 0.682, 0.5 0.688); 0.3
+    # with blank lines kept lost a Heavy question. Dense runs of matching lines now outweigh one rare word
+    excerpt_occurrence_share: float = 0.5
     # masked source files kept in memory for excerpts, with their lines' words (textual's 247 files take ~23 MB; a
     # file read and masked again costs ~4 ms, and 64 made the files of a session's varied questions churn)
     excerpt_files_cached: int = 256

@@ -7,7 +7,8 @@ from ctxbench.config import Config
 from ctxbench.records.code import SymbolCard
 from ctxbench.retrieval.areas import GENERATED, PLATFORM, TEST, VENDORED, area_of, asks_for
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.excerpts import SourceLines, body_region, choose_window, query_excerpt, query_words, stem
+from ctxbench.retrieval.excerpts import (SourceLines, body_region, choose_window, query_excerpt, query_words,
+                                         render_excerpt, stem)
 from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
@@ -74,6 +75,64 @@ def test_choose_window_prefers_rare_words_and_keeps_context():
     lines[70] = "common rare"
     first, last = choose_window(lines, 1, 100, frozenset({"common", "rare"}), 10, context=3)
     assert first == 68 and last == 77  # three lines above the match
+
+
+# A body whose matching lines sit inside a nested block: the window that starts 3 lines above the first match
+# starts inside the block and leaves out the line that opens it (the ``except`` the answer hangs on).
+NESTED = ["def run(fn):"] + [f"    step_{n}()" for n in range(20)] + [
+    "    try:",
+    "        coro = fn()",
+    "    except TypeError:",          # 24: the statement that answers starts here
+    "        if is_coroutine(fn):",
+    "            fn.close()",
+    "            note = 1",
+    "            raise TypeError(",
+    "                'expecting an async function but got a coroutine')",  # 29: the strong match
+] + [f"    tail_{n}()" for n in range(30)]
+
+
+def test_statement_start_moves_a_window_up_to_the_line_opening_its_block():
+    lines = NESTED
+    words = query_words(["expecting", "async", "function", "coroutine"])
+    end = len(lines)
+    first, last = choose_window(lines, 2, end, words, 12, context=1)
+    assert (first, last) == (28, 39)  # one line above the message: inside ``if is_coroutine(fn):``
+    first, last = choose_window(lines, 2, end, words, 12, context=1, statement_lines=12)
+    assert lines[first - 1].strip() == "except TypeError:" and (first, last) == (24, 35)
+    # not further than statement_lines up, and never so far that the last strong match falls out
+    assert choose_window(lines, 2, end, words, 12, context=1, statement_lines=2) == (28, 39)
+    assert choose_window(lines, 2, end, words, 4, context=1, statement_lines=12)[1] >= 29
+    # a window that already starts on a body-level line does not move
+    assert choose_window(lines, 2, end, query_words(["tail"]), 12, statement_lines=12) == \
+        choose_window(lines, 2, end, query_words(["tail"]), 12)
+
+
+def test_whole_slack_sends_a_body_just_over_the_width_whole():
+    lines = ["def f():"] + [f"    a_{n} = {n}" for n in range(44)] + ["    return tail_value"]
+    words = query_words(["tail", "value"])
+    assert choose_window(lines, 2, 46, words, 40) == (7, 46)  # 45 lines: the window cuts the head
+    assert choose_window(lines, 2, 46, words, 40, slack=6) == (2, 46)  # within 6 lines of the width: whole
+    assert choose_window(lines, 2, 46, words, 40, slack=4) == (7, 46)
+    # no query words: the head of the body, as before
+    assert choose_window(lines, 2, 46, frozenset(), 40, slack=6) == (2, 41)
+
+
+def test_occurrence_share_lets_many_matching_lines_outweigh_one_rare_word():
+    lines = ["x = 0"] * 100
+    lines[20], lines[22] = "alpha()", "beta()"  # two distinct words, once each (beta is rare)
+    for n in range(70, 80):
+        lines[n] = "alpha(n)"  # one word on ten lines
+    words = frozenset({"alpha", "beta"})
+    first, last = choose_window(lines, 1, 100, words, 10, context=0)
+    assert first <= 21 and 23 <= last  # by distinct words: the rare one decides
+    first, last = choose_window(lines, 1, 100, words, 10, context=0, occurrence=0.5)
+    assert (first, last) == (71, 80)  # each matching line counts half its weight: the dense run wins
+
+
+def test_blank_lines_left_out_of_the_rendered_excerpt_keep_their_numbers():
+    lines = ["def f():", "    a = 1", "", "    b = 2", "   ", "    return a + b"]
+    assert render_excerpt(lines, 2, 6, 240) == "2  a = 1\n3\n4  b = 2\n5\n6  return a + b"
+    assert render_excerpt(lines, 2, 6, 240, blank=False) == "2  a = 1\n4  b = 2\n6  return a + b"
 
 
 def test_source_lines_mask_secrets_and_refuse_secret_files(tmp_path):

@@ -126,16 +126,22 @@ def test_graph_support_moves_linked_direct_hits_and_adds_none(tmp_path, conn):
 def test_the_best_hits_get_the_wider_excerpt(long_repo, conn):
     """excerpt_top_lines widens the query-chosen excerpt of the excerpt_top_hits best hits only."""
     question = "which step values does load_settings read from the list of values"
-    config = with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1)
+    # no whole-body slack: the body (43 lines) would be sent whole, and this is about the widths
+    config = with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1, excerpt_whole_slack=0)
     rs = Retriever(conn, None, config, None, index=view(long_repo)).retrieve(question, k=10)
     first = rs.hits[0]
     assert first.symbol == "settings.loader.load_settings"
     start, end = first.excerpt_lines
     assert end - start + 1 == 30
-    narrow = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=0), None,
+    narrow = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=0, excerpt_whole_slack=0), None,
                        index=view(long_repo)).retrieve(question, k=10)
     start, end = narrow.hits[0].excerpt_lines
     assert end - start + 1 == 12
     for hit in rs.hits[1:]:
         if hit.card_head:  # an excerpt chosen by the query (a module keeps its stored head)
             assert hit.excerpt_lines[1] - hit.excerpt_lines[0] + 1 <= 12
+    # with a whole-body slack of 16 lines the 43-line body is within reach of the 30-line window: sent whole
+    whole = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1,
+                                                 excerpt_whole_slack=16), None, index=view(long_repo))
+    start, end = whole.retrieve(question, k=10).hits[0].excerpt_lines
+    assert end - start + 1 == 43 and "duplicated mapping key" in whole.retrieve(question, k=10).hits[0].excerpt

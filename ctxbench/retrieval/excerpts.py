@@ -8,9 +8,13 @@ excerpt of a hit is chosen per query instead:
   card shows is sent twice;
 - a body that fits in ``excerpt_lines`` is sent whole; a longer one is cut to the window of that many
   lines with the highest keyword score: each query word found in the window counts its inverse line
-  frequency in this body (a word on every line says little), words matched after light stemming
+  frequency in this body (a word on every line says little), each matching line a share of its words' weight,
+  words matched after light stemming
   (``stem``) and split out of identifiers like the keyword index splits them;
-- the lines keep their real file line numbers, printed in front of each line.
+- a window that starts inside a nested block moves up to the line opening the body-level statement that
+  holds it (``statement_start``), and a body only a little longer than the window is sent whole;
+- the lines keep their real file line numbers, printed in front of each line (blank lines may be left out:
+  the numbers show the gap).
 
 Files are read from the repository with secrets masked as cards mask them (``SourceLines``, cached by
 path, size and mtime); a file that cannot be read, or whose lines no longer cover the symbol, keeps the
@@ -140,7 +144,7 @@ class FileLines:
         self.lines = lines
         self._words: list[tuple[str, ...] | None] = [None] * len(lines)  # a tuple is far smaller than a set
         self._regions: dict[tuple[int, int, str], tuple[int, int]] = {}
-        self._rendered: dict[tuple[int, int, int], str] = {}
+        self._rendered: dict[tuple[int, int, int, bool], str] = {}
 
     def words(self, start: int, end: int) -> list[tuple[str, ...]]:
         """The distinct words (``line_words``) of lines ``start..end`` (1-based, inclusive)."""
@@ -158,11 +162,11 @@ class FileLines:
             found = self._regions[key] = body_region(self.lines, first, last, language)
         return found
 
-    def render(self, first: int, last: int, max_chars: int) -> str:
-        key = (first, last, max_chars)
+    def render(self, first: int, last: int, max_chars: int, blank: bool = True) -> str:
+        key = (first, last, max_chars, blank)
         found = self._rendered.get(key)
         if found is None:
-            found = self._rendered[key] = render_excerpt(self.lines, first, last, max_chars)
+            found = self._rendered[key] = render_excerpt(self.lines, first, last, max_chars, blank)
         return found
 
 
@@ -262,12 +266,20 @@ def _skip_docstring(lines: Sequence[str], start: int, last: int) -> int:
 
 
 def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[str], width: int,
-                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None
+                  context: int = 0, *, matcher: WordMatcher | None = None, file: FileLines | None = None,
+                  slack: int = 0, statement_lines: int = 0, occurrence: float = OCCURRENCE_SHARE
                   ) -> tuple[int, int]:
     """The span of at most ``width`` lines of ``start..end`` that best matches ``words`` (see module doc);
     the head of the span when nothing matches. ``context``: lines kept above the first match. ``matcher``:
-    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets)."""
-    if end - start + 1 <= width or not words:
+    the query's ``WordMatcher`` (shared by its hits); ``file``: the lines' ``FileLines`` (their word sets).
+    ``slack``: a body at most this many lines longer than ``width`` is sent whole. ``statement_lines``: a
+    window that starts inside a nested block moves up, by at most this many lines, to the line that opens
+    the body-level statement holding it (``statement_start``), as long as its last strong match stays in.
+    ``occurrence``: what every matching line adds to a window's score, as a share of its words' weight (the
+    distinct words count once, in full)."""
+    if end - start + 1 <= width + (slack if words else 0):
+        return start, end
+    if not words:
         return start, min(end, start + width - 1)
     match = matcher if matcher is not None and matcher.words == words else WordMatcher(words)
     sets = file.words(start, end) if file is not None else [line_words(lines[n - 1]) for n in range(start, end + 1)]
@@ -285,13 +297,13 @@ def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[s
     counts: dict[str, int] = {}
     score = 0.0  # distinct words of the window by weight, plus a little for every further matching line
     for i in range(total):  # slide: add line i, drop line i - width
-        score += OCCURRENCE_SHARE * line_weight[i]
+        score += occurrence * line_weight[i]
         for w in per_line[i]:
             counts[w] = counts.get(w, 0) + 1
             if counts[w] == 1:
                 score += weight[w]
         if i >= width:
-            score -= OCCURRENCE_SHARE * line_weight[i - width]
+            score -= occurrence * line_weight[i - width]
             for w in per_line[i - width]:
                 counts[w] -= 1
                 if counts[w] == 0:
@@ -305,18 +317,45 @@ def choose_window(lines: Sequence[str], start: int, end: int, words: frozenset[s
         at = max(0, min(total - width, matched[0] - context))
         if matched[-1] >= at + width:
             at = matched[-1] - width + 1
+    if statement_lines > 0:
+        keep = matched[-1] if matched else at
+        at = max(statement_start(lines, start, start + at, statement_lines) - start, keep - width + 1)
     first = start + at
     return first, first + width - 1
 
 
-def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) -> str:
-    """Lines ``first..last`` with their common indentation removed, each after its file line number."""
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
+def statement_start(lines: Sequence[str], start: int, first: int, most: int) -> int:
+    """The line that opens the body-level statement holding line ``first`` of a body starting at ``start``:
+    the nearest line at or above it indented no deeper than the body's first line, searched at most ``most``
+    lines up (``first`` itself when none is found, or when ``first``, after blank lines, is body-level)."""
+    base = _indent(lines[start - 1])
+    n = first
+    while n < len(lines) and not lines[n - 1].strip():
+        n += 1
+    if _indent(lines[n - 1]) <= base:
+        return first
+    for up in range(first - 1, max(start, first - most) - 1, -1):
+        text = lines[up - 1]
+        if text.strip() and _indent(text) <= base:
+            return up
+    return first
+
+
+def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int, blank: bool = True) -> str:
+    """Lines ``first..last`` with their common indentation removed, each after its file line number;
+    ``blank`` False: blank lines left out (the line numbers show where they were)."""
     chosen = lines[first - 1: last]
     indent = min((len(ln) - len(ln.lstrip()) for ln in chosen if ln.strip()), default=0)
     width = len(str(last))
     out = []
     for n, ln in zip(range(first, last + 1), chosen):
         text = ln[indent:].rstrip()
+        if not blank and not text:
+            continue
         if len(text) > max_chars:
             text = text[: max(0, max_chars - 1)].rstrip() + "…"
         out.append(f"{n:>{width}}  {text}".rstrip())
@@ -324,9 +363,13 @@ def render_excerpt(lines: Sequence[str], first: int, last: int, max_chars: int) 
 
 
 def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], width: int, context: int,
-                  max_chars: int, matcher: WordMatcher | None = None) -> Excerpt | None:
+                  max_chars: int, matcher: WordMatcher | None = None, *, slack: int = 0,
+                  statement_lines: int = 0, blank: bool = True, occurrence: float = OCCURRENCE_SHARE
+                  ) -> Excerpt | None:
     """The excerpt of ``card`` for a query's ``words``; None when the file cannot give it (the caller keeps
-    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits."""
+    the card's stored excerpt) or the card is a module's. ``matcher``: the query's, shared by its hits;
+    ``slack``, ``statement_lines``, ``occurrence``: as ``choose_window``'s; ``blank`` False: blank lines left
+    out."""
     if card.kind == "module" or width <= 0:
         return None
     file = source.file(card.path)
@@ -336,7 +379,8 @@ def query_excerpt(card: SymbolCard, source: SourceLines, words: frozenset[str], 
     if card.end_line > len(lines) or card.line < 1:
         return None
     start, end = file.region(card.line, card.end_line, card.language)
-    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file)
+    first, last = choose_window(lines, start, end, words, width, context, matcher=matcher, file=file, slack=slack,
+                                statement_lines=statement_lines, occurrence=occurrence)
     while last > first and not lines[last - 1].strip():
         last -= 1
-    return Excerpt(file.render(first, last, max_chars), first, last)
+    return Excerpt(file.render(first, last, max_chars, blank), first, last)

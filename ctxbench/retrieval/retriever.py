@@ -819,8 +819,11 @@ class Retriever:
 
         icfg = self.config.index
         width = width or self.config.retrieval.excerpt_lines or icfg.excerpt_lines
-        return query_excerpt(card, self._source_lines(view), words.words, width,
-                             self.config.retrieval.excerpt_context_lines, icfg.card_line_max_chars, words)
+        rc = self.config.retrieval
+        return query_excerpt(card, self._source_lines(view), words.words, width, rc.excerpt_context_lines,
+                             icfg.card_line_max_chars, words, slack=rc.excerpt_whole_slack,
+                             statement_lines=rc.excerpt_statement_lines, blank=rc.excerpt_blank_lines,
+                             occurrence=rc.excerpt_occurrence_share)
 
     def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
              near_label: str = "", words: Any = None, width: int = 0,
