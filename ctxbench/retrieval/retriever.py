@@ -145,15 +145,17 @@ class Retriever:
 
     def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False,
                 walk: bool = True) -> None:
-        """Bring the keyword index, the graph walk of personalized retrieval (unless ``walk`` is False: a
-        one-shot command builds it only if a pin asks) and (when the model is ready or ``wait_for_model``)
-        the vector index up to date."""
+        """Bring the keyword index, the graph walk of personalized retrieval and the keyword feedback's word table
+        (unless ``walk`` is False: a one-shot command builds them only when asked) and (when the model is ready or
+        ``wait_for_model``) the vector index up to date."""
         view = self.index
         if view is None:
             return
         self._sync_keyword(view)
         if walk:
             self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
+            if self.config.retrieval.prf_keyword_weight > 0:
+                self._word_frequencies(view)  # the keyword feedback's word table, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
                 if not self.embedder.ready and self.config.retrieval.query_excerpts:
@@ -999,11 +1001,26 @@ class Retriever:
         )
 
 
+_TOKEN_WORDS: dict[str, tuple[str, ...]] = {}  # identifier token -> its words (ids and signatures repeat tokens)
+_TOKEN_WORDS_MAX = 200_000  # then forgotten all at once
+
+
 def _card_words(card: SymbolCard) -> frozenset[str]:
     """The words of a card's id and signature, identifiers split as the keyword index splits them."""
-    from ctxbench.retrieval.vectors import split_identifier
+    from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
 
-    return frozenset(split_identifier(card.symbol_id) + split_identifier(card.signature))
+    out: set[str] = set()
+    for text in (card.symbol_id, card.signature):
+        for token in _NON_WORD.split(text):
+            if not token:
+                continue
+            words = _TOKEN_WORDS.get(token)
+            if words is None:
+                if len(_TOKEN_WORDS) >= _TOKEN_WORDS_MAX:
+                    _TOKEN_WORDS.clear()
+                words = _TOKEN_WORDS[token] = tuple(split_identifier(token))
+            out.update(words)
+    return frozenset(out)
 
 
 def _short(symbol: str) -> str:
