@@ -254,14 +254,17 @@ def test_vector_schema_is_versioned(conn):
 
 def test_kind_weights_demote_modules_unless_named(index, conn):
     query = "rendering of tables and text"
-    plain = Retriever(conn, None, Config(), None, index=view(index)).retrieve(query, k=20)
-    no_weights = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, kind_weights=()))
+    # without keyword feedback (round 5), which raises the first hits over the hits it lifts
+    plain_config = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, prf_keyword_weight=0))
+    plain = Retriever(conn, None, plain_config, None, index=view(index)).retrieve(query, k=20)
+    no_weights = dataclasses.replace(plain_config, retrieval=dataclasses.replace(plain_config.retrieval,
+                                                                                 kind_weights=()))
     flat = Retriever(conn, None, no_weights, None, index=view(index)).retrieve(query, k=20)
     score = {h.symbol: h.score for h in plain.hits}
     flat_score = {h.symbol: h.score for h in flat.hits}
     assert "render" in score and score["render"] == pytest.approx(flat_score["render"] * 0.5, rel=1e-6)
     # modules are never name hits (too broad); a named class is not demoted
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = Retriever(conn, None, plain_config, None, index=view(index))
     assert r.name_ranking("what is in `render.table`?") == []
     sources = ("keyword", "name")
     weighted = {h.symbol: h.score for h in r.retrieve("TableRenderer", k=5, sources=sources).hits}

@@ -102,9 +102,11 @@ def test_graph_support_moves_linked_direct_hits_and_adds_none(tmp_path, conn):
     index = index_repo(write_repo(tmp_path / "repo"), conn)
     question = "render every row of the table as padded text lines"
     light = ("keyword", "name")
-    plain = Retriever(conn, None, with_retrieval(graph_support_weight=0.0), None, index=view(index))
-    helped = Retriever(conn, None, with_retrieval(graph_support_weight=1.0, graph_support_seeds=2), None,
-                       index=view(index))
+    # keyword feedback off: it raises the first hits over the hits it lifts, which would blur the scores compared here
+    plain = Retriever(conn, None, with_retrieval(graph_support_weight=0.0, prf_keyword_weight=0.0), None,
+                      index=view(index))
+    helped = Retriever(conn, None, with_retrieval(graph_support_weight=1.0, graph_support_seeds=2,
+                                                  prf_keyword_weight=0.0), None, index=view(index))
     before = plain.retrieve(question, k=20, sources=light)
     after = helped.retrieve(question, k=20, sources=light)
     assert {h.symbol for h in after.hits} == {h.symbol for h in before.hits}

@@ -69,10 +69,11 @@ def test_demoted_areas_go_last_in_the_component_rankings(tmp_path, conn):
     index = view(index_repo(repo, conn))
     test_id = "tests.test_cache.test_evict_oldest_cache_entry_when_full"
     code_id = "store.cache.LRUCache.set"
+    # keyword feedback off (round 5): it raises the first hits over the hits it lifts, moving the scores compared here
     plain = Retriever(conn, None, with_retrieval(areas_last_in_components=False, class_scope_weight=0.0,
-                                                 graph_support_weight=0.0), None, index=index)
+                                                 graph_support_weight=0.0, prf_keyword_weight=0.0), None, index=index)
     last = Retriever(conn, None, with_retrieval(areas_last_in_components=True, class_scope_weight=0.0,
-                                                graph_support_weight=0.0), None, index=index)
+                                                graph_support_weight=0.0, prf_keyword_weight=0.0), None, index=index)
     query = "evict the oldest cache entry when full"
     keyword = plain.keyword_ranking(query, 50)
     assert keyword[0][0] == test_id  # the test's name holds every word

@@ -96,6 +96,17 @@ def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
     return code_search.search(conn, repo, match, weights, limit)
 
 
+def keyword_search_terms(conn: sqlite3.Connection, repo: str, terms: Sequence[str], limit: int,
+                         config: RetrievalConfig | None = None) -> list[tuple[str, float]]:
+    """``keyword_search`` for words already reduced (``query_terms`` form), e.g. a query's expansion words."""
+    config = config or RetrievalConfig()
+    if not terms or limit <= 0:
+        return []
+    columns = len(code_search.COLUMNS)
+    weights = (tuple(config.keyword_column_weights) + (0.0,) * columns)[:columns]
+    return code_search.search(conn, repo, _match(terms), weights, limit)
+
+
 def symbols_matching(conn: sqlite3.Connection, repo: str, terms: Sequence[str], symbol_ids: Iterable[str]
                      ) -> set[str]:
     """Which of ``symbol_ids`` match at least one of ``terms`` (words as ``query_terms`` gives them)."""

@@ -10,6 +10,9 @@ indexed repository, each hit with its component scores and a ``why`` in words. C
 - class scope: the methods of the classes the semantic or keyword component ranks first (the class is the
   clue to a generically named method), in the order found, then by cosine to the query;
 - phrase: symbols whose source lines hold text the query quotes (an error message: ``phrases``);
+- keyword feedback: the words of the first hits' ids and signatures that the query lacks (the most distinctive
+  ones, by IDF) searched again; its share reorders the keyword, name, scope and phrase hits below the first
+  ``feedback_head`` hits, which keep their places (``feedback_ranking``);
 - personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
   or recently used (activation), together with what the query mentions (names and paths; alone they
   do not personalize, see ``RetrievalConfig.personalize_mentions_alone``), before graph expansion so
@@ -50,7 +53,9 @@ from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
 from ctxbench.retrieval.areas import area_of, area_weight, asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
-from ctxbench.retrieval.keyword import keyword_search, query_terms, symbols_matching, sync_keyword_index
+from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, query_terms, symbols_matching,
+                                       sync_keyword_index)
+from ctxbench.retrieval.stemming import stem as _stem
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
@@ -67,6 +72,8 @@ NOTE_NOT_INDEXED = "repository not indexed"
 
 NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
+FEEDBACK_TAKERS = ("keyword", "name", "scope", "phrase")  # hits found by these get the keyword feedback's share
+FEEDBACK_HEAD_MARGIN = 1e-6  # how far above the best lifted hit the feedback head is raised (RRF units)
 QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
 
 
@@ -118,6 +125,8 @@ class Retriever:
         self._names: dict[str, list[str]] | None = None
         self._module_paths: dict[str, list[str]] | None = None
         self._members: dict[str, list[str]] | None = None
+        # (index version, symbol -> the words of its id and signature, word -> how many cards hold it): feedback
+        self._words: tuple[str, dict[str, frozenset[str]], dict[str, int]] | None = None
         self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
         self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
         self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
@@ -136,15 +145,17 @@ class Retriever:
 
     def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False,
                 walk: bool = True) -> None:
-        """Bring the keyword index, the graph walk of personalized retrieval (unless ``walk`` is False: a
-        one-shot command builds it only if a pin asks) and (when the model is ready or ``wait_for_model``)
-        the vector index up to date."""
+        """Bring the keyword index, the graph walk of personalized retrieval and the keyword feedback's word table
+        (unless ``walk`` is False: a one-shot command builds them only when asked) and (when the model is ready or
+        ``wait_for_model``) the vector index up to date."""
         view = self.index
         if view is None:
             return
         self._sync_keyword(view)
         if walk:
             self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
+            if self.config.retrieval.prf_keyword_weight > 0:
+                self._word_frequencies(view)  # the keyword feedback's word table, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
                 if not self.embedder.ready and self.config.retrieval.query_excerpts:
@@ -546,6 +557,9 @@ class Retriever:
             for component in ("semantic", "keyword"):
                 if component in rankings:
                     rankings[component] = self._areas_last(view, rankings[component], asked)
+        feedback: list[tuple[str, float]] = []
+        if rc.prf_keyword_weight > 0 and "keyword" in rankings:
+            feedback = self.feedback_ranking(view, query, rankings, asked)
         cc = self.config.capsules
         capsules = view.capsules if "capsule" in sources else ()
         if capsules and cc.retrieval_weight > 0:
@@ -577,6 +591,8 @@ class Retriever:
         if "graph" in sources and fused and rc.graph_weight > 0:
             self._expand_graph(view, fused, graph_notes, unit, asked, similarity)
 
+        # the hits the keyword, name, scope or phrase components found (the feedback reorders those)
+        found = {sid for sid, f in fused.items() if any(c in f.scores for c in FEEDBACK_TAKERS)} if feedback else set()
         for sid in sorted(pin_ids | mentioned_ids):
             if sid not in fused:
                 fused[sid] = Fused(sid)
@@ -592,6 +608,8 @@ class Retriever:
                 entry.score += rc.activation_boost * active[sid]
                 entry.scores["activation"] = active[sid]
 
+        if feedback:  # added last, below the first feedback_head hits, which keep their places
+            self._add_feedback(view, fused, feedback, asked, found)
         ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
         words = self._excerpt_words(query)
@@ -697,6 +715,89 @@ class Retriever:
         if area is None:
             area = self._areas[card.path] = area_of(card.path)
         return area
+
+    def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
+                         asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
+        """Pseudo-relevance feedback for the keyword component: the first ``feedback_hits`` symbols of a first
+        fusion of the direct components (kind and area weighted, modules left out) lend their most distinctive
+        words — those of their ids and signatures that the query does not hold, by IDF over the repository's
+        cards, weighted 1 / rank — and the ``feedback_terms`` best are searched as a second keyword query (demoted
+        areas last). Empty when the first fusion found nothing or no word is left."""
+        import math
+
+        rc = self.config.retrieval
+        if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
+            return []
+        direct = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
+                  "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "phrase": rc.phrase_weight}
+        first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
+        weighted = sorted(((f.score * self._weight_of(view, f.symbol, asked), f.symbol) for f in first
+                           if f.symbol in view.cards and view.cards[f.symbol].kind != "module"),
+                          key=lambda sf: (-sf[0], sf[1]))
+        feedback = [sid for _, sid in weighted[: rc.feedback_hits]]
+        if not feedback:
+            return []
+        df, n = self._word_frequencies(view)
+        stop = set(rc.keyword_stopwords)
+        asked_words = {_stem(w) for w in query_terms(query)}
+        gain: dict[str, float] = {}
+        for rank, sid in enumerate(feedback, 1):
+            for w in self._card_words(view, sid):
+                if w in stop or len(w) < 3 or w.isdigit() or _stem(w) in asked_words:
+                    continue
+                gain[w] = gain.get(w, 0.0) + math.log(n / df.get(w, 1)) / rank
+        terms = [w for w, _ in sorted(gain.items(), key=lambda kv: (-kv[1], kv[0]))[: rc.feedback_terms]]
+        found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
+        return self._areas_last(view, found, asked) if rc.area_weights else found
+
+    def _add_feedback(self, view: IndexView, fused: dict[str, Fused], feedback: Sequence[tuple[str, float]],
+                      asked: frozenset[str], found: set[str]) -> None:
+        """Add the feedback ranking's RRF share (``prf_keyword_weight``, kind and area weighted as fused scores
+        are) to the hits in ``found``: those the keyword, name, scope or phrase components found, which have
+        evidence of their own for the relevance floor whatever its settings (so the floor still never changes the
+        order). It adds no hit (on the twelve tuning repositories adding the symbols only it found changed no figure).
+
+        The first ``feedback_head`` hits keep their places: they get no share, and when a lifted hit would pass the
+        last of them they are all raised by the same amount, just above it (their order and gaps unchanged, so the
+        score the planner orders cards by still agrees with the hits' order).
+        """
+        rc = self.config.retrieval
+        head = sorted((f for f in fused.values() if f.symbol in view.cards),
+                      key=lambda f: (-f.score, f.symbol))[: max(0, rc.feedback_head)]
+        taken = {f.symbol for f in head}
+        for f in fuse({"prf_keyword": feedback}, {"prf_keyword": rc.prf_keyword_weight}, method=rc.fusion,
+                      rrf_k=rc.rrf_k):
+            entry = fused.get(f.symbol)
+            if entry is None or f.symbol not in found or f.symbol in taken:  # the feedback words alone do not tie
+                continue  # a symbol to the query; the head keeps its places
+            entry.score += f.score if "name" in entry.scores else f.score * self._weight_of(view, f.symbol, asked)
+            entry.scores.update(f.scores)
+            entry.ranks.update(f.ranks)
+        if head:
+            floor = min(f.score for f in head)
+            best = max((f.score for sid, f in fused.items() if sid not in taken and sid in view.cards), default=None)
+            if best is not None and best >= floor:
+                lift = best - floor + FEEDBACK_HEAD_MARGIN
+                for f in head:
+                    f.score += lift
+                    f.scores["feedback_head"] = lift
+
+    def _word_frequencies(self, view: IndexView) -> tuple[dict[str, int], int]:
+        """Word -> the number of the view's cards whose id or signature holds it, and the number of cards (made
+        once per index version)."""
+        with self._lock:
+            if self._words is None or self._words[0] != view.version:
+                words = {sid: _card_words(card) for sid, card in view.cards.items()}
+                df: dict[str, int] = {}
+                for found in words.values():
+                    for w in found:
+                        df[w] = df.get(w, 0) + 1
+                self._words = (view.version, words, df)
+            return self._words[2], max(1, len(view.cards))
+
+    def _card_words(self, view: IndexView, sid: str) -> frozenset[str]:
+        self._word_frequencies(view)
+        return self._words[1].get(sid, frozenset())
 
     def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
                     ) -> list[tuple[str, float]]:
@@ -854,6 +955,13 @@ class Retriever:
         if "capsule" in f.scores:
             components.append(("capsule", round(f.scores["capsule"], 4)))
             why.append("in a capsule the query is about")
+        if "prf_keyword" in f.scores:
+            components.append(("prf_keyword", round(f.scores["prf_keyword"], 4)))
+            why.append(f"feedback keyword rank {f.ranks['prf_keyword']} (words of the first hits)")
+        if "feedback_head" in f.scores:
+            components.append(("feedback_head", round(f.scores["feedback_head"], 6)))
+            why.append(f"kept among the first {self.config.retrieval.feedback_head} "
+                       f"(+{f.scores['feedback_head']:.3f} over the hits the feedback lifted)")
         if "personalized" in f.scores:
             components.append(("personalized", round(f.scores["personalized"], 4)))
             why.append(f"{near_label} {f.scores['personalized']:.2f}")
@@ -894,6 +1002,28 @@ class Retriever:
             neighbour_of=graph_note[1] if provenance == "graph" else "",
             below_threshold=below_threshold,
         )
+
+
+_TOKEN_WORDS: dict[str, tuple[str, ...]] = {}  # identifier token -> its words (ids and signatures repeat tokens)
+_TOKEN_WORDS_MAX = 200_000  # then forgotten all at once
+
+
+def _card_words(card: SymbolCard) -> frozenset[str]:
+    """The words of a card's id and signature, identifiers split as the keyword index splits them."""
+    from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
+
+    out: set[str] = set()
+    for text in (card.symbol_id, card.signature):
+        for token in _NON_WORD.split(text):
+            if not token:
+                continue
+            words = _TOKEN_WORDS.get(token)
+            if words is None:
+                if len(_TOKEN_WORDS) >= _TOKEN_WORDS_MAX:
+                    _TOKEN_WORDS.clear()
+                words = _TOKEN_WORDS[token] = tuple(split_identifier(token))
+            out.update(words)
+    return frozenset(out)
 
 
 def _short(symbol: str) -> str:
