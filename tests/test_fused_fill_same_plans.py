@@ -1,8 +1,9 @@
 """The fused strategy's fast paths make exactly the plans the plain ones made.
 
 ``fused._fill_rest`` decides the atoms that fill the rest of the budget in one loop over the units' lists and
-``_record`` hands them to the selection at once; ``plan._included_history`` makes the included items from each
-atom's template and reads each score from the strategy's unit table. Here the plain versions — every atom through
+``_record`` writes them into the selection's picks in one loop; ``plan._included_history`` makes the included items
+from each atom's template, numbered in payload order, and reads each score from the strategy's unit table. Here the
+plain versions — every atom through
 ``HistorySelection.include_atom``, every included item built field by field with its group's score dict — are
 written out again and swapped in, and the plans of both must be the same byte for byte: PlanId, every item
 (included and excluded, reasons, details, scores) and the payload, on a long synthetic session with tool calls in
@@ -85,7 +86,7 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
                                    f"rank {rank} of {n}, score {values[u]:.3f}")
                 selection.include_atom(gi, ai, budget, reason, why, with_user=units.calls[u])
 
-    def included_history(selection: HistorySelection) -> list[PlanItem]:
+    def included_history(selection: HistorySelection, start: int = 0) -> tuple[list[PlanItem], int]:
         pairs = []
         for gi in sorted(selection.picks):
             pick = selection.picks[gi]
@@ -101,7 +102,8 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
                     message_ids=atom.message_ids, messages=atom.messages,
                     detail=plan_mod._join(pick.details[ai], atom.detail), external_ids=atom.external_ids)))
         pairs.sort(key=lambda pair: pair[0])
-        return [item for _first, item in pairs]
+        items = [dataclasses.replace(item, order=order) for order, (_first, item) in enumerate(pairs, start)]
+        return items, sum(item.tokens for item in items)
 
     monkeypatch.setattr(fused, "_fill_rest", fill_rest)
     monkeypatch.setattr(fused, "_record", record)

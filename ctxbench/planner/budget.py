@@ -15,7 +15,8 @@ from __future__ import annotations
 
 import math
 from itertools import accumulate
-from typing import Any, Callable, Sequence
+from types import MappingProxyType
+from typing import Any, Callable, Mapping, Sequence
 
 from ctxbench.planner.atoms import GroupView
 
@@ -55,17 +56,26 @@ class Budget:
         return Budget(max(0, limit), 0, self)
 
 
+NO_PINS: Mapping[int, str] = MappingProxyType({})  # the pins of a group none of whose atoms is pinned (shared, read-only)
+
+
 class GroupPick:
     """The included atoms of one group: reason, detail and pin by atom index (dicts of strings: a large plan picks
-    from hundreds of groups, and such dicts are nothing the garbage collector tracks)."""
+    from hundreds of groups, and such dicts are nothing the garbage collector tracks). Few groups have a pinned
+    atom: the others share one empty read-only ``pins`` (hundreds of dicts fewer to make per plan)."""
 
     __slots__ = ("reasons", "details", "pins", "partial")
 
     def __init__(self) -> None:
         self.reasons: dict[int, str] = {}  # atom index -> included reason
         self.details: dict[int, str] = {}
-        self.pins: dict[int, str] = {}  # only the pinned ones
+        self.pins: Mapping[int, str] = NO_PINS  # only the pinned ones (a dict of its own once one is: ``pin``)
         self.partial = False
+
+    def pin(self, ai: int, pin: str) -> None:
+        if self.pins is NO_PINS:
+            self.pins = {}
+        self.pins[ai] = pin  # type: ignore[index]
 
 
 class AtomValues:
@@ -164,7 +174,7 @@ class HistorySelection:
         pick.reasons[ai] = reason
         pick.details[ai] = detail
         if pin:
-            pick.pins[ai] = pin
+            pick.pin(ai, pin)
 
     def force_group(self, gi: int, budget: Budget, reason: str, pin: str = "", detail: str = "") -> None:
         """Include every eligible atom whatever the budget (mandatory, e.g. a sticky pin)."""
@@ -189,7 +199,7 @@ class HistorySelection:
                     pick.reasons[ai] = reason
                     pick.details[ai] = detail
                     if pin:
-                        pick.pins[ai] = pin
+                        pick.pin(ai, pin)
             budget.take(group.eligible_tokens)
             return FULL
         if pick is None and not partial:
@@ -223,19 +233,6 @@ class HistorySelection:
             self._pick(gi).partial = True
             return PARTIAL
         return NONE
-
-    def include_decided(self, groups: Sequence[int], atoms: Sequence[int], reasons: Sequence[str],
-                        details: Sequence[str]) -> None:
-        """Record atoms a strategy already decided and charged to its budget: group index, atom index, reason and
-        detail of each (side by side), no pin. For a strategy that decides hundreds of atoms in its own loop
-        (``fused``) and checks the budget and what is included there; nothing is checked here."""
-        picks = self.picks
-        for gi, ai, reason, detail in zip(groups, atoms, reasons, details):
-            pick = picks.get(gi)
-            if pick is None:
-                pick = picks[gi] = GroupPick()
-            pick.reasons[ai] = reason
-            pick.details[ai] = detail
 
     def include_atom(self, gi: int, ai: int, budget: Budget, reason: str, detail: str = "", pin: str = "",
                      *, with_user: bool = True) -> bool:

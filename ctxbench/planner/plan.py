@@ -67,6 +67,7 @@ PLAN_FORMAT_VERSION = 1
 PLAN_ID_HEX = 20
 OVER_BUDGET_LISTED = 6  # mandatory items named in an over_budget reason
 ESTIMATE_NOTE = "token counts are estimates (chars/4), not the model's tokenizer"
+HISTORY_SECTION = "history"  # the section of every history atom's item
 
 _NEW = object.__new__
 
@@ -275,7 +276,7 @@ def _atom_template(atom: Any) -> dict[str, Any]:
     template = atom.item_template
     if not template:
         template.update(
-            id=atom.id, kind="history_atom", section="history", label=atom.label, tokens=atom.tokens,
+            id=atom.id, kind="history_atom", section=HISTORY_SECTION, label=atom.label, tokens=atom.tokens,
             included=False, reason="", score=0.0, pin="", order=-1, message_ids=atom.message_ids,
             messages=(), detail="", external_ids=atom.external_ids,
         )
@@ -320,9 +321,10 @@ def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tupl
     return hit
 
 
-def _included_history(selection: HistorySelection) -> list[PlanItem]:
-    """Every included history atom's item (order unset), chronologically (by first message id): hundreds per plan
-    at a large budget, each made from its atom's template with the fields that differ set on it."""
+def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list[PlanItem], int]:
+    """Every included history atom's item, chronologically (by first message id), numbered in payload order from
+    ``start``, and their tokens: hundreds per plan at a large budget, each made from its atom's template with the
+    fields that differ set on it."""
     included: list[PlanItem] = []
     firsts: list[int] = []
     scores = selection.scores
@@ -330,12 +332,15 @@ def _included_history(selection: HistorySelection) -> list[PlanItem]:
     picks, groups = selection.picks, selection.groups
     table = atom_scores.table if isinstance(atom_scores, AtomValues) else None  # no dict per group made
     unit_of, unit_values = table if table is not None else ({}, ())
+    append, first = included.append, firsts.append
+    order = start
+    tokens = 0
     for gi in sorted(picks):
         pick = picks[gi]
         atoms = groups[gi].atoms
         score = scores.get(gi, 0.0)
         own_scores = atom_scores.get(gi) if table is None else None
-        units = unit_of.get(gi)
+        units = unit_of.get(gi) if table is not None else None
         reasons, details, pins = pick.reasons, pick.details, pick.pins
         for ai in sorted(reasons) if len(reasons) > 1 else reasons:  # in atom order
             atom = atoms[ai]
@@ -343,20 +348,27 @@ def _included_history(selection: HistorySelection) -> list[PlanItem]:
             fields = item.__dict__
             fields.update(atom.included_template or _included_template(atom))
             fields["reason"] = reasons[ai]
-            if table is not None:
-                u = units[ai] if units is not None else -1
+            if units is not None:
+                u = units[ai]
                 fields["score"] = unit_values[u] if u >= 0 else score
+            elif table is None and own_scores:
+                fields["score"] = own_scores.get(ai, score)
             else:
-                fields["score"] = own_scores.get(ai, score) if own_scores else score
+                fields["score"] = score
             detail, more = details[ai], atom.detail  # _join(detail, more), inline
             fields["detail"] = (f"{detail}; {more}" if detail else more) if more else detail
             if pins:
                 fields["pin"] = pins.get(ai, "")
-            included.append(item)
-            firsts.append(atom.first_id)
+            fields["order"] = order
+            order += 1
+            tokens += atom.tokens
+            append(item)
+            first(atom.first_id)
     if any(map(gt, firsts, islice(firsts, 1, None))):  # groups interleaved: by first message id
         included = [included[i] for i in sorted(range(len(included)), key=firsts.__getitem__)]
-    return included
+        for order, item in enumerate(included, start):
+            item.__dict__["order"] = order
+    return included, tokens
 
 
 def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
@@ -478,27 +490,27 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
             cand.exclude("over_budget", "mandatory items alone exceed the budget" if over_budget else "")
 
     # assembly: the included items and the excluded context layers now, the excluded history atoms when read
-    history_in = _included_history(selection)
     included_layers = sorted((cand for cand in layers if cand.included), key=lambda cand: cand.category)
-    items: list[PlanItem] = []
-    order = 0
-    for cand in included_layers:
-        items.append(_cand_item(cand, order))
-        order += 1
-    for item in history_in:
-        item.__dict__["order"] = order
-        items.append(item)
-        order += 1
-    items.append(_cand_item(c.current[0], order))
-    items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
-    tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
+    items: list[PlanItem] = [_cand_item(cand, order) for order, cand in enumerate(included_layers)]
+    history_in, history_tokens = _included_history(selection, len(items))
+    current = _cand_item(c.current[0], len(items) + len(history_in))
 
+    # tokens by section, counted in payload order (layers, history, the current turn); excluded items count nothing
     section_tokens = dict.fromkeys(SECTIONS, 0)
     used = REPLY_PRIMING
     for item in items:
-        if item.included:
-            section_tokens[item.section] = section_tokens.get(item.section, 0) + item.tokens
-            used += item.tokens
+        section_tokens[item.section] = section_tokens.get(item.section, 0) + item.tokens
+        used += item.tokens
+    if history_in:  # every one of them in the history section
+        section_tokens[HISTORY_SECTION] = section_tokens.get(HISTORY_SECTION, 0) + history_tokens
+        used += history_tokens
+    if current.included:
+        section_tokens[current.section] = section_tokens.get(current.section, 0) + current.tokens
+        used += current.tokens
+    items.extend(history_in)
+    items.append(current)
+    items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
+    tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 
     return DeferredPlan.make(
         head=tuple(items),

@@ -46,7 +46,7 @@ import numpy as np
 
 from ctxbench.config import FusedConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
-from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, HistorySelection
+from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
@@ -455,29 +455,31 @@ def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order
 
 def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks: list[int], users: list[int],
             values: list[float], kw: np.ndarray, by_recency: bool) -> None:
-    """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection."""
+    """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection's picks (already decided and
+    charged to the budget: nothing is checked here), in one loop: hundreds of atoms per plan at a large budget."""
     n = units.n
     gis, ais = units.gi, units.ai
-    found = kw.tolist()
-    groups: list[int] = []
-    atoms: list[int] = []
-    reasons: list[str] = []
-    details: list[str] = []
+    picks = selection.picks
+    found = (kw > 0).tolist()  # found by keywords (as ``kw[u] > 0``)
+    reason = "recent_window"
     for u, rank, user in zip(chosen, ranks, users):
         if by_recency:
-            reason, why = "recent_window", f"newest first ({rank} of {n}): nothing matched the query yet"
+            why = f"newest first ({rank} of {n}): nothing matched the query yet"
         else:
-            reason, why = ("keyword_match" if found[u] > 0 else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
-        if user >= 0:
-            groups.append(gis[user])
-            atoms.append(ais[user])
-            reasons.append(reason)
-            details.append(why + USER_BROUGHT)
-        groups.append(gis[u])
-        atoms.append(ais[u])
-        reasons.append(reason)
-        details.append(why)
-    selection.include_decided(groups, atoms, reasons, details)
+            reason, why = ("keyword_match" if found[u] else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
+        if user >= 0:  # the user message the atom brings along, first (as ``include_atom`` does)
+            gi, ai = gis[user], ais[user]
+            pick = picks.get(gi)
+            if pick is None:
+                pick = picks[gi] = GroupPick()
+            pick.reasons[ai] = reason
+            pick.details[ai] = why + USER_BROUGHT
+        gi, ai = gis[u], ais[u]
+        pick = picks.get(gi)
+        if pick is None:
+            pick = picks[gi] = GroupPick()
+        pick.reasons[ai] = reason
+        pick.details[ai] = why
 
 
 def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, values: list[float], order: np.ndarray,
