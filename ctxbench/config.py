@@ -344,8 +344,12 @@ class RetrievalConfig:
     # phrase components found (it adds none), below the first feedback_head hits, which keep their places.
     # Round 5, twelve seen repositories (373 questions, on class x 0.6): R@10 0.752 -> 0.765, Heavy all gold
     # 0.684 -> 0.697, Light 0.542 -> 0.552, R@5 unchanged (0.653); weight 0.5 over 0.25 / 0.4 / 0.6 / 1.0, 3 hits
-    # over 2 / 5, 4 words over 2 / 6; as a component fused with the others (no head) R@5 fell 0.644 -> 0.625
-    prf_keyword_weight: float = 0.5
+    # over 2 / 5, 4 words over 2 / 6; as a component fused with the others (no head) R@5 fell 0.644 -> 0.625.
+    # Off by default for its cost: warm retrieval on textual (idle, bench perf --only retrieve) median / p95 22.9 /
+    # 30.6 ms with it against 19.7 / 24.3 without, over the Light p95 target of 30 ms, and its extra FTS5 query is as
+    # dear as the question's own keyword search (benchmarks/README.md, round 5; unseen code: R@10 0.733 with it,
+    # 0.742 without). 0.5 is the tuned weight for whoever makes it cheaper
+    prf_keyword_weight: float = 0.0
     feedback_hits: int = 3
     feedback_terms: int = 4
     feedback_head: int = 5
