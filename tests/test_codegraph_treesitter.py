@@ -129,3 +129,46 @@ def test_small_syntax_error_keeps_the_rest_as_partial():
     assert parsed.partial and "syntax error" in parsed.error
     ids = {s.id for s in parsed.symbols}
     assert {"p.good", "p.alsoGood"} <= ids
+
+
+CLASS_FIELDS_TS = """\
+export class Immer {
+  autoFreeze_ = true
+  /** Apply a recipe to a base state. */
+  produce: IProduce = (base: any, recipe?: any) => {
+    return finish(recipe(base))
+  }
+  static make = () => new Immer()
+  method() { return 1 }
+}
+"""
+
+CLASS_FIELDS_JS = """\
+class Store {
+  dispatch = (action) => {
+    return this.reduce(action)
+  }
+  #notify = function () { return listeners() };
+  [computed] = () => 1;
+  count = 0;
+}
+"""
+
+
+def test_class_fields_holding_functions_are_methods():
+    ts = parse_treesitter(CLASS_FIELDS_TS, "src/immer.ts", "typescript", small_config())
+    syms = {s.id: s for s in ts.symbols}
+    assert syms["src.immer.Immer.produce"].kind == "method"  # an arrow function in a class field
+    assert syms["src.immer.Immer.produce"].doc == "Apply a recipe to a base state."
+    assert syms["src.immer.Immer.produce"].signature == "produce: IProduce = (base: any, recipe?: any) =>"
+    assert (syms["src.immer.Immer.produce"].line, syms["src.immer.Immer.produce"].end_line) == (4, 6)
+    assert syms["src.immer.Immer.make"].kind == "method"
+    assert "src.immer.Immer.autoFreeze_" not in syms  # a field holding a value is not a symbol
+    assert syms["src.immer.Immer.method"].kind == "method"
+    js = parse_treesitter(CLASS_FIELDS_JS, "web/store.js", "javascript", small_config())
+    k = kinds(js)
+    assert k["web.store.Store.dispatch"] == "method" and k["web.store.Store.#notify"] == "method"
+    assert "web.store.Store.count" not in k and not any("computed" in sid for sid in k)
+    # what the field's function calls is its own reference, not the class's
+    refs = {(ref.source, ref.name) for ref in js.refs}
+    assert {("web.store.Store.dispatch", "this.reduce"), ("web.store.Store.#notify", "listeners")} <= refs

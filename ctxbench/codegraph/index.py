@@ -41,7 +41,7 @@ from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
 from ctxbench.store.locks import exclusive
 
-PARSER_VERSION = 4  # bump when parsing, cards or secret masking change: every file is parsed again
+PARSER_VERSION = 5  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)

@@ -96,6 +96,9 @@ _JAVA_DEFS = {
 _DEFS = {"javascript": _JS_DEFS, "typescript": _JS_DEFS, "tsx": _JS_DEFS, "go": _GO_DEFS, "rust": _RUST_DEFS,
          "java": _JAVA_DEFS}
 _CONTAINERS = frozenset({"class", "interface", "struct", "enum", "trait", "module"})
+# nodes that define a function through their value (``const f = () => ...``, a class field ``f = () => ...``)
+_VALUE_DEFINITIONS = frozenset({"variable_declarator", "field_definition", "public_field_definition"})
+_FUNCTION_VALUES = frozenset({"arrow_function", "function_expression", "function", "generator_function"})
 _HERITAGE = frozenset({"class_heritage", "extends_clause", "implements_clause", "superclass", "super_interfaces",
                        "extends_interfaces", "type_list", "extends_type_clause"})
 
@@ -192,13 +195,14 @@ class _TSExtractor:
                 raw = "type " + node.text[: end - node.start_byte].decode("utf-8", "replace")
                 return clip(_one_line(raw), self.config.signature_max_chars)
             return clip("type " + _one_line(_text(node)), self.config.signature_max_chars)
-        if node.type == "variable_declarator":
+        if node.type in _VALUE_DEFINITIONS:
             value = node.child_by_field_name("value")
             body = value.child_by_field_name("body") if value is not None else None
             prefix = node.parent.type if node.parent is not None else ""
             keyword = _text(node.parent.children[0]) if prefix == "lexical_declaration" else ""
             raw = node.text[: body.start_byte - node.start_byte] if body is not None else node.text
-            return clip(_one_line(f"{keyword} {raw.decode('utf-8', 'replace')}"), self.config.signature_max_chars)
+            return clip(_one_line(f"{keyword} {raw.decode('utf-8', 'replace')}").strip(),
+                        self.config.signature_max_chars)
         start = node.start_byte
         for child in node.children:  # skip decorators / annotations in the header
             if child.type in ("decorator",) or (child.type == "modifiers" and self.grammar == "java"):
@@ -219,7 +223,7 @@ class _TSExtractor:
         sid = f"{qual_parent}.{name}"
         doc, attrs, head_line = self.leading(node)
         body = node.child_by_field_name("body")
-        if node.type == "variable_declarator":
+        if node.type in _VALUE_DEFINITIONS:
             value = node.child_by_field_name("value")
             body = value.child_by_field_name("body") if value is not None else None
         elif node.type == "type_spec":
@@ -369,9 +373,25 @@ def _js_variable(ex: _TSExtractor, node: Any, container: str, qual: str, owner: 
     name_node = node.child_by_field_name("name")
     if value is None or name_node is None or name_node.type != "identifier":
         return False
-    if value.type not in ("arrow_function", "function_expression", "function", "generator_function"):
+    if value.type not in _FUNCTION_VALUES:
         return False
     sid = ex.add(node, "function", _text(name_node), container, qual)
+    ex.visit_children(value, sid, sid, owner)
+    return True
+
+
+def _js_field(ex: _TSExtractor, node: Any, container: str, qual: str, owner: str) -> bool:
+    """A class field whose value is a function (``produce = (base, recipe) => ...``, ``#run = function () {...}``)
+    is a method of its class; a field holding anything else is left to the generic walk."""
+    value = node.child_by_field_name("value")
+    name_node = node.child_by_field_name("name") or node.child_by_field_name("property")
+    if value is None or name_node is None or value.type not in _FUNCTION_VALUES:
+        return False
+    if name_node.type not in ("property_identifier", "private_property_identifier"):
+        return False  # a computed or string key names no symbol
+    parent = ex.symbols.get(container)
+    kind = "method" if parent is not None and parent.kind in _CONTAINERS - {"module"} else "function"
+    sid = ex.add(node, kind, _text(name_node), container, qual)
     ex.visit_children(value, sid, sid, owner)
     return True
 
@@ -435,6 +455,8 @@ def _java_import(ex: _TSExtractor, node: Any, container: str, qual: str, owner: 
 _Handler = Callable[[_TSExtractor, Any, str, str, str], bool]
 _SPECIAL: dict[tuple[str, str], _Handler] = {
     ("js", "variable_declarator"): _js_variable,
+    ("js", "field_definition"): _js_field,  # JavaScript's grammar
+    ("js", "public_field_definition"): _js_field,  # TypeScript's
     ("js", "import_statement"): _js_import,
     ("js", "export_statement"): _js_import,
     ("go", "method_declaration"): _go_method,
