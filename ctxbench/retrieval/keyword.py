@@ -88,12 +88,7 @@ def keyword_search(conn: sqlite3.Connection, repo: str, query: str, limit: int,
                    config: RetrievalConfig | None = None) -> list[tuple[str, float]]:
     """Symbols of ``repo`` matching ``query``, best first, with a positive BM25 relevance (higher is better)."""
     config = config or RetrievalConfig()
-    match = fts_query(query, config.keyword_stopwords)
-    if not match or limit <= 0:
-        return []
-    columns = len(code_search.COLUMNS)
-    weights = (tuple(config.keyword_column_weights) + (0.0,) * columns)[:columns]
-    return code_search.search(conn, repo, match, weights, limit)
+    return keyword_search_terms(conn, repo, query_terms(query, config.keyword_stopwords), limit, config)
 
 
 def keyword_search_terms(conn: sqlite3.Connection, repo: str, terms: Sequence[str], limit: int,
