@@ -40,7 +40,7 @@ def test_the_first_hits_words_find_their_relatives_below_the_head(tmp_path, conn
     assert before[0].symbol == "render.table.TableRenderer._render_line"
     feedback = on.feedback_ranking(index, QUESTION, {"keyword": on.keyword_ranking(QUESTION, 50)})
     assert feedback and feedback[0][0].startswith("render.table.TableRenderer")
-    terms = on._word_frequencies(index)[0]
+    terms = on._word_table(index)[1]  # word -> document frequency
     assert {"table", "renderer"} <= set(terms)
     after = on.retrieve(QUESTION, k=20, sources=DIRECT).hits
     assert after[0].symbol == before[0].symbol  # the head keeps its place

@@ -38,9 +38,11 @@ why, and the planner leaves their cards out (reason ``below_threshold``).
 from __future__ import annotations
 
 import dataclasses
+import math
 import sqlite3
 import threading
 from collections import OrderedDict
+from functools import lru_cache
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
@@ -57,6 +59,7 @@ from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, qu
                                        sync_keyword_index)
 from ctxbench.retrieval.stemming import stem as _stem
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
+from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
 if TYPE_CHECKING:
@@ -155,7 +158,7 @@ class Retriever:
         if walk:
             self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
             if self.config.retrieval.prf_keyword_weight > 0:
-                self._word_frequencies(view)  # the keyword feedback's word table, here rather than on the first turn
+                self._word_table(view)  # the keyword feedback's word table, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
                 if not self.embedder.ready and self.config.retrieval.query_excerpts:
@@ -723,8 +726,6 @@ class Retriever:
         words — those of their ids and signatures that the query does not hold, by IDF over the repository's
         cards, weighted 1 / rank — and the ``feedback_terms`` best are searched as a second keyword query (demoted
         areas last). Empty when the first fusion found nothing or no word is left."""
-        import math
-
         rc = self.config.retrieval
         if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
             return []
@@ -737,12 +738,12 @@ class Retriever:
         feedback = [sid for _, sid in weighted[: rc.feedback_hits]]
         if not feedback:
             return []
-        df, n = self._word_frequencies(view)
+        card_words, df, n = self._word_table(view)
         stop = set(rc.keyword_stopwords)
         asked_words = {_stem(w) for w in query_terms(query)}
         gain: dict[str, float] = {}
         for rank, sid in enumerate(feedback, 1):
-            for w in self._card_words(view, sid):
+            for w in card_words.get(sid, ()):
                 if w in stop or len(w) < 3 or w.isdigit() or _stem(w) in asked_words:
                     continue
                 gain[w] = gain.get(w, 0.0) + math.log(n / df.get(w, 1)) / rank
@@ -782,9 +783,9 @@ class Retriever:
                     f.score += lift
                     f.scores["feedback_head"] = lift
 
-    def _word_frequencies(self, view: IndexView) -> tuple[dict[str, int], int]:
-        """Word -> the number of the view's cards whose id or signature holds it, and the number of cards (made
-        once per index version)."""
+    def _word_table(self, view: IndexView) -> tuple[dict[str, frozenset[str]], dict[str, int], int]:
+        """Symbol -> the words of its id and signature, word -> the number of the view's cards holding it, and the
+        number of cards (made once per index version)."""
         with self._lock:
             if self._words is None or self._words[0] != view.version:
                 words = {sid: _card_words(card) for sid, card in view.cards.items()}
@@ -793,11 +794,7 @@ class Retriever:
                     for w in found:
                         df[w] = df.get(w, 0) + 1
                 self._words = (view.version, words, df)
-            return self._words[2], max(1, len(view.cards))
-
-    def _card_words(self, view: IndexView, sid: str) -> frozenset[str]:
-        self._word_frequencies(view)
-        return self._words[1].get(sid, frozenset())
+            return self._words[1], self._words[2], max(1, len(view.cards))
 
     def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
                     ) -> list[tuple[str, float]]:
@@ -1004,25 +1001,19 @@ class Retriever:
         )
 
 
-_TOKEN_WORDS: dict[str, tuple[str, ...]] = {}  # identifier token -> its words (ids and signatures repeat tokens)
-_TOKEN_WORDS_MAX = 200_000  # then forgotten all at once
+@lru_cache(maxsize=200_000)
+def _token_words(token: str) -> tuple[str, ...]:
+    """One identifier token's words, remembered (ids and signatures repeat their tokens)."""
+    return tuple(split_identifier(token))
 
 
 def _card_words(card: SymbolCard) -> frozenset[str]:
     """The words of a card's id and signature, identifiers split as the keyword index splits them."""
-    from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
-
     out: set[str] = set()
     for text in (card.symbol_id, card.signature):
         for token in _NON_WORD.split(text):
-            if not token:
-                continue
-            words = _TOKEN_WORDS.get(token)
-            if words is None:
-                if len(_TOKEN_WORDS) >= _TOKEN_WORDS_MAX:
-                    _TOKEN_WORDS.clear()
-                words = _TOKEN_WORDS[token] = tuple(split_identifier(token))
-            out.update(words)
+            if token:
+                out.update(_token_words(token))
     return frozenset(out)
 
 
