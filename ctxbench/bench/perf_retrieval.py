@@ -78,12 +78,13 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
     database.close()
     texts = [embed_text(c) for c in {c.card_hash: c for c in cards}.values()]  # what a cold run embeds
     ctx.progress(f"plain sentence-transformers baseline: {len(texts)} cards")
-    plain_runs, plain_cpu = plain_encode_runs(texts, ctx.config.embedding, ctx.repeat)
+    plain_runs, plain_cpu = plain_encode_runs(embedder.bulk_model(), texts, ctx.config.embedding.batch_size,
+                                              ctx.repeat)
     plain_rate = len(texts) / statistics.median(plain_runs) if plain_runs else 0.0
-    ctxbench_rate = statistics.median(rates) if rates else 0.0
+    ctxbench_rate = statistics.median(rates)
     return [
         PhaseTiming("embed cold (seconds per card)", tuple(per_card), 1.0 / EMBED_TARGET_CARDS_PER_S,
-                    (("cards_embedded", embedded), ("cards_per_s", round(statistics.median(rates), 1)),
+                    (("cards_embedded", embedded), ("cards_per_s", round(ctxbench_rate, 1)),
                      ("target_cards_per_s", EMBED_TARGET_CARDS_PER_S),
                      ("model_load_s", round(ctx.shared.get("embedder_load_s", 0.0), 2)),
                      ("bulk_model_load_s", round(bulk_load_s, 2)),
@@ -101,27 +102,15 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
     ]
 
 
-def plain_encode_runs(texts: list[str], config, repeat: int) -> tuple[list[float], list[float]]:
-    """Wall and CPU seconds of one plain ``SentenceTransformer.encode`` call over ``texts`` per run: the same
-    model directory, truncation, batch size and torch threads as the embedder, none of ctxbench's work around it
-    (hashing, chunking for progress, saving vectors)."""
-    from ctxbench.retrieval.embedder import resolve_model_dir
-
-    if not texts:
-        return [], []
-    import torch
-    from sentence_transformers import SentenceTransformer
-
-    if config.threads > 0:
-        torch.set_num_threads(config.threads)
-    path, _ = resolve_model_dir(config)
-    model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-    model.max_seq_length = config.max_seq_length
+def plain_encode_runs(model, texts: list[str], batch_size: int, repeat: int) -> tuple[list[float], list[float]]:
+    """Wall and CPU seconds of one plain ``SentenceTransformer.encode`` call over ``texts`` per run, on the embedder's
+    own model (same directory, truncation, threads and precision), none of ctxbench's work around it (hashing,
+    chunking for progress, saving vectors)."""
     walls: list[float] = []
     cpus: list[float] = []
-    for _ in range(max(1, repeat)):
+    for _ in range(max(1, repeat) if texts else 0):
         c0, t0 = time.process_time(), time.perf_counter()
-        model.encode(texts, batch_size=config.batch_size, normalize_embeddings=True, convert_to_numpy=True,
+        model.encode(texts, batch_size=batch_size, normalize_embeddings=True, convert_to_numpy=True,
                      show_progress_bar=False)
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)

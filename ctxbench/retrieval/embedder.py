@@ -208,10 +208,15 @@ class Embedder:
     def load_bulk_model(self) -> float:
         """Load the model that encodes many texts at once (torch) now, if it is not loaded yet; the seconds it took.
         A caller timing bulk encoding calls this first, so the timing is the encoding's, not the import's."""
-        self.wait()
         started = time.perf_counter()
-        self._torch_model()
+        self.bulk_model()
         return time.perf_counter() - started
+
+    def bulk_model(self) -> Any:
+        """The sentence-transformers model bulk encoding runs (loaded now if it is not yet): built from the verified
+        model directory with the configured truncation, threads and precision."""
+        self.wait()
+        return self._torch_model()
 
     def _torch_model(self) -> Any:
         """The torch model, loaded now if only the numpy encoder was (bulk encoding needs it)."""
