@@ -369,29 +369,31 @@ def _base_name(node: Any) -> str:
 
 def _js_variable(ex: _TSExtractor, node: Any, container: str, qual: str, owner: str) -> bool:
     """``const f = () => ...`` / ``const f = function () {...}`` define a function."""
-    value = node.child_by_field_name("value")
     name_node = node.child_by_field_name("name")
-    if value is None or name_node is None or name_node.type != "identifier":
+    if name_node is None or name_node.type != "identifier":
         return False
-    if value.type not in _FUNCTION_VALUES:
-        return False
-    sid = ex.add(node, "function", _text(name_node), container, qual)
-    ex.visit_children(value, sid, sid, owner)
-    return True
+    return _js_function_value(ex, node, "function", _text(name_node), container, qual, owner)
 
 
 def _js_field(ex: _TSExtractor, node: Any, container: str, qual: str, owner: str) -> bool:
     """A class field whose value is a function (``produce = (base, recipe) => ...``, ``#run = function () {...}``)
     is a method of its class; a field holding anything else is left to the generic walk."""
-    value = node.child_by_field_name("value")
     name_node = node.child_by_field_name("name") or node.child_by_field_name("property")
-    if value is None or name_node is None or value.type not in _FUNCTION_VALUES:
-        return False
-    if name_node.type not in ("property_identifier", "private_property_identifier"):
+    if name_node is None or name_node.type not in ("property_identifier", "private_property_identifier"):
         return False  # a computed or string key names no symbol
     parent = ex.symbols.get(container)
     kind = "method" if parent is not None and parent.kind in _CONTAINERS - {"module"} else "function"
-    sid = ex.add(node, kind, _text(name_node), container, qual)
+    return _js_function_value(ex, node, kind, _text(name_node), container, qual, owner)
+
+
+def _js_function_value(ex: _TSExtractor, node: Any, kind: str, name: str, container: str, qual: str, owner: str
+                       ) -> bool:
+    """``node`` (a declarator or a field) defines ``name`` when its value is a function: the symbol, then the
+    function's own definitions and calls under it. False (nothing added) for any other value."""
+    value = node.child_by_field_name("value")
+    if value is None or value.type not in _FUNCTION_VALUES:
+        return False
+    sid = ex.add(node, kind, name, container, qual)
     ex.visit_children(value, sid, sid, owner)
     return True
 
