@@ -42,6 +42,7 @@ from ctxbench.bench.perf_records import PhaseTiming
 from ctxbench.config import Config
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES as EMBEDDING
 from ctxbench.records.vocab import STRATEGIES
+from ctxbench.retrieval.query_vector import encode_query
 
 LARGE_TURNS = 10_000
 LARGE_SYMBOLS = 100_000
@@ -202,7 +203,7 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
                 encode = []
                 for query in asked:
                     t0 = time.perf_counter()
-                    embedder.encode([query], max_seq_length=config.planner.semantic.embed_max_seq_length)
+                    encode_query(embedder, query, config.planner.semantic.embed_max_seq_length)
                     encode.append(time.perf_counter() - t0)
                 detail["query_encode_p50_ms"] = _ms(statistics.median(encode))
             after: list[float] = []

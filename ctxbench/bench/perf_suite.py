@@ -107,7 +107,8 @@ def plan_group(ctx: PerfContext) -> list[PhaseTiming]:
         out.append(PhaseTiming(f"plan default @ {budget // 1000}k (p95, query encode + keyword search included)",
                                (p95,), PLAN_TARGET_S,
                                (("p50_ms", round(statistics.median(ordered) * 1000, 2)),
-                                ("strategy", config.planner.default_strategy), ("turns", turns))))
+                                ("strategy", config.planner.default_strategy), ("turns", turns),
+                                ("query_precision", config.embedding.query_precision))))
     return out
 
 

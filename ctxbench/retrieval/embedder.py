@@ -26,6 +26,7 @@ from ctxbench.retrieval.vectors import split_identifier
 from ctxbench.records.errors import EmbedderError
 
 QUERY_RUNTIMES = ("onnx", "numpy", "torch")
+QUERY_PRECISIONS = ("int8", "float32")  # of the onnx query encoder's weight products (queries only)
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
 _HASH_CHUNK = 1 << 20
@@ -128,6 +129,16 @@ class Embedder:
         name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
         return f"{name}|seq{c.max_seq_length}|{c.precision}"
 
+    @property
+    def query_key(self) -> str:
+        """What shapes a query's vector: the model's ``key`` and, when queries run by the int8 graph, that (query
+        vectors and centroids of queries are only compared with ones of the same key)."""
+        return self.key + ("|query-int8" if self._query_int8() else "")
+
+    def _query_int8(self) -> bool:
+        c = self.config
+        return c.query_runtime == "onnx" and c.query_precision == "int8" and c.precision == "float32"
+
     # -- loading -------------------------------------------------------------------------------
     def start_loading(self) -> None:
         """Start loading the model in a daemon thread (idempotent)."""
@@ -171,6 +182,12 @@ class Embedder:
         finally:
             self.load_seconds = time.perf_counter() - started
             self._loaded.set()
+        prepare = getattr(self._query_model, "prepare", None)
+        if prepare is not None:  # what the query encoder makes on first use otherwise, after queries can run
+            try:
+                prepare()
+            except Exception:  # noqa: BLE001 - made again when first used, and its error raised there
+                pass
 
     def _load_model(self) -> Any:
         path, bundled = resolve_model_dir(self.config)
@@ -187,6 +204,9 @@ class Embedder:
         if c.query_runtime not in QUERY_RUNTIMES:
             raise EmbedderError(f"embedding.query_runtime {c.query_runtime!r}: expected one of "
                                 f"{', '.join(QUERY_RUNTIMES)}")
+        if c.query_precision not in QUERY_PRECISIONS:
+            raise EmbedderError(f"embedding.query_precision {c.query_precision!r}: expected one of "
+                                f"{', '.join(QUERY_PRECISIONS)}")
         if c.query_runtime == "torch" or c.precision != "float32":
             return None
         path, bundled = resolve_model_dir(c)
@@ -197,7 +217,8 @@ class Embedder:
         if c.query_runtime == "onnx":
             from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
-            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads))
+            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8())
+            model.query_session  # made now: the model is ready when a query can run
         else:
             from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 
@@ -255,6 +276,15 @@ class Embedder:
         return model
 
     # -- encoding ------------------------------------------------------------------------------
+    def encode_query(self, text: str, *, max_seq_length: int | None = None) -> np.ndarray:
+        """The unit-length float32 vector of one query (a search's or a plan's question, not a text to index): by
+        the query encoder's query graph (int8 with ``query_precision = "int8"``), else as ``encode`` would."""
+        self.wait()
+        if hasattr(self._query_model, "query_session"):  # OnnxMiniLM: its query graph
+            with self._encode_lock:
+                return self._query_model.encode([text], max_seq_length or self.config.max_seq_length, query=True)[0]
+        return self.encode([text], max_seq_length=max_seq_length)[0]
+
     def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None, *,
                max_seq_length: int | None = None) -> np.ndarray:
         """Unit-length float32 vectors, one row per text (blocks until the model is loaded).

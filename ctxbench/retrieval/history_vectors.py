@@ -28,6 +28,7 @@ import numpy as np
 
 from ctxbench.config import SemanticHistoryConfig
 from ctxbench.records.messages import Message
+from ctxbench.retrieval.query_vector import encode_query
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import body, reads_as_transcript, speaker_label, without_names
 from ctxbench.store.vectors import TURN_KEY_MARK
@@ -376,7 +377,7 @@ class _HistoryVectors:
             matrix = self.matrix(units, key, hashes)
             speakers = units.speakers
         query_text = without_names(query, speakers) if speakers else query
-        query_vector = embedder.encode([query_text], max_seq_length=config.embed_max_seq_length)[0]
+        query_vector = encode_query(embedder, query_text, config.embed_max_seq_length)
         return ids, matrix @ np.asarray(query_vector, dtype=np.float32), stats
 
     def warm(self, history: Sequence[Message], embedder, cache: VectorCache, config: SemanticHistoryConfig,

@@ -59,6 +59,7 @@ from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, qu
                                        sync_keyword_index)
 from ctxbench.retrieval.stemming import stem as _stem
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
+from ctxbench.retrieval.query_vector import encode_query
 from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
@@ -395,13 +396,13 @@ class Retriever:
     def _encode_query(self, query: str) -> Any:
         """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
         query's cluster share one encoding)."""
-        key = (str(getattr(self.embedder, "key", "")), query)
+        key = (str(getattr(self.embedder, "query_key", None) or getattr(self.embedder, "key", "")), query)
         with self._lock:
             found = self._query_vectors.get(key)
             if found is not None:
                 self._query_vectors.move_to_end(key)
                 return found
-        vector = self.embedder.encode([query], max_seq_length=self.config.embedding.query_max_seq_length)[0]
+        vector = encode_query(self.embedder, query, self.config.embedding.query_max_seq_length)
         with self._lock:
             self._query_vectors[key] = vector
             while len(self._query_vectors) > QUERY_VECTOR_CACHE_SIZE:

@@ -95,7 +95,8 @@ class ModeRetrieval:
     @property
     def embedding_key(self) -> str:
         """The embedding model's key (a cluster's centroid is only compared with queries of the same model)."""
-        return str(getattr(self.retriever.embedder, "key", ""))
+        embedder = self.retriever.embedder
+        return str(getattr(embedder, "query_key", None) or getattr(embedder, "key", ""))
 
     def query_vector(self, query: str) -> Any:
         """The query's embedding as retrieval computes it (one encoding for retrieval and the query's cluster);
