@@ -299,9 +299,10 @@ class EmbeddingConfig:
     # process of a session must use the same one: a plan's id hashes the similarities its query vector gives
     query_runtime: str = "onnx"  # onnx | numpy | torch
     # the onnx query encoder's weight products for queries (a search's or a plan's question; texts that are stored,
-    # cards and messages, are always float32): "int8" runs the 24 of them as int8 x uint8 products (3.6 against
-    # 5.8 ms per query here, p50; cosine to the float32 vector 0.986-0.995; evidence recall of plain cosine on the
-    # LoCoMo tune conversations 0.531 against 0.526 at ten turns), "float32" as the cards were embedded
+    # cards and messages, are always float32): "int8" runs the 24 of them as int8 x uint8 products and fuses the
+    # attention (2.8 against 5.5 ms per query here, p50; cosine to the float32 vector 0.986-0.998 over the bench
+    # questions; same-run tune checks: LoCoMo default recall within 0.005 at every budget, code R@10 0.757 against
+    # 0.752, benchmarks/results/*_query.txt), "float32" as the cards were embedded
     query_precision: str = "int8"  # int8 | float32
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the query encoder (onnx or numpy)
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other

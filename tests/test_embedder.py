@@ -202,6 +202,9 @@ def test_int8_query_graph_is_close_to_float32_and_used_for_queries_only():
         assert 0.95 < float(quick @ exact) < 0.99999  # 0.986-0.998 over the 433 bench questions; "ok": 0.970
         assert float(np.linalg.norm(quick)) == pytest.approx(1.0, abs=1e-5)
         assert np.array_equal(two.encode([text], 256, query=True)[0], quick)
+    # several queries in one call: each as it is alone (the int8 graph's activation scale is per batch)
+    assert np.array_equal(one.encode(QUERY_TEXTS, 256, query=True),
+                          np.vstack([one.encode([t], 256, query=True) for t in QUERY_TEXTS]))
 
 
 def test_quantize_columns_keeps_each_column_within_half_a_step():
