@@ -31,6 +31,10 @@ def test_perf_phases_on_the_fixture(tmp_path):
     assert by_name["first paint (ctxbench demo, p95)"].target_s == 0.8
     default = [p for p in report.phases if p.name.startswith("plan default @ ")]
     assert [dict(p.detail)["strategy"] for p in default] == ["fused", "fused"] and default[0].target_s == 0.02
+    # one pass per run asked for (repeat=1 here): the row's value is the median of the passes' p95s, each kept
+    assert [len(dict(p.detail)["p95_of_each_pass_ms"]) for p in default] == [1, 1]
+    assert [len(p.runs) for p in default] == [1, 1] and dict(default[0].detail)["plans_per_pass"] == 3
+    assert dict(default[0].detail)["p95_of_each_pass_ms"] == [round(default[0].runs[0] * 1000, 2)]
     assert any(n.startswith("plan window @ 8k") for n in names)
     assert by_name["mode toggle -> replanned meter (p95)"].median_s > 0
     assert by_name["peak memory (MiB)"].median_s > 100
