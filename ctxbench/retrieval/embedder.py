@@ -182,12 +182,6 @@ class Embedder:
         finally:
             self.load_seconds = time.perf_counter() - started
             self._loaded.set()
-        prepare = getattr(self._query_model, "prepare", None)
-        if prepare is not None:  # what the query encoder makes on first use otherwise, after queries can run
-            try:
-                prepare()
-            except Exception:  # noqa: BLE001 - made again when first used, and its error raised there
-                pass
 
     def _load_model(self) -> Any:
         path, bundled = resolve_model_dir(self.config)
@@ -218,7 +212,9 @@ class Embedder:
             from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
             model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8())
-            model.query_session  # made now: the model is ready when a query can run
+            # both sessions made now, in the loader thread: a session made in a background thread after the model
+            # is ready was still being built when a one-shot command exited, and onnxruntime aborted the process
+            model.prepare()
         else:
             from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 

@@ -178,8 +178,8 @@ class OnnxMiniLM:
         self._lock = threading.Lock()
         self._float = None
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
-        # a message's cached vector is the same whichever call embedded it. Each session is made when first used: a
-        # one-shot search encodes only its question
+        # a message's cached vector is the same whichever call embedded it. Each session is made when first used
+        # (``prepare`` makes both)
         self._query_int8 = query_int8
         self._query = None
 
@@ -204,7 +204,7 @@ class OnnxMiniLM:
         return self._query
 
     def prepare(self) -> None:
-        """Make both sessions now (a loader calls it in the background once queries can run)."""
+        """Make both sessions now (the embedder's loader does, so no query or text waits for one)."""
         self.query_session
         self.session
 

@@ -7,6 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 
+def query_key(embedder: Any) -> str:
+    """What shapes ``embedder``'s query vectors (``Embedder.query_key``; an embedder without one: its ``key``)."""
+    return str(getattr(embedder, "query_key", None) or getattr(embedder, "key", ""))
+
+
 def encode_query(embedder: Any, text: str, max_seq_length: int | None = None) -> Any:
     """``text``'s unit-length vector as a query: ``embedder.encode_query`` when it has one, else its ``encode``."""
     method = getattr(embedder, "encode_query", None)

@@ -59,7 +59,7 @@ from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, qu
                                        sync_keyword_index)
 from ctxbench.retrieval.stemming import stem as _stem
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
-from ctxbench.retrieval.query_vector import encode_query
+from ctxbench.retrieval.query_vector import encode_query, query_key
 from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
@@ -396,7 +396,7 @@ class Retriever:
     def _encode_query(self, query: str) -> Any:
         """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
         query's cluster share one encoding)."""
-        key = (str(getattr(self.embedder, "query_key", None) or getattr(self.embedder, "key", "")), query)
+        key = (query_key(self.embedder), query)
         with self._lock:
             found = self._query_vectors.get(key)
             if found is not None:

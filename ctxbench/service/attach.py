@@ -94,9 +94,11 @@ class ModeRetrieval:
 
     @property
     def embedding_key(self) -> str:
-        """The embedding model's key (a cluster's centroid is only compared with queries of the same model)."""
-        embedder = self.retriever.embedder
-        return str(getattr(embedder, "query_key", None) or getattr(embedder, "key", ""))
+        """The key of the model's query vectors (a cluster's centroid is only compared with queries of the same
+        model and query precision)."""
+        from ctxbench.retrieval.query_vector import query_key
+
+        return query_key(self.retriever.embedder)
 
     def query_vector(self, query: str) -> Any:
         """The query's embedding as retrieval computes it (one encoding for retrieval and the query's cluster);
