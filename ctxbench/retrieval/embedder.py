@@ -211,10 +211,9 @@ class Embedder:
         if c.query_runtime == "onnx":
             from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
+            # both sessions made here, in the loader thread: a session made in a background thread after the model
+            # was ready was still being built when a one-shot command exited, and onnxruntime aborted the process
             model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8())
-            # both sessions made now, in the loader thread: a session made in a background thread after the model
-            # is ready was still being built when a one-shot command exited, and onnxruntime aborted the process
-            model.prepare()
         else:
             from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 

@@ -15,7 +15,6 @@ and torch paths to float32 rounding (checked in the tests).
 """
 from __future__ import annotations
 
-import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -175,38 +174,10 @@ class OnnxMiniLM:
         self.threads = max(0, threads)
         self._reference = reference  # its tokenizer and truncation; its weight arrays are the session's (not copied)
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
-        self._lock = threading.Lock()
-        self._float = None
+        self.session = self._session(*build_graph(reference))  # texts that are stored, and queries unless int8
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
-        # a message's cached vector is the same whichever call embedded it. Each session is made when first used
-        # (``prepare`` makes both)
-        self._query_int8 = query_int8
-        self._query = None
-
-    @property
-    def session(self):
-        """The float32 session (texts that are stored, and queries unless ``query_int8``)."""
-        if self._float is None:
-            with self._lock:
-                if self._float is None:
-                    self._float = self._session(*build_graph(self._reference))
-        return self._float
-
-    @property
-    def query_session(self):
-        """The session queries run by: the int8 graph's with ``query_int8``, else the float32 one."""
-        if not self._query_int8:
-            return self.session
-        if self._query is None:
-            with self._lock:
-                if self._query is None:
-                    self._query = self._session(*build_graph(self._reference, int8=True))
-        return self._query
-
-    def prepare(self) -> None:
-        """Make both sessions now (the embedder's loader does, so no query or text waits for one)."""
-        self.query_session
-        self.session
+        # a message's cached vector is the same whichever call embedded it
+        self.query_session = self._session(*build_graph(reference, int8=True)) if query_int8 else self.session
 
     def _session(self, graph: bytes, weights: dict[str, np.ndarray]):
         import onnxruntime as ort
