@@ -76,13 +76,15 @@ WORKBENCH_COMMANDS = ("open", "demo")
 
 
 def _readme_usage() -> dict[str, str]:
-    """README's usage lines by command path: each `ctxbench CMD ...` line of a code block with its continuations."""
+    """The guide's usage lines by command path: each `ctxbench CMD ...` line of a code block with its continuations."""
     from pathlib import Path
 
     usage: dict[str, str] = {}
     current = None
     in_block = False
-    for line in (Path(__file__).parent.parent / "README.md").read_text().splitlines():
+    docs = Path(__file__).parent.parent / "docs"
+    text = "\n".join((docs / page).read_text() for page in ("commands.md", "proxy-and-mcp.md", "benchmarks.md"))
+    for line in text.splitlines():
         if line.startswith("```"):
             in_block, current = not in_block, None
             continue
@@ -100,7 +102,7 @@ def _readme_usage() -> dict[str, str]:
     return usage
 
 
-def test_readme_usage_lines_name_every_option_of_their_command():
+def test_the_guides_usage_lines_name_every_option_of_their_command():
     ctx = click.Context(cli.main)
     commands = dict(_all_commands(cli.main, ctx))
     usage = _readme_usage()

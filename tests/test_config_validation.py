@@ -18,7 +18,7 @@ from ctxbench.service.workbench import Workbench
 from ctxbench.validation import Range, TableError, validate
 from llm_server import LLMServer, text
 
-README = Path(__file__).resolve().parent.parent / "README.md"
+DOCS = Path(__file__).resolve().parent.parent / "docs"
 
 
 def _run(tmp_path, toml: str, *args: str):
@@ -186,7 +186,7 @@ def test_other_wrong_values_name_their_key(tmp_path, toml, says):
 # -- [[planner.modes]] merges by name ------------------------------------------------------------------------
 
 def test_redefining_one_mode_keeps_the_others(tmp_path):
-    """The README's own example used to remove every other mode (`--mode heavy`: unknown mode)."""
+    """The configuration guide's own example used to remove every other mode (`--mode heavy`: unknown mode)."""
     result, config = _run(tmp_path, '[[planner.modes]]\nname = "light"\nmax_cards = 4\n', "chat", "hello",
                           "--mode", "heavy")
     assert result.exit_code == 0, result.output
@@ -219,14 +219,14 @@ def test_open_and_demo_take_a_mode_defined_in_the_config(tmp_path):
     assert exited.value.code == 2
 
 
-def test_the_readme_examples_are_valid_configs(tmp_path):
-    text = README.read_text(encoding="utf-8")
-    example = re.search(r"```toml\n(.*?)```", text.split("## Configuration", 1)[1], re.S).group(1)
+def test_the_guides_config_examples_are_valid_configs(tmp_path):
+    example = re.search(r"```toml\n(.*?)```", (DOCS / "configuration.md").read_text(encoding="utf-8"), re.S).group(1)
     result, config = _run(tmp_path, example)
     assert result.exit_code == 0, result.output
     planner = load_config(config).planner
     assert planner.mode_names == ("off", "light", "heavy", "deep") and planner.mode("light").max_cards == 4
-    keymap = re.search(r"```toml\n(\[ui\.keymap\].*?)```", text, re.S).group(1)
+    keymap = re.search(r"```toml\n(\[ui\.keymap\].*?)```", (DOCS / "workbench.md").read_text(encoding="utf-8"),
+                       re.S).group(1)
     result, config = _run(tmp_path, keymap)
     assert result.exit_code == 0, result.output
 

@@ -31,7 +31,7 @@ def _fts5_terms(texts: list[str]) -> list[list[str]]:
 
 def _corpus() -> list[str]:
     texts = [p.read_text(encoding="utf-8") for p in sorted((ROOT / "ctxbench").rglob("*.py"))]
-    texts += [p.read_text(encoding="utf-8") for p in (ROOT / "README.md", ROOT / "docs" / "architecture.md")]
+    texts += [p.read_text(encoding="utf-8") for p in (ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")))]
     for line in (ROOT / "fixtures" / "sessions" / "long_session.jsonl").read_text(encoding="utf-8").splitlines():
         texts.append(str(json.loads(line).get("content") or ""))
     texts += [
