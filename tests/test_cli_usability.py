@@ -24,7 +24,7 @@ def test_every_option_of_every_command_has_help():
 
 
 def test_bench_code_prints_no_progress_counters_when_stderr_is_not_a_terminal(tmp_path, monkeypatch):
-    """In a log file or a pipe (no terminal) progress counters are noise: none are printed (issue 12)."""
+    """In a log file or a pipe (no terminal) progress counters are noise: none are printed."""
     from contextlib import contextmanager
     from types import SimpleNamespace
 

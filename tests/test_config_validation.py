@@ -41,7 +41,7 @@ def _refused(result, config, *fragments: str) -> str:
     return first
 
 
-# -- the cases of issue 12 -----------------------------------------------------------------------------------
+# -- wrong values a user writes --------------------------------------------------------------------------------------
 
 def test_a_string_where_a_list_is_expected_is_refused_not_split_into_characters(tmp_path):
     result, config = _run(tmp_path, '[index]\nsecret_file_globs = "*.pem"\n')

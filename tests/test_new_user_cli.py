@@ -1,4 +1,4 @@
-"""Issue 12, tried as a new user would, on the command line: each case fails before its fix.
+"""Tried as a new user would, on the command line: each case fails before its fix.
 
 A fresh database, read-only commands that must not create one, budgets the mandatory items do not fit,
 ``chat --mode`` kept for the session, ``retrieve`` on a folder that is not a repository, ``--no-semantic``

@@ -254,7 +254,7 @@ def test_vector_schema_is_versioned(conn):
 
 def test_kind_weights_demote_modules_unless_named(index, conn):
     query = "rendering of tables and text"
-    # without keyword feedback (round 5), which raises the first hits over the hits it lifts
+    # without keyword feedback, which raises the first hits over the hits it lifts
     plain_config = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, prf_keyword_weight=0))
     plain = Retriever(conn, None, plain_config, None, index=view(index)).retrieve(query, k=20)
     no_weights = dataclasses.replace(plain_config, retrieval=dataclasses.replace(plain_config.retrieval,

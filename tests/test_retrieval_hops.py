@@ -1,4 +1,4 @@
-"""Issue 10, second round: graph support from the first hits, quoted phrases looked up in the code, wider
+"""Graph support from the first hits, quoted phrases looked up in the code, wider
 excerpts for the best hits. A tiny indexed repository, no model (keyword, name and graph components)."""
 from __future__ import annotations
 

@@ -71,8 +71,8 @@ def test_hybrid_strategy_recalls_the_early_instruction(wb):
     def included_ids(plan):
         return {mid for item in plan.included for mid in item.message_ids}
 
-    # the window takes the newest turns and, past the first that does not fit, smaller older ones as filler
-    # (issue 11); hybrid recalls the early turn for its relevance to the query
+    # the window takes the newest turns and, past the first that does not fit, smaller older ones as filler;
+    # hybrid recalls the early turn for its relevance to the query
     window_reasons = {i.reason for i in window.included if set(i.message_ids) & early}
     assert window_reasons <= {"recent_window"}
     assert early <= included_ids(hybrid)

@@ -1,4 +1,4 @@
-"""Issue 12, tried in the workbench as a new user would: each case fails before its fix.
+"""Tried in the workbench as a new user would: each case fails before its fix.
 
 Functional tests with Pilot over the recorded six-turn session of ``tui_helpers`` and the offline model.
 """

@@ -1,4 +1,4 @@
-"""Issue 10, fifth round: pseudo-relevance feedback for the keyword component (the first hits lend their most
+"""Pseudo-relevance feedback for the keyword component (the first hits lend their most
 distinctive id and signature words to a second keyword query, added below the first hits, which keep their
 places) and a lower class weight. A tiny indexed repository, no model (keyword, name and graph components)."""
 from __future__ import annotations
@@ -101,7 +101,7 @@ def test_the_head_keeps_the_order_it_had_without_feedback(tmp_path, conn):
 
 
 def test_a_class_weighs_less_than_its_members_by_default(tmp_path, conn):
-    """The default class weight (0.6, round 5) scales a class hit's fused score: against 0.8, by 0.75."""
+    """The default class weight (0.6) scales a class hit's fused score: against 0.8, by 0.75."""
     assert dict(Config().retrieval.kind_weights)["class"] == 0.6
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
     question = "least recently used cache"

@@ -1,4 +1,4 @@
-"""Issue 10, fourth round: the class a question is about lifts its members (generic method names whose class
+"""The class a question is about lifts its members (generic method names whose class
 is the clue), and demoted areas (tests, platform shims...) stop taking the semantic / keyword ranks of the code
 a question is about. A tiny indexed repository, no model (keyword, name and graph components)."""
 from __future__ import annotations
@@ -69,7 +69,7 @@ def test_demoted_areas_go_last_in_the_component_rankings(tmp_path, conn):
     index = view(index_repo(repo, conn))
     test_id = "tests.test_cache.test_evict_oldest_cache_entry_when_full"
     code_id = "store.cache.LRUCache.set"
-    # keyword feedback off (round 5): it raises the first hits over the hits it lifts, moving the scores compared here
+    # keyword feedback off: it raises the first hits over the hits it lifts, moving the scores compared here
     plain = Retriever(conn, None, with_retrieval(areas_last_in_components=False, class_scope_weight=0.0,
                                                  graph_support_weight=0.0, prf_keyword_weight=0.0), None, index=index)
     last = Retriever(conn, None, with_retrieval(areas_last_in_components=True, class_scope_weight=0.0,
