@@ -22,7 +22,7 @@ demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench demo
 
 test: $(STAMP)
-	HF_HUB_OFFLINE=1 $(PY) -m pytest -q
+	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench bench plan-latency

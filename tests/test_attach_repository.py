@@ -99,6 +99,7 @@ def test_chat_no_semantic_retrieves_without_the_model(tmp_path, repo):
     assert not rs.semantic_available and "semantic search off (--no-semantic)" in rs.notes
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_chat_with_a_repository_uses_semantic_search_by_default(tmp_path, repo, real_embedder, monkeypatch):
     import ctxbench.retrieval.embedder as embedder_module

@@ -3,6 +3,7 @@ every strategy, replay and indexing, and says which figures meet their targets."
 from __future__ import annotations
 
 
+import pytest
 from click.testing import CliRunner
 
 from ctxbench.bench import perf_large
@@ -11,6 +12,7 @@ from ctxbench.config import Config
 from ctxbench.retrieval.embedder import HashingEmbedder
 
 
+@pytest.mark.slow
 def test_the_load_suite_measures_every_strategy_replay_and_the_index(tmp_path):
     seen: list[str] = []
     report = perf_large.run(Config(), turns=60, symbols=600, repeat=3, embedder=HashingEmbedder(), progress=seen.append)

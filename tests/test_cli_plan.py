@@ -62,6 +62,7 @@ def test_plan_json_is_stored_and_show_messages_is_the_payload(env):
     assert json.loads(runner.invoke(main, ["show", data["plan_id"], "--json", "--db", str(db)]).output) == data
 
 
+@pytest.mark.slow
 def test_plan_table_lists_included_then_excluded(env):
     tmp, transcript = env
     db = tmp / "x.db"

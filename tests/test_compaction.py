@@ -272,6 +272,7 @@ def _cli(*args):
     return CliRunner().invoke(main, list(args), env={"CTXBENCH_CONFIG": os.devnull})
 
 
+@pytest.mark.slow
 def test_compact_previews_applies_and_undoes_on_the_imported_long_session(tmp_path):
     db = str(tmp_path / "l.db")
     sid = _cli("import", str(LONG_SESSION), "--db", db).output.strip().splitlines()[-1]

@@ -126,6 +126,7 @@ def test_query_encoders_match_the_torch_model(runtime):
         assert np.allclose(np.linalg.norm(mine, axis=1), 1.0, atol=1e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
     code = (

@@ -233,6 +233,7 @@ def _long_session_before_the_question(tmp_path: Path) -> Path:
     return path
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_real_model_finds_the_rule_turn_from_a_question_without_its_words(real_embedder, tmp_path):
     # a paraphrase of "what was the rule I gave you about amounts?" sharing no word with the rule's turn

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from codegraph_helpers import copy_multi
@@ -10,6 +11,7 @@ from ctxbench.bench import perf
 from ctxbench.config import Config
 
 
+@pytest.mark.slow
 def test_perf_phases_on_the_fixture(tmp_path):
     repo = copy_multi(tmp_path)
     report = perf.run(repo, Config(), repeat=1,

@@ -69,6 +69,7 @@ async def test_the_sdk_client_plans_retrieves_and_pins_over_stdio(tmp_path):
         assert session.title == "mcp: demo_repo" and len(wb.plans.list(session.id)) == 2
 
 
+@pytest.mark.slow
 def test_schemas_fit_the_budget_and_are_printed(tmp_path):
     env = dict(os.environ, HF_HUB_OFFLINE="1")
     out = subprocess.run([sys.executable, "-m", "ctxbench", "mcp", "--schemas", "--json", "--repo", str(DEMO),

@@ -115,6 +115,7 @@ def shared_model(real_embedder, monkeypatch):
     return real_embedder
 
 
+@pytest.mark.slow
 @pytest.mark.model
 def test_with_the_model_plans_use_semantic_search_and_the_floor(session_db, shared_model):
     db, sid = session_db

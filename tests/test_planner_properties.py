@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 import json
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -180,6 +181,7 @@ def budget_near_the_edges(data, inputs: PlanInputs) -> int:
     ))
 
 
+@pytest.mark.slow
 @SETTINGS
 @given(plan_inputs(), st.data())
 def test_plan_invariants(inputs: PlanInputs, data):
