@@ -208,9 +208,10 @@ def test_ctxbench_serve_prints_one_url_with_its_token_and_refuses_without_it(tmp
 
     port = free_port()
     (tmp_path / "config.toml").write_text("")
+    log = (tmp_path / "requests.log").open("w")
     server = subprocess.Popen([sys.executable, "-m", "ctxbench", "serve", "--port", str(port), "--repo", str(DEMO),
                                "--no-index", "--db", str(tmp_path / "serve.db"), "--config",
-                               str(tmp_path / "config.toml")], cwd=tmp_path, stdout=subprocess.DEVNULL,
+                               str(tmp_path / "config.toml")], cwd=tmp_path, stdout=log,
                               stderr=subprocess.PIPE, text=True)
     try:
         line = server.stderr.readline()
@@ -246,3 +247,6 @@ def test_ctxbench_serve_prints_one_url_with_its_token_and_refuses_without_it(tmp
         except subprocess.TimeoutExpired:
             server.kill()
             server.wait()
+        log.close()
+    logged = (tmp_path / "requests.log").read_text()
+    assert "GET" in logged and token not in logged  # the request log masks it: printed once, at launch

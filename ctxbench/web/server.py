@@ -8,6 +8,7 @@ our template) and ``handle_websocket`` (token, Origin required, cap; each accept
 from __future__ import annotations
 
 import html
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,20 @@ def message_page(status: int, title: str, body_html: str) -> web.Response:
             f"font-family:menlo,monospace;max-width:48em;margin:4em auto;line-height:1.5}}</style></head>"
             f"<body><h1>{html.escape(title)}</h1><p>{body_html}</p></body></html>")
     return web.Response(status=status, text=text, content_type="text/html", headers=PAGE_HEADERS)
+
+
+class TokenMask(logging.Filter):
+    """Writes the launch token of a logged request line as ``…``."""
+
+    def __init__(self, token: str) -> None:
+        super().__init__()
+        self.token = token
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if self.token in message:
+            record.msg, record.args = message.replace(self.token, "…"), None
+        return True
 
 
 class GuardedServer(Server):
@@ -73,6 +88,11 @@ class GuardedServer(Server):
         if origin is not None and not self.guard.origin_ok(origin):
             return web.Response(status=403, text="refused: a page of another origin cannot use this server\n")
         return await handler(request)
+
+    def initialize_logging(self) -> None:
+        """textual-serve's request log, with the token masked (it is printed once, at launch)."""
+        super().initialize_logging()
+        logging.getLogger("aiohttp.access").addFilter(TokenMask(self.guard.token))
 
     async def on_startup(self, app: web.Application) -> None:
         """Quiet: ``ctxbench serve`` prints the one URL to open (textual-serve's banner would print another)."""
