@@ -250,3 +250,30 @@ def test_ctxbench_serve_prints_one_url_with_its_token_and_refuses_without_it(tmp
         log.close()
     logged = (tmp_path / "requests.log").read_text()
     assert "GET" in logged and token not in logged  # the request log masks it: printed once, at launch
+
+
+async def test_a_reloaded_tab_gets_its_session_back(served):
+    """Reloading closes the old websocket while its process is still stopping: the new page and websocket wait
+    for that slot instead of being told another session is open."""
+    async with aiohttp.ClientSession() as session:
+        async with session.ws_connect(served.ws_url(), origin=served.origin) as first:
+            assert await first_bytes(first) == b"stand-in app ready"
+        async with session.get(f"{served.base}/?token={served.guard.token}") as response:
+            assert response.status == 200
+        async with session.ws_connect(served.ws_url(), origin=served.origin) as again:
+            assert await first_bytes(again) == b"stand-in app ready"
+
+
+async def test_two_tabs_waiting_for_one_slot_get_one_session(served):
+    async with aiohttp.ClientSession() as session:
+        first = await session.ws_connect(served.ws_url(), origin=served.origin)
+        assert await first_bytes(first) == b"stand-in app ready"
+        waiting = [asyncio.create_task(session.ws_connect(served.ws_url(), origin=served.origin)) for _ in range(2)]
+        await asyncio.sleep(0.3)  # both handshakes are waiting for the slot (were they not, the outcome is the same)
+        await first.close()
+        outcomes = await asyncio.gather(*waiting, return_exceptions=True)
+        opened = [o for o in outcomes if isinstance(o, aiohttp.ClientWebSocketResponse)]
+        refused = [o for o in outcomes if isinstance(o, aiohttp.WSServerHandshakeError)]
+        assert len(opened) == 1 and [r.status for r in refused] == [409], outcomes
+        assert served.server.sessions == 1
+        await opened[0].close()

@@ -7,6 +7,7 @@ our template) and ``handle_websocket`` (token, Origin required, cap; each accept
 """
 from __future__ import annotations
 
+import asyncio
 import html
 import logging
 from pathlib import Path
@@ -27,6 +28,8 @@ PAGE_HEADERS = {  # the page's URL holds the token: never cached, never sent on 
     "X-Frame-Options": "DENY",
     "X-Content-Type-Options": "nosniff",
 }
+SLOT_WAIT_S = 3.0  # a page or websocket finding every session taken waits this long for one to end (a reloaded
+# tab: its old session's process is still stopping) before it is told another session is open
 NO_TOKEN = ("This address needs its token: open the URL that <code>ctxbench serve</code> printed when it started "
             "(<code>http://127.0.0.1:PORT/?token=…</code>).")
 BUSY = ("Another ctxbench session is open in another tab or window ({n} of {cap} allowed: "
@@ -66,6 +69,8 @@ class GuardedServer(Server):
         self.guard = guard
         self.max_sessions = max_sessions
         self.sessions = 0  # websocket sessions open now (each one a running command)
+        self.slot_wait_s = SLOT_WAIT_S
+        self._ended = asyncio.Condition()  # notified whenever a session has ended
 
     async def build_app(self) -> web.Application:
         """The aiohttp application, guarded (what ``serve()`` runs; tests run it on a port of their own)."""
@@ -100,7 +105,7 @@ class GuardedServer(Server):
     async def handle_index(self, request: web.Request) -> web.StreamResponse:  # type: ignore[override]
         if not self.guard.token_ok(request.query.get("token")):
             return message_page(403, "token needed", NO_TOKEN)
-        if self.sessions >= self.max_sessions:
+        if not await self._slot_free():
             return message_page(409, "another session is open", BUSY.format(n=self.sessions, cap=self.max_sessions))
         context = {
             "font_size": to_int(request.query.get("fontsize", "16"), 16),
@@ -127,11 +132,28 @@ class GuardedServer(Server):
             raise web.HTTPForbidden(text="refused: the session websocket needs this launch's token\n")
         if not self.guard.origin_ok(request.headers.get("Origin")):
             raise web.HTTPForbidden(text="refused: the session websocket is opened by this server's own page only\n")
-        if self.sessions >= self.max_sessions:
+        if not await self._slot_free():
             raise web.HTTPConflict(text=f"refused: another ctxbench session is open ({self.sessions} of "
                                         f"{self.max_sessions} allowed: serve.max_sessions)\n")
-        self.sessions += 1  # counted before the first await: two handshakes cannot both pass the cap
+        self.sessions += 1  # counted with no await since the check: two handshakes cannot both pass the cap
         try:
             return await super().handle_websocket(request)
         finally:
             self.sessions -= 1
+            async with self._ended:
+                self._ended.notify_all()
+
+    async def _slot_free(self) -> bool:
+        """Whether a session may start, waiting up to ``slot_wait_s`` for one to end when all are taken."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.slot_wait_s
+        while self.sessions >= self.max_sessions:  # checked last with no await before the caller counts itself in
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                return False
+            try:
+                async with self._ended:
+                    await asyncio.wait_for(self._ended.wait(), remaining)
+            except asyncio.TimeoutError:
+                return False
+        return True
