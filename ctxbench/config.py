@@ -588,8 +588,9 @@ class McpConfig:
 class ServeConfig:
     """``ctxbench serve``: the workbench in a browser (textual-serve)."""
 
-    host: str = "127.0.0.1"  # never another: the served workbench has no authentication
+    host: str = "127.0.0.1"  # never another: the served workbench answers to its loopback Host and token only
     port: Port = 8790
+    max_sessions: PositiveInt = 1  # browser sessions at once (each runs its own `ctxbench open`); one more is refused
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("compaction",),
     ("llm",),
     ("service",),
-    ("tui", "proxy", "mcp_server"),  # front ends over service/ (they do not import each other)
+    ("tui", "proxy", "mcp_server", "web"),  # front ends over service/ (they do not import each other)
     ("bench",),
     ("cli",),
     ("__main__",),

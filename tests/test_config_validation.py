@@ -143,7 +143,7 @@ def test_the_default_keys_pass_their_own_check():
     ("[llm]\ntimeout = 5\n", "llm.timeout: unknown key; did you mean timeout_s?"),
     ("[[planner.modes]]\nname = \"light\"\nmax_card = 4\n", "planner.modes[light].max_card: unknown key; did you "
                                                            "mean max_cards?"),
-    ("[serve]\nzzz = 1\n", "serve.zzz: unknown key; known: host, port"),
+    ("[serve]\nzzz = 1\n", "serve.zzz: unknown key; known: host, port, max_sessions"),
 ])
 def test_an_unknown_key_is_named_with_the_closest_known_one(tmp_path, toml, says):
     result, config = _run(tmp_path, toml)

@@ -18,7 +18,8 @@ ENGINE_PACKAGES = ("ctxbench.planner", "ctxbench.compaction", "ctxbench.store", 
                    "ctxbench.validation",
                    # the headless front ends (servers) never pull in the TUI libraries either
                    "ctxbench.proxy", "ctxbench.mcp_server")
-NOT_ENGINE = ("ctxbench.tui", "ctxbench.cli", "ctxbench.__main__")
+NOT_ENGINE = ("ctxbench.tui", "ctxbench.cli", "ctxbench.__main__",
+              "ctxbench.web")  # the served workbench is textual-serve's server, which logs with rich
 ROOT = Path(__file__).resolve().parents[1]
 
 

@@ -119,7 +119,9 @@ async def test_served_workbench_renders_meter_and_mode_and_ctrl_t_cycles_it(tmp_
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     browser = None
     try:
-        assert "no authentication" in server.stderr.readline()
+        found = re.search(rf"http://127\.0\.0\.1:{port}/\?token=\S+", server.stderr.readline())
+        assert found, "ctxbench serve prints the URL to open, with its token"
+        url = found.group(0)
         deadline = time.monotonic() + 30
         while True:
             try:
@@ -144,9 +146,16 @@ async def test_served_workbench_renders_meter_and_mode_and_ctrl_t_cycles_it(tmp_
                 page = Page(ws)
                 await page.send("Page.enable")
                 await page.send("Page.addScriptToEvaluateOnNewDocument", source=CAPTURE_FRAMES)
-                await page.send("Page.navigate", url=f"http://127.0.0.1:{port}/")
+                await page.send("Page.navigate", url=url)
                 text = await page.wait_for_text(lambda t: "CTX: Light" in t and re.search(r"[\d,]+ / [\d,]+ tok", t))
                 assert "ctxbench" in text
+                loaded = await page.send("Runtime.evaluate", returnByValue=True, expression=(
+                    "performance.getEntriesByType('resource').map(e => e.name)"
+                    ".concat([...document.fonts].some(f => f.family.replace(/[\"']/g, '') === 'Roboto Mono'"
+                    " && f.status === 'loaded') ? 'font:ok' : 'font:missing')"))
+                loaded = loaded["result"]["value"]
+                assert "font:ok" in loaded  # the page's font is the copy served here
+                assert [u for u in loaded if u != "font:ok" and not u.startswith(f"http://127.0.0.1:{port}/")] == []
                 shots = Path(os.environ.get("CTXBENCH_SCREENSHOTS") or tmp_path)
                 shots.mkdir(parents=True, exist_ok=True)
                 first = await page.screenshot(shots / "serve-light.png")

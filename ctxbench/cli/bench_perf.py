@@ -51,7 +51,9 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Pa
         if name not in known:
             fail(f"unknown phase group {name!r} for --only; known: {', '.join(known)}", 2)
     config = get_config(config_path)
-    source = repo or perf.default_repo()
+    from ctxbench.cli.repo_support import fit_root
+
+    source = fit_root(repo) if repo is not None else perf.default_repo()
     if source is None:
         raise click.UsageError("textual is not installed; pass --repo PATH")
     report = perf.run(source, config, repeat=repeat, groups=list(groups) or None, progress=bench_progress(as_json))

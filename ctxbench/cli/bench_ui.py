@@ -23,7 +23,11 @@ def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_pai
             config_path) -> None:
     import dataclasses
 
+    from ctxbench.cli.repo_support import fit_root
+
     config = get_config(config_path)
+    if repo is not None:
+        repo = fit_root(repo)
     config = dataclasses.replace(config, ui=dataclasses.replace(config.ui, live_preview=False))
     report: dict = {}
     from ctxbench.bench.ui import (

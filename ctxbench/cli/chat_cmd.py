@@ -80,6 +80,10 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     if not message.strip():
         fail("empty message: say something to the model", 2)
     config = get_config(config_path)
+    if repo is not None:
+        from ctxbench.cli.repo_support import fit_root
+
+        fit_root(repo)  # a folder that is no repository: refused before anything is stored
     if mode is not None:
         try:
             config.planner.mode(mode)  # before anything is stored

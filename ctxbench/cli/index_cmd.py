@@ -49,7 +49,10 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
 
     from ctxbench.codegraph.index import PHASE_WAIT
 
+    from ctxbench.cli.repo_support import fit_root
+
     config = get_config(config_path)
+    path = fit_root(path or Path.cwd())
     show_bar = not as_json and sys.stderr.isatty()
     bar: _TerminalProgress | None = None
 
@@ -65,9 +68,9 @@ def command(path: Path | None, as_json: bool, no_embed: bool, db_path: Path | No
         with Workbench(resolve_db(db_path), config) as wb:  # a StoreError is the CLI's one-line error (exit 2)
             if show_bar:
                 with _TerminalProgress() as bar:
-                    result = index_repository(wb, path or Path.cwd(), progress, embed=not no_embed)
+                    result = index_repository(wb, path, progress, embed=not no_embed)
             else:
-                result = index_repository(wb, path or Path.cwd(), progress, embed=not no_embed)
+                result = index_repository(wb, path, progress, embed=not no_embed)
     except EmbedderError as exc:  # a bad model checksum or load failure is a clear error, not a traceback
         fail(str(exc))
         return

@@ -29,11 +29,14 @@ size in tokens instead of serving."""
 def command(repo: Path | None, session_id: str | None, semantic: bool, schemas: bool, as_json: bool,
             db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.cli.open_cmd import find_repo_root
+    from ctxbench.cli.repo_support import fit_root
     from ctxbench.mcp_server.server import build_server, tool_listing
     from ctxbench.service.agent_tools import AgentTools, tool_schema_tokens
 
     config = get_config(config_path)
     root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())
+    if not schemas:  # serving plans over it: a folder that is no repository is refused before the first call
+        root = fit_root(root)
     tools = AgentTools(config, db_path=db_path, repo=root, session_id=session_id, semantic=semantic)
     server = build_server(tools)
     if schemas:

@@ -109,10 +109,14 @@ def command(repo: Path | None, watch: bool, db_path: Path | None, config_path: P
             context_limit: int | None, timeout_s: float | None) -> None:
     from ctxbench.service.options import LaunchOptions
 
+    from ctxbench.cli.repo_support import fit_root
+
     config = get_config(config_path)
     root = repo.resolve() if repo is not None else find_repo_root(Path.cwd())
     if watch:
         session_id = proxied_session(db_path, config, session_id)
+    else:
+        root = fit_root(root)
     options = LaunchOptions(
         db_path=db_path, repo=None if watch else root, session_id=session_id, mode=mode, budget=budget,
         strategy=strategy, theme=theme, new_session=new_session and not watch, title=root.name,

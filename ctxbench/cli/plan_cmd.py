@@ -206,6 +206,10 @@ def command(
     if window_groups is not None and window_groups < 0:
         fail(f"--window must be >= 0 (0 = all groups), got {window_groups}", 2)
     config = get_config(config_path)
+    if repo is not None:
+        from ctxbench.cli.repo_support import fit_root
+
+        fit_root(repo)  # a folder that is no repository: refused before the store is opened
     fresh: str | None = None  # a session made here for a database that has none
     try:
         with Workbench(resolve_db(db_path), config, repo=repo or Path.cwd()) as wb:

@@ -65,6 +65,18 @@ def stderr_progress(quiet: bool = False) -> Iterator[StderrProgress | None]:
             progress.close()
 
 
+def fit_root(repo: Path) -> Path:
+    """``repo`` resolved, when it is a folder to index; else the reason on one line and exit 2, before anything is
+    opened or indexed (``service.attach.root_refusal``: the home folder, the whole disk, /proc, /sys, /dev)."""
+    from ctxbench.cli.common import fail
+    from ctxbench.service.attach import root_refusal
+
+    refusal = root_refusal(repo)
+    if refusal:
+        fail(refusal, 2)
+    return repo.resolve()
+
+
 def checked_repository(wb: Any, repo: Path, *, quiet: bool = False) -> None:
     """Refuse a folder that is no repository to index (the home folder or above it; the first time, one with no
     source files: exit 2, nothing indexed), and say so before a repository is indexed for the first time."""
@@ -90,6 +102,7 @@ def opened_retriever(repo: Path, db_path: Path | None, config: Any, *, semantic:
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.workbench import Workbench
 
+    fit_root(repo)  # a folder that is no repository: refused before the store is opened or the model loads
     embedder = None
     if semantic:  # the model loads (in its thread) while the database opens and the repository is checked and indexed
         from ctxbench.retrieval.embedder import Embedder

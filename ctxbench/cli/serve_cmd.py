@@ -12,10 +12,11 @@ from ctxbench.cli.common import config_option, db_option, fail, get_config
 
 HELP = """Serve the workbench to a web browser on http://127.0.0.1:PORT (textual-serve).
 
-Each browser tab runs its own `ctxbench open` with the options given here. The server listens on
-127.0.0.1 only and has NO AUTHENTICATION: anyone who can reach that address and port (other users of this
-machine, anything you tunnel it to) gets the workbench, your sessions and your model key. Do not forward
-the port."""
+It prints the one URL to open, with a token made for this launch (http://127.0.0.1:PORT/?token=...): the page and
+its session refuse a request without it, one whose Host is not this loopback port, and one from another
+site's page. Each session runs its own `ctxbench open` with the options given here, one at a time unless
+--max-sessions (serve.max_sessions) says more. Anyone holding the URL gets the workbench, your sessions and your
+model key: do not share it, do not forward the port."""
 
 
 @click.command("serve", help=HELP)
@@ -27,14 +28,23 @@ the port."""
 @click.option("--mode", default=None, help="Context Mode (off, light, heavy or one defined in the config).")
 @click.option("--theme", default=None, help="Theme name.")
 @click.option("--no-index", is_flag=True, help="Do not index the repository.")
+@click.option("--max-sessions", type=click.IntRange(min=1), default=None,
+              help="Browser sessions served at once (default serve.max_sessions, 1); one more is told so.")
 @db_option
 @config_option
 def command(port: int | None, repo: Path | None, session_id: str | None, watch: bool, mode: str | None,
-            theme: str | None, no_index: bool, db_path: Path | None, config_path: Path | None) -> None:
+            theme: str | None, no_index: bool, max_sessions: int | None, db_path: Path | None,
+            config_path: Path | None) -> None:
+    from ctxbench.cli.open_cmd import find_repo_root
+    from ctxbench.cli.repo_support import fit_root
+
     config = get_config(config_path)
     host = config.serve.host
     if host != "127.0.0.1":
-        fail("serve.host must be 127.0.0.1: the served workbench has no authentication", 2)
+        fail("serve.host must be 127.0.0.1: the served workbench answers to the loopback address only", 2)
+    root = None  # --watch follows a proxied conversation: no repository
+    if not watch:
+        root = fit_root(repo if repo is not None else find_repo_root(Path.cwd()))
     port = port or config.serve.port
     try:
         with socket.create_server((host, port)):
@@ -43,14 +53,17 @@ def command(port: int | None, repo: Path | None, session_id: str | None, watch: 
         fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}", 2)
     args = [sys.executable, "-m", "ctxbench", "open"]
     for flag, value in (("--db", db_path), ("--config", config_path), ("--session", session_id), ("--mode", mode),
-                        ("--theme", theme), ("--repo", repo.resolve() if repo else None)):
+                        ("--theme", theme), ("--repo", root)):
         if value is not None:
             args += [flag, str(Path(value).resolve()) if isinstance(value, Path) else str(value)]
     if watch:
         args.append("--watch")
     if no_index:
         args.append("--no-index")
-    from textual_serve.server import Server
+    from ctxbench.web.guard import LoopbackGuard, new_token
+    from ctxbench.web.server import GuardedServer
 
-    click.echo(f"ctxbench serve on http://{host}:{port} (no authentication: keep it on this machine)", err=True)
-    Server(shlex.join(args), host=host, port=port, title="ctxbench").serve()
+    guard = LoopbackGuard(port, new_token())
+    click.echo(f"ctxbench serve: open {guard.url}\n  (this URL is the key to your workbench: keep it to yourself)",
+               err=True)
+    GuardedServer(shlex.join(args), guard, max_sessions=max_sessions or config.serve.max_sessions).serve()

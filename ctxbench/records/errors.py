@@ -44,3 +44,7 @@ class ProviderError(ValueError):
 
 class EmbedderError(RuntimeError):
     """The embedding model cannot be used: missing, not what it claims to be, or failed to load."""
+
+
+class RefusedRepository(ValueError):
+    """A folder that is no repository to index: the home folder, the whole disk, the system's folders."""

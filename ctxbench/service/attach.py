@@ -216,18 +216,49 @@ class RepositoryCheck:
     refusal: str = ""  # why it will not be indexed ("": it will)
 
 
+SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")  # the kernel's and devices' files: never a repository, endless to walk
+
+
+def root_refusal(repo: Path | str) -> str:
+    """Why ``repo`` is no folder to index, "" when it may be: the home folder, a folder above it, the root of the
+    disk, or a folder inside /proc, /sys or /dev. The one check every entry that takes a repository makes
+    (``open``, ``serve``, ``mcp``, ``retrieve``, ``plan``, ``chat``, ``index``, the benches) and the attach path
+    makes again (``attach_repository``, ``index_repository``), links resolved first."""
+    from ctxbench.codegraph.index import normalize_root
+
+    root = Path(normalize_root(repo))
+    home = Path(normalize_root(Path.home()))
+    if root == home or root in home.parents or root == Path(root.anchor):
+        where = ("your home folder" if root == home else "the root of the disk" if root == Path(root.anchor)
+                 else "a folder above your home folder")
+        return (f"{root} is {where}: ctxbench indexes one repository, not every file under it; give --repo PATH "
+                "of a project (or run it inside one)")
+    for system in map(Path, SYSTEM_FOLDERS):
+        if root == system or system in root.parents:
+            return f"{root} is inside {system}, the system's own files, not a repository; give --repo PATH of a project"
+    return ""
+
+
+def refuse_unfit_root(repo: Path | str) -> None:
+    """Raise ``RefusedRepository`` when ``repo`` is no folder to index."""
+    from ctxbench.records.errors import RefusedRepository
+
+    refusal = root_refusal(repo)
+    if refusal:
+        raise RefusedRepository(refusal)
+
+
 def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
-    """Whether ``repo`` is a folder to index: never the home folder or a folder above it (the whole disk), and,
-    the first time, only one holding source files ctxbench reads; a repository indexed before always is."""
+    """Whether ``repo`` is a folder to index: never one :func:`root_refusal` refuses (the home folder, the whole
+    disk, the system's folders), and, the first time, only one holding source files ctxbench reads; a repository
+    indexed before always is."""
     from ctxbench.codegraph.index import indexed_roots, normalize_root
     from ctxbench.codegraph.walk import LANGUAGE_BY_EXT, walk
 
     root = Path(normalize_root(repo))
-    home = Path.home().resolve()
-    if root == home or root in home.parents or root == Path(root.anchor):
-        where = "your home folder" if root == home else "a folder above your home folder"
-        return RepositoryCheck(root, False, 0, f"{root} is {where}: ctxbench indexes one repository, not every file "
-                                               "under it; give --repo PATH of a project (or run it inside one)")
+    refusal = root_refusal(root)
+    if refusal:
+        return RepositoryCheck(root, False, 0, refusal)
     with workbench.connection() as conn:
         if str(root) in indexed_roots(conn):
             return RepositoryCheck(root, True, 0)
@@ -248,7 +279,7 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
     ``one_shot``: a command that answers once (``retrieve``): what only later turns need (the graph walk of
     personalized retrieval) is built when first asked for, not now. ``semantic_off``: with ``semantic=False``, why
     the user turned it off (``--no-semantic``): the RetrievalSets then say "semantic search off (…)".
-    Import errors are bugs and propagate.
+    A folder that is no repository to index raises ``RefusedRepository``. Import errors are bugs and propagate.
     """
     if repo is None:
         return None
@@ -257,6 +288,7 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
 
     config = workbench.config
     root = normalize_root(repo)
+    refuse_unfit_root(root)
     if semantic and embedder is None:
         from ctxbench.retrieval.embedder import Embedder
 
@@ -297,6 +329,7 @@ def index_repository(workbench: Any, repo: Path, progress: IndexProgress | None 
     from ctxbench.codegraph.index import build_index, normalize_root
 
     root = normalize_root(repo)
+    refuse_unfit_root(root)
     conn = workbench.database.dedicated_connection()
     embed_fn = None
     if embed:
