@@ -33,6 +33,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("__main__",),
 )
 TUI_MAY_IMPORT = ("tui", "service", "records", "config")
+# the planner is pure: plan inputs in, a ContextPlan out; it reads no store, index, model or retrieval
+PLANNER_MAY_IMPORT = ("planner", "records", "tokens", "config")
 MAX_TUI_FILE_LINES = 300
 
 
@@ -117,6 +119,12 @@ def test_no_import_cycles_between_modules():
 def test_the_tui_imports_only_the_service_the_records_the_config_and_itself():
     wrong = [f"{m} -> {t}" for m, targets in EDGES.items() if _package(m) == "tui"
              for t in targets if _package(t) not in TUI_MAY_IMPORT]
+    assert wrong == []
+
+
+def test_the_planner_imports_only_the_records_the_tokenizer_and_the_config():
+    wrong = [f"{m} -> {t}" for m, targets in EDGES.items() if _package(m) == "planner"
+             for t in targets if _package(t) not in PLANNER_MAY_IMPORT]
     assert wrong == []
 
 
