@@ -183,6 +183,7 @@ def test_steer_applies_drops_and_truncation_and_the_store_holds_both_requests(tm
         client.chat.completions.create(model="m", messages=messages)
         session = wb.proxy.latest_session()
         wb.proxy.drop(session, "atom:2:call_2")  # the user drops a stale tool call with its result
+        wb.update_settings(session, mode="light")  # and picks Light for this conversation
         messages += [{"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "next"}]
         client.chat.completions.create(model="m", messages=messages)
         sent = json.loads(up.seen[1].body)
@@ -194,7 +195,7 @@ def test_steer_applies_drops_and_truncation_and_the_store_holds_both_requests(tm
         assert all(len(text) < 400 and "cut by ctxbench" in text for text in results.values())
         assert up.seen[1].body != capture.bodies[1]
         (first, second) = settled(wb, session)
-        assert second.steered and first.steered  # light mode cut the first request's old results too
+        assert second.steered and not first.steered  # nothing was asked before the first request
         original, upstream = wb.proxy.bodies(second.id)
         assert original == capture.bodies[1] and upstream == up.seen[1].body
         plan = wb.plans.get(second.plan_id)
@@ -250,11 +251,13 @@ def test_switching_a_conversation_back_to_pass_through(tmp_path):
         client = openai_client(proxy, capture)
         messages = conversation(2)
         client.chat.completions.create(model="m", messages=messages)
-        assert up.seen[0].body != capture.bodies[0]  # steered: old tool results cut
+        wb.update_settings(wb.proxy.latest_session(), mode="light")
+        client.chat.completions.create(model="m", messages=messages)
+        assert up.seen[1].body != capture.bodies[1]  # steered: old tool results cut
         wb.proxy.set_passthrough(wb.proxy.latest_session(), True)
         messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "again"}]
         client.chat.completions.create(model="m", messages=messages)
-        assert up.seen[1].body == capture.bodies[1]
+        assert up.seen[2].body == capture.bodies[2]
         plan = wb.plans.get(settled(wb)[-1].plan_id)
         assert any(note.startswith("pass-through") for note in plan.notes)
 

@@ -16,7 +16,7 @@ CONFIG = Config()
 
 def plan_of(provider: str, body: dict, groups: tuple[int, ...], **controls):
     request = parse_request(provider, json.dumps(body).encode(), TOK)
-    c = SteerControls(steer=True, mode=controls.pop("mode", "off"), budget=100_000, **controls)
+    c = SteerControls(steer=True, mode=controls.pop("mode", "off"), budget=100_000, mode_set=True, **controls)
     steered = steer_plan(request, "s", groups, tuple(() for _ in groups), c, proxy=CONFIG.proxy,
                          truncation=CONFIG.planner.truncation, tokenizer=TOK)
     return request, steered

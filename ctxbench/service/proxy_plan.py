@@ -11,7 +11,9 @@ their tokens: the system blocks (``system``), each tool definition (``tools``), 
 - a pinned item the request carries is kept whole; a sticky pin the request no longer carries (the client
   compacted its history) is added back to the system prompt;
 - the Context Mode picks the truncation tiers (``proxy.truncate_tiers``) that cut long tool results as the
-  planner's tiers do: the newest results of the turn in progress, its older ones, past turns' results.
+  planner's tiers do (the newest results of the turn in progress, its older ones, past turns' results), but
+  only once the user has set the conversation's mode: the default mode is nobody's request, and steering
+  changes only what the user asked for. With nothing asked, the request goes upstream byte for byte.
 
 Every change is an excluded item or an item's detail in the plan, with its reason, and a line in the
 exchange's ``changes``. Pure: no store, no I/O.
@@ -35,6 +37,7 @@ PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the hist
 PLAN_ID_HEX = 20
 PROXY_TRUNCATION_HINT = "\n... [cut by ctxbench: {kept} of {total} characters kept ({tier} tier)]"
 STEERING_NOTE = "proxy steering: on"  # a plan's note when the proxy ran with --steer
+CUT_DETAIL = "tool result cut to"  # how a cut tool result's detail starts
 PINNED_BLOCK = "[pinned by the user in ctxbench: {label}]\n{content}"
 LABEL_CHARS = 60
 
@@ -50,6 +53,33 @@ class SteerControls:
     dropped_items: frozenset[str] = frozenset()
     pins: tuple[Pin, ...] = ()
     proxy_steers: bool = False  # the proxy runs with --steer (``steer`` is off while the user switched it off)
+    mode_set: bool = False  # the user set this conversation's mode (only then does the mode cut tool results)
+
+
+# what the proxy's start-up line says --steer does
+STEER_SCOPE = ("steering on: only what you ask changes a request (your drops, your pins, a Context Mode you set "
+               "for a conversation); nothing asked, nothing changed")
+
+
+def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
+    """What steering will change in the conversation's next request, in one line."""
+    if not controls.proxy_steers:
+        return "steering off (the proxy runs without --steer): requests go upstream as sent"
+    if not controls.steer:
+        return "pass-through for this conversation: requests go upstream as sent"
+    asked = []
+    drops = len(controls.dropped_items) + len(controls.dropped_groups)
+    if drops:
+        asked.append(f"leaves out {drops} dropped item{'s' if drops != 1 else ''}")
+    pins = sum(1 for p in controls.pins if p.kind == "sticky" and p.content)
+    if pins:
+        asked.append(f"adds back {pins} sticky pin{'s' if pins != 1 else ''} the client stops sending")
+    tiers = proxy.tiers_for(controls.mode) if controls.mode_set else ()
+    if tiers:
+        asked.append(f"cuts long tool results ({', '.join(tiers)} tiers: mode {controls.mode}, set by you)")
+    if not asked:
+        return "steering on, nothing asked: requests go upstream as sent"
+    return "steering " + "; ".join(asked)
 
 
 @dataclass(frozen=True)
@@ -164,7 +194,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     edits = Edits()
     changes: list[str] = []
     pinned = _pinned(b, controls.pins)
-    tiers = set(proxy.tiers_for(controls.mode)) if controls.steer else set()
+    tiers = set(proxy.tiers_for(controls.mode)) if controls.steer and controls.mode_set else set()
     tier_of = _tier_of(b, truncation)
     out: list[PlanItem] = []
     for item in sorted(b.items.values(), key=lambda i: i.order):
@@ -191,8 +221,9 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     notes = [f"proxied {request.provider} request to {request.model or 'the upstream'}"]
     if controls.steer:
         out.extend(_readd_pins(b, controls.pins, pinned, edits, changes, tokenizer))
-        notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, mode {controls.mode})"
-                     if changes else f"steered: nothing to change (mode {controls.mode})")
+        mode = f"mode {controls.mode}, set by you" if controls.mode_set else "mode not set: no cuts"
+        notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, {mode})"
+                     if changes else f"steered: nothing to change ({mode})")
     else:
         notes.append("pass-through: forwarded as the client sent it"
                      + (" (switched off for this conversation)" if controls.proxy_steers else ""))
@@ -226,7 +257,8 @@ def _truncate(item: _Item, tier: str, truncation: TruncationConfig, tokenizer: T
         edits.replace[part.location] = cut
         tokens += tokenizer.count(cut) - part.tokens
         changes.append(f"cut {item.id} ({item.label}) to {limit:,} of {len(part.text):,} chars: {tier} tier")
-        return tokens, f"tool result cut to {limit:,} of {len(part.text):,} chars ({tier} tier)"
+        item.label = item.label.replace(f" → {len(part.text):,} chars", f" → {len(cut):,} of {len(part.text):,} chars sent")
+        return tokens, f"{CUT_DETAIL} {limit:,} of {len(part.text):,} chars ({tier} tier)"
     return tokens, ""
 
 
@@ -292,6 +324,7 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
         "provider": request.provider,
         "body": hashlib.sha256(json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": controls.mode, "budget": controls.budget,
+        "mode_set": controls.mode_set,
         "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
         "pins": sorted((p.target, p.kind, p.content) for p in controls.pins),
         "edits": [sorted(map(str, edits.remove)), sorted((str(k), v) for k, v in edits.replace.items()),

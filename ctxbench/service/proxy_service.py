@@ -176,6 +176,7 @@ class ProxyService:
             status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
         steer = self.steer and not (state.passthrough if state is not None else False)
         return SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
+                             mode_set="mode" in wb.sessions.overrides(session_id),
                              dropped_groups=frozenset(g for g, active in status.items() if not active),
                              dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
 

@@ -32,6 +32,7 @@ class WatchController:
         self._busy = False
         self._notes: list[tuple[Text, bool]] = []
         self._history_size = -1
+        self._sent: dict[int, str] | None = None
 
     def start(self) -> None:
         if self._timer is None:
@@ -65,9 +66,9 @@ class WatchController:
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
-        if len(history) != self._history_size:
-            self._history_size = len(history)
-            await self.host.chat.show_history(history, found.snapshot.dropped)
+        if len(history) != self._history_size or found.sent != self._sent:
+            self._history_size, self._sent = len(history), found.sent
+            await self.host.chat.show_history(history, found.snapshot.dropped, found.sent)
             for note, error in self._notes:
                 await self.host.chat.add_note(note, error=error)
         elif exchange.outcome != "pending":
@@ -75,7 +76,8 @@ class WatchController:
             await self.host.chat.add_note(note, error=error)
         await self.host.show_plan(found.view)
         state = "busy" if exchange.outcome == "pending" else "ready" if exchange.outcome == "ok" else "error"
-        self.host.status.set_slot(Progress("proxy", f"proxy request #{exchange.id}: {exchange.outcome}", state))
+        self.host.status.set_slot(Progress("proxy", f"proxy request #{exchange.id}: {exchange.outcome} · "
+                                                    f"{found.steering}", state))
 
     def toggle(self) -> None:
         self.host.link.act(lambda session: session.toggle_passthrough())  # type: ignore[attr-defined]
