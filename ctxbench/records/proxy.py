@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROVIDERS = ("openai", "anthropic")  # OpenAI Chat Completions, Anthropic Messages
+PROVIDERS = ("openai", "anthropic", "responses")  # OpenAI Chat Completions, Anthropic Messages, OpenAI Responses
 
 # how an exchange ended
 OUTCOMES = ("pending", "ok", "upstream_error", "upstream_down", "cut", "client_gone")
@@ -64,6 +64,8 @@ class WireRequest:
     tools: tuple[WireTool, ...]
     messages: tuple[WireMessage, ...]  # OpenAI system/developer messages are in ``system`` and here too
     body: dict[str, Any] = field(compare=False, hash=False, repr=False)  # the parsed JSON, never changed
+    list_key: str = "messages"  # the body's key of the message list (``input`` for the Responses API)
+    previous_response_id: str = ""  # Responses API: the reply this request continues (the upstream keeps the rest)
 
     @property
     def history(self) -> tuple[WireMessage, ...]:
@@ -122,6 +124,8 @@ class ReplyRecord:
     model: str = ""
     stop_reason: str = ""
     complete: bool = False  # the reply's end was seen (``[DONE]``, ``message_stop``, a whole JSON body)
+    response_id: str = ""  # the reply's id (Responses API: what a chained request names as previous_response_id)
+    cached_tokens: int | None = None  # prompt tokens the provider read from its cache (part of prompt_tokens)
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ MESSAGE_STATUSES = ("active", "dropped")
 STRATEGY_FAMILIES: dict[str, str] = {
     "openai": "openai",
     "anthropic": "anthropic",
+    "responses": "openai",  # OpenAI's Responses API, as the proxy records it: tool calls as OpenAI's
     "claude-code": "anthropic",
     "gemini": "gemini",
     "gemini_gca": "gemini",

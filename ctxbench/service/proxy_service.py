@@ -70,7 +70,9 @@ class ProxyService:
         with self._lock:
             session_id, state = self._record_messages(request)
             controls = self.controls(session_id, state)
-            steered = steer_plan(request, session_id, state.groups, state.message_ids, controls,
+            n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
+            steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
+                                 state.message_ids[len(state.message_ids) - n:], controls,
                                  proxy=self.config.proxy, truncation=self.config.planner.truncation,
                                  tokenizer=self.wb.tokenizer)
             forward = body if steered.edits.empty else apply_edits(request, steered.edits)
@@ -98,12 +100,21 @@ class ProxyService:
                                        reply.model or "")
         if outcome == "ok" and reply.text:
             self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+        if outcome == "ok" and reply.response_id:
+            self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(
             exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
             reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
             reported_completion=reply.completion_tokens, model=reply.model)
 
     # -- recognising the conversation ------------------------------------------------------------------------
+    def _chained(self, request: WireRequest) -> ConversationState | None:
+        """The conversation whose reply a Responses API request names as ``previous_response_id``."""
+        if not request.previous_response_id:
+            return None
+        session_id = self.wb.proxy_chains.session_of(request.previous_response_id)
+        return self.wb.proxy.conversation(session_id) if session_id is not None else None
+
     def recognise(self, request: WireRequest) -> tuple[ConversationState | None, int]:
         """The stored conversation ``request`` continues and how many of its messages it shares (0 for a
         compacted conversation), or (None, 0) for a new one."""
@@ -127,8 +138,10 @@ class ProxyService:
     def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState]:
         """Store the messages the request adds to its conversation (a new session for a new one)."""
         wb = self.wb
-        conv, shared = self.recognise(request)
+        chained = self._chained(request)
+        conv, shared = (chained, len(chained.hashes)) if chained is not None else self.recognise(request)
         history = request.history
+        start = 0 if chained is not None else shared  # the first of the request's messages not stored yet
         with wb.transaction():
             if conv is None:
                 first = next((p.text for m in history if m.role == "user" for p in m.parts if p.kind == "text"), "")
@@ -144,11 +157,11 @@ class ProxyService:
                 passthrough, requests, last_reply = conv.passthrough, conv.requests, conv.last_reply
             group = groups[-1] if groups else (conv.groups[-1] if conv is not None and conv.groups else None)
             names: dict[str, str] = {}
-            for m in history[:shared]:
+            for m in history[:start]:
                 for p in m.parts:
                     if p.kind == "tool_call":
                         names[p.tool_call_id] = p.tool_name
-            for m in history[shared:]:
+            for m in history[start:]:
                 new_turn = m.has_user_text and not m.answers_tools
                 stored: list[int] = []
                 for n, neutral in enumerate(neutral_messages(m, names)):
@@ -161,8 +174,9 @@ class ProxyService:
                     stored.append(message.id)
                 ids.append(tuple(stored))
                 groups.append(group or 0)
-            state = ConversationState(session_id, request.provider, tuple(m.hash for m in history), tuple(ids),
-                                      tuple(groups), last_reply, passthrough, requests + 1, "")
+            earlier = conv.hashes if chained is not None else ()  # a chained request sends only what is new
+            state = ConversationState(session_id, request.provider, (*earlier, *(m.hash for m in history)),
+                                      tuple(ids), tuple(groups), last_reply, passthrough, requests + 1, "")
             wb.proxy.save_conversation(state)
         return session_id, state
 

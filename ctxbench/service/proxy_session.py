@@ -111,7 +111,9 @@ class ProxyWatchSession(WorkbenchSession):
         service = self.service
         controls = service.controls(self.session_id, state)
         n = len(request.history)
-        steered = steer_plan(request, self.session_id, state.groups[:n], state.message_ids[:n], controls,
+        # the latest request's messages are the state's last (a chained Responses request sends only what is new)
+        steered = steer_plan(request, self.session_id, state.groups[len(state.groups) - n:],
+                             state.message_ids[len(state.message_ids) - n:], controls,
                              proxy=self.config.proxy, truncation=self.config.planner.truncation,
                              tokenizer=self.wb.tokenizer)
         return self.view_of(steered.plan, None, draft=True)

@@ -1,4 +1,6 @@
-"""Reading and editing the requests the proxy forwards: OpenAI Chat Completions and Anthropic Messages.
+"""Reading and editing the requests the proxy forwards: OpenAI Chat Completions, Anthropic Messages and
+OpenAI's Responses API (``/v1/responses``: ``instructions``, and ``input`` as a string or a list of items:
+messages, ``function_call`` and ``function_call_output``, reasoning …; each item is read as one message).
 
 :func:`parse_request` reads a request body into a :class:`~ctxbench.records.proxy.WireRequest` (system
 blocks, tool definitions, messages split into parts, each part with its tokens and its place in the JSON)
@@ -25,6 +27,12 @@ from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 
 OPENAI_PATH = "/chat/completions"
 ANTHROPIC_PATH = "/messages"
+RESPONSES_PATH = "/responses"
+# Responses API input items that call a tool, and those that carry a tool's output (the call's id in call_id)
+RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call",
+                   "computer_call", "mcp_call")
+RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
+                     "shell_call_output", "apply_patch_call_output", "computer_call_output")
 HASH_HEX = 24
 # a text that starts with a file's path on its own line and then a code fence is an attached file (aider,
 # Continue and most chat front ends attach files like that)
@@ -36,12 +44,15 @@ class WireError(ValueError):
 
 
 def provider_for_path(path: str) -> str | None:
-    """``openai`` for a Chat Completions path, ``anthropic`` for a Messages path, else None."""
+    """``openai`` for a Chat Completions path, ``anthropic`` for a Messages path, ``responses`` for the
+    Responses API's create path, else None."""
     path = path.rstrip("/")
     if path.endswith(OPENAI_PATH):
         return "openai"
     if path.endswith(ANTHROPIC_PATH):
         return "anthropic"
+    if path.endswith(RESPONSES_PATH):
+        return "responses"
     return None
 
 
@@ -191,12 +202,79 @@ class _Reader:
         return WireRequest("anthropic", str(body.get("model", "")), bool(body.get("stream")), tuple(system),
                            self.tools(body), wire, body)
 
+    # -- OpenAI Responses ----------------------------------------------------------------------------------
+    def responses_item(self, i: int, item: dict[str, Any]) -> WireMessage:
+        kind = str(item.get("type") or "message")
+        loc: tuple[Any, ...] = ("input", i)
+        parts: list[WirePart] = []
+        if kind == "message":
+            role = str(item.get("role", "user"))
+            content = item.get("content")
+            if isinstance(content, str):
+                parts.append(self.text_part(content, (*loc, "content")))
+            elif isinstance(content, list):
+                for j, block in enumerate(content):
+                    where = (*loc, "content", j)
+                    btype = block.get("type") if isinstance(block, dict) else None
+                    if btype in ("input_text", "output_text", "text"):
+                        parts.append(self.text_part(str(block.get("text", "")), where))
+                    elif btype in ("input_image", "input_file", "input_audio"):
+                        parts.append(self.media_part(block, where))
+                    else:
+                        parts.append(self.other_part(block, where))
+        elif kind in RESPONSES_CALLS:
+            role = "assistant"
+            name = str(item.get("name") or kind.removesuffix("_call"))
+            args = item.get("arguments", item.get("input", item.get("action", "")))
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            parts.append(WirePart("tool_call", text, self.tok.count(name) + self.tok.count(text), loc,
+                                  tool_call_id=str(item.get("call_id") or item.get("id") or ""), tool_name=name))
+        elif kind in RESPONSES_OUTPUTS:
+            role = "tool"
+            output = item.get("output", "")
+            text = output if isinstance(output, str) else _text_of(output) or json.dumps(output, ensure_ascii=False)
+            parts.append(WirePart("tool_result", text, self.tok.count(text), (*loc, "output"),
+                                  tool_call_id=str(item.get("call_id") or item.get("id") or ""),
+                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str)))
+        elif kind == "reasoning":
+            role = "assistant"
+            summary = "\n".join(str(s.get("text", "")) for s in item.get("summary") or () if isinstance(s, dict))
+            shown = summary or f"[reasoning, {len(json.dumps(item, ensure_ascii=False)):,} bytes of JSON]"
+            parts.append(WirePart("other", shown, self.tok.count(shown), loc, label="reasoning"))
+        else:
+            role = str(item.get("role") or "assistant")
+            parts.append(self.other_part(item, loc))
+        return WireMessage(i, role, tuple(parts), message_hash(item), TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def responses(self, body: dict[str, Any]) -> WireRequest:
+        value = body.get("input")
+        system: list[WirePart] = []
+        instructions = body.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            system.append(WirePart("text", instructions, self.tok.count(instructions), ("instructions",)))
+        if isinstance(value, str):
+            part = self.text_part(value, ("input",))
+            wire: tuple[WireMessage, ...] = (WireMessage(0, "user", (part,), message_hash(
+                {"role": "user", "content": value}), TOKENS_PER_MESSAGE + part.tokens),)
+        elif isinstance(value, list) and all(isinstance(item, dict) for item in value):
+            wire = tuple(self.responses_item(i, item) for i, item in enumerate(value))
+        elif value is None:
+            wire = ()
+        else:
+            raise WireError("a responses request's input is a string or a list of items")
+        system.extend(p for m in wire if m.role in ("system", "developer") for p in m.parts)
+        previous = body.get("previous_response_id")
+        return WireRequest("responses", str(body.get("model", "")), bool(body.get("stream")), tuple(system),
+                           self.tools(body), wire, body, list_key="input",
+                           previous_response_id=previous if isinstance(previous, str) else "")
+
     def tools(self, body: dict[str, Any]) -> tuple[WireTool, ...]:
         found = []
         for i, tool in enumerate(body.get("tools") or ()):
             if not isinstance(tool, dict):
                 continue
-            name = str(tool.get("name") or (tool.get("function") or {}).get("name") or f"tool {i + 1}")
+            name = str(tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
+                       or f"tool {i + 1}")
             found.append(WireTool(name, self.tok.count(json.dumps(tool, ensure_ascii=False)), i))
         return tuple(found)
 
@@ -210,6 +288,8 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireReque
     if not isinstance(data, dict):
         raise WireError("the body is not a JSON object")
     reader = _Reader(tokenizer)
+    if provider == "responses":
+        return reader.responses(data)
     return reader.openai(data) if provider == "openai" else reader.anthropic(data)
 
 
@@ -276,12 +356,14 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
             node[key] = dict(node[key], content=text)
         else:
             node[key] = text
+    messages = body[request.list_key]
     whole = {loc[1] for loc in edits.remove if len(loc) == 2}
+    if request.provider == "responses":  # an item that is not a message (a call, an output) goes whole
+        whole |= {loc[1] for loc in edits.remove if len(loc) > 2 and loc[2] != "content"}
     by_message: dict[int, list[tuple[Any, ...]]] = {}
     for loc in edits.remove:
         if len(loc) > 2 and loc[1] not in whole:
             by_message.setdefault(loc[1], []).append(loc)
-    messages = body["messages"]
     for index, locs in by_message.items():
         message = messages[index]
         for loc in sorted(locs, key=lambda l: l[3] if len(l) > 3 else -1, reverse=True):
@@ -304,6 +386,8 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
 
 def _empty(message: dict[str, Any], provider: str) -> bool:
     content = message.get("content")
+    if provider == "responses":
+        return content in ("", [], None)
     if provider == "openai":
         if message.get("role") == "tool":
             return False  # a tool result is only removed with its call, by location
@@ -314,6 +398,10 @@ def _empty(message: dict[str, Any], provider: str) -> bool:
 
 
 def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
+    if provider == "responses":
+        instructions = body.get("instructions")
+        body["instructions"] = f"{instructions}\n\n{text}" if isinstance(instructions, str) and instructions else text
+        return
     if provider == "anthropic":
         system = body.get("system")
         if isinstance(system, list):
