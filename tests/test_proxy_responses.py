@@ -56,7 +56,7 @@ def test_a_streamed_responses_request_is_recorded_with_its_reply_usage_and_items
         assert [m.role for m in history] == ["user", "assistant", "tool", "assistant", "user"]
         assert history[1].tool_calls[0].name == "shell" and history[2].tool_call_id == "call_a"
         assert history[2].tool_name == "shell"
-        assert wb.sessions.info(session).title == "proxy: what is in this repo?"
+        assert wb.sessions.info(session).title == "proxy: and what does README say?"  # the latest words
 
 
 def test_a_whole_responses_reply_with_a_string_input(tmp_path):

@@ -29,6 +29,9 @@ class WirePart:
     tool_name: str = ""
     label: str = ""  # a file's path, a tool's name
     replaceable: bool = True  # a tool result whose content is text only (steering may cut it)
+    scaffold: str = ""  # text the assistant wrote, not the user: its kind (a reminder, a memory file …)
+    segment: tuple[int, int] | None = None  # a piece of the text at ``location``: its characters [start, end)
+    bytes: int = 0  # bytes of the request body this part holds
 
 
 @dataclass(frozen=True)
@@ -38,10 +41,12 @@ class WireMessage:
     parts: tuple[WirePart, ...]
     hash: str  # of the message's canonical JSON: how a conversation is recognised by its prefix
     tokens: int  # the whole message, overhead included
+    scaffold: str = ""  # the whole message is the assistant's scaffolding (examples, a repo map …): its kind
+    bytes: int = 0  # bytes of the request body the message holds beyond its parts (its keys, its braces)
 
     @property
     def has_user_text(self) -> bool:
-        return self.role == "user" and any(p.kind in ("text", "file") for p in self.parts)
+        return self.role == "user" and any(p.kind in ("text", "file") and not p.scaffold for p in self.parts)
 
     @property
     def answers_tools(self) -> bool:
@@ -53,6 +58,7 @@ class WireTool:
     name: str
     tokens: int
     index: int  # position in the request's ``tools``
+    bytes: int = 0  # bytes of the request body the definition holds
 
 
 @dataclass(frozen=True)
@@ -66,11 +72,18 @@ class WireRequest:
     body: dict[str, Any] = field(compare=False, hash=False, repr=False)  # the parsed JSON, never changed
     list_key: str = "messages"  # the body's key of the message list (``input`` for the Responses API)
     previous_response_id: str = ""  # Responses API: the reply this request continues (the upstream keeps the rest)
+    envelope_bytes: int = 0  # bytes of the body outside every part, message and tool (model, options, syntax)
 
     @property
     def history(self) -> tuple[WireMessage, ...]:
-        """The conversation proper: every message but the OpenAI system/developer ones."""
-        return tuple(m for m in self.messages if m.role not in ("system", "developer"))
+        """The conversation proper: every message but the OpenAI system/developer ones and the assistant's
+        scaffolding (few-shot examples, a repository map, an environment message)."""
+        return tuple(m for m in self.messages if m.role not in ("system", "developer") and not m.scaffold)
+
+    @property
+    def scaffolding(self) -> tuple[WireMessage, ...]:
+        """The messages that are the assistant's scaffolding, not the conversation."""
+        return tuple(m for m in self.messages if m.role not in ("system", "developer") and m.scaffold)
 
 
 @dataclass(frozen=True)

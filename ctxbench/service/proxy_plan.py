@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from ctxbench.config import ProxyConfig, TruncationConfig
@@ -100,11 +101,28 @@ class _Item:
     parts: list[tuple[WireMessage | None, WirePart]] = field(default_factory=list)  # None: a system block
     message_ids: set[int] = field(default_factory=set)
     tokens: int = 0
+    bytes: int = 0
 
 
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_MEMORY_PATH = re.compile(r"Contents of (\S+)|([\w./-]*(?:CLAUDE|AGENTS|GEMINI)\.md)")
+SCAFFOLD_LABELS = {"memory_file": "memory file", "skill_list": "skills list", "todo_list": "todo reminder",
+                   "environment": "environment", "reminder": "reminder", "few_shot": "few-shot examples",
+                   "repo_map": "repository map", "chat_files": "files in the chat"}
+
+
+def _scaffold_label(kind: str, text: str) -> str:
+    name = SCAFFOLD_LABELS.get(kind, kind)
+    if kind == "memory_file":
+        match = _MEMORY_PATH.search(text)
+        if match:
+            return f"{name} {match.group(1) or match.group(2)}"
+    body = re.sub(r"</?[\w -]+>", " ", text)
+    return f"{name}: {_short(body, 40)}"
 
 
 class _Builder:
@@ -113,6 +131,7 @@ class _Builder:
         self.request = request
         self.tok = tokenizer
         self.items: dict[str, _Item] = {}
+        self.owner: dict[tuple[object, ...], _Item] = {}  # (location, segment) -> the item holding that part
         history = request.history
         self.last_group = groups[-1] if groups else 0
         self.group_of = {m.index: g for m, g in zip(history, groups)}
@@ -124,8 +143,20 @@ class _Builder:
         for tool in request.tools:
             item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + tool.index)
             item.tokens += tool.tokens
-        for m in history:
-            self._message(m)
+            item.bytes += tool.bytes
+        self._scaffold_before: _Item | None = None  # the item of the scaffolding message just before
+        for m in request.messages:
+            if m.scaffold:
+                self._scaffold_message(m)
+                continue
+            self._scaffold_before = None
+            if m.index in self.group_of:
+                self._message(m)
+        self._overheads()
+        if request.envelope_bytes:
+            keys = [k for k in request.body if k not in (request.list_key, "system", "tools", "instructions")]
+            self._item("request", "request_options", "system", f"request options: {', '.join(keys) or 'none'}",
+                       -1).bytes += request.envelope_bytes
 
     def _item(self, item_id: str, kind: str, section: str, label: str, order: int, group: int = 0) -> _Item:
         item = self.items.get(item_id)
@@ -140,23 +171,61 @@ class _Builder:
         if message is not None:
             item.message_ids.update(self.ids_of.get(message.index, ()))
         item.tokens += part.tokens
+        item.bytes += part.bytes
+        self.owner[(part.location, part.segment)] = item
         return item
+
+    def _scaffold_message(self, m: WireMessage) -> None:
+        """A message that is the assistant's scaffolding: few-shot examples make one item, any other one each."""
+        order = 100_000 + m.index * 1000
+        text = "\n".join(p.text for p in m.parts)
+        before = self._scaffold_before
+        if m.scaffold == "few_shot":
+            item_id, label = "few_shot", "few-shot examples"
+        elif m.role == "assistant" and before is not None and before.kind == m.scaffold:
+            item_id, label = before.id, before.label  # the assistant's "Ok." goes with what it acknowledges
+        else:
+            item_id, label = f"{m.scaffold}:{m.index}", _scaffold_label(m.scaffold, text)
+        for part in m.parts:
+            self._add(item_id, m.scaffold, "scaffold", label, order, m, part)
+        self._scaffold_before = self.items.get(item_id)
 
     def _message(self, m: WireMessage) -> None:
         g = self.group_of[m.index]
         order = 100_000 + m.index * 1000
         group_item = self._item(f"group:{g}", "current_turn" if g == self.last_group else "history_atom", "history",
                                 f"turn {g}", order, g)
-        group_item.tokens += m.tokens - sum(p.tokens for p in m.parts)  # the message's own overhead
         for j, part in enumerate(m.parts):
             if part.kind in ("tool_call", "tool_result") and part.tool_call_id:
                 self._add(f"atom:{g}:{part.tool_call_id}", "tool_atom", "tool_results", "", order + j, m, part, g)
             elif part.kind == "file":
                 self._add(f"file:{m.index}:{j}", "attached_file", "files", f"file {part.label}", order + j, m, part, g)
+            elif part.scaffold:
+                self._add(f"{part.scaffold}:{m.index}:{j}", part.scaffold, "scaffold",
+                          _scaffold_label(part.scaffold, part.text), order + j, m, part, g)
             else:
                 item = self._add(f"group:{g}", group_item.kind, "history", "", order, m, part, g)
                 if m.role == "user" and part.kind == "text" and item.label == f"turn {g}":
                     item.label = f"turn {g}: {_short(part.text)}"
+
+    def _overheads(self) -> None:
+        """Each message's own tokens and bytes (its role, its keys, its braces) go to the item that holds all of
+        its parts, or to its turn when its parts went to several items (a system message's to its first)."""
+        for m in self.request.messages:
+            owners = {id(self.owner[(p.location, p.segment)]): self.owner[(p.location, p.segment)]
+                      for p in m.parts if (p.location, p.segment) in self.owner}
+            if len(owners) == 1:
+                item = next(iter(owners.values()))
+            elif m.index in self.group_of:
+                item = self.items[f"group:{self.group_of[m.index]}"]
+            elif owners:
+                item = next(iter(owners.values()))
+            else:
+                item = self._item("request", "request_options", "system", "request options", -1)
+            item.tokens += m.tokens - sum(p.tokens for p in m.parts)
+            item.bytes += m.bytes
+            if m.index in self.ids_of:
+                item.message_ids.update(self.ids_of[m.index])
 
     def finish_labels(self) -> None:
         calls = {p.tool_call_id: p for m in self.request.history for p in m.parts if p.kind == "tool_call"}
@@ -288,7 +357,7 @@ def _plan_item(item: _Item, *, included: bool, reason: str, pin: str | None, det
     return PlanItem(id=item.id, kind=item.kind, section=item.section, label=item.label,
                     tokens=item.tokens if tokens is None else tokens, included=included, reason=reason,
                     pin=pin or "", order=item.order if included else -1, message_ids=tuple(sorted(item.message_ids)),
-                    messages=messages, detail=detail)
+                    messages=messages, detail=detail, bytes=item.bytes)
 
 
 def _render(item: _Item, replaced: dict) -> tuple[dict[str, object], ...]:
@@ -345,7 +414,7 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
 def _query(request: WireRequest) -> str:
     for m in reversed(request.history):
         if m.role == "user":
-            texts = [p.text for p in m.parts if p.kind == "text"]
+            texts = [p.text for p in m.parts if p.kind == "text" and not p.scaffold]
             if texts:
                 return texts[-1]
     return ""

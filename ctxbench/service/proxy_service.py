@@ -30,6 +30,7 @@ from ctxbench.service.proxy_wire import WireError, apply_edits, neutral_messages
 from ctxbench.service.workbench import Workbench
 
 TITLE_CHARS = 60
+FAILED_UPSTREAM = ("upstream_error", "upstream_down")  # outcomes where no model answered
 PARAGRAPH_MIN_CHARS = 40  # paragraphs of a reply shorter than this say too little to recognise it by
 
 
@@ -45,6 +46,7 @@ class Exchange:
     steered: bool = False
     plan: ContextPlan | None = None
     note: str = ""  # why the request is not recorded, or what steering did
+    new_session: bool = False  # the request started its session (a failure upstream takes the session away)
 
 
 class ProxyService:
@@ -68,7 +70,7 @@ class ProxyService:
         except WireError as exc:
             return Exchange(None, "", provider, False, body, note=str(exc))
         with self._lock:
-            session_id, state = self._record_messages(request)
+            session_id, state, created = self._record_messages(request)
             controls = self.controls(session_id, state)
             n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
             steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
@@ -82,7 +84,7 @@ class ProxyService:
                 stream=request.stream, request=body, upstream_request=None if forward is body else forward,
                 changes=steered.changes, estimated=steered.plan.used_tokens)
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
-                        "; ".join(steered.changes))
+                        "; ".join(steered.changes), new_session=created)
 
     def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
         p = self.config.proxy
@@ -93,6 +95,11 @@ class ProxyService:
                error: str = "") -> None:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
         if exchange.id is None:
+            return
+        if exchange.new_session and outcome in FAILED_UPSTREAM:
+            # the conversation's first request never reached a model: no session is left for it (the client got
+            # the upstream's error as it was sent, and the proxy's log says so)
+            self.wb.delete_session(exchange.session_id)
             return
         # the usage and the last reply first: whoever sees the exchange ended sees everything it left
         if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
@@ -135,7 +142,7 @@ class ProxyService:
                 return conv, 0
         return None, 0
 
-    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState]:
+    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState, bool]:
         """Store the messages the request adds to its conversation (a new session for a new one)."""
         wb = self.wb
         chained = self._chained(request)
@@ -144,8 +151,7 @@ class ProxyService:
         start = 0 if chained is not None else shared  # the first of the request's messages not stored yet
         with wb.transaction():
             if conv is None:
-                first = next((p.text for m in history if m.role == "user" for p in m.parts if p.kind == "text"), "")
-                title = f"proxy: {' '.join(first.split())[:TITLE_CHARS] or request.model or request.provider}"
+                title = f"proxy: {' '.join(_latest_words(request).split())[:TITLE_CHARS] or request.model or request.provider}"
                 session_id = wb.sessions.create(title, None)
                 wb.update_settings(session_id, budget=self.config.proxy.budget)
                 ids: list[tuple[int, ...]] = []
@@ -178,7 +184,7 @@ class ProxyService:
             state = ConversationState(session_id, request.provider, (*earlier, *(m.hash for m in history)),
                                       tuple(ids), tuple(groups), last_reply, passthrough, requests + 1, "")
             wb.proxy.save_conversation(state)
-        return session_id, state
+        return session_id, state, conv is None
 
     # -- the user's controls --------------------------------------------------------------------------------
     def controls(self, session_id: str, state: ConversationState | None = None) -> SteerControls:
@@ -205,6 +211,17 @@ class ProxyService:
                           system_prompt="\n\n".join(p.text for p in request.system), pins=controls.pins,
                           dropped_groups=tuple(sorted(controls.dropped_groups)), tokenizer=self.wb.tokenizer.name,
                           tools_tokens=sum(t.tokens for t in request.tools))
+
+
+def _latest_words(request: WireRequest) -> str:
+    """The user's own latest words in ``request``: the newest user text that is not the assistant's scaffolding
+    (reminders, memory files, few-shot examples, environment)."""
+    for m in reversed(request.history):
+        if m.role == "user":
+            texts = [p.text for p in m.parts if p.kind == "text" and not p.scaffold and p.text.strip()]
+            if texts:
+                return texts[-1]
+    return ""
 
 
 def _quotes(text: str, reply: str, min_chars: int) -> bool:

@@ -18,11 +18,13 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from json.decoder import scanstring
 from typing import Any, Iterable
 
 from ctxbench.records.messages import ToolCall
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest, WireTool
+from ctxbench.service import proxy_anatomy as anatomy
 from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 
 OPENAI_PATH = "/chat/completions"
@@ -280,7 +282,10 @@ class _Reader:
 
 
 def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireRequest:
-    """The request ``body`` of ``provider`` (``openai`` or ``anthropic``), read; WireError if it cannot be."""
+    """The request ``body`` of ``provider`` (``openai``, ``anthropic`` or ``responses``), read; WireError if it
+    cannot be. The assistant's scaffolding (reminders, examples, environment) is told apart from the user's
+    words (:mod:`service.proxy_anatomy`), and every byte of the body is given to one part, message or tool,
+    or to the envelope."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -289,8 +294,155 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireReque
         raise WireError("the body is not a JSON object")
     reader = _Reader(tokenizer)
     if provider == "responses":
-        return reader.responses(data)
-    return reader.openai(data) if provider == "openai" else reader.anthropic(data)
+        request = reader.responses(data)
+    else:
+        request = reader.openai(data) if provider == "openai" else reader.anthropic(data)
+    request = replace(request, messages=_anatomy(request.messages, tokenizer))
+    if request.provider in ("openai", "responses"):  # system parts are the system messages' parts, as marked now
+        extra = tuple(p for p in request.system if p.location[0] != request.list_key)
+        request = replace(request, system=extra + tuple(
+            p for m in request.messages if m.role in ("system", "developer") for p in m.parts))
+    return _with_bytes(request, body)
+
+
+# -- the assistant's scaffolding ------------------------------------------------------------------------------
+def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMessage, ...]:
+    """``messages`` with reminder blocks split from the user's words and scaffolding marked by kind."""
+    out: list[WireMessage] = []
+    for m in messages:
+        if m.role in ("system", "developer"):
+            out.append(m)
+            continue
+        parts: list[WirePart] = []
+        for p in m.parts:
+            if p.kind != "text" or p.segment is not None:
+                parts.append(p)
+                continue
+            pieces = anatomy.segments(p.text)
+            if len(pieces) == 1:
+                kind = pieces[0][2] or (anatomy.text_kind(p.text) if m.role == "user" else "")
+                parts.append(replace(p, scaffold=kind) if kind else p)
+                continue
+            for start, end, kind in pieces:
+                text = p.text[start:end]
+                parts.append(replace(p, text=text, tokens=tok.count(text), scaffold=kind, segment=(start, end),
+                                     replaceable=False, label=""))
+        tokens = TOKENS_PER_MESSAGE + sum(p.tokens for p in parts)
+        whole = ""
+        if m.role == "user" and parts and all(p.kind == "text" and p.scaffold for p in parts):
+            whole = parts[0].scaffold
+        elif m.role == "assistant" and out and out[-1].scaffold and out[-1].role == "user" and parts and all(
+                p.kind == "text" for p in parts) and anatomy.is_ack("".join(p.text for p in parts)):
+            whole = out[-1].scaffold  # "Ok." after the scaffolding it acknowledges
+        out.append(replace(m, parts=tuple(parts), tokens=tokens, scaffold=whole))
+    talk = [(n, m) for n, m in enumerate(out) if m.role not in ("system", "developer")]
+    examples = anatomy.few_shot_end([(m.role, "".join(p.text for p in m.parts if p.kind == "text")) for _n, m in talk])
+    for n, _m in talk[:examples]:
+        out[n] = replace(out[n], scaffold=anatomy.FEW_SHOT)
+    return tuple(out)
+
+
+# -- every byte of the body, accounted for ---------------------------------------------------------------------
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+SPAN_DEPTH = 4  # JSON paths down to ("messages", 3, "content", 1): the deepest place a part sits
+
+
+def json_spans(text: str, depth: int = SPAN_DEPTH) -> dict[tuple[Any, ...], tuple[int, int]]:
+    """The character span of every value of the JSON document ``text`` down to ``depth`` keys deep, by its
+    path (``()`` is the whole document); deeper values are skipped whole by the C scanner."""
+    out: dict[tuple[Any, ...], tuple[int, int]] = {}
+
+    def value(idx: int, path: tuple[Any, ...]) -> int:
+        idx = _WS.match(text, idx).end()
+        start, ch = idx, text[idx]
+        if ch == "{" and len(path) < depth:
+            idx = _WS.match(text, idx + 1).end()
+            if text[idx] == "}":
+                idx += 1
+            else:
+                while True:
+                    key, idx = scanstring(text, idx + 1)
+                    idx = _WS.match(text, idx).end() + 1  # past the colon
+                    idx = _WS.match(text, value(idx, (*path, key))).end()
+                    if text[idx] == ",":
+                        idx = _WS.match(text, idx + 1).end()
+                        continue
+                    idx += 1
+                    break
+        elif ch == "[" and len(path) < depth:
+            idx = _WS.match(text, idx + 1).end()
+            if text[idx] == "]":
+                idx += 1
+            else:
+                n = 0
+                while True:
+                    idx = _WS.match(text, value(idx, (*path, n))).end()
+                    n += 1
+                    if text[idx] == ",":
+                        idx += 1
+                        continue
+                    idx += 1
+                    break
+        elif ch == '"':
+            idx = scanstring(text, idx + 1)[1]
+        else:
+            idx = _DECODER.raw_decode(text, idx)[1]
+        out[path] = (start, idx)
+        return idx
+
+    value(0, ())
+    return out
+
+
+def _with_bytes(request: WireRequest, body: bytes) -> WireRequest:
+    """``request`` with the bytes of the body each part, message and tool holds; the rest is the envelope."""
+    try:
+        text = body.decode("utf-8")
+        spans = json_spans(text)
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return replace(request, envelope_bytes=len(body))
+
+    def size(path: tuple[Any, ...]) -> int:
+        span = spans.get(path)
+        return len(text[span[0]:span[1]].encode("utf-8")) if span is not None else 0
+
+    def measured(parts: tuple[WirePart, ...]) -> tuple[WirePart, ...]:
+        out = list(parts)
+        by_location: dict[tuple[Any, ...], list[int]] = {}
+        for n, p in enumerate(out):
+            by_location.setdefault(p.location, []).append(n)
+        for location, ns in by_location.items():
+            total = size(location)
+            left = total
+            for k, n in enumerate(ns):
+                if k == len(ns) - 1:
+                    share = left
+                else:  # a piece of a text: its length as JSON text, the rest to the last piece
+                    share = min(left, len(json.dumps(out[n].text, ensure_ascii=False).encode("utf-8")) - 2
+                                + (2 if k == 0 else 0))
+                out[n] = replace(out[n], bytes=share)
+                left -= share
+        return tuple(out)
+
+    messages = []
+    for m in request.messages:
+        parts = measured(m.parts)
+        path = (request.list_key, m.index)
+        inner = sum(size(loc) for loc in {p.location for p in m.parts if p.location[:2] == path})
+        own = size(path) - inner if path in spans and not any(p.location == path for p in m.parts) else 0
+        messages.append(replace(m, parts=parts, bytes=own))
+    in_messages = {p.location for m in request.messages for p in m.parts}
+    system = measured(tuple(p for p in request.system if p.location not in in_messages))
+    system_all = tuple(next((q for m in messages for q in m.parts if q.location == p.location
+                             and q.segment == p.segment), p) if p.location in in_messages else
+                       next(q for q in system if q.location == p.location and q.segment == p.segment)
+                       for p in request.system)
+    tools = tuple(replace(t, bytes=size(("tools", t.index))) for t in request.tools)
+    held = (sum(p.bytes for m in messages for p in m.parts) + sum(m.bytes for m in messages)
+            + sum(p.bytes for p in system) + sum(t.bytes for t in tools))
+    return replace(request, messages=tuple(messages), system=system_all, tools=tools,
+                   envelope_bytes=len(body) - held)
 
 
 # -- the store's view of a message --------------------------------------------------------------------------
@@ -309,7 +461,7 @@ def neutral_messages(message: WireMessage, tool_names: dict[str, str]) -> list[N
     maps tool call ids seen so far to their tools (filled as calls are met)."""
     out: list[NeutralMessage] = []
     role = "system" if message.role == "developer" else message.role
-    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other")]
+    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other") and not p.scaffold]
     calls = [ToolCall(p.tool_call_id, p.tool_name, p.text) for p in message.parts if p.kind == "tool_call"]
     for call in calls:
         tool_names[call.id] = call.name
