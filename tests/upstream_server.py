@@ -1,6 +1,7 @@
-"""A scripted model endpoint on 127.0.0.1 speaking OpenAI Chat Completions, Anthropic Messages and OpenAI's
-Responses API (``/v1/responses``: semantic events when streamed, a response object when not), for the proxy
-tests. Written on ``http.server`` (not the proxy's aiohttp) so the two ends share no code.
+"""A scripted model endpoint on 127.0.0.1 speaking OpenAI Chat Completions, Anthropic Messages, OpenAI's
+Responses API (``/v1/responses``: semantic events when streamed, a response object when not) and Gemini's
+``generateContent`` / ``streamGenerateContent`` (server-sent events with ``alt=sse``, else a JSON array), for
+the proxy tests. Written on ``http.server`` (not the proxy's aiohttp) so the two ends share no code.
 
 Every request is recorded as it arrived: method, path, headers and the raw body bytes. Each request takes
 the next scripted :class:`Answer` (the last one repeats): a streamed or whole reply with usage, an HTTP
@@ -73,6 +74,16 @@ class Upstream:
                         self._stream_events(_responses_events(payload, answer, response_id), answer)
                     else:
                         self._send(200, json.dumps(_response_object(payload, answer, response_id, "completed")).encode())
+                    return
+                if path.endswith((":generateContent", ":streamGenerateContent")):
+                    model = path.rsplit("/models/", 1)[-1].split(":")[0]
+                    chunks = _gemini_chunks(answer, model)
+                    if path.endswith(":generateContent"):
+                        self._send(200, json.dumps(_gemini_whole(answer, model)).encode())
+                    elif "alt=sse" in self.path:
+                        self._stream_events((_sse(c) for c in chunks), answer)
+                    else:  # streamGenerateContent without alt=sse: one JSON array of the chunks
+                        self._send(200, json.dumps(list(chunks)).encode())
                     return
                 anthropic = path.endswith("/messages")
                 if payload.get("stream"):
@@ -249,3 +260,28 @@ def _responses_events(payload: dict[str, Any], a: Answer, response_id: str):
                     arguments=call["arguments"])
         yield event("response.output_item.done", output_index=1, item=call)
     yield event("response.completed", response=_response_object(payload, a, response_id, "completed"))
+
+
+def _gemini_usage(a: Answer) -> dict[str, Any]:
+    return {"promptTokenCount": a.prompt_tokens, "candidatesTokenCount": a.completion_tokens,
+            "totalTokenCount": a.prompt_tokens + a.completion_tokens, "cachedContentTokenCount": a.cached_tokens}
+
+
+def _gemini_chunks(a: Answer, model: str):
+    """Gemini's streamed GenerateContentResponse chunks: text pieces, a function call, then the finish reason and
+    the usage in the last one (no end marker)."""
+    pieces = [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events
+    for piece in pieces:
+        yield {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+               "modelVersion": model, "responseId": "gem-1"}
+    parts = [{"functionCall": {"name": a.tool_call[0], "args": a.tool_call[1]}}] if a.tool_call else [{"text": ""}]
+    yield {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+           "usageMetadata": _gemini_usage(a), "modelVersion": model, "responseId": "gem-1"}
+
+
+def _gemini_whole(a: Answer, model: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": a.text + a.filler * a.events}]
+    if a.tool_call:
+        parts.append({"functionCall": {"name": a.tool_call[0], "args": a.tool_call[1]}})
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": _gemini_usage(a), "modelVersion": model, "responseId": "gem-1"}

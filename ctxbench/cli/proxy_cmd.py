@@ -14,8 +14,9 @@ HELP = """Forward an assistant's model calls to --upstream and record each one a
 
 Point the assistant at the proxy instead of its endpoint: Claude Code with
 ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, OpenAI clients (Codex, aider, Continue, …) with the base URL
-http://127.0.0.1:PORT/v1. OpenAI Chat Completions (/v1/chat/completions), OpenAI Responses
-(/v1/responses, with previous_response_id chains) and Anthropic Messages (/v1/messages), streamed or not,
+http://127.0.0.1:PORT/v1, Gemini CLI with GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT. OpenAI Chat
+Completions (/v1/chat/completions), OpenAI Responses (/v1/responses, with previous_response_id chains),
+Anthropic Messages (/v1/messages) and Gemini (…:generateContent, …:streamGenerateContent), streamed or not,
 are recorded: one session per conversation, a plan per request (system,
 tool definitions, history, tool results, attached files, tokens per item), the reply and the reported
 usage. Every other path is forwarded without being recorded. Auth headers pass through and are never

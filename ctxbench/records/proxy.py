@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROVIDERS = ("openai", "anthropic", "responses")  # OpenAI Chat Completions, Anthropic Messages, OpenAI Responses
+# OpenAI Chat Completions, Anthropic Messages, OpenAI Responses, Gemini generateContent / streamGenerateContent
+PROVIDERS = ("openai", "anthropic", "responses", "gemini")
 
 # how an exchange ended
 OUTCOMES = ("pending", "ok", "upstream_error", "upstream_down", "cut", "client_gone")
@@ -59,6 +60,7 @@ class WireTool:
     tokens: int
     index: int  # position in the request's ``tools``
     bytes: int = 0  # bytes of the request body the definition holds
+    location: tuple[Any, ...] = ()  # where it sits in the body when not ("tools", index) (Gemini's declarations)
 
 
 @dataclass(frozen=True)

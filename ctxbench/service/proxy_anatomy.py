@@ -4,7 +4,8 @@ Assistants wrap the user's turn in text of their own: Claude Code puts ``<system
 memory files such as CLAUDE.md, the skills list, the todo list, the environment) inside the user message,
 before the words the user typed; Codex sends its AGENTS.md instructions and an ``<environment_context>`` as
 user messages of their own; aider opens with few-shot example exchanges, then the repository map and the
-files in the chat, each as a user message with the assistant's "Ok." after it. :func:`segments` splits a text
+files in the chat, each as a user message with the assistant's "Ok." after it; Gemini CLI opens with its
+environment ("This is the Gemini CLI …") and the model's "Got it.". :func:`segments` splits a text
 into those blocks and the user's words; :func:`message_kind` says which whole messages are scaffolding;
 :func:`few_shot_end` finds where aider's examples end. Each kind becomes an item of its own in the plan, so
 the user's words title the session and the rest is counted where it belongs. Pure: text in, kinds out.
@@ -43,6 +44,7 @@ _MESSAGE_STARTS: tuple[tuple[str, str], ...] = (
     ("Here are some READ ONLY files", CHAT_FILES),
     ("I am not sharing any files that you can edit yet.", CHAT_FILES),
     ("I am not sharing the full contents of any files with you yet.", CHAT_FILES),
+    ("This is the Gemini CLI. We are setting up the context for our chat.", ENVIRONMENT),
 )
 FEW_SHOT_END = "I switched to a new code base."  # aider's separator after its examples
 
@@ -104,4 +106,4 @@ def few_shot_end(roles_and_texts: Sequence[tuple[str, str]]) -> int:
 
 def is_ack(text: str) -> bool:
     """An assistant's short acknowledgement of the scaffolding before it."""
-    return len(text) <= ACK_MAX_CHARS and text.lstrip().lower().startswith("ok")
+    return len(text) <= ACK_MAX_CHARS and text.lstrip().lower().startswith(("ok", "got it"))

@@ -79,8 +79,8 @@ class ReplyRecorder:
         except ValueError:
             return
         if isinstance(event, dict):
-            {"anthropic": self._anthropic_event, "responses": self._responses_event}.get(
-                self.provider, self._openai_chunk)(event)
+            {"anthropic": self._anthropic_event, "responses": self._responses_event,
+             "gemini": self._gemini_response}.get(self.provider, self._openai_chunk)(event)
 
     def _add_text(self, text: str) -> None:
         if not text:
@@ -117,6 +117,31 @@ class ReplyRecorder:
             cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
             if cached is not None:
                 self.cached = int(cached)
+
+    # -- Gemini ------------------------------------------------------------------------------------------------
+    def _gemini_response(self, data: dict[str, Any]) -> None:
+        """One GenerateContentResponse: a streamed chunk, or a whole reply (no end marker: a finish reason)."""
+        self.model = str(data.get("modelVersion") or self.model)
+        self.response_id = str(data.get("responseId") or self.response_id)
+        for candidate in (data.get("candidates") or ())[:1]:
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                if not isinstance(part, dict) or part.get("thought"):
+                    continue
+                if isinstance(part.get("text"), str):
+                    self._add_text(part["text"])
+                elif isinstance(part.get("functionCall"), dict):
+                    self._add_text(f"\n[tool call {part['functionCall'].get('name', '')}]")
+            if candidate.get("finishReason"):
+                self.stop = str(candidate["finishReason"])
+                self.complete = True
+        usage = data.get("usageMetadata")
+        if isinstance(usage, dict):
+            if usage.get("promptTokenCount") is not None:
+                self.prompt = int(usage["promptTokenCount"])
+            if usage.get("candidatesTokenCount") is not None or usage.get("thoughtsTokenCount") is not None:
+                self.completion = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
+            if usage.get("cachedContentTokenCount") is not None:
+                self.cached = int(usage["cachedContentTokenCount"])
 
     # -- OpenAI Responses -------------------------------------------------------------------------------------
     def _responses_event(self, event: dict[str, Any]) -> None:
@@ -197,6 +222,12 @@ class ReplyRecorder:
         try:
             data = json.loads(body)
         except ValueError:
+            return
+        if self.provider == "gemini":  # one response, or streamGenerateContent without alt=sse: a JSON array
+            for one in data if isinstance(data, list) else [data]:
+                if isinstance(one, dict):
+                    self._gemini_response(one)
+            self.complete = self.complete or (isinstance(data, (dict, list)) and "error" not in data)
             return
         if not isinstance(data, dict):
             return

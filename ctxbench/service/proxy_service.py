@@ -66,7 +66,7 @@ class ProxyService:
         if len(body) > self.config.proxy.max_request_bytes:
             return Exchange(None, "", provider, False, body, note="request too large to record")
         try:
-            request = parse_request(provider, body, self.wb.tokenizer)
+            request = parse_request(provider, body, self.wb.tokenizer, path)
         except WireError as exc:
             return Exchange(None, "", provider, False, body, note=str(exc))
         with self._lock:

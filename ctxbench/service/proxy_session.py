@@ -104,7 +104,7 @@ class ProxyWatchSession(WorkbenchSession):
         body, _upstream = self.wb.proxy.bodies(latest.id)
         state = self.wb.proxy.conversation(self.session_id)
         try:
-            request = parse_request(latest.provider, body, self.wb.tokenizer)
+            request = parse_request(latest.provider, body, self.wb.tokenizer, latest.path)
         except WireError:
             return self.view_of(self.wb.plans.get(latest.plan_id), None)
         assert state is not None

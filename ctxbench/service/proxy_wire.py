@@ -1,6 +1,9 @@
 """Reading and editing the requests the proxy forwards: OpenAI Chat Completions, Anthropic Messages and
 OpenAI's Responses API (``/v1/responses``: ``instructions``, and ``input`` as a string or a list of items:
-messages, ``function_call`` and ``function_call_output``, reasoning …; each item is read as one message).
+messages, ``function_call`` and ``function_call_output``, reasoning …; each item is read as one message) and
+Gemini's ``generateContent`` / ``streamGenerateContent`` (``systemInstruction``, ``contents`` of ``user`` and
+``model`` turns whose parts are text, ``functionCall``, ``functionResponse``, inline data; the model and
+whether it streams are in the path).
 
 :func:`parse_request` reads a request body into a :class:`~ctxbench.records.proxy.WireRequest` (system
 blocks, tool definitions, messages split into parts, each part with its tokens and its place in the JSON)
@@ -30,6 +33,8 @@ from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 OPENAI_PATH = "/chat/completions"
 ANTHROPIC_PATH = "/messages"
 RESPONSES_PATH = "/responses"
+GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
+GEMINI_STREAM = ":streamGenerateContent"
 # Responses API input items that call a tool, and those that carry a tool's output (the call's id in call_id)
 RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call",
                    "computer_call", "mcp_call")
@@ -55,7 +60,15 @@ def provider_for_path(path: str) -> str | None:
         return "anthropic"
     if path.endswith(RESPONSES_PATH):
         return "responses"
+    if path.endswith(GEMINI_METHODS):
+        return "gemini"
     return None
+
+
+def gemini_model(path: str) -> str:
+    """The model a Gemini path names (``/v1beta/models/gemini-2.5-pro:generateContent``)."""
+    tail = path.rstrip("/").rsplit("/models/", 1)[-1] if "/models/" in path else ""
+    return tail.split(":", 1)[0]
 
 
 def _strip_cache_marks(value: Any) -> Any:
@@ -270,6 +283,77 @@ class _Reader:
                            self.tools(body), wire, body, list_key="input",
                            previous_response_id=previous if isinstance(previous, str) else "")
 
+    # -- Gemini generateContent ------------------------------------------------------------------------------
+    def gemini_message(self, i: int, m: dict[str, Any], pending: dict[str, list[str]]) -> WireMessage:
+        role = {"model": "assistant"}.get(str(m.get("role") or "user"), str(m.get("role") or "user"))
+        loc: tuple[Any, ...] = ("contents", i)
+        parts: list[WirePart] = []
+        for j, part in enumerate(m.get("parts") or ()):
+            where = (*loc, "parts", j)
+            if not isinstance(part, dict):
+                parts.append(self.other_part(part, where))
+            elif isinstance(part.get("text"), str) and not part.get("thought"):
+                parts.append(self.text_part(part["text"], where))
+            elif isinstance(part.get("functionCall"), dict):
+                call = part["functionCall"]
+                name = str(call.get("name", ""))
+                args = json.dumps(call.get("args", {}), ensure_ascii=False)
+                call_id = str(call.get("id") or f"{name}#{i}.{j}")  # Gemini pairs calls and results by name
+                pending.setdefault(name, []).append(call_id)
+                parts.append(WirePart("tool_call", args, self.tok.count(name) + self.tok.count(args), where,
+                                      tool_call_id=call_id, tool_name=name))
+            elif isinstance(part.get("functionResponse"), dict):
+                result = part["functionResponse"]
+                name = str(result.get("name", ""))
+                response = result.get("response")
+                output = response.get("output") if isinstance(response, dict) and len(response) == 1 else None
+                text = output if isinstance(output, str) else json.dumps(response, ensure_ascii=False)
+                waiting = pending.get(name) or []
+                call_id = str(result.get("id") or (waiting.pop(0) if waiting else f"{name}#{i}.{j}"))
+                if result.get("id") and call_id in waiting:
+                    waiting.remove(call_id)
+                parts.append(WirePart("tool_result", text, self.tok.count(text), where, tool_call_id=call_id,
+                                      tool_name=name, replaceable=isinstance(output, str)))
+            elif isinstance(part.get("inlineData"), dict) or isinstance(part.get("fileData"), dict):
+                data = part.get("inlineData") or part.get("fileData") or {}
+                parts.append(self.media_part({"type": "file", "source": {"media_type": data.get("mimeType")},
+                                              "title": data.get("fileUri") or data.get("displayName")}, where))
+            else:
+                parts.append(self.other_part(part, where))
+        return WireMessage(i, role, tuple(parts), message_hash(m), TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def gemini(self, body: dict[str, Any], path: str) -> WireRequest:
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not all(isinstance(m, dict) for m in contents):
+            raise WireError("a generateContent request needs a list of contents")
+        key = "systemInstruction" if "systemInstruction" in body else "system_instruction"
+        value = body.get(key)
+        system: list[WirePart] = []
+        if isinstance(value, dict):
+            for j, part in enumerate(value.get("parts") or ()):
+                text = str(part.get("text", "")) if isinstance(part, dict) else str(part)
+                system.append(WirePart("text", text, self.tok.count(text), (key, "parts", j)))
+        elif isinstance(value, str) and value:
+            system.append(WirePart("text", value, self.tok.count(value), (key,)))
+        pending: dict[str, list[str]] = {}
+        wire = tuple(self.gemini_message(i, m, pending) for i, m in enumerate(contents))
+        tools: list[WireTool] = []
+        for i, tool in enumerate(body.get("tools") or ()):
+            if not isinstance(tool, dict):
+                continue
+            declarations = tool.get("functionDeclarations") or tool.get("function_declarations")
+            if isinstance(declarations, list):
+                field_name = "functionDeclarations" if "functionDeclarations" in tool else "function_declarations"
+                for k, decl in enumerate(declarations):
+                    name = str(decl.get("name") or f"tool {i + 1}.{k + 1}") if isinstance(decl, dict) else f"tool {k}"
+                    tools.append(WireTool(name, self.tok.count(json.dumps(decl, ensure_ascii=False)), i,
+                                          location=("tools", i, field_name, k)))
+            else:
+                name = next(iter(tool), f"tool {i + 1}")
+                tools.append(WireTool(name, self.tok.count(json.dumps(tool, ensure_ascii=False)), i))
+        return WireRequest("gemini", gemini_model(path), path.rstrip("/").endswith(GEMINI_STREAM), tuple(system),
+                           tuple(tools), wire, body, list_key="contents")
+
     def tools(self, body: dict[str, Any]) -> tuple[WireTool, ...]:
         found = []
         for i, tool in enumerate(body.get("tools") or ()):
@@ -281,7 +365,7 @@ class _Reader:
         return tuple(found)
 
 
-def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireRequest:
+def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = "") -> WireRequest:
     """The request ``body`` of ``provider`` (``openai``, ``anthropic`` or ``responses``), read; WireError if it
     cannot be. The assistant's scaffolding (reminders, examples, environment) is told apart from the user's
     words (:mod:`service.proxy_anatomy`), and every byte of the body is given to one part, message or tool,
@@ -295,6 +379,8 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireReque
     reader = _Reader(tokenizer)
     if provider == "responses":
         request = reader.responses(data)
+    elif provider == "gemini":
+        request = reader.gemini(data, path)
     else:
         request = reader.openai(data) if provider == "openai" else reader.anthropic(data)
     request = replace(request, messages=_anatomy(request.messages, tokenizer))
@@ -438,7 +524,7 @@ def _with_bytes(request: WireRequest, body: bytes) -> WireRequest:
                              and q.segment == p.segment), p) if p.location in in_messages else
                        next(q for q in system if q.location == p.location and q.segment == p.segment)
                        for p in request.system)
-    tools = tuple(replace(t, bytes=size(("tools", t.index))) for t in request.tools)
+    tools = tuple(replace(t, bytes=size(t.location or ("tools", t.index))) for t in request.tools)
     held = (sum(p.bytes for m in messages for p in m.parts) + sum(m.bytes for m in messages)
             + sum(p.bytes for p in system) + sum(t.bytes for t in tools))
     return replace(request, messages=tuple(messages), system=system_all, tools=tools,
@@ -506,6 +592,9 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
         node, key = _parent(body, location)
         if request.provider == "anthropic" and location[-1] != "content":  # a tool_result block: its content
             node[key] = dict(node[key], content=text)
+        elif request.provider == "gemini":  # a functionResponse part: its one output
+            result = node[key]["functionResponse"]
+            node[key] = dict(node[key], functionResponse=dict(result, response={"output": text}))
         else:
             node[key] = text
     messages = body[request.list_key]
@@ -540,6 +629,8 @@ def _empty(message: dict[str, Any], provider: str) -> bool:
     content = message.get("content")
     if provider == "responses":
         return content in ("", [], None)
+    if provider == "gemini":
+        return not message.get("parts")
     if provider == "openai":
         if message.get("role") == "tool":
             return False  # a tool result is only removed with its call, by location
@@ -550,6 +641,14 @@ def _empty(message: dict[str, Any], provider: str) -> bool:
 
 
 def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
+    if provider == "gemini":
+        key = "system_instruction" if "system_instruction" in body else "systemInstruction"
+        value = body.get(key)
+        if isinstance(value, dict) and isinstance(value.get("parts"), list):
+            value["parts"].append({"text": text})
+        else:
+            body[key] = {"parts": [{"text": text}]}
+        return
     if provider == "responses":
         instructions = body.get("instructions")
         body["instructions"] = f"{instructions}\n\n{text}" if isinstance(instructions, str) and instructions else text
