@@ -27,7 +27,7 @@ TYPED = "why does test_rounding fail on CI?"
 
 def claude_code_body(extra: list[dict] | None = None) -> dict:
     return {
-        "model": "claude-sonnet-4-5", "max_tokens": 32000, "stream": False,
+        "model": "claude-scripted", "max_tokens": 32000, "stream": False,
         "system": [{"type": "text", "text": "You are Claude Code, Anthropic's official CLI for Claude."},
                    {"type": "text", "text": "You are an interactive CLI tool that helps users with software "
                                             "engineering tasks. " * 20, "cache_control": {"type": "ephemeral"}}],

@@ -172,7 +172,8 @@ def _anthropic_events(payload: dict[str, Any], a: Answer):
     yield _sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": a.prompt_tokens, "output_tokens": 1}}}, "message_start")
+        "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
+                  "output_tokens": 1}}}, "message_start")
     yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                "content_block_start")
     for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
@@ -197,11 +198,13 @@ def _whole(payload: dict[str, Any], a: Answer, anthropic: bool) -> dict[str, Any
     if anthropic:
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
                 "content": [{"type": "text", "text": a.text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": a.prompt_tokens, "output_tokens": a.completion_tokens}}
+                "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
+                          "output_tokens": a.completion_tokens}}
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": a.text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
-                      "total_tokens": a.prompt_tokens + a.completion_tokens}}
+                      "total_tokens": a.prompt_tokens + a.completion_tokens,
+                      "prompt_tokens_details": {"cached_tokens": a.cached_tokens}}}
 
 
 def _responses_usage(a: Answer) -> dict[str, Any]:

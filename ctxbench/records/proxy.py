@@ -184,3 +184,30 @@ class WatchUpdate:
 
     exchange: ProxyExchange
     diff: PlanDiff
+
+
+@dataclass(frozen=True)
+class CacheReport:
+    """What a proxied request could read from the provider's prompt cache: the blocks (tool definitions,
+    system blocks, messages, in the order providers cache them) and tokens of the request as it went upstream
+    that repeat the conversation's previous answered request unchanged from the start (the estimate), beside
+    the cached tokens the provider reported for it."""
+
+    exchange_id: int
+    prefix_blocks: int  # blocks equal to the previous request's first ones
+    prefix_tokens: int  # their tokens: what a prefix cache could serve (0 for a conversation's first request)
+    request_tokens: int  # the tokens of every block of the request
+    first_request: bool  # no previous request to share a prefix with
+    reported_cached: int | None = None  # cache_read_input_tokens / cached_tokens / cachedContentTokenCount
+    reported_prompt: int | None = None  # the prompt tokens the provider reported, cached ones included
+
+    def summary(self) -> str:
+        if self.first_request:
+            estimate = "first request: nothing cached yet"
+        else:
+            estimate = (f"unchanged prefix {self.prefix_tokens:,} of {self.request_tokens:,} tok "
+                        f"({self.prefix_blocks} block{'s' if self.prefix_blocks != 1 else ''}) est. cached")
+        reported = (f" · reported cached {self.reported_cached:,}"
+                    + (f" of {self.reported_prompt:,}" if self.reported_prompt is not None else "")
+                    if self.reported_cached is not None else " · no cache figure reported")
+        return f"cache: {estimate}{reported}"

@@ -418,3 +418,4 @@ def _query(request: WireRequest) -> str:
             if texts:
                 return texts[-1]
     return ""
+

@@ -23,14 +23,23 @@ from dataclasses import dataclass
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
-from ctxbench.records.proxy import ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
 from ctxbench.service.proxy_reply import ReplyRecorder
-from ctxbench.service.proxy_wire import WireError, apply_edits, neutral_messages, parse_request, provider_for_path
+from ctxbench.service.proxy_wire import (
+    WireError,
+    apply_edits,
+    cache_blocks,
+    neutral_messages,
+    parse_request,
+    provider_for_path,
+    shared_prefix,
+)
 from ctxbench.service.workbench import Workbench
 
 TITLE_CHARS = 60
 FAILED_UPSTREAM = ("upstream_error", "upstream_down")  # outcomes where no model answered
+PREVIOUS_LOOKBACK = 8  # failed requests passed over to find the previous answered one (the cache it warmed)
 PARAGRAPH_MIN_CHARS = 40  # paragraphs of a reply shorter than this say too little to recognise it by
 
 
@@ -78,13 +87,29 @@ class ProxyService:
                                  proxy=self.config.proxy, truncation=self.config.planner.truncation,
                                  tokenizer=self.wb.tokenizer)
             forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+            previous = None if created else self._previous_blocks(session_id)
+            sent = request if forward is body else parse_request(provider, forward, self.wb.tokenizer, path)
+            blocks = cache_blocks(sent)
             self.wb.plans.save(self._inputs(request, session_id, controls, steered), steered.plan)
             exchange_id = self.wb.proxy.add_exchange(
                 session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
                 stream=request.stream, request=body, upstream_request=None if forward is body else forward,
                 changes=steered.changes, estimated=steered.plan.used_tokens)
+            shared, tokens = shared_prefix(previous, blocks)
+            self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
+                                                            previous is None), blocks)
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
+
+    def _previous_blocks(self, session_id: str) -> tuple[tuple[str, int], ...] | None:
+        """The cache blocks of the conversation's latest request a model answered (what the provider may have
+        cached), or None."""
+        before = self.wb.proxy.latest_exchange(session_id)
+        for _ in range(PREVIOUS_LOOKBACK):
+            if before is None or before.outcome == "ok":
+                break
+            before = self.wb.proxy.latest_exchange(session_id, before=before.id)
+        return self.wb.proxy_cache.fingerprint(before.id) if before is not None and before.outcome == "ok" else None
 
     def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
         p = self.config.proxy
@@ -107,6 +132,8 @@ class ProxyService:
                                        reply.model or "")
         if outcome == "ok" and reply.text:
             self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+        if reply.prompt_tokens is not None or reply.cached_tokens is not None:
+            self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
         if outcome == "ok" and reply.response_id:
             self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ctxbench.records.plans import ContextPlan, Pin
-from ctxbench.records.proxy import ProxyExchange, WatchUpdate
+from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
@@ -35,6 +35,7 @@ class WatchPoll:
     # per stored tool result message: what the upstream received of it in the latest request (the chat pane's
     # note: its size, cut by steering or sent whole, or left out), never the planner's tiers
     sent: dict[int, str] = field(default_factory=dict)
+    cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -69,7 +70,8 @@ class ProxyWatchSession(WorkbenchSession):
         diff = plan_diff(self.wb.plans.get(before.plan_id) if before is not None and before.plan_id else None, plan)
         view = self.view_of(plan, None)
         snapshot = self.snapshot()
-        return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history))
+        return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
+                         self.wb.proxy_cache.get(latest.id))
 
     def steering(self) -> str:
         """What steering will change in the conversation's next request, in one line."""

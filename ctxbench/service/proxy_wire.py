@@ -675,3 +675,35 @@ def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
 
 def tool_calls_by_id(messages: Iterable[WireMessage]) -> dict[str, WirePart]:
     return {p.tool_call_id: p for m in messages for p in m.parts if p.kind == "tool_call" and p.tool_call_id}
+
+
+# -- the prompt cache's view of a request ----------------------------------------------------------------------
+def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
+    """The request in the blocks a provider's prefix cache sees, in its order: each tool definition, each
+    system block, each message (system messages among them), as (hash, tokens)."""
+    def digest(value: Any) -> str:
+        return message_hash(value)
+
+    out: list[tuple[str, int]] = []
+    for tool in request.tools:
+        node: Any = request.body
+        for key in tool.location or ("tools", tool.index):
+            node = node[key]
+        out.append((digest(node), tool.tokens))
+    in_messages = {p.location for m in request.messages for p in m.parts}
+    for part in request.system:
+        if part.location not in in_messages:
+            out.append((digest(["system", part.text]), part.tokens))
+    out.extend((m.hash, m.tokens) for m in request.messages)
+    return tuple(out)
+
+
+def shared_prefix(before: tuple[tuple[str, int], ...] | None, after: tuple[tuple[str, int], ...]) -> tuple[int, int]:
+    """How many of ``after``'s blocks, and tokens, repeat ``before``'s first ones unchanged."""
+    blocks = tokens = 0
+    for old, new in zip(before or (), after):
+        if old[0] != new[0]:
+            break
+        blocks += 1
+        tokens += new[1]
+    return blocks, tokens
