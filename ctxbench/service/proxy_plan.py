@@ -1,9 +1,12 @@
 """A proxied request as a ContextPlan, and steering: the user's drops, pins and mode applied to it.
 
 Every request through the proxy becomes a plan whose items are what the client sent, one by one, with
-their tokens: the system blocks (``system``), each tool definition (``tools``), each turn's text
-(``history``), each tool call with its result (``tool_results``, one atom), each attached file
-(``files``). With steering on, the user's controls for the conversation change the outgoing request:
+their tokens and the bytes of the body they hold (every byte in exactly one item): the system blocks
+(``system``), each tool definition (``tools``), the assistant's scaffolding — reminder blocks, memory files,
+skills and todo lists, environment context, few-shot examples, a repository map (``scaffold``, one item per
+block of its kind, :mod:`service.proxy_anatomy`) — each turn's own words (``history``), each tool call with
+its result (``tool_results``, one atom), each attached file (``files``), and the body's model, options and
+JSON syntax (``request_options``: bytes, no tokens). With steering on, the user's controls for the conversation change the outgoing request:
 
 - a dropped turn leaves with everything in it; a dropped atom leaves whole (the call and its result), so the
   upstream never sees a result without its call or a call without its result; the turn in progress (the

@@ -7,10 +7,13 @@ and stores the plan and the exchange (the original body, and the upstream body w
 front end forwards :attr:`Exchange.forward_body`, feeds the reply to :meth:`recorder`, and ends with
 :meth:`finish` (status, outcome, reply text, reported usage).
 
-A conversation is recognised by its growing prefix: the request's messages (system prompts aside) start
-with every message of a stored conversation's latest request; the longest such conversation wins. When
-none does, a conversation whose last reply the request quotes (the summary an assistant writes when it
-compacts its history) continues; otherwise a new session starts.
+A conversation is recognised by its growing prefix: the request's messages (system prompts and the
+assistant's scaffolding aside) start with every message of a stored conversation's latest request; the
+longest such conversation wins. A Responses API request naming a ``previous_response_id`` continues the
+session of that reply. When none does, a conversation whose last reply the request quotes (the summary an
+assistant writes when it compacts its history) continues; otherwise a new session starts, titled by the
+user's own latest words, and taken away again if no model answered its first request. Each request also
+records what a prefix cache could serve of it (``proxy_cache``), beside the cached tokens reported.
 
 Nothing here may turn a valid request into an error: a body that cannot be read, or a store that fails,
 gives an :class:`Exchange` that forwards the body unchanged and records nothing (``note`` says why).
