@@ -211,3 +211,16 @@ def test_json_spans_are_the_values_text():
     spans = json_spans(text)
     assert text[slice(*spans[("a",)])] == '[1, {"b": "x\\"y"}, [2, 3]]'
     assert text[slice(*spans[("a", 1, "b")])] == '"x\\"y"' and text[slice(*spans[("c",)])] == "null"
+
+
+def test_a_reply_after_a_message_of_reminders_stays_in_the_conversation():
+    body = {"model": "c", "max_tokens": 5, "messages": [
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nThe user opened app.py\n"
+                                                              "</system-reminder>"}]},
+        {"role": "assistant", "content": "Ok, I see app.py."},
+        {"role": "user", "content": "thanks"}]}
+    request = parse_request("anthropic", json.dumps(body).encode(), get_tokenizer())
+    assert [m.scaffold for m in request.messages] == ["", "", "reminder", "", ""]
+    assert [m.index for m in request.history] == [0, 1, 3, 4]

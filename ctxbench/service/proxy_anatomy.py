@@ -82,12 +82,22 @@ def segments(text: str) -> list[tuple[int, int, str]]:
     return out
 
 
-def text_kind(text: str) -> str:
-    """The kind of a text the assistant wrote as the user, or ``""`` for the user's own words."""
+def announced_kind(text: str) -> str:
+    """The kind of a whole message an assistant writes as the user in a fixed wording (aider's repository map
+    and files, Codex's environment, Gemini CLI's setup), or ``""``: such a message may be acknowledged by the
+    model's "Ok." that follows it, which belongs with it."""
     stripped = text.lstrip()
     for start, kind in _MESSAGE_STARTS:
         if stripped.startswith(start):
             return kind
+    return ""
+
+
+def text_kind(text: str) -> str:
+    """The kind of a text the assistant wrote as the user, or ``""`` for the user's own words."""
+    kind = announced_kind(text)
+    if kind:
+        return kind
     pieces = segments(text)
     if pieces and all(kind for _s, _e, kind in pieces):
         return pieces[0][2]

@@ -417,9 +417,10 @@ def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMes
         whole = ""
         if m.role == "user" and parts and all(p.kind == "text" and p.scaffold for p in parts):
             whole = parts[0].scaffold
-        elif m.role == "assistant" and out and out[-1].scaffold and out[-1].role == "user" and parts and all(
-                p.kind == "text" for p in parts) and anatomy.is_ack("".join(p.text for p in parts)):
-            whole = out[-1].scaffold  # "Ok." after the scaffolding it acknowledges
+        elif m.role == "assistant" and out and out[-1].scaffold and out[-1].role == "user" and anatomy.announced_kind(
+                "".join(p.text for p in out[-1].parts)) and parts and all(p.kind == "text" for p in parts) \
+                and anatomy.is_ack("".join(p.text for p in parts)):
+            whole = out[-1].scaffold  # "Ok." after the fixed-wording scaffolding it acknowledges
         out.append(replace(m, parts=tuple(parts), tokens=tokens, scaffold=whole))
     talk = [(n, m) for n, m in enumerate(out) if m.role not in ("system", "developer")]
     examples = anatomy.few_shot_end([(m.role, "".join(p.text for p in m.parts if p.kind == "text")) for _n, m in talk])
