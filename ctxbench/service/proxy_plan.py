@@ -143,10 +143,12 @@ class _Builder:
             self._add(f"system:{n}" if len(request.system) > 1 else "system", "system_prompt", "system",
                       f"system prompt{f' block {n + 1}' if len(request.system) > 1 else ''}: {_short(part.text)}",
                       n, None, part)
-        for tool in request.tools:
-            item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + tool.index)
+        self.tool_locations: dict[str, tuple[object, ...]] = {}
+        for n, tool in enumerate(request.tools):
+            item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + n)
             item.tokens += tool.tokens
             item.bytes += tool.bytes
+            self.tool_locations[item.id] = tool.location or ("tools", tool.index)
         self._scaffold_before: _Item | None = None  # the item of the scaffolding message just before
         for m in request.messages:
             if m.scaffold:
@@ -269,8 +271,20 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     tiers = set(proxy.tiers_for(controls.mode)) if controls.steer and controls.mode_set else set()
     tier_of = _tier_of(b, truncation)
     out: list[PlanItem] = []
+    called = {p.tool_name for m in request.messages for p in m.parts if p.kind == "tool_call"}
+    held: list[str] = []  # drops steering did not make, and why
     for item in sorted(b.items.values(), key=lambda i: i.order):
         pin = pinned.get(item.id)
+        if controls.steer and item.section == "tools" and item.id in controls.dropped_items:
+            name = item.id.removeprefix("tool:")
+            if name in called:  # the upstream must know a tool the conversation has called
+                held.append(f"kept {item.id}: you dropped it, but the conversation calls {name}")
+            else:
+                edits.remove.add(b.tool_locations[item.id])
+                changes.append(f"left out {item.id} ({item.tokens:,} tok): a tool definition you dropped")
+                out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=None,
+                                      detail="tool definition dropped by the user"))
+                continue
         dropped = controls.steer and pin is None and item.group and item.group != b.last_group and (
             item.group in controls.dropped_groups or item.id in controls.dropped_items)
         if dropped and item.kind != "history_atom" and item.group in controls.dropped_groups:
@@ -302,6 +316,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     if controls.proxy_steers:
         notes.append(STEERING_NOTE)
     notes.extend(changes)
+    notes.extend(held)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
 

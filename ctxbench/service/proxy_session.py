@@ -129,8 +129,11 @@ class ProxyWatchSession(WorkbenchSession):
 
     # -- the user's controls ---------------------------------------------------------------------------------
     def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
-        if item_id.startswith(("atom:", "file:")):
+        if item_id.startswith(("atom:", "file:", "tool:")):
             self.wb.proxy.drop(self.session_id, item_id)
+            if item_id.startswith("tool:"):
+                return (f"dropped the definition {item_id} from the next requests (kept while the conversation "
+                        "calls it; a changed tool list re-reads the prompt cache after it)")
             return f"dropped {item_id} from the next requests"
         return super().drop(item_id, plan)
 

@@ -598,12 +598,17 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
             node[key] = dict(node[key], functionResponse=dict(result, response={"output": text}))
         else:
             node[key] = text
+    tools = sorted((loc for loc in edits.remove if loc[0] == "tools"), key=lambda l: l[-1], reverse=True)
+    for loc in tools:  # a tool definition the user dropped (the last index first, so the others stay put)
+        node, key = _parent(body, loc)
+        del node[key]
     messages = body[request.list_key]
-    whole = {loc[1] for loc in edits.remove if len(loc) == 2}
+    remove = {loc for loc in edits.remove if loc[0] != "tools"}
+    whole = {loc[1] for loc in remove if len(loc) == 2}
     if request.provider == "responses":  # an item that is not a message (a call, an output) goes whole
-        whole |= {loc[1] for loc in edits.remove if len(loc) > 2 and loc[2] != "content"}
+        whole |= {loc[1] for loc in remove if len(loc) > 2 and loc[2] != "content"}
     by_message: dict[int, list[tuple[Any, ...]]] = {}
-    for loc in edits.remove:
+    for loc in remove:
         if len(loc) > 2 and loc[1] not in whole:
             by_message.setdefault(loc[1], []).append(loc)
     for index, locs in by_message.items():
