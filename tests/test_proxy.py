@@ -100,7 +100,8 @@ def test_openai_stream_passes_through_byte_for_byte_and_is_recorded(tmp_path):
         assert sections["tool_results"] > 0
         kinds = {i.id: i.kind for i in plan.items}
         assert kinds["tool:read_file"] == "tool_definitions" and kinds["atom:1:call_1"] == "tool_atom"
-        assert all(i.tokens > 0 for i in plan.items)
+        assert all(i.tokens > 0 for i in plan.items if i.kind != "request_options")  # JSON syntax: bytes only
+        assert sum(i.bytes for i in plan.items) == len(capture.bodies[0])  # every byte in exactly one item
         assert plan.used_tokens == sum(i.tokens for i in plan.included)
         (usage,) = wb.plans.usage_reports(plan.plan_id)
         assert usage.reported == 321 and usage.estimated == plan.used_tokens
@@ -183,6 +184,7 @@ def test_steer_applies_drops_and_truncation_and_the_store_holds_both_requests(tm
         client.chat.completions.create(model="m", messages=messages)
         session = wb.proxy.latest_session()
         wb.proxy.drop(session, "atom:2:call_2")  # the user drops a stale tool call with its result
+        wb.update_settings(session, mode="light")  # and picks Light for this conversation
         messages += [{"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "next"}]
         client.chat.completions.create(model="m", messages=messages)
         sent = json.loads(up.seen[1].body)
@@ -194,7 +196,7 @@ def test_steer_applies_drops_and_truncation_and_the_store_holds_both_requests(tm
         assert all(len(text) < 400 and "cut by ctxbench" in text for text in results.values())
         assert up.seen[1].body != capture.bodies[1]
         (first, second) = settled(wb, session)
-        assert second.steered and first.steered  # light mode cut the first request's old results too
+        assert second.steered and not first.steered  # nothing was asked before the first request
         original, upstream = wb.proxy.bodies(second.id)
         assert original == capture.bodies[1] and upstream == up.seen[1].body
         plan = wb.plans.get(second.plan_id)
@@ -250,11 +252,13 @@ def test_switching_a_conversation_back_to_pass_through(tmp_path):
         client = openai_client(proxy, capture)
         messages = conversation(2)
         client.chat.completions.create(model="m", messages=messages)
-        assert up.seen[0].body != capture.bodies[0]  # steered: old tool results cut
+        wb.update_settings(wb.proxy.latest_session(), mode="light")
+        client.chat.completions.create(model="m", messages=messages)
+        assert up.seen[1].body != capture.bodies[1]  # steered: old tool results cut
         wb.proxy.set_passthrough(wb.proxy.latest_session(), True)
         messages += [{"role": "assistant", "content": "ok"}, {"role": "user", "content": "again"}]
         client.chat.completions.create(model="m", messages=messages)
-        assert up.seen[1].body == capture.bodies[1]
+        assert up.seen[2].body == capture.bodies[2]
         plan = wb.plans.get(settled(wb)[-1].plan_id)
         assert any(note.startswith("pass-through") for note in plan.notes)
 
@@ -262,8 +266,9 @@ def test_switching_a_conversation_back_to_pass_through(tmp_path):
 # -- faults ---------------------------------------------------------------------------------------------------
 def test_upstream_errors_reach_the_client_as_sent_and_are_recorded(tmp_path):
     body = b'{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}'
-    with proxied(tmp_path, [Answer(status=529, error_body=body), Answer(status=400, error_body=b'{"error":"bad"}')]) \
-            as (up, wb, proxy):
+    script = [Answer(status=529, error_body=body), Answer(status=400, error_body=b'{"error":"bad"}'), Answer(),
+              Answer(status=529, error_body=body)]
+    with proxied(tmp_path, script) as (up, wb, proxy):
         with httpx.Client() as raw:
             first = raw.post(proxy.url + "/v1/messages", json={"model": "c", "max_tokens": 5, "messages": [
                 {"role": "user", "content": "hi"}]}, headers={"x-api-key": FAKE_ANTHROPIC_KEY})
@@ -271,11 +276,22 @@ def test_upstream_errors_reach_the_client_as_sent_and_are_recorded(tmp_path):
         assert first.headers["x-upstream"] == "scripted"
         with pytest.raises(openai.BadRequestError):
             openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
-        outcomes = [(e.status, e.outcome) for e in settled(wb)]
-        assert outcomes == [(400, "upstream_error")]
-        errors = [e for sid in _sessions(wb) for e in settled(wb, sid)]
-        assert {(e.status, e.outcome) for e in errors} == {(529, "upstream_error"), (400, "upstream_error")}
-        assert any("Overloaded" in e.error for e in errors)
+        # a conversation's first request that no model answered leaves no session behind (the client may read the
+        # error a moment before the proxy has finished with it)
+        deadline = time.monotonic() + 10
+        while _sessions(wb) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert _sessions(wb) == [] and wb.proxy.latest_session() is None
+        messages = [{"role": "user", "content": "a question"}]
+        anthropic_client(proxy).messages.create(model="c", max_tokens=5, messages=messages)
+        session = wb.proxy.latest_session()
+        with pytest.raises(anthropic.APIStatusError):
+            anthropic_client(proxy).messages.create(model="c", max_tokens=5, messages=messages + [
+                {"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "more"}])
+        outcomes = [(e.status, e.outcome) for e in settled(wb, session)]
+        assert _sessions(wb) == [session]  # a failure in a conversation is kept with it
+        assert outcomes == [(200, "ok"), (529, "upstream_error")]
+        assert "Overloaded" in settled(wb, session)[-1].error
 
 
 def _sessions(wb: Workbench) -> list[str]:
@@ -296,12 +312,21 @@ def settled(wb: Workbench, session: str | None = None, timeout: float = 10.0):
 def test_upstream_down_is_a_502_with_a_reason_and_is_recorded(tmp_path):
     wb = Workbench(tmp_path / "ctx.db", Config(proxy=ProxyConfig(connect_timeout_s=2)))
     service = ProxyService(wb)
+    with Upstream() as up:
+        messages = [{"role": "user", "content": "x"}]
+        with RunningProxy(ProxyServer(service, up.url, wb.config.proxy), "127.0.0.1", 0) as proxy:
+            openai_client(proxy).chat.completions.create(model="m", messages=messages)
+        session = wb.proxy.latest_session()
     with RunningProxy(ProxyServer(service, "http://127.0.0.1:9", wb.config.proxy), "127.0.0.1", 0) as proxy:
         with pytest.raises(openai.InternalServerError) as info:
-            openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+            openai_client(proxy).chat.completions.create(model="m", messages=messages + [
+                {"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "y"}])
         assert info.value.status_code == 502 and "cannot reach the upstream" in str(info.value)
-        (exchange,) = settled(wb)
+        (_ok, exchange) = settled(wb, session)
         assert exchange.outcome == "upstream_down" and exchange.status == 502
+        with pytest.raises(openai.InternalServerError):  # a new conversation's first request: no session left
+            openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "new"}])
+        assert [s.id for s in wb.sessions.list()] == [session]
     wb.close()
 
 

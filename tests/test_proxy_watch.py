@@ -87,3 +87,85 @@ async def test_the_workbench_follows_and_steers_a_proxied_conversation(tmp_path)
                 await settle(pilot)
                 assert not wb.proxy.conversation(session).passthrough
         wb.close()
+
+
+def _strings(value) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _shown_results(main) -> dict[str, str]:
+    """The chat pane's tool result titles, by the stored message id they name."""
+    from textual.widgets import Collapsible
+
+    out = {}
+    for c in main.query(Collapsible):
+        if c.has_class("tool-result"):
+            title = str(c.title)
+            out[title.split(" · ")[1]] = title
+    return out
+
+
+async def test_what_the_watch_shows_is_what_the_upstream_received(tmp_path):
+    db = tmp_path / "ctx.db"
+    with Upstream([Answer(text="first"), Answer(text="second")]) as up:
+        wb = Workbench(db, quiet_config())
+        with RunningProxy(ProxyServer(ProxyService(wb, steer=True), up.url, wb.config.proxy), "127.0.0.1", 0) as proxy:
+            client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-test", max_retries=0)
+            messages = conversation(2, result_chars=12_089)
+            client.chat.completions.create(model="gpt-watch", messages=messages, tools=TOOLS)
+            session = wb.proxy.latest_session()
+            app = CtxbenchApp(LaunchOptions(db_path=db, session_id=session, watch=True, index_repo=False),
+                              quiet_config())
+            app._disable_notifications = True
+            async with app.run_test(size=(130, 45)) as pilot:
+                main = app.main_screen
+                await wait_for(pilot, lambda: any("request #1" in n for n in notes(main)))
+                await wait_for(pilot, lambda: len(_shown_results(main)) == 2)
+                forwarded = json.loads(up.seen[0].body)
+                sent_results = {m["tool_call_id"]: m["content"] for m in forwarded["messages"] if m["role"] == "tool"}
+                shown = _shown_results(main)
+                for title in shown.values():
+                    assert "truncated" not in title and "tier" not in title
+                    assert f"{len('# module 1') + 1 + 12_089:,} chars · sent whole" in title
+                assert all(len(text) == 12_100 for text in sent_results.values())
+                # every item the plan shows: its text is in the forwarded body as it went, its tokens counted on it
+                strings = set(_strings(forwarded))
+                plan = main.view.plan
+                for item in plan.included:
+                    for m in item.messages:
+                        if isinstance(m.get("content"), str) and m["content"]:
+                            assert m["content"] in strings, item.id
+                    if item.kind == "tool_atom":
+                        call = item.id.split(":", 2)[2]
+                        assert f"→ {len(sent_results[call]):,} chars" in item.label
+                        sent = next(m["content"] for m in item.messages if m.get("role") == "tool")
+                        assert sent == sent_results[call]
+                await wait_for(pilot, lambda: main.status.slot("proxy") is not None)
+                assert "steering on, nothing asked: requests go upstream as sent" in main.status.slot("proxy").text
+
+                # the user sets Light: the next request's past results are cut, and the watch says by how much
+                wb.update_settings(session, mode="light")
+                messages += [{"role": "assistant", "content": "first"}, {"role": "user", "content": "go on"}]
+                await asyncio.to_thread(client.chat.completions.create, model="gpt-watch", messages=messages,
+                                        tools=TOOLS)
+                await wait_for(pilot, lambda: any("request #2" in n for n in notes(main)))
+                await wait_for(pilot, lambda: all("cut by steering" in t for t in _shown_results(main).values()))
+                assert "cuts long tool results" in main.status.slot("proxy").text
+                forwarded = json.loads(up.seen[1].body)
+                sent_results = {m["tool_call_id"]: m["content"] for m in forwarded["messages"] if m["role"] == "tool"}
+                for title in _shown_results(main).values():
+                    assert f"12,100 chars · {len(sent_results['call_1']):,} sent (cut by steering)" in title
+                plan = main.view.plan
+                for item in plan.included:
+                    if item.kind == "tool_atom":
+                        call = item.id.split(":", 2)[2]
+                        assert f"→ {len(sent_results[call]):,} of 12,100 chars sent" in item.label
+                        assert next(m["content"] for m in item.messages if m.get("role") == "tool") == \
+                            sent_results[call]
+        wb.close()

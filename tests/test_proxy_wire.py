@@ -16,7 +16,7 @@ CONFIG = Config()
 
 def plan_of(provider: str, body: dict, groups: tuple[int, ...], **controls):
     request = parse_request(provider, json.dumps(body).encode(), TOK)
-    c = SteerControls(steer=True, mode=controls.pop("mode", "off"), budget=100_000, **controls)
+    c = SteerControls(steer=True, mode=controls.pop("mode", "off"), budget=100_000, mode_set=True, **controls)
     steered = steer_plan(request, "s", groups, tuple(() for _ in groups), c, proxy=CONFIG.proxy,
                          truncation=CONFIG.planner.truncation, tokenizer=TOK)
     return request, steered
@@ -114,3 +114,48 @@ def test_the_plan_payload_shows_what_went_upstream():
     sent = json.loads(apply_edits(request, steered.edits))["messages"]
     tool = next(m for m in payload if m["role"] == "tool")
     assert tool["content"] == sent[3]["content"] and len(tool["content"]) < 400
+
+
+def test_dropping_any_atom_of_any_wire_format_leaves_no_call_without_its_result():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_proxy_gemini import gemini_cli_body
+    from test_proxy_responses import codex_input
+
+    responses = {"model": "m", "instructions": "be brief", "input": codex_input() + [
+        {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "ok"}]},
+        {"type": "function_call", "call_id": "call_b", "name": "shell", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "call_b", "output": "b"},
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "last"}]}]}
+    gemini = gemini_cli_body([{"role": "model", "parts": [{"text": "fine"}]},
+                              {"role": "user", "parts": [{"text": "last"}]}])
+    for provider, body, key in (("responses", responses, "input"), ("gemini", gemini, "contents")):
+        request = parse_request(provider, json.dumps(body).encode(), TOK, "/v1beta/models/g:generateContent")
+        n = len(request.history)
+        groups = []
+        g = 0
+        for m in request.history:
+            g += 1 if m.has_user_text and not m.answers_tools else 0
+            groups.append(g)
+        c = SteerControls(steer=True, mode="off", budget=100_000)
+        atoms = [i.id for i in steer_plan(request, "s", tuple(groups), tuple(() for _ in range(n)), c, proxy=CONFIG.proxy,
+                                          truncation=CONFIG.planner.truncation, tokenizer=TOK).plan.items
+                 if i.kind == "tool_atom"]
+        assert atoms
+        for atom in atoms:
+            c = SteerControls(steer=True, mode="off", budget=100_000, dropped_items=frozenset({atom}))
+            steered = steer_plan(request, "s", tuple(groups), tuple(() for _ in range(n)), c, proxy=CONFIG.proxy,
+                                 truncation=CONFIG.planner.truncation, tokenizer=TOK)
+            sent = json.loads(apply_edits(request, steered.edits))[key]
+            text = json.dumps(sent)
+            if provider == "responses":
+                calls = {i["call_id"] for i in sent if i.get("type") == "function_call"}
+                outputs = {i["call_id"] for i in sent if i.get("type") == "function_call_output"}
+                assert calls == outputs and atom.split(":", 2)[2] not in text
+            else:
+                calls = [p for m in sent for p in m["parts"] if "functionCall" in p]
+                results = [p for m in sent for p in m["parts"] if "functionResponse" in p]
+                assert len(calls) == len(results) and all(m["parts"] for m in sent)
+            assert len(sent) < len(body[key])

@@ -1,5 +1,7 @@
-"""A scripted model endpoint on 127.0.0.1 speaking OpenAI Chat Completions and Anthropic Messages, for the
-proxy tests. Written on ``http.server`` (not the proxy's aiohttp) so the two ends share no code.
+"""A scripted model endpoint on 127.0.0.1 speaking OpenAI Chat Completions, Anthropic Messages, OpenAI's
+Responses API (``/v1/responses``: semantic events when streamed, a response object when not) and Gemini's
+``generateContent`` / ``streamGenerateContent`` (server-sent events with ``alt=sse``, else a JSON array), for
+the proxy tests. Written on ``http.server`` (not the proxy's aiohttp) so the two ends share no code.
 
 Every request is recorded as it arrived: method, path, headers and the raw body bytes. Each request takes
 the next scripted :class:`Answer` (the last one repeats): a streamed or whole reply with usage, an HTTP
@@ -26,6 +28,7 @@ class Answer:
     events: int = 0  # a long stream: this many extra text events of ``filler`` each
     filler: str = ""
     tool_call: tuple[str, dict[str, Any]] | None = None  # (name, input): the reply calls a tool
+    cached_tokens: int = 0  # prompt tokens the provider reports read from its cache
 
 
 @dataclass
@@ -64,7 +67,25 @@ class Upstream:
                     self._send(answer.status, answer.error_body)
                     return
                 payload = json.loads(body)
-                anthropic = self.path.rstrip("/").endswith("/messages")
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/responses"):
+                    response_id = f"resp_{len(upstream.seen)}"
+                    if payload.get("stream"):
+                        self._stream_events(_responses_events(payload, answer, response_id), answer)
+                    else:
+                        self._send(200, json.dumps(_response_object(payload, answer, response_id, "completed")).encode())
+                    return
+                if path.endswith((":generateContent", ":streamGenerateContent")):
+                    model = path.rsplit("/models/", 1)[-1].split(":")[0]
+                    chunks = _gemini_chunks(answer, model)
+                    if path.endswith(":generateContent"):
+                        self._send(200, json.dumps(_gemini_whole(answer, model)).encode())
+                    elif "alt=sse" in self.path:
+                        self._stream_events((_sse(c) for c in chunks), answer)
+                    else:  # streamGenerateContent without alt=sse: one JSON array of the chunks
+                        self._send(200, json.dumps(list(chunks)).encode())
+                    return
+                anthropic = path.endswith("/messages")
                 if payload.get("stream"):
                     self._stream(payload, answer, anthropic)
                 else:
@@ -83,11 +104,14 @@ class Upstream:
                 self.wfile.flush()
 
             def _stream(self, payload: dict[str, Any], answer: Answer, anthropic: bool) -> None:
+                events = _anthropic_events(payload, answer) if anthropic else _openai_events(payload, answer)
+                self._stream_events(events, answer)
+
+            def _stream_events(self, events, answer: Answer) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Transfer-Encoding", "chunked")
                 self.end_headers()
-                events = _anthropic_events(payload, answer) if anthropic else _openai_events(payload, answer)
                 for n, event in enumerate(events):
                     if answer.cut_after_events is not None and n >= answer.cut_after_events:
                         self.wfile.flush()
@@ -148,7 +172,8 @@ def _anthropic_events(payload: dict[str, Any], a: Answer):
     yield _sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": a.prompt_tokens, "output_tokens": 1}}}, "message_start")
+        "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
+                  "output_tokens": 1}}}, "message_start")
     yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                "content_block_start")
     for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
@@ -173,8 +198,93 @@ def _whole(payload: dict[str, Any], a: Answer, anthropic: bool) -> dict[str, Any
     if anthropic:
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
                 "content": [{"type": "text", "text": a.text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": a.prompt_tokens, "output_tokens": a.completion_tokens}}
+                "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
+                          "output_tokens": a.completion_tokens}}
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": a.text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,
-                      "total_tokens": a.prompt_tokens + a.completion_tokens}}
+                      "total_tokens": a.prompt_tokens + a.completion_tokens,
+                      "prompt_tokens_details": {"cached_tokens": a.cached_tokens}}}
+
+
+def _responses_usage(a: Answer) -> dict[str, Any]:
+    return {"input_tokens": a.prompt_tokens, "input_tokens_details": {"cached_tokens": a.cached_tokens},
+            "output_tokens": a.completion_tokens, "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": a.prompt_tokens + a.completion_tokens}
+
+
+def _responses_output(a: Answer) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = [{"id": "msg_1", "type": "message", "role": "assistant", "status": "completed",
+                                  "content": [{"type": "output_text", "text": a.text + a.filler * a.events,
+                                               "annotations": []}]}]
+    if a.tool_call is not None:
+        out.append({"id": "fc_1", "type": "function_call", "call_id": "call_up_1", "name": a.tool_call[0],
+                    "arguments": json.dumps(a.tool_call[1]), "status": "completed"})
+    return out
+
+
+def _response_object(payload: dict[str, Any], a: Answer, response_id: str, status: str) -> dict[str, Any]:
+    done = status == "completed"
+    return {"id": response_id, "object": "response", "created_at": 1, "status": status,
+            "model": payload.get("model", "scripted"), "output": _responses_output(a) if done else [],
+            "parallel_tool_calls": True, "tool_choice": "auto", "tools": payload.get("tools") or [],
+            "instructions": payload.get("instructions"), "previous_response_id": payload.get("previous_response_id"),
+            "usage": _responses_usage(a) if done else None}
+
+
+def _responses_events(payload: dict[str, Any], a: Answer, response_id: str):
+    """The Responses API's semantic events, in the order the API sends them (no ``[DONE]``)."""
+    seq = iter(range(1_000_000))
+
+    def event(kind: str, **fields: Any) -> bytes:
+        return _sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+
+    yield event("response.created", response=_response_object(payload, a, response_id, "in_progress"))
+    yield event("response.in_progress", response=_response_object(payload, a, response_id, "in_progress"))
+    yield event("response.output_item.added", output_index=0, item={
+        "id": "msg_1", "type": "message", "role": "assistant", "status": "in_progress", "content": []})
+    yield event("response.content_part.added", item_id="msg_1", output_index=0, content_index=0,
+                part={"type": "output_text", "text": "", "annotations": []})
+    for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
+        yield event("response.output_text.delta", item_id="msg_1", output_index=0, content_index=0, delta=piece,
+                    logprobs=[])
+    text = a.text + a.filler * a.events
+    yield event("response.output_text.done", item_id="msg_1", output_index=0, content_index=0, text=text, logprobs=[])
+    yield event("response.content_part.done", item_id="msg_1", output_index=0, content_index=0,
+                part={"type": "output_text", "text": text, "annotations": []})
+    output = _responses_output(a)
+    yield event("response.output_item.done", output_index=0, item=output[0])
+    if a.tool_call is not None:
+        call = output[1]
+        yield event("response.output_item.added", output_index=1, item=dict(call, arguments="", status="in_progress"))
+        yield event("response.function_call_arguments.delta", item_id="fc_1", output_index=1,
+                    delta=call["arguments"])
+        yield event("response.function_call_arguments.done", item_id="fc_1", output_index=1,
+                    arguments=call["arguments"])
+        yield event("response.output_item.done", output_index=1, item=call)
+    yield event("response.completed", response=_response_object(payload, a, response_id, "completed"))
+
+
+def _gemini_usage(a: Answer) -> dict[str, Any]:
+    return {"promptTokenCount": a.prompt_tokens, "candidatesTokenCount": a.completion_tokens,
+            "totalTokenCount": a.prompt_tokens + a.completion_tokens, "cachedContentTokenCount": a.cached_tokens}
+
+
+def _gemini_chunks(a: Answer, model: str):
+    """Gemini's streamed GenerateContentResponse chunks: text pieces, a function call, then the finish reason and
+    the usage in the last one (no end marker)."""
+    pieces = [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events
+    for piece in pieces:
+        yield {"candidates": [{"content": {"role": "model", "parts": [{"text": piece}]}, "index": 0}],
+               "modelVersion": model, "responseId": "gem-1"}
+    parts = [{"functionCall": {"name": a.tool_call[0], "args": a.tool_call[1]}}] if a.tool_call else [{"text": ""}]
+    yield {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+           "usageMetadata": _gemini_usage(a), "modelVersion": model, "responseId": "gem-1"}
+
+
+def _gemini_whole(a: Answer, model: str) -> dict[str, Any]:
+    parts: list[dict[str, Any]] = [{"text": a.text + a.filler * a.events}]
+    if a.tool_call:
+        parts.append({"functionCall": {"name": a.tool_call[0], "args": a.tool_call[1]}})
+    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+            "usageMetadata": _gemini_usage(a), "modelVersion": model, "responseId": "gem-1"}

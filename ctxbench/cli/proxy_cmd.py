@@ -14,14 +14,17 @@ HELP = """Forward an assistant's model calls to --upstream and record each one a
 
 Point the assistant at the proxy instead of its endpoint: Claude Code with
 ANTHROPIC_BASE_URL=http://127.0.0.1:PORT, OpenAI clients (Codex, aider, Continue, …) with the base URL
-http://127.0.0.1:PORT/v1. OpenAI Chat Completions (/v1/chat/completions) and Anthropic Messages
-(/v1/messages), streamed or not, are recorded: one session per conversation, a plan per request (system,
+http://127.0.0.1:PORT/v1, Gemini CLI with GOOGLE_GEMINI_BASE_URL=http://127.0.0.1:PORT. OpenAI Chat
+Completions (/v1/chat/completions), OpenAI Responses (/v1/responses, with previous_response_id chains),
+Anthropic Messages (/v1/messages) and Gemini (…:generateContent, …:streamGenerateContent), streamed or not,
+are recorded: one session per conversation, a plan per request (system,
 tool definitions, history, tool results, attached files, tokens per item), the reply and the reported
 usage. Every other path is forwarded without being recorded. Auth headers pass through and are never
 stored. Follow a conversation live with `ctxbench open --watch`.
 
-With --steer, your drops, pins and Context Mode for a conversation change what goes upstream (both
-requests are stored); switch a conversation back to pass-through in the workbench (ctrl+r)."""
+With --steer, only what you ask changes what goes upstream: your drops, your pins, and a Context Mode you
+set for a conversation (both requests are stored); with nothing asked a request goes upstream byte for
+byte. Switch a conversation back to pass-through in the workbench (ctrl+r)."""
 
 
 def _is_loopback(host: str) -> bool:
@@ -46,6 +49,7 @@ def _is_loopback(host: str) -> bool:
 def command(upstream: str | None, port: int | None, host: str | None, steer: bool, db_path: Path | None,
             config_path: Path | None) -> None:
     from ctxbench.proxy.server import ExchangeLog, ProxyServer, serve_forever
+    from ctxbench.service.proxy_plan import STEER_SCOPE
     from ctxbench.service.proxy_service import ProxyService
     from ctxbench.service.workbench import Workbench
 
@@ -81,6 +85,8 @@ def command(upstream: str | None, port: int | None, host: str | None, steer: boo
     def ready(url: str) -> None:
         click.echo(f"ctxbench proxy on {url} → {upstream} · steering {'on' if steer else 'off'} · "
                    f"store {wb.db_path}", err=True)
+        if steer:
+            click.echo(f"  {STEER_SCOPE}", err=True)
         click.echo(f"  Claude Code:   ANTHROPIC_BASE_URL={url} claude", err=True)
         click.echo(f"  OpenAI client: base URL {url}/v1 (OPENAI_BASE_URL={url}/v1)", err=True)
         click.echo("  watch it:      ctxbench open --watch", err=True)

@@ -10,8 +10,8 @@ included; they are never stored or logged), and the same body byte for byte unle
 Only hop-by-hop headers are dropped, and ``Accept-Encoding`` asks the upstream for an uncompressed reply
 so the recorder can read it. What the upstream answers goes back as it is: status, headers, body, a
 stream cut mid-way (the client's connection is cut at the same point). An upstream that cannot be reached
-is a 502 with a JSON error body. Requests other than Chat Completions and Messages (``/v1/models``,
-``count_tokens`` …) are forwarded without being recorded.
+is a 502 with a JSON error body. Requests other than Chat Completions, Responses, Messages and Gemini's
+generateContent (``/v1/models``, ``count_tokens`` …) are forwarded without being recorded.
 """
 from __future__ import annotations
 

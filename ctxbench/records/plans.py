@@ -94,6 +94,7 @@ class PlanItem:
     detail: str = ""  # e.g. "truncated to 300 chars (inactive group)"
     external_ids: tuple[str, ...] = ()  # the source ids of its messages, when they were imported with one
     redacted: int = 0  # secrets masked in what this item sends (each one is a [REDACTED] in its messages)
+    bytes: int = 0  # a proxied request's plan: the bytes of the client's request body this item holds
 
     def to_json(self) -> dict[str, Any]:
         extra = {"external_ids": list(self.external_ids)} if self.external_ids else {}
@@ -111,6 +112,7 @@ class PlanItem:
             "message_ids": list(self.message_ids),
             **extra,
             **({"redacted": self.redacted} if self.redacted else {}),
+            **({"bytes": self.bytes} if self.bytes else {}),
         }
 
 

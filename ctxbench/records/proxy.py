@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-PROVIDERS = ("openai", "anthropic")  # OpenAI Chat Completions, Anthropic Messages
+# OpenAI Chat Completions, Anthropic Messages, OpenAI Responses, Gemini generateContent / streamGenerateContent
+PROVIDERS = ("openai", "anthropic", "responses", "gemini")
 
 # how an exchange ended
 OUTCOMES = ("pending", "ok", "upstream_error", "upstream_down", "cut", "client_gone")
@@ -29,6 +30,9 @@ class WirePart:
     tool_name: str = ""
     label: str = ""  # a file's path, a tool's name
     replaceable: bool = True  # a tool result whose content is text only (steering may cut it)
+    scaffold: str = ""  # text the assistant wrote, not the user: its kind (a reminder, a memory file …)
+    segment: tuple[int, int] | None = None  # a piece of the text at ``location``: its characters [start, end)
+    bytes: int = 0  # bytes of the request body this part holds
 
 
 @dataclass(frozen=True)
@@ -38,10 +42,12 @@ class WireMessage:
     parts: tuple[WirePart, ...]
     hash: str  # of the message's canonical JSON: how a conversation is recognised by its prefix
     tokens: int  # the whole message, overhead included
+    scaffold: str = ""  # the whole message is the assistant's scaffolding (examples, a repo map …): its kind
+    bytes: int = 0  # bytes of the request body the message holds beyond its parts (its keys, its braces)
 
     @property
     def has_user_text(self) -> bool:
-        return self.role == "user" and any(p.kind in ("text", "file") for p in self.parts)
+        return self.role == "user" and any(p.kind in ("text", "file") and not p.scaffold for p in self.parts)
 
     @property
     def answers_tools(self) -> bool:
@@ -53,6 +59,8 @@ class WireTool:
     name: str
     tokens: int
     index: int  # position in the request's ``tools``
+    bytes: int = 0  # bytes of the request body the definition holds
+    location: tuple[Any, ...] = ()  # where it sits in the body when not ("tools", index) (Gemini's declarations)
 
 
 @dataclass(frozen=True)
@@ -64,11 +72,20 @@ class WireRequest:
     tools: tuple[WireTool, ...]
     messages: tuple[WireMessage, ...]  # OpenAI system/developer messages are in ``system`` and here too
     body: dict[str, Any] = field(compare=False, hash=False, repr=False)  # the parsed JSON, never changed
+    list_key: str = "messages"  # the body's key of the message list (``input`` for the Responses API)
+    previous_response_id: str = ""  # Responses API: the reply this request continues (the upstream keeps the rest)
+    envelope_bytes: int = 0  # bytes of the body outside every part, message and tool (model, options, syntax)
 
     @property
     def history(self) -> tuple[WireMessage, ...]:
-        """The conversation proper: every message but the OpenAI system/developer ones."""
-        return tuple(m for m in self.messages if m.role not in ("system", "developer"))
+        """The conversation proper: every message but the OpenAI system/developer ones and the assistant's
+        scaffolding (few-shot examples, a repository map, an environment message)."""
+        return tuple(m for m in self.messages if m.role not in ("system", "developer") and not m.scaffold)
+
+    @property
+    def scaffolding(self) -> tuple[WireMessage, ...]:
+        """The messages that are the assistant's scaffolding, not the conversation."""
+        return tuple(m for m in self.messages if m.role not in ("system", "developer") and m.scaffold)
 
 
 @dataclass(frozen=True)
@@ -122,6 +139,8 @@ class ReplyRecord:
     model: str = ""
     stop_reason: str = ""
     complete: bool = False  # the reply's end was seen (``[DONE]``, ``message_stop``, a whole JSON body)
+    response_id: str = ""  # the reply's id (Responses API: what a chained request names as previous_response_id)
+    cached_tokens: int | None = None  # prompt tokens the provider read from its cache (part of prompt_tokens)
 
 
 @dataclass(frozen=True)
@@ -165,3 +184,30 @@ class WatchUpdate:
 
     exchange: ProxyExchange
     diff: PlanDiff
+
+
+@dataclass(frozen=True)
+class CacheReport:
+    """What a proxied request could read from the provider's prompt cache: the blocks (tool definitions,
+    system blocks, messages, in the order providers cache them) and tokens of the request as it went upstream
+    that repeat the conversation's previous answered request unchanged from the start (the estimate), beside
+    the cached tokens the provider reported for it."""
+
+    exchange_id: int
+    prefix_blocks: int  # blocks equal to the previous request's first ones
+    prefix_tokens: int  # their tokens: what a prefix cache could serve (0 for a conversation's first request)
+    request_tokens: int  # the tokens of every block of the request
+    first_request: bool  # no previous request to share a prefix with
+    reported_cached: int | None = None  # cache_read_input_tokens / cached_tokens / cachedContentTokenCount
+    reported_prompt: int | None = None  # the prompt tokens the provider reported, cached ones included
+
+    def summary(self) -> str:
+        if self.first_request:
+            estimate = "first request: nothing cached yet"
+        else:
+            estimate = (f"unchanged prefix {self.prefix_tokens:,} of {self.request_tokens:,} tok "
+                        f"({self.prefix_blocks} block{'s' if self.prefix_blocks != 1 else ''}) est. cached")
+        reported = (f" · reported cached {self.reported_cached:,}"
+                    + (f" of {self.reported_prompt:,}" if self.reported_prompt is not None else "")
+                    if self.reported_cached is not None else " · no cache figure reported")
+        return f"cache: {estimate}{reported}"

@@ -15,6 +15,7 @@ MESSAGE_STATUSES = ("active", "dropped")
 STRATEGY_FAMILIES: dict[str, str] = {
     "openai": "openai",
     "anthropic": "anthropic",
+    "responses": "openai",  # OpenAI's Responses API, as the proxy records it: tool calls as OpenAI's
     "claude-code": "anthropic",
     "gemini": "gemini",
     "gemini_gca": "gemini",
@@ -73,9 +74,12 @@ ITEM_KINDS = (
     "attached_file",  # proxied requests: a file (or image, document) the client attached
     "summary",  # a summary of earlier turns (compaction)
     "capsule",  # a capsule of code: a module's or a process's summary (seed 002), a retrieval aid
+    # proxied requests: what the assistant adds around the user's words (service.proxy_anatomy)
+    "memory_file", "skill_list", "todo_list", "environment", "reminder", "few_shot", "repo_map", "chat_files",
+    "request_options",  # proxied requests: the body's model, options and JSON syntax (bytes, no tokens)
 )
 # the sections of a proxied request's plan (``ctxbench proxy``), in payload order
-PROXY_SECTIONS = ("system", "tools", "pins", "history", "tool_results", "files")
+PROXY_SECTIONS = ("system", "tools", "scaffold", "pins", "history", "tool_results", "files")
 
 # -- pins -------------------------------------------------------------------------------------------
 PIN_KINDS = ("sticky", "leased", "ephemeral")

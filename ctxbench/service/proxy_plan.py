@@ -1,9 +1,12 @@
 """A proxied request as a ContextPlan, and steering: the user's drops, pins and mode applied to it.
 
 Every request through the proxy becomes a plan whose items are what the client sent, one by one, with
-their tokens: the system blocks (``system``), each tool definition (``tools``), each turn's text
-(``history``), each tool call with its result (``tool_results``, one atom), each attached file
-(``files``). With steering on, the user's controls for the conversation change the outgoing request:
+their tokens and the bytes of the body they hold (every byte in exactly one item): the system blocks
+(``system``), each tool definition (``tools``), the assistant's scaffolding — reminder blocks, memory files,
+skills and todo lists, environment context, few-shot examples, a repository map (``scaffold``, one item per
+block of its kind, :mod:`service.proxy_anatomy`) — each turn's own words (``history``), each tool call with
+its result (``tool_results``, one atom), each attached file (``files``), and the body's model, options and
+JSON syntax (``request_options``: bytes, no tokens). With steering on, the user's controls for the conversation change the outgoing request:
 
 - a dropped turn leaves with everything in it; a dropped atom leaves whole (the call and its result), so the
   upstream never sees a result without its call or a call without its result; the turn in progress (the
@@ -11,7 +14,9 @@ their tokens: the system blocks (``system``), each tool definition (``tools``), 
 - a pinned item the request carries is kept whole; a sticky pin the request no longer carries (the client
   compacted its history) is added back to the system prompt;
 - the Context Mode picks the truncation tiers (``proxy.truncate_tiers``) that cut long tool results as the
-  planner's tiers do: the newest results of the turn in progress, its older ones, past turns' results.
+  planner's tiers do (the newest results of the turn in progress, its older ones, past turns' results), but
+  only once the user has set the conversation's mode: the default mode is nobody's request, and steering
+  changes only what the user asked for. With nothing asked, the request goes upstream byte for byte.
 
 Every change is an excluded item or an item's detail in the plan, with its reason, and a line in the
 exchange's ``changes``. Pure: no store, no I/O.
@@ -20,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 
 from ctxbench.config import ProxyConfig, TruncationConfig
@@ -35,6 +41,7 @@ PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the hist
 PLAN_ID_HEX = 20
 PROXY_TRUNCATION_HINT = "\n... [cut by ctxbench: {kept} of {total} characters kept ({tier} tier)]"
 STEERING_NOTE = "proxy steering: on"  # a plan's note when the proxy ran with --steer
+CUT_DETAIL = "tool result cut to"  # how a cut tool result's detail starts
 PINNED_BLOCK = "[pinned by the user in ctxbench: {label}]\n{content}"
 LABEL_CHARS = 60
 
@@ -50,6 +57,33 @@ class SteerControls:
     dropped_items: frozenset[str] = frozenset()
     pins: tuple[Pin, ...] = ()
     proxy_steers: bool = False  # the proxy runs with --steer (``steer`` is off while the user switched it off)
+    mode_set: bool = False  # the user set this conversation's mode (only then does the mode cut tool results)
+
+
+# what the proxy's start-up line says --steer does
+STEER_SCOPE = ("steering on: only what you ask changes a request (your drops, your pins, a Context Mode you set "
+               "for a conversation); nothing asked, nothing changed")
+
+
+def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
+    """What steering will change in the conversation's next request, in one line."""
+    if not controls.proxy_steers:
+        return "steering off (the proxy runs without --steer): requests go upstream as sent"
+    if not controls.steer:
+        return "pass-through for this conversation: requests go upstream as sent"
+    asked = []
+    drops = len(controls.dropped_items) + len(controls.dropped_groups)
+    if drops:
+        asked.append(f"leaves out {drops} dropped item{'s' if drops != 1 else ''}")
+    pins = sum(1 for p in controls.pins if p.kind == "sticky" and p.content)
+    if pins:
+        asked.append(f"adds back {pins} sticky pin{'s' if pins != 1 else ''} the client stops sending")
+    tiers = proxy.tiers_for(controls.mode) if controls.mode_set else ()
+    if tiers:
+        asked.append(f"cuts long tool results ({', '.join(tiers)} tiers: mode {controls.mode}, set by you)")
+    if not asked:
+        return "steering on, nothing asked: requests go upstream as sent"
+    return "steering " + "; ".join(asked)
 
 
 @dataclass(frozen=True)
@@ -70,11 +104,28 @@ class _Item:
     parts: list[tuple[WireMessage | None, WirePart]] = field(default_factory=list)  # None: a system block
     message_ids: set[int] = field(default_factory=set)
     tokens: int = 0
+    bytes: int = 0
 
 
 def _short(text: str, limit: int = LABEL_CHARS) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+_MEMORY_PATH = re.compile(r"Contents of (\S+)|([\w./-]*(?:CLAUDE|AGENTS|GEMINI)\.md)")
+SCAFFOLD_LABELS = {"memory_file": "memory file", "skill_list": "skills list", "todo_list": "todo reminder",
+                   "environment": "environment", "reminder": "reminder", "few_shot": "few-shot examples",
+                   "repo_map": "repository map", "chat_files": "files in the chat"}
+
+
+def _scaffold_label(kind: str, text: str) -> str:
+    name = SCAFFOLD_LABELS.get(kind, kind)
+    if kind == "memory_file":
+        match = _MEMORY_PATH.search(text)
+        if match:
+            return f"{name} {match.group(1) or match.group(2)}"
+    body = re.sub(r"</?[\w -]+>", " ", text)
+    return f"{name}: {_short(body, 40)}"
 
 
 class _Builder:
@@ -83,6 +134,7 @@ class _Builder:
         self.request = request
         self.tok = tokenizer
         self.items: dict[str, _Item] = {}
+        self.owner: dict[tuple[object, ...], _Item] = {}  # (location, segment) -> the item holding that part
         history = request.history
         self.last_group = groups[-1] if groups else 0
         self.group_of = {m.index: g for m, g in zip(history, groups)}
@@ -91,11 +143,25 @@ class _Builder:
             self._add(f"system:{n}" if len(request.system) > 1 else "system", "system_prompt", "system",
                       f"system prompt{f' block {n + 1}' if len(request.system) > 1 else ''}: {_short(part.text)}",
                       n, None, part)
-        for tool in request.tools:
-            item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + tool.index)
+        self.tool_locations: dict[str, tuple[object, ...]] = {}
+        for n, tool in enumerate(request.tools):
+            item = self._item(f"tool:{tool.name}", "tool_definitions", "tools", f"tool {tool.name}", 10_000 + n)
             item.tokens += tool.tokens
-        for m in history:
-            self._message(m)
+            item.bytes += tool.bytes
+            self.tool_locations[item.id] = tool.location or ("tools", tool.index)
+        self._scaffold_before: _Item | None = None  # the item of the scaffolding message just before
+        for m in request.messages:
+            if m.scaffold:
+                self._scaffold_message(m)
+                continue
+            self._scaffold_before = None
+            if m.index in self.group_of:
+                self._message(m)
+        self._overheads()
+        if request.envelope_bytes:
+            keys = [k for k in request.body if k not in (request.list_key, "system", "tools", "instructions")]
+            self._item("request", "request_options", "system", f"request options: {', '.join(keys) or 'none'}",
+                       -1).bytes += request.envelope_bytes
 
     def _item(self, item_id: str, kind: str, section: str, label: str, order: int, group: int = 0) -> _Item:
         item = self.items.get(item_id)
@@ -110,23 +176,61 @@ class _Builder:
         if message is not None:
             item.message_ids.update(self.ids_of.get(message.index, ()))
         item.tokens += part.tokens
+        item.bytes += part.bytes
+        self.owner[(part.location, part.segment)] = item
         return item
+
+    def _scaffold_message(self, m: WireMessage) -> None:
+        """A message that is the assistant's scaffolding: few-shot examples make one item, any other one each."""
+        order = 100_000 + m.index * 1000
+        text = "\n".join(p.text for p in m.parts)
+        before = self._scaffold_before
+        if m.scaffold == "few_shot":
+            item_id, label = "few_shot", "few-shot examples"
+        elif m.role == "assistant" and before is not None and before.kind == m.scaffold:
+            item_id, label = before.id, before.label  # the assistant's "Ok." goes with what it acknowledges
+        else:
+            item_id, label = f"{m.scaffold}:{m.index}", _scaffold_label(m.scaffold, text)
+        for part in m.parts:
+            self._add(item_id, m.scaffold, "scaffold", label, order, m, part)
+        self._scaffold_before = self.items.get(item_id)
 
     def _message(self, m: WireMessage) -> None:
         g = self.group_of[m.index]
         order = 100_000 + m.index * 1000
         group_item = self._item(f"group:{g}", "current_turn" if g == self.last_group else "history_atom", "history",
                                 f"turn {g}", order, g)
-        group_item.tokens += m.tokens - sum(p.tokens for p in m.parts)  # the message's own overhead
         for j, part in enumerate(m.parts):
             if part.kind in ("tool_call", "tool_result") and part.tool_call_id:
                 self._add(f"atom:{g}:{part.tool_call_id}", "tool_atom", "tool_results", "", order + j, m, part, g)
             elif part.kind == "file":
                 self._add(f"file:{m.index}:{j}", "attached_file", "files", f"file {part.label}", order + j, m, part, g)
+            elif part.scaffold:
+                self._add(f"{part.scaffold}:{m.index}:{j}", part.scaffold, "scaffold",
+                          _scaffold_label(part.scaffold, part.text), order + j, m, part, g)
             else:
                 item = self._add(f"group:{g}", group_item.kind, "history", "", order, m, part, g)
                 if m.role == "user" and part.kind == "text" and item.label == f"turn {g}":
                     item.label = f"turn {g}: {_short(part.text)}"
+
+    def _overheads(self) -> None:
+        """Each message's own tokens and bytes (its role, its keys, its braces) go to the item that holds all of
+        its parts, or to its turn when its parts went to several items (a system message's to its first)."""
+        for m in self.request.messages:
+            owners = {id(self.owner[(p.location, p.segment)]): self.owner[(p.location, p.segment)]
+                      for p in m.parts if (p.location, p.segment) in self.owner}
+            if len(owners) == 1:
+                item = next(iter(owners.values()))
+            elif m.index in self.group_of:
+                item = self.items[f"group:{self.group_of[m.index]}"]
+            elif owners:
+                item = next(iter(owners.values()))
+            else:
+                item = self._item("request", "request_options", "system", "request options", -1)
+            item.tokens += m.tokens - sum(p.tokens for p in m.parts)
+            item.bytes += m.bytes
+            if m.index in self.ids_of:
+                item.message_ids.update(self.ids_of[m.index])
 
     def finish_labels(self) -> None:
         calls = {p.tool_call_id: p for m in self.request.history for p in m.parts if p.kind == "tool_call"}
@@ -164,11 +268,23 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     edits = Edits()
     changes: list[str] = []
     pinned = _pinned(b, controls.pins)
-    tiers = set(proxy.tiers_for(controls.mode)) if controls.steer else set()
+    tiers = set(proxy.tiers_for(controls.mode)) if controls.steer and controls.mode_set else set()
     tier_of = _tier_of(b, truncation)
     out: list[PlanItem] = []
+    called = {p.tool_name for m in request.messages for p in m.parts if p.kind == "tool_call"}
+    held: list[str] = []  # drops steering did not make, and why
     for item in sorted(b.items.values(), key=lambda i: i.order):
         pin = pinned.get(item.id)
+        if controls.steer and item.section == "tools" and item.id in controls.dropped_items:
+            name = item.id.removeprefix("tool:")
+            if name in called:  # the upstream must know a tool the conversation has called
+                held.append(f"kept {item.id}: you dropped it, but the conversation calls {name}")
+            else:
+                edits.remove.add(b.tool_locations[item.id])
+                changes.append(f"left out {item.id} ({item.tokens:,} tok): a tool definition you dropped")
+                out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=None,
+                                      detail="tool definition dropped by the user"))
+                continue
         dropped = controls.steer and pin is None and item.group and item.group != b.last_group and (
             item.group in controls.dropped_groups or item.id in controls.dropped_items)
         if dropped and item.kind != "history_atom" and item.group in controls.dropped_groups:
@@ -191,14 +307,16 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     notes = [f"proxied {request.provider} request to {request.model or 'the upstream'}"]
     if controls.steer:
         out.extend(_readd_pins(b, controls.pins, pinned, edits, changes, tokenizer))
-        notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, mode {controls.mode})"
-                     if changes else f"steered: nothing to change (mode {controls.mode})")
+        mode = f"mode {controls.mode}, set by you" if controls.mode_set else "mode not set: no cuts"
+        notes.append(f"steered ({len(changes)} change{'s' if len(changes) != 1 else ''}, {mode})"
+                     if changes else f"steered: nothing to change ({mode})")
     else:
         notes.append("pass-through: forwarded as the client sent it"
                      + (" (switched off for this conversation)" if controls.proxy_steers else ""))
     if controls.proxy_steers:
         notes.append(STEERING_NOTE)
     notes.extend(changes)
+    notes.extend(held)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
 
@@ -226,7 +344,8 @@ def _truncate(item: _Item, tier: str, truncation: TruncationConfig, tokenizer: T
         edits.replace[part.location] = cut
         tokens += tokenizer.count(cut) - part.tokens
         changes.append(f"cut {item.id} ({item.label}) to {limit:,} of {len(part.text):,} chars: {tier} tier")
-        return tokens, f"tool result cut to {limit:,} of {len(part.text):,} chars ({tier} tier)"
+        item.label = item.label.replace(f" → {len(part.text):,} chars", f" → {len(cut):,} of {len(part.text):,} chars sent")
+        return tokens, f"{CUT_DETAIL} {limit:,} of {len(part.text):,} chars ({tier} tier)"
     return tokens, ""
 
 
@@ -256,7 +375,7 @@ def _plan_item(item: _Item, *, included: bool, reason: str, pin: str | None, det
     return PlanItem(id=item.id, kind=item.kind, section=item.section, label=item.label,
                     tokens=item.tokens if tokens is None else tokens, included=included, reason=reason,
                     pin=pin or "", order=item.order if included else -1, message_ids=tuple(sorted(item.message_ids)),
-                    messages=messages, detail=detail)
+                    messages=messages, detail=detail, bytes=item.bytes)
 
 
 def _render(item: _Item, replaced: dict) -> tuple[dict[str, object], ...]:
@@ -292,6 +411,7 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
         "provider": request.provider,
         "body": hashlib.sha256(json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
         "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": controls.mode, "budget": controls.budget,
+        "mode_set": controls.mode_set,
         "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
         "pins": sorted((p.target, p.kind, p.content) for p in controls.pins),
         "edits": [sorted(map(str, edits.remove)), sorted((str(k), v) for k, v in edits.replace.items()),
@@ -312,7 +432,8 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
 def _query(request: WireRequest) -> str:
     for m in reversed(request.history):
         if m.role == "user":
-            texts = [p.text for p in m.parts if p.kind == "text"]
+            texts = [p.text for p in m.parts if p.kind == "text" and not p.scaffold]
             if texts:
                 return texts[-1]
     return ""
+

@@ -1,4 +1,6 @@
-"""Reading an upstream reply as it streams past, in bounded memory.
+"""Reading an upstream reply as it streams past, in bounded memory: Chat Completions chunks, Anthropic
+Messages events, and the Responses API's semantic events (``response.output_text.delta``,
+``response.output_item.added``, ``response.completed`` with the usage and the response's id).
 
 The proxy hands every chunk it forwards to a :class:`ReplyRecorder` and forgets it. The recorder keeps
 the reply's text up to ``max_chars`` characters, the usage the provider reports and how the reply ended;
@@ -31,6 +33,8 @@ class ReplyRecorder:
         self.stop = ""
         self.complete = False
         self.bytes_seen = 0
+        self.response_id = ""
+        self.cached: int | None = None
 
     # -- feeding -----------------------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -75,7 +79,8 @@ class ReplyRecorder:
         except ValueError:
             return
         if isinstance(event, dict):
-            (self._anthropic_event if self.provider == "anthropic" else self._openai_chunk)(event)
+            {"anthropic": self._anthropic_event, "responses": self._responses_event,
+             "gemini": self._gemini_response}.get(self.provider, self._openai_chunk)(event)
 
     def _add_text(self, text: str) -> None:
         if not text:
@@ -109,6 +114,67 @@ class ReplyRecorder:
                 self.prompt = int(usage["prompt_tokens"])
             if usage.get("completion_tokens") is not None:
                 self.completion = int(usage["completion_tokens"])
+            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            if cached is not None:
+                self.cached = int(cached)
+
+    # -- Gemini ------------------------------------------------------------------------------------------------
+    def _gemini_response(self, data: dict[str, Any]) -> None:
+        """One GenerateContentResponse: a streamed chunk, or a whole reply (no end marker: a finish reason)."""
+        self.model = str(data.get("modelVersion") or self.model)
+        self.response_id = str(data.get("responseId") or self.response_id)
+        for candidate in (data.get("candidates") or ())[:1]:
+            for part in (candidate.get("content") or {}).get("parts") or ():
+                if not isinstance(part, dict) or part.get("thought"):
+                    continue
+                if isinstance(part.get("text"), str):
+                    self._add_text(part["text"])
+                elif isinstance(part.get("functionCall"), dict):
+                    self._add_text(f"\n[tool call {part['functionCall'].get('name', '')}]")
+            if candidate.get("finishReason"):
+                self.stop = str(candidate["finishReason"])
+                self.complete = True
+        usage = data.get("usageMetadata")
+        if isinstance(usage, dict):
+            if usage.get("promptTokenCount") is not None:
+                self.prompt = int(usage["promptTokenCount"])
+            if usage.get("candidatesTokenCount") is not None or usage.get("thoughtsTokenCount") is not None:
+                self.completion = int(usage.get("candidatesTokenCount") or 0) + int(usage.get("thoughtsTokenCount") or 0)
+            if usage.get("cachedContentTokenCount") is not None:
+                self.cached = int(usage["cachedContentTokenCount"])
+
+    # -- OpenAI Responses -------------------------------------------------------------------------------------
+    def _responses_event(self, event: dict[str, Any]) -> None:
+        kind = str(event.get("type") or "")
+        if kind == "response.output_text.delta":
+            self._add_text(str(event.get("delta") or ""))
+        elif kind == "response.output_item.added":
+            item = event.get("item") or {}
+            if item.get("type") not in (None, "message", "reasoning"):
+                self._add_text(f"\n[tool call {item.get('name') or item.get('type')}]")
+        elif kind in ("response.created", "response.in_progress", "response.completed", "response.incomplete",
+                      "response.failed"):
+            self._responses_head(event.get("response") or {})
+            if kind in ("response.completed", "response.incomplete", "response.failed"):
+                self.complete = True
+        elif kind == "error":
+            self.stop = "error"
+
+    def _responses_head(self, response: dict[str, Any]) -> None:
+        self.response_id = str(response.get("id") or self.response_id)
+        self.model = str(response.get("model") or self.model)
+        status = response.get("status")
+        if status and status != "in_progress":
+            self.stop = str(status)
+        usage = response.get("usage")
+        if isinstance(usage, dict):
+            if usage.get("input_tokens") is not None:
+                self.prompt = int(usage["input_tokens"])
+            if usage.get("output_tokens") is not None:
+                self.completion = int(usage["output_tokens"])
+            cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
+            if cached is not None:
+                self.cached = int(cached)
 
     # -- Anthropic Messages ---------------------------------------------------------------------------------
     def _anthropic_event(self, event: dict[str, Any]) -> None:
@@ -139,6 +205,8 @@ class ReplyRecorder:
         fields = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         if any(usage.get(f) is not None for f in fields):
             self.prompt = sum(int(usage.get(f) or 0) for f in fields)
+        if usage.get("cache_read_input_tokens") is not None:
+            self.cached = int(usage["cache_read_input_tokens"])
         if usage.get("output_tokens") is not None:
             self.completion = int(usage["output_tokens"])
 
@@ -148,17 +216,34 @@ class ReplyRecorder:
             self._parse_body(bytes(self._pending))
             self._pending.clear()
         return ReplyRecord("".join(self._text), self.cut, self.prompt, self.completion, self.model, self.stop,
-                           self.complete)
+                           self.complete, self.response_id, self.cached)
 
     def _parse_body(self, body: bytes) -> None:
         try:
             data = json.loads(body)
         except ValueError:
             return
+        if self.provider == "gemini":  # one response, or streamGenerateContent without alt=sse: a JSON array
+            for one in data if isinstance(data, list) else [data]:
+                if isinstance(one, dict):
+                    self._gemini_response(one)
+            self.complete = self.complete or (isinstance(data, (dict, list)) and "error" not in data)
+            return
         if not isinstance(data, dict):
             return
         self.model = str(data.get("model") or "")
-        if self.provider == "anthropic":
+        if self.provider == "responses":
+            for item in data.get("output") or ():
+                if not isinstance(item, dict):
+                    continue
+                if item.get("type") == "message":
+                    for block in item.get("content") or ():
+                        if isinstance(block, dict) and block.get("type") == "output_text":
+                            self._add_text(str(block.get("text") or ""))
+                elif item.get("type") != "reasoning":
+                    self._add_text(f"\n[tool call {item.get('name') or item.get('type')}]")
+            self._responses_head(data)
+        elif self.provider == "anthropic":
             for block in data.get("content") or ():
                 if isinstance(block, dict) and block.get("type") == "text":
                     self._add_text(str(block.get("text") or ""))

@@ -7,10 +7,13 @@ and stores the plan and the exchange (the original body, and the upstream body w
 front end forwards :attr:`Exchange.forward_body`, feeds the reply to :meth:`recorder`, and ends with
 :meth:`finish` (status, outcome, reply text, reported usage).
 
-A conversation is recognised by its growing prefix: the request's messages (system prompts aside) start
-with every message of a stored conversation's latest request; the longest such conversation wins. When
-none does, a conversation whose last reply the request quotes (the summary an assistant writes when it
-compacts its history) continues; otherwise a new session starts.
+A conversation is recognised by its growing prefix: the request's messages (system prompts and the
+assistant's scaffolding aside) start with every message of a stored conversation's latest request; the
+longest such conversation wins. A Responses API request naming a ``previous_response_id`` continues the
+session of that reply. When none does, a conversation whose last reply the request quotes (the summary an
+assistant writes when it compacts its history) continues; otherwise a new session starts, titled by the
+user's own latest words, and taken away again if no model answered its first request. Each request also
+records what a prefix cache could serve of it (``proxy_cache``), beside the cached tokens reported.
 
 Nothing here may turn a valid request into an error: a body that cannot be read, or a store that fails,
 gives an :class:`Exchange` that forwards the body unchanged and records nothing (``note`` says why).
@@ -23,13 +26,23 @@ from dataclasses import dataclass
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
-from ctxbench.records.proxy import ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
 from ctxbench.service.proxy_reply import ReplyRecorder
-from ctxbench.service.proxy_wire import WireError, apply_edits, neutral_messages, parse_request, provider_for_path
+from ctxbench.service.proxy_wire import (
+    WireError,
+    apply_edits,
+    cache_blocks,
+    neutral_messages,
+    parse_request,
+    provider_for_path,
+    shared_prefix,
+)
 from ctxbench.service.workbench import Workbench
 
 TITLE_CHARS = 60
+FAILED_UPSTREAM = ("upstream_error", "upstream_down")  # outcomes where no model answered
+PREVIOUS_LOOKBACK = 8  # failed requests passed over to find the previous answered one (the cache it warmed)
 PARAGRAPH_MIN_CHARS = 40  # paragraphs of a reply shorter than this say too little to recognise it by
 
 
@@ -45,6 +58,7 @@ class Exchange:
     steered: bool = False
     plan: ContextPlan | None = None
     note: str = ""  # why the request is not recorded, or what steering did
+    new_session: bool = False  # the request started its session (a failure upstream takes the session away)
 
 
 class ProxyService:
@@ -64,23 +78,41 @@ class ProxyService:
         if len(body) > self.config.proxy.max_request_bytes:
             return Exchange(None, "", provider, False, body, note="request too large to record")
         try:
-            request = parse_request(provider, body, self.wb.tokenizer)
+            request = parse_request(provider, body, self.wb.tokenizer, path)
         except WireError as exc:
             return Exchange(None, "", provider, False, body, note=str(exc))
         with self._lock:
-            session_id, state = self._record_messages(request)
+            session_id, state, created = self._record_messages(request)
             controls = self.controls(session_id, state)
-            steered = steer_plan(request, session_id, state.groups, state.message_ids, controls,
+            n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
+            steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
+                                 state.message_ids[len(state.message_ids) - n:], controls,
                                  proxy=self.config.proxy, truncation=self.config.planner.truncation,
                                  tokenizer=self.wb.tokenizer)
             forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+            previous = None if created else self._previous_blocks(session_id)
+            sent = request if forward is body else parse_request(provider, forward, self.wb.tokenizer, path)
+            blocks = cache_blocks(sent)
             self.wb.plans.save(self._inputs(request, session_id, controls, steered), steered.plan)
             exchange_id = self.wb.proxy.add_exchange(
                 session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
                 stream=request.stream, request=body, upstream_request=None if forward is body else forward,
                 changes=steered.changes, estimated=steered.plan.used_tokens)
+            shared, tokens = shared_prefix(previous, blocks)
+            self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
+                                                            previous is None), blocks)
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
-                        "; ".join(steered.changes))
+                        "; ".join(steered.changes), new_session=created)
+
+    def _previous_blocks(self, session_id: str) -> tuple[tuple[str, int], ...] | None:
+        """The cache blocks of the conversation's latest request a model answered (what the provider may have
+        cached), or None."""
+        before = self.wb.proxy.latest_exchange(session_id)
+        for _ in range(PREVIOUS_LOOKBACK):
+            if before is None or before.outcome == "ok":
+                break
+            before = self.wb.proxy.latest_exchange(session_id, before=before.id)
+        return self.wb.proxy_cache.fingerprint(before.id) if before is not None and before.outcome == "ok" else None
 
     def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
         p = self.config.proxy
@@ -92,18 +124,34 @@ class ProxyService:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
         if exchange.id is None:
             return
+        if exchange.new_session and outcome in FAILED_UPSTREAM:
+            # the conversation's first request never reached a model: no session is left for it (the client got
+            # the upstream's error as it was sent, and the proxy's log says so)
+            self.wb.delete_session(exchange.session_id)
+            return
         # the usage and the last reply first: whoever sees the exchange ended sees everything it left
         if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
             self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
                                        reply.model or "")
         if outcome == "ok" and reply.text:
             self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+        if reply.prompt_tokens is not None or reply.cached_tokens is not None:
+            self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
+        if outcome == "ok" and reply.response_id:
+            self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(
             exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
             reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
             reported_completion=reply.completion_tokens, model=reply.model)
 
     # -- recognising the conversation ------------------------------------------------------------------------
+    def _chained(self, request: WireRequest) -> ConversationState | None:
+        """The conversation whose reply a Responses API request names as ``previous_response_id``."""
+        if not request.previous_response_id:
+            return None
+        session_id = self.wb.proxy_chains.session_of(request.previous_response_id)
+        return self.wb.proxy.conversation(session_id) if session_id is not None else None
+
     def recognise(self, request: WireRequest) -> tuple[ConversationState | None, int]:
         """The stored conversation ``request`` continues and how many of its messages it shares (0 for a
         compacted conversation), or (None, 0) for a new one."""
@@ -124,15 +172,16 @@ class ProxyService:
                 return conv, 0
         return None, 0
 
-    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState]:
+    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState, bool]:
         """Store the messages the request adds to its conversation (a new session for a new one)."""
         wb = self.wb
-        conv, shared = self.recognise(request)
+        chained = self._chained(request)
+        conv, shared = (chained, len(chained.hashes)) if chained is not None else self.recognise(request)
         history = request.history
+        start = 0 if chained is not None else shared  # the first of the request's messages not stored yet
         with wb.transaction():
             if conv is None:
-                first = next((p.text for m in history if m.role == "user" for p in m.parts if p.kind == "text"), "")
-                title = f"proxy: {' '.join(first.split())[:TITLE_CHARS] or request.model or request.provider}"
+                title = f"proxy: {' '.join(_latest_words(request).split())[:TITLE_CHARS] or request.model or request.provider}"
                 session_id = wb.sessions.create(title, None)
                 wb.update_settings(session_id, budget=self.config.proxy.budget)
                 ids: list[tuple[int, ...]] = []
@@ -144,11 +193,11 @@ class ProxyService:
                 passthrough, requests, last_reply = conv.passthrough, conv.requests, conv.last_reply
             group = groups[-1] if groups else (conv.groups[-1] if conv is not None and conv.groups else None)
             names: dict[str, str] = {}
-            for m in history[:shared]:
+            for m in history[:start]:
                 for p in m.parts:
                     if p.kind == "tool_call":
                         names[p.tool_call_id] = p.tool_name
-            for m in history[shared:]:
+            for m in history[start:]:
                 new_turn = m.has_user_text and not m.answers_tools
                 stored: list[int] = []
                 for n, neutral in enumerate(neutral_messages(m, names)):
@@ -161,10 +210,11 @@ class ProxyService:
                     stored.append(message.id)
                 ids.append(tuple(stored))
                 groups.append(group or 0)
-            state = ConversationState(session_id, request.provider, tuple(m.hash for m in history), tuple(ids),
-                                      tuple(groups), last_reply, passthrough, requests + 1, "")
+            earlier = conv.hashes if chained is not None else ()  # a chained request sends only what is new
+            state = ConversationState(session_id, request.provider, (*earlier, *(m.hash for m in history)),
+                                      tuple(ids), tuple(groups), last_reply, passthrough, requests + 1, "")
             wb.proxy.save_conversation(state)
-        return session_id, state
+        return session_id, state, conv is None
 
     # -- the user's controls --------------------------------------------------------------------------------
     def controls(self, session_id: str, state: ConversationState | None = None) -> SteerControls:
@@ -176,6 +226,7 @@ class ProxyService:
             status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
         steer = self.steer and not (state.passthrough if state is not None else False)
         return SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
+                             mode_set="mode" in wb.sessions.overrides(session_id),
                              dropped_groups=frozenset(g for g, active in status.items() if not active),
                              dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
 
@@ -190,6 +241,17 @@ class ProxyService:
                           system_prompt="\n\n".join(p.text for p in request.system), pins=controls.pins,
                           dropped_groups=tuple(sorted(controls.dropped_groups)), tokenizer=self.wb.tokenizer.name,
                           tools_tokens=sum(t.tokens for t in request.tools))
+
+
+def _latest_words(request: WireRequest) -> str:
+    """The user's own latest words in ``request``: the newest user text that is not the assistant's scaffolding
+    (reminders, memory files, few-shot examples, environment)."""
+    for m in reversed(request.history):
+        if m.role == "user":
+            texts = [p.text for p in m.parts if p.kind == "text" and not p.scaffold and p.text.strip()]
+            if texts:
+                return texts[-1]
+    return ""
 
 
 def _quotes(text: str, reply: str, min_chars: int) -> bool:

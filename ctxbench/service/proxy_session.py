@@ -10,14 +10,14 @@ client stops sending it. :meth:`toggle_passthrough` is the switch back to pass-t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxbench.records.plans import ContextPlan, Pin
-from ctxbench.records.proxy import ProxyExchange, WatchUpdate
+from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
-from ctxbench.service.proxy_plan import PROXY_STRATEGY, STEERING_NOTE, steer_plan
+from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
 from ctxbench.service.proxy_service import ProxyService, plan_diff
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
@@ -31,6 +31,11 @@ class WatchPoll:
     update: WatchUpdate
     view: PlanView
     snapshot: SessionSnapshot
+    steering: str = ""  # what steering will change in the next request (the watch's status line)
+    # per stored tool result message: what the upstream received of it in the latest request (the chat pane's
+    # note: its size, cut by steering or sent whole, or left out), never the planner's tiers
+    sent: dict[int, str] = field(default_factory=dict)
+    cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -64,7 +69,13 @@ class ProxyWatchSession(WorkbenchSession):
         before = self.wb.proxy.latest_exchange(self.session_id, before=latest.id)
         diff = plan_diff(self.wb.plans.get(before.plan_id) if before is not None and before.plan_id else None, plan)
         view = self.view_of(plan, None)
-        return WatchPoll(WatchUpdate(latest, diff), view, self.snapshot())
+        snapshot = self.snapshot()
+        return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
+                         self.wb.proxy_cache.get(latest.id))
+
+    def steering(self) -> str:
+        """What steering will change in the conversation's next request, in one line."""
+        return steering_summary(self.service.controls(self.session_id), self.config.proxy)
 
     def exchanges(self) -> tuple[ProxyExchange, ...]:
         return self.wb.proxy.exchanges(self.session_id)
@@ -95,14 +106,16 @@ class ProxyWatchSession(WorkbenchSession):
         body, _upstream = self.wb.proxy.bodies(latest.id)
         state = self.wb.proxy.conversation(self.session_id)
         try:
-            request = parse_request(latest.provider, body, self.wb.tokenizer)
+            request = parse_request(latest.provider, body, self.wb.tokenizer, latest.path)
         except WireError:
             return self.view_of(self.wb.plans.get(latest.plan_id), None)
         assert state is not None
         service = self.service
         controls = service.controls(self.session_id, state)
         n = len(request.history)
-        steered = steer_plan(request, self.session_id, state.groups[:n], state.message_ids[:n], controls,
+        # the latest request's messages are the state's last (a chained Responses request sends only what is new)
+        steered = steer_plan(request, self.session_id, state.groups[len(state.groups) - n:],
+                             state.message_ids[len(state.message_ids) - n:], controls,
                              proxy=self.config.proxy, truncation=self.config.planner.truncation,
                              tokenizer=self.wb.tokenizer)
         return self.view_of(steered.plan, None, draft=True)
@@ -116,8 +129,11 @@ class ProxyWatchSession(WorkbenchSession):
 
     # -- the user's controls ---------------------------------------------------------------------------------
     def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
-        if item_id.startswith(("atom:", "file:")):
+        if item_id.startswith(("atom:", "file:", "tool:")):
             self.wb.proxy.drop(self.session_id, item_id)
+            if item_id.startswith("tool:"):
+                return (f"dropped the definition {item_id} from the next requests (kept while the conversation "
+                        "calls it; a changed tool list re-reads the prompt cache after it)")
             return f"dropped {item_id} from the next requests"
         return super().drop(item_id, plan)
 
@@ -140,6 +156,36 @@ class ProxyWatchSession(WorkbenchSession):
             raise ValueError(f"{item_id} is sent with every request; there is nothing to pin")
         return self.wb.pins.add(self.session_id, target, kind, scope=scope, label=label or item.label,
                                 content=content)
+
+
+def sent_notes(plan: ContextPlan, history: tuple) -> dict[int, str]:
+    """For each stored tool result in ``history``: what the upstream received of it in the request ``plan``
+    was made for, from the plan's own items (so the note is what went out, never a tier the planner would
+    apply): ``12,089 chars · sent whole``, ``12,089 chars · 368 sent (cut by steering)``, or left out."""
+    by_call: dict[tuple[int, str], tuple[bool, int | None]] = {}
+    for item in plan.items:
+        if item.kind != "tool_atom":
+            continue
+        call_id = item.id.split(":", 2)[2]
+        sent = next((str(m.get("content", "")) for m in item.messages if m.get("role") == "tool"), "")
+        cut = len(sent) if item.detail.startswith(CUT_DETAIL) else None
+        for message_id in item.message_ids:
+            by_call[(message_id, call_id)] = (item.included, cut)
+    out: dict[int, str] = {}
+    for m in history:
+        if m.role != "tool":
+            continue
+        found = by_call.get((m.id, m.tool_call_id or ""))
+        size = f"{len(m.content):,} chars"
+        if found is None:
+            out[m.id] = f"{size} · not in the latest request"
+        elif not found[0]:
+            out[m.id] = f"{size} · left out of the latest request (dropped)"
+        elif found[1] is None:
+            out[m.id] = f"{size} · sent whole"
+        else:
+            out[m.id] = f"{size} · {found[1]:,} sent (cut by steering)"
+    return out
 
 
 def open_session_class(watch: bool) -> type[WorkbenchSession]:

@@ -1,4 +1,9 @@
-"""Reading and editing the requests the proxy forwards: OpenAI Chat Completions and Anthropic Messages.
+"""Reading and editing the requests the proxy forwards: OpenAI Chat Completions, Anthropic Messages and
+OpenAI's Responses API (``/v1/responses``: ``instructions``, and ``input`` as a string or a list of items:
+messages, ``function_call`` and ``function_call_output``, reasoning …; each item is read as one message) and
+Gemini's ``generateContent`` / ``streamGenerateContent`` (``systemInstruction``, ``contents`` of ``user`` and
+``model`` turns whose parts are text, ``functionCall``, ``functionResponse``, inline data; the model and
+whether it streams are in the path).
 
 :func:`parse_request` reads a request body into a :class:`~ctxbench.records.proxy.WireRequest` (system
 blocks, tool definitions, messages split into parts, each part with its tokens and its place in the JSON)
@@ -16,15 +21,25 @@ import copy
 import hashlib
 import json
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from json.decoder import scanstring
 from typing import Any, Iterable
 
 from ctxbench.records.messages import ToolCall
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest, WireTool
+from ctxbench.service import proxy_anatomy as anatomy
 from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 
 OPENAI_PATH = "/chat/completions"
 ANTHROPIC_PATH = "/messages"
+RESPONSES_PATH = "/responses"
+GEMINI_METHODS = (":generateContent", ":streamGenerateContent")
+GEMINI_STREAM = ":streamGenerateContent"
+# Responses API input items that call a tool, and those that carry a tool's output (the call's id in call_id)
+RESPONSES_CALLS = ("function_call", "custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call",
+                   "computer_call", "mcp_call")
+RESPONSES_OUTPUTS = ("function_call_output", "custom_tool_call_output", "local_shell_call_output",
+                     "shell_call_output", "apply_patch_call_output", "computer_call_output")
 HASH_HEX = 24
 # a text that starts with a file's path on its own line and then a code fence is an attached file (aider,
 # Continue and most chat front ends attach files like that)
@@ -36,13 +51,24 @@ class WireError(ValueError):
 
 
 def provider_for_path(path: str) -> str | None:
-    """``openai`` for a Chat Completions path, ``anthropic`` for a Messages path, else None."""
+    """``openai`` for a Chat Completions path, ``anthropic`` for a Messages path, ``responses`` for the
+    Responses API's create path, else None."""
     path = path.rstrip("/")
     if path.endswith(OPENAI_PATH):
         return "openai"
     if path.endswith(ANTHROPIC_PATH):
         return "anthropic"
+    if path.endswith(RESPONSES_PATH):
+        return "responses"
+    if path.endswith(GEMINI_METHODS):
+        return "gemini"
     return None
+
+
+def gemini_model(path: str) -> str:
+    """The model a Gemini path names (``/v1beta/models/gemini-2.5-pro:generateContent``)."""
+    tail = path.rstrip("/").rsplit("/models/", 1)[-1] if "/models/" in path else ""
+    return tail.split(":", 1)[0]
 
 
 def _strip_cache_marks(value: Any) -> Any:
@@ -191,18 +217,159 @@ class _Reader:
         return WireRequest("anthropic", str(body.get("model", "")), bool(body.get("stream")), tuple(system),
                            self.tools(body), wire, body)
 
+    # -- OpenAI Responses ----------------------------------------------------------------------------------
+    def responses_item(self, i: int, item: dict[str, Any]) -> WireMessage:
+        kind = str(item.get("type") or "message")
+        loc: tuple[Any, ...] = ("input", i)
+        parts: list[WirePart] = []
+        if kind == "message":
+            role = str(item.get("role", "user"))
+            content = item.get("content")
+            if isinstance(content, str):
+                parts.append(self.text_part(content, (*loc, "content")))
+            elif isinstance(content, list):
+                for j, block in enumerate(content):
+                    where = (*loc, "content", j)
+                    btype = block.get("type") if isinstance(block, dict) else None
+                    if btype in ("input_text", "output_text", "text"):
+                        parts.append(self.text_part(str(block.get("text", "")), where))
+                    elif btype in ("input_image", "input_file", "input_audio"):
+                        parts.append(self.media_part(block, where))
+                    else:
+                        parts.append(self.other_part(block, where))
+        elif kind in RESPONSES_CALLS:
+            role = "assistant"
+            name = str(item.get("name") or kind.removesuffix("_call"))
+            args = item.get("arguments", item.get("input", item.get("action", "")))
+            text = args if isinstance(args, str) else json.dumps(args, ensure_ascii=False)
+            parts.append(WirePart("tool_call", text, self.tok.count(name) + self.tok.count(text), loc,
+                                  tool_call_id=str(item.get("call_id") or item.get("id") or ""), tool_name=name))
+        elif kind in RESPONSES_OUTPUTS:
+            role = "tool"
+            output = item.get("output", "")
+            text = output if isinstance(output, str) else _text_of(output) or json.dumps(output, ensure_ascii=False)
+            parts.append(WirePart("tool_result", text, self.tok.count(text), (*loc, "output"),
+                                  tool_call_id=str(item.get("call_id") or item.get("id") or ""),
+                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str)))
+        elif kind == "reasoning":
+            role = "assistant"
+            summary = "\n".join(str(s.get("text", "")) for s in item.get("summary") or () if isinstance(s, dict))
+            shown = summary or f"[reasoning, {len(json.dumps(item, ensure_ascii=False)):,} bytes of JSON]"
+            parts.append(WirePart("other", shown, self.tok.count(shown), loc, label="reasoning"))
+        else:
+            role = str(item.get("role") or "assistant")
+            parts.append(self.other_part(item, loc))
+        return WireMessage(i, role, tuple(parts), message_hash(item), TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def responses(self, body: dict[str, Any]) -> WireRequest:
+        value = body.get("input")
+        system: list[WirePart] = []
+        instructions = body.get("instructions")
+        if isinstance(instructions, str) and instructions:
+            system.append(WirePart("text", instructions, self.tok.count(instructions), ("instructions",)))
+        if isinstance(value, str):
+            part = self.text_part(value, ("input",))
+            wire: tuple[WireMessage, ...] = (WireMessage(0, "user", (part,), message_hash(
+                {"role": "user", "content": value}), TOKENS_PER_MESSAGE + part.tokens),)
+        elif isinstance(value, list) and all(isinstance(item, dict) for item in value):
+            wire = tuple(self.responses_item(i, item) for i, item in enumerate(value))
+        elif value is None:
+            wire = ()
+        else:
+            raise WireError("a responses request's input is a string or a list of items")
+        system.extend(p for m in wire if m.role in ("system", "developer") for p in m.parts)
+        previous = body.get("previous_response_id")
+        return WireRequest("responses", str(body.get("model", "")), bool(body.get("stream")), tuple(system),
+                           self.tools(body), wire, body, list_key="input",
+                           previous_response_id=previous if isinstance(previous, str) else "")
+
+    # -- Gemini generateContent ------------------------------------------------------------------------------
+    def gemini_message(self, i: int, m: dict[str, Any], pending: dict[str, list[str]]) -> WireMessage:
+        role = {"model": "assistant"}.get(str(m.get("role") or "user"), str(m.get("role") or "user"))
+        loc: tuple[Any, ...] = ("contents", i)
+        parts: list[WirePart] = []
+        for j, part in enumerate(m.get("parts") or ()):
+            where = (*loc, "parts", j)
+            if not isinstance(part, dict):
+                parts.append(self.other_part(part, where))
+            elif isinstance(part.get("text"), str) and not part.get("thought"):
+                parts.append(self.text_part(part["text"], where))
+            elif isinstance(part.get("functionCall"), dict):
+                call = part["functionCall"]
+                name = str(call.get("name", ""))
+                args = json.dumps(call.get("args", {}), ensure_ascii=False)
+                call_id = str(call.get("id") or f"{name}#{i}.{j}")  # Gemini pairs calls and results by name
+                pending.setdefault(name, []).append(call_id)
+                parts.append(WirePart("tool_call", args, self.tok.count(name) + self.tok.count(args), where,
+                                      tool_call_id=call_id, tool_name=name))
+            elif isinstance(part.get("functionResponse"), dict):
+                result = part["functionResponse"]
+                name = str(result.get("name", ""))
+                response = result.get("response")
+                output = response.get("output") if isinstance(response, dict) and len(response) == 1 else None
+                text = output if isinstance(output, str) else json.dumps(response, ensure_ascii=False)
+                waiting = pending.get(name) or []
+                call_id = str(result.get("id") or (waiting.pop(0) if waiting else f"{name}#{i}.{j}"))
+                if result.get("id") and call_id in waiting:
+                    waiting.remove(call_id)
+                parts.append(WirePart("tool_result", text, self.tok.count(text), where, tool_call_id=call_id,
+                                      tool_name=name, replaceable=isinstance(output, str)))
+            elif isinstance(part.get("inlineData"), dict) or isinstance(part.get("fileData"), dict):
+                data = part.get("inlineData") or part.get("fileData") or {}
+                parts.append(self.media_part({"type": "file", "source": {"media_type": data.get("mimeType")},
+                                              "title": data.get("fileUri") or data.get("displayName")}, where))
+            else:
+                parts.append(self.other_part(part, where))
+        return WireMessage(i, role, tuple(parts), message_hash(m), TOKENS_PER_MESSAGE + sum(p.tokens for p in parts))
+
+    def gemini(self, body: dict[str, Any], path: str) -> WireRequest:
+        contents = body.get("contents")
+        if not isinstance(contents, list) or not all(isinstance(m, dict) for m in contents):
+            raise WireError("a generateContent request needs a list of contents")
+        key = "systemInstruction" if "systemInstruction" in body else "system_instruction"
+        value = body.get(key)
+        system: list[WirePart] = []
+        if isinstance(value, dict):
+            for j, part in enumerate(value.get("parts") or ()):
+                text = str(part.get("text", "")) if isinstance(part, dict) else str(part)
+                system.append(WirePart("text", text, self.tok.count(text), (key, "parts", j)))
+        elif isinstance(value, str) and value:
+            system.append(WirePart("text", value, self.tok.count(value), (key,)))
+        pending: dict[str, list[str]] = {}
+        wire = tuple(self.gemini_message(i, m, pending) for i, m in enumerate(contents))
+        tools: list[WireTool] = []
+        for i, tool in enumerate(body.get("tools") or ()):
+            if not isinstance(tool, dict):
+                continue
+            declarations = tool.get("functionDeclarations") or tool.get("function_declarations")
+            if isinstance(declarations, list):
+                field_name = "functionDeclarations" if "functionDeclarations" in tool else "function_declarations"
+                for k, decl in enumerate(declarations):
+                    name = str(decl.get("name") or f"tool {i + 1}.{k + 1}") if isinstance(decl, dict) else f"tool {k}"
+                    tools.append(WireTool(name, self.tok.count(json.dumps(decl, ensure_ascii=False)), i,
+                                          location=("tools", i, field_name, k)))
+            else:
+                name = next(iter(tool), f"tool {i + 1}")
+                tools.append(WireTool(name, self.tok.count(json.dumps(tool, ensure_ascii=False)), i))
+        return WireRequest("gemini", gemini_model(path), path.rstrip("/").endswith(GEMINI_STREAM), tuple(system),
+                           tuple(tools), wire, body, list_key="contents")
+
     def tools(self, body: dict[str, Any]) -> tuple[WireTool, ...]:
         found = []
         for i, tool in enumerate(body.get("tools") or ()):
             if not isinstance(tool, dict):
                 continue
-            name = str(tool.get("name") or (tool.get("function") or {}).get("name") or f"tool {i + 1}")
+            name = str(tool.get("name") or (tool.get("function") or {}).get("name") or tool.get("type")
+                       or f"tool {i + 1}")
             found.append(WireTool(name, self.tok.count(json.dumps(tool, ensure_ascii=False)), i))
         return tuple(found)
 
 
-def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireRequest:
-    """The request ``body`` of ``provider`` (``openai`` or ``anthropic``), read; WireError if it cannot be."""
+def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = "") -> WireRequest:
+    """The request ``body`` of ``provider`` (``openai``, ``anthropic`` or ``responses``), read; WireError if it
+    cannot be. The assistant's scaffolding (reminders, examples, environment) is told apart from the user's
+    words (:mod:`service.proxy_anatomy`), and every byte of the body is given to one part, message or tool,
+    or to the envelope."""
     try:
         data = json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -210,7 +377,159 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer) -> WireReque
     if not isinstance(data, dict):
         raise WireError("the body is not a JSON object")
     reader = _Reader(tokenizer)
-    return reader.openai(data) if provider == "openai" else reader.anthropic(data)
+    if provider == "responses":
+        request = reader.responses(data)
+    elif provider == "gemini":
+        request = reader.gemini(data, path)
+    else:
+        request = reader.openai(data) if provider == "openai" else reader.anthropic(data)
+    request = replace(request, messages=_anatomy(request.messages, tokenizer))
+    if request.provider in ("openai", "responses"):  # system parts are the system messages' parts, as marked now
+        extra = tuple(p for p in request.system if p.location[0] != request.list_key)
+        request = replace(request, system=extra + tuple(
+            p for m in request.messages if m.role in ("system", "developer") for p in m.parts))
+    return _with_bytes(request, body)
+
+
+# -- the assistant's scaffolding ------------------------------------------------------------------------------
+def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMessage, ...]:
+    """``messages`` with reminder blocks split from the user's words and scaffolding marked by kind."""
+    out: list[WireMessage] = []
+    for m in messages:
+        if m.role in ("system", "developer"):
+            out.append(m)
+            continue
+        parts: list[WirePart] = []
+        for p in m.parts:
+            if p.kind != "text" or p.segment is not None:
+                parts.append(p)
+                continue
+            pieces = anatomy.segments(p.text)
+            if len(pieces) == 1:
+                kind = pieces[0][2] or (anatomy.text_kind(p.text) if m.role == "user" else "")
+                parts.append(replace(p, scaffold=kind) if kind else p)
+                continue
+            for start, end, kind in pieces:
+                text = p.text[start:end]
+                parts.append(replace(p, text=text, tokens=tok.count(text), scaffold=kind, segment=(start, end),
+                                     replaceable=False, label=""))
+        tokens = TOKENS_PER_MESSAGE + sum(p.tokens for p in parts)
+        whole = ""
+        if m.role == "user" and parts and all(p.kind == "text" and p.scaffold for p in parts):
+            whole = parts[0].scaffold
+        elif m.role == "assistant" and out and out[-1].scaffold and out[-1].role == "user" and anatomy.announced_kind(
+                "".join(p.text for p in out[-1].parts)) and parts and all(p.kind == "text" for p in parts) \
+                and anatomy.is_ack("".join(p.text for p in parts)):
+            whole = out[-1].scaffold  # "Ok." after the fixed-wording scaffolding it acknowledges
+        out.append(replace(m, parts=tuple(parts), tokens=tokens, scaffold=whole))
+    talk = [(n, m) for n, m in enumerate(out) if m.role not in ("system", "developer")]
+    examples = anatomy.few_shot_end([(m.role, "".join(p.text for p in m.parts if p.kind == "text")) for _n, m in talk])
+    for n, _m in talk[:examples]:
+        out[n] = replace(out[n], scaffold=anatomy.FEW_SHOT)
+    return tuple(out)
+
+
+# -- every byte of the body, accounted for ---------------------------------------------------------------------
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+SPAN_DEPTH = 4  # JSON paths down to ("messages", 3, "content", 1): the deepest place a part sits
+
+
+def json_spans(text: str, depth: int = SPAN_DEPTH) -> dict[tuple[Any, ...], tuple[int, int]]:
+    """The character span of every value of the JSON document ``text`` down to ``depth`` keys deep, by its
+    path (``()`` is the whole document); deeper values are skipped whole by the C scanner."""
+    out: dict[tuple[Any, ...], tuple[int, int]] = {}
+
+    def value(idx: int, path: tuple[Any, ...]) -> int:
+        idx = _WS.match(text, idx).end()
+        start, ch = idx, text[idx]
+        if ch == "{" and len(path) < depth:
+            idx = _WS.match(text, idx + 1).end()
+            if text[idx] == "}":
+                idx += 1
+            else:
+                while True:
+                    key, idx = scanstring(text, idx + 1)
+                    idx = _WS.match(text, idx).end() + 1  # past the colon
+                    idx = _WS.match(text, value(idx, (*path, key))).end()
+                    if text[idx] == ",":
+                        idx = _WS.match(text, idx + 1).end()
+                        continue
+                    idx += 1
+                    break
+        elif ch == "[" and len(path) < depth:
+            idx = _WS.match(text, idx + 1).end()
+            if text[idx] == "]":
+                idx += 1
+            else:
+                n = 0
+                while True:
+                    idx = _WS.match(text, value(idx, (*path, n))).end()
+                    n += 1
+                    if text[idx] == ",":
+                        idx += 1
+                        continue
+                    idx += 1
+                    break
+        elif ch == '"':
+            idx = scanstring(text, idx + 1)[1]
+        else:
+            idx = _DECODER.raw_decode(text, idx)[1]
+        out[path] = (start, idx)
+        return idx
+
+    value(0, ())
+    return out
+
+
+def _with_bytes(request: WireRequest, body: bytes) -> WireRequest:
+    """``request`` with the bytes of the body each part, message and tool holds; the rest is the envelope."""
+    try:
+        text = body.decode("utf-8")
+        spans = json_spans(text)
+    except (UnicodeDecodeError, ValueError, IndexError):
+        return replace(request, envelope_bytes=len(body))
+
+    def size(path: tuple[Any, ...]) -> int:
+        span = spans.get(path)
+        return len(text[span[0]:span[1]].encode("utf-8")) if span is not None else 0
+
+    def measured(parts: tuple[WirePart, ...]) -> tuple[WirePart, ...]:
+        out = list(parts)
+        by_location: dict[tuple[Any, ...], list[int]] = {}
+        for n, p in enumerate(out):
+            by_location.setdefault(p.location, []).append(n)
+        for location, ns in by_location.items():
+            total = size(location)
+            left = total
+            for k, n in enumerate(ns):
+                if k == len(ns) - 1:
+                    share = left
+                else:  # a piece of a text: its length as JSON text, the rest to the last piece
+                    share = min(left, len(json.dumps(out[n].text, ensure_ascii=False).encode("utf-8")) - 2
+                                + (2 if k == 0 else 0))
+                out[n] = replace(out[n], bytes=share)
+                left -= share
+        return tuple(out)
+
+    messages = []
+    for m in request.messages:
+        parts = measured(m.parts)
+        path = (request.list_key, m.index)
+        inner = sum(size(loc) for loc in {p.location for p in m.parts if p.location[:2] == path})
+        own = size(path) - inner if path in spans and not any(p.location == path for p in m.parts) else 0
+        messages.append(replace(m, parts=parts, bytes=own))
+    in_messages = {p.location for m in request.messages for p in m.parts}
+    system = measured(tuple(p for p in request.system if p.location not in in_messages))
+    system_all = tuple(next((q for m in messages for q in m.parts if q.location == p.location
+                             and q.segment == p.segment), p) if p.location in in_messages else
+                       next(q for q in system if q.location == p.location and q.segment == p.segment)
+                       for p in request.system)
+    tools = tuple(replace(t, bytes=size(t.location or ("tools", t.index))) for t in request.tools)
+    held = (sum(p.bytes for m in messages for p in m.parts) + sum(m.bytes for m in messages)
+            + sum(p.bytes for p in system) + sum(t.bytes for t in tools))
+    return replace(request, messages=tuple(messages), system=system_all, tools=tools,
+                   envelope_bytes=len(body) - held)
 
 
 # -- the store's view of a message --------------------------------------------------------------------------
@@ -229,7 +548,7 @@ def neutral_messages(message: WireMessage, tool_names: dict[str, str]) -> list[N
     maps tool call ids seen so far to their tools (filled as calls are met)."""
     out: list[NeutralMessage] = []
     role = "system" if message.role == "developer" else message.role
-    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other")]
+    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other") and not p.scaffold]
     calls = [ToolCall(p.tool_call_id, p.tool_name, p.text) for p in message.parts if p.kind == "tool_call"]
     for call in calls:
         tool_names[call.id] = call.name
@@ -274,14 +593,24 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
         node, key = _parent(body, location)
         if request.provider == "anthropic" and location[-1] != "content":  # a tool_result block: its content
             node[key] = dict(node[key], content=text)
+        elif request.provider == "gemini":  # a functionResponse part: its one output
+            result = node[key]["functionResponse"]
+            node[key] = dict(node[key], functionResponse=dict(result, response={"output": text}))
         else:
             node[key] = text
-    whole = {loc[1] for loc in edits.remove if len(loc) == 2}
+    tools = sorted((loc for loc in edits.remove if loc[0] == "tools"), key=lambda l: l[-1], reverse=True)
+    for loc in tools:  # a tool definition the user dropped (the last index first, so the others stay put)
+        node, key = _parent(body, loc)
+        del node[key]
+    messages = body[request.list_key]
+    remove = {loc for loc in edits.remove if loc[0] != "tools"}
+    whole = {loc[1] for loc in remove if len(loc) == 2}
+    if request.provider == "responses":  # an item that is not a message (a call, an output) goes whole
+        whole |= {loc[1] for loc in remove if len(loc) > 2 and loc[2] != "content"}
     by_message: dict[int, list[tuple[Any, ...]]] = {}
-    for loc in edits.remove:
+    for loc in remove:
         if len(loc) > 2 and loc[1] not in whole:
             by_message.setdefault(loc[1], []).append(loc)
-    messages = body["messages"]
     for index, locs in by_message.items():
         message = messages[index]
         for loc in sorted(locs, key=lambda l: l[3] if len(l) > 3 else -1, reverse=True):
@@ -304,6 +633,10 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
 
 def _empty(message: dict[str, Any], provider: str) -> bool:
     content = message.get("content")
+    if provider == "responses":
+        return content in ("", [], None)
+    if provider == "gemini":
+        return not message.get("parts")
     if provider == "openai":
         if message.get("role") == "tool":
             return False  # a tool result is only removed with its call, by location
@@ -314,6 +647,18 @@ def _empty(message: dict[str, Any], provider: str) -> bool:
 
 
 def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
+    if provider == "gemini":
+        key = "system_instruction" if "system_instruction" in body else "systemInstruction"
+        value = body.get(key)
+        if isinstance(value, dict) and isinstance(value.get("parts"), list):
+            value["parts"].append({"text": text})
+        else:
+            body[key] = {"parts": [{"text": text}]}
+        return
+    if provider == "responses":
+        instructions = body.get("instructions")
+        body["instructions"] = f"{instructions}\n\n{text}" if isinstance(instructions, str) and instructions else text
+        return
     if provider == "anthropic":
         system = body.get("system")
         if isinstance(system, list):
@@ -336,3 +681,35 @@ def _append_system(body: dict[str, Any], provider: str, text: str) -> None:
 
 def tool_calls_by_id(messages: Iterable[WireMessage]) -> dict[str, WirePart]:
     return {p.tool_call_id: p for m in messages for p in m.parts if p.kind == "tool_call" and p.tool_call_id}
+
+
+# -- the prompt cache's view of a request ----------------------------------------------------------------------
+def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
+    """The request in the blocks a provider's prefix cache sees, in its order: each tool definition, each
+    system block, each message (system messages among them), as (hash, tokens)."""
+    def digest(value: Any) -> str:
+        return message_hash(value)
+
+    out: list[tuple[str, int]] = []
+    for tool in request.tools:
+        node: Any = request.body
+        for key in tool.location or ("tools", tool.index):
+            node = node[key]
+        out.append((digest(node), tool.tokens))
+    in_messages = {p.location for m in request.messages for p in m.parts}
+    for part in request.system:
+        if part.location not in in_messages:
+            out.append((digest(["system", part.text]), part.tokens))
+    out.extend((m.hash, m.tokens) for m in request.messages)
+    return tuple(out)
+
+
+def shared_prefix(before: tuple[tuple[str, int], ...] | None, after: tuple[tuple[str, int], ...]) -> tuple[int, int]:
+    """How many of ``after``'s blocks, and tokens, repeat ``before``'s first ones unchanged."""
+    blocks = tokens = 0
+    for old, new in zip(before or (), after):
+        if old[0] != new[0]:
+            break
+        blocks += 1
+        tokens += new[1]
+    return blocks, tokens

@@ -47,6 +47,8 @@ from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
 from ctxbench.store.proxy import ProxyStore
+from ctxbench.store.proxy_cache import CacheReports
+from ctxbench.store.proxy_chains import ResponseChains
 from ctxbench.store.query_clusters import QueryClusters
 from ctxbench.store.search import GroupSearch
 from ctxbench.store.branches import Branches
@@ -121,6 +123,8 @@ class Workbench:
         self.traces = Traces(self)
         self.vectors = VectorCache(self)
         self.proxy = ProxyStore(self)
+        self.proxy_chains = ResponseChains(self)
+        self.proxy_cache = CacheReports(self)
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
         self.capsules = Capsules(self)

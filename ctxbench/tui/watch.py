@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 from textual.timer import Timer
 
-from ctxbench.records.proxy import DiffEntry, PlanDiff, ProxyExchange
+from ctxbench.records.proxy import CacheReport, DiffEntry, PlanDiff, ProxyExchange
 from ctxbench.records.views import PlanView, Progress
 from ctxbench.tui.host import WatchHost
 from ctxbench.tui.present import tok
@@ -32,6 +32,7 @@ class WatchController:
         self._busy = False
         self._notes: list[tuple[Text, bool]] = []
         self._history_size = -1
+        self._sent: dict[int, str] | None = None
 
     def start(self) -> None:
         if self._timer is None:
@@ -62,12 +63,12 @@ class WatchController:
             return
         exchange = found.update.exchange
         if exchange.outcome != "pending":
-            self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view),
+            self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
-        if len(history) != self._history_size:
-            self._history_size = len(history)
-            await self.host.chat.show_history(history, found.snapshot.dropped)
+        if len(history) != self._history_size or found.sent != self._sent:
+            self._history_size, self._sent = len(history), found.sent
+            await self.host.chat.show_history(history, found.snapshot.dropped, found.sent)
             for note, error in self._notes:
                 await self.host.chat.add_note(note, error=error)
         elif exchange.outcome != "pending":
@@ -75,7 +76,8 @@ class WatchController:
             await self.host.chat.add_note(note, error=error)
         await self.host.show_plan(found.view)
         state = "busy" if exchange.outcome == "pending" else "ready" if exchange.outcome == "ok" else "error"
-        self.host.status.set_slot(Progress("proxy", f"proxy request #{exchange.id}: {exchange.outcome}", state))
+        self.host.status.set_slot(Progress("proxy", f"proxy request #{exchange.id}: {exchange.outcome} · "
+                                                    f"{found.steering}", state))
 
     def toggle(self) -> None:
         self.host.link.act(lambda session: session.toggle_passthrough())  # type: ignore[attr-defined]
@@ -90,12 +92,15 @@ def toggle_steer(host: Any) -> None:
         watcher.toggle()
 
 
-def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView) -> Text:
-    """What one proxied request did: outcome, tokens, the plan diff, steering's changes and the reply."""
+def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None) -> Text:
+    """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), the plan diff,
+    steering's changes and the reply."""
     plan = view.plan
     reported = f" · reported {tok(exchange.reported_prompt)}" if exchange.reported_prompt is not None else ""
     text = Text(f"request #{exchange.id} · {exchange.model or exchange.provider} · {exchange.status or '-'} "
                 f"{exchange.outcome} · est {tok(plan.used_tokens)}{reported} prompt tok\n", style="bold")
+    if cache is not None:
+        text.append(f"{cache.summary()}\n")
     text.append(f"plan diff: {diff.summary()}\n")
     for sign, entries, pick in (("+", diff.entered, lambda e: e.after), ("-", diff.left, lambda e: e.before),
                                 ("~", diff.changed, lambda e: e.after - e.before)):

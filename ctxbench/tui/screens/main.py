@@ -103,6 +103,8 @@ class MainScreen(Screen[None]):
         snap = message.snapshot
         self.session_title = snap.title or snap.session_id
         self._take(snap)
+        if self.watcher is not None:
+            self.chat.follow_proxy()
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history and self.watcher is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))

@@ -203,7 +203,7 @@ class ContextOverlay(ModalScreen[None]):
             return
         if row.item is not None:
             i = row.item
-            bits = [i.id, f"{tok(i.tokens)} tok", i.reason]
+            bits = [i.id, f"{tok(i.tokens)} tok", *([f"{tok(i.bytes)} bytes of the request"] if i.bytes else []), i.reason]
             if i.detail:
                 bits.append(i.detail)
             if i.redacted:

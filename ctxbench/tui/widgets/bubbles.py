@@ -204,8 +204,9 @@ def _pretty_json(text: str) -> str:
         return text
 
 
-def message_widgets(message, tier: Tier | None) -> list:
-    """The widgets one stored message renders to."""
+def message_widgets(message, tier: Tier | None, note: str | None = None) -> list:
+    """The widgets one stored message renders to (``note``: a tool result's size note as it was sent, which
+    replaces the tier's)."""
     out: list = []
     if message.role == "user":
         out.append(UserBubble(Text(message.content), classes="msg"))
@@ -220,7 +221,7 @@ def message_widgets(message, tier: Tier | None) -> list:
             out.append(Collapsible(body, title=_tool_call_title(call.name, call.arguments), collapsed=True,
                                    classes="tool-call"))
     elif message.role == "tool":
-        note = tier_note(len(message.content), tier)
+        note = tier_note(len(message.content), tier) if note is None else note
         title = f"↳ {message.tool_name or 'tool'} result · #{message.id} · {note}"
         out.append(Collapsible(Static(Text(message.content)), title=title, collapsed=True, classes="tool-result"))
     return out

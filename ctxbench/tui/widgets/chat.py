@@ -37,6 +37,13 @@ class ChatPane(VerticalScroll):
         self._replies: dict[int, AssistantBubble] = {}
         self._attachments: dict[int, str] = {}
         self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
+        self._sent: dict[int, str] | None = None  # a proxied conversation's tool results as sent
+
+    def follow_proxy(self) -> None:
+        """The pane shows a proxied conversation: tool results are noted as they were sent (from now on; the
+        notes come with each request, :meth:`show_history`), never with the planner's tiers."""
+        if self._sent is None:
+            self._sent = {}
 
     def on_mount(self) -> None:
         # stay at the newest turn while blocks grow (Markdown lays out after mounting, replies stream);
@@ -55,13 +62,19 @@ class ChatPane(VerticalScroll):
         return list(seen)
 
     def _tiers(self) -> dict[int, Tier]:
+        if self._sent is not None:
+            return {}  # a proxied conversation: what was sent, not what the planner would send
         groups = self._groups()
         active = groups[-1] if groups else -1
         results = [(m.id, m.group_id) for m in self._messages if m.role == "tool"]
         return truncation_tiers(results, active, self.truncation)
 
-    async def show_history(self, messages: Iterable, dropped: Iterable[int] = ()) -> None:
-        """Replace the pane's content with ``messages`` (chronological)."""
+    async def show_history(self, messages: Iterable, dropped: Iterable[int] = (),
+                           sent: dict[int, str] | None = None) -> None:
+        """Replace the pane's content with ``messages`` (chronological). ``sent``: a proxied conversation's
+        tool results as the upstream received them (their notes replace the planner's tiers)."""
+        if sent is not None:
+            self._sent = sent
         self._messages = tuple(messages)
         self._dropped = set(dropped)
         groups = self._groups()
@@ -80,7 +93,8 @@ class ChatPane(VerticalScroll):
             block.set_class(gid in self._dropped, "-dropped")
             widgets = []
             for m in by_group.get(gid, []):
-                widgets.extend(message_widgets(m, tiers.get(m.id)))
+                widgets.extend(message_widgets(m, tiers.get(m.id), None if self._sent is None else
+                                               self._sent.get(m.id) or f"{len(m.content):,} chars"))
                 if m.role == "user" and gid in self._attachments:
                     widgets.append(AttachmentLine(self._attachments[gid], classes="attachment"))
             blocks.append((block, widgets))
