@@ -6,7 +6,9 @@ not seen, each in its own transaction, and records the version in ``schema_versi
 """
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
@@ -30,6 +32,11 @@ SQL_PARAMS = 500  # values per IN (...) list (SQLite allows at most 32,766 varia
 # how long a statement waits for another connection's write lock before "database is locked"
 BUSY_TIMEOUT_S = 30.0
 
+# the store holds what people paste into chat: it is the user's alone
+FOLDER_MODE = 0o700  # every folder the store creates
+FILE_MODE = 0o600  # the database, its -wal/-shm/-journal files and the lock files beside it
+SIDE_FILES = ("", "-wal", "-shm", "-journal")  # SQLite makes the others with the database file's mode
+
 
 class Connection(sqlite3.Connection):
     """A connection with its own transaction lock: threads sharing it take turns in :func:`transaction`,
@@ -48,8 +55,10 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
     """
     conn: sqlite3.Connection | None = None
     try:
-        if str(path) != ":memory:" and not readonly:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if str(path) != ":memory:":
+            if not readonly:
+                make_private_file(Path(path))
+            tighten(Path(path))
         if readonly:
             conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True,
                                    check_same_thread=check_same_thread, factory=Connection)
@@ -71,6 +80,57 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
             conn.close()
         raise StoreError(f"cannot open database {path}: {_reason(exc)}") from exc
     return conn
+
+
+def make_private_folder(folder: Path) -> None:
+    """Create ``folder`` and any missing folder above it, each ``FOLDER_MODE`` (``mkdir(parents=True)`` would
+    give the ones above the umask's mode)."""
+    missing = [d for d in (folder, *folder.parents) if not d.exists()]
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, FOLDER_MODE)
+        except FileExistsError:  # made by another process meanwhile
+            continue
+        os.chmod(d, FOLDER_MODE)  # the umask may have taken bits away, never added: make it exact
+
+
+def make_private_file(path: Path) -> None:
+    """Create the database file empty with ``FILE_MODE`` before SQLite opens it (SQLite gives its -wal and -shm
+    files the database file's mode); an existing file is left to :func:`tighten`."""
+    make_private_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def tighten(path: Path) -> None:
+    """Take the group's and others' bits off the database and its side files where they belong to this user (a
+    store made by an older version was readable by every account)."""
+    for suffix in SIDE_FILES:
+        tighten_file(path.with_name(path.name + suffix))
+
+
+def tighten_file(path: Path, fd: int | None = None) -> None:
+    """``path`` (or the open ``fd``) without group and other bits, when this user owns it; else left alone."""
+    try:
+        info = os.fstat(fd) if fd is not None else os.stat(path)
+    except OSError:
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != os.getuid() or not mode & 0o077:
+        return
+    try:
+        if fd is not None:
+            os.fchmod(fd, mode & 0o700)
+        else:
+            os.chmod(path, mode & 0o700)
+    except OSError:
+        pass
 
 
 def _reason(exc: BaseException) -> str:

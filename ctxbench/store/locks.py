@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ctxbench.store.db import FILE_MODE, tighten_file
+
 _MEMORY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _MEMORY_GUARD = threading.Lock()
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -46,7 +48,8 @@ class FileLock:
         if self._memory is not None:
             return self._memory.acquire(blocking=False)
         assert self.path is not None and self._fd is None
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        tighten_file(self.path, fd)  # made by an older version, readable by every account
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
