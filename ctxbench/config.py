@@ -503,6 +503,11 @@ class LLMConfig:
     reply_deadline_s: PositiveFloat = 600.0
     # the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)
     max_reply_tokens: PositiveInt = 4096
+    # a streamed reply is saved as it arrives (marked partial until it is done), so a process killed mid-reply
+    # (kill -9, a closed terminal) leaves the text so far: saved when this many seconds or this many characters
+    # have arrived since the last save (the first piece at once)
+    stream_save_every_s: PositiveFloat = 1.0
+    stream_save_every_chars: PositiveInt = 2000
     max_retries: int = 3
     max_tool_rounds: PositiveInt = 8
     retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)

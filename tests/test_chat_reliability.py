@@ -208,3 +208,94 @@ def test_cancel_while_waiting_for_the_session_stores_nothing(tmp_path):
             lock.release()
         assert isinstance(events[0], ev.TurnWaiting) and events[0].holder == "this process"
         assert events[-1].status == "cancelled" and wb.messages.all(sid) == ()
+
+
+def _wait_for(predicate, limit_s=120.0):
+    deadline = time.monotonic() + limit_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _read_at_least(proc, chars):
+    """What the process printed once it printed ``chars`` characters (or ended)."""
+    seen = ""
+    while len(seen) < chars:
+        piece = proc.stdout.read(1)
+        if not piece:
+            raise AssertionError(f"the process ended first: {seen!r} {proc.communicate(timeout=60)}")
+        seen += piece
+    return seen
+
+
+def _no_two_user_turns_in_a_row(payload):
+    roles = [m["role"] for m in payload["messages"] if m["role"] != "system"]
+    return all(not (a == b == "user") for a, b in zip(roles, roles[1:])), roles
+
+
+def test_a_chat_killed_mid_stream_keeps_the_text_saved_as_it_streamed(tmp_path):
+    db = tmp_path / "ctx.db"
+    config = tmp_path / "c.toml"
+    config.write_text("[llm]\nstream_save_every_s = 0.1\nstream_save_every_chars = 50\n")
+    with LLMServer([text("hello back"), Reply(content=LONG, chunk_chars=5, delay_s=0.02), text("fine")]) as server:
+        assert _cli(server, db, "hello").exit_code == 0
+        with Workbench(db, Config()) as wb:
+            (session,) = wb.sessions.list()
+        proc = _proc(server, db, "tell me everything", "--session", session.id, "--config", str(config))
+        _read_at_least(proc, 400)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        with Workbench(db, Config()) as wb:  # the next process finds the chunks saved, marked partial
+            saved = wb.messages.history(session.id)[-1]
+        assert saved.role == "assistant" and saved.partial and len(saved.content) >= 300
+        assert LONG.startswith(saved.content)
+        after = _cli(server, db, "go on", "--session", session.id)
+        payloads = server.payloads()
+    assert after.exit_code == 0, after.output
+    assert "ended with its process" in after.stderr and "its partial reply is kept" in after.stderr
+    well_formed, roles = _no_two_user_turns_in_a_row(payloads[-1])
+    assert well_formed, roles
+    assert saved.content in [m["content"] for m in payloads[-1]["messages"] if m["role"] == "assistant"]
+
+
+def test_a_chat_killed_before_any_reply_leaves_its_message_flagged_unanswered(tmp_path):
+    db = tmp_path / "ctx.db"
+    with LLMServer([text("hello back"), Reply(content="too late", chunk_chars=100, delay_s=60), text("fine")]) \
+            as server:
+        assert _cli(server, db, "hello").exit_code == 0
+        with Workbench(db, Config()) as wb:
+            (session,) = wb.sessions.list()
+        proc = _proc(server, db, "this one dies", "--session", session.id)
+        _wait_for(lambda: len(server.received) == 2 or proc.poll() is not None)  # asked, nothing streamed back yet
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        planned = CliRunner().invoke(main, ["plan", "what next", "--session", session.id, "--db", str(db),
+                                            "--no-semantic"], env={"CTXBENCH_CONFIG": os.devnull})
+        assert planned.exit_code == 0, planned.output
+        assert "its message got no reply and is flagged unanswered" in planned.stderr
+        after = _cli(server, db, "try again", "--session", session.id)
+        last = server.payloads()[-1]
+    assert after.exit_code == 0, after.output
+    well_formed, roles = _no_two_user_turns_in_a_row(last)
+    assert well_formed, roles
+    assert "this one dies" not in json.dumps(last)
+    with Workbench(db, Config()) as wb:
+        (kept,) = [m for m in wb.messages.all(session.id) if m.content == "this one dies"]
+    assert kept.flags == ("unanswered",) and kept.status == "dropped"
+
+
+def test_sighup_stores_the_partial_reply(tmp_path):
+    db = tmp_path / "ctx.db"
+    with LLMServer([Reply(content=LONG, chunk_chars=5, delay_s=0.02)]) as server:
+        proc = _proc(server, db, "tell me everything", "--config", os.devnull)
+        seen = _read_at_least(proc, 30)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 129, err
+    assert "Traceback" not in err and "hung up (the terminal closed); the partial reply is stored" in err
+    with Workbench(db, Config()) as wb:
+        (session,) = wb.sessions.list()
+        history = wb.messages.history(session.id)
+    assert [(m.role, m.partial) for m in history] == [("user", False), ("assistant", True)]
+    assert history[-1].content.startswith(seen) and LONG.startswith(history[-1].content)

@@ -38,6 +38,9 @@ class FileLock:
         self.name = _UNSAFE.sub("_", name)
         self.path = path.with_name(f"{path.name}.{self.name}.lock") if path is not None else None
         self._fd: int | None = None
+        # the process id a holder that ended without releasing (kill -9, a power cut) left in the lock file, found
+        # when this one took the lock: "" when the last holder released it (or there was none)
+        self.left_by = ""
         self._memory: threading.Lock | None = None
         if path is None:
             with _MEMORY_GUARD:
@@ -55,6 +58,8 @@ class FileLock:
         except BlockingIOError:
             os.close(fd)
             return False
+        left = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        self.left_by = left
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd
