@@ -40,6 +40,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
+from ctxbench.records.errors import StoreError
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
     AssistantStored,
@@ -194,6 +195,8 @@ class TurnRunner:
             try:
                 yield TurnStarted(session_id, group_id, user)
                 yield from self._turn(session_id, text, group_id, cancel, mode, budget, strategy)
+            except StoreError:  # the store cannot take the turn (a full disk): the front end's one line says so
+                raise
             except Exception as exc:  # a bug must not leave the UI waiting: say so, end the turn
                 reason = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
                 yield TurnFailed(reason, "internal", None)

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence, Union
 
-from ctxbench.records.errors import StoreError
+from ctxbench.records.errors import StoreError, StoreFull, disk_full, is_disk_full
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
 
@@ -207,11 +207,22 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        else:
             conn.commit()
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.rollback()
+            if is_disk_full(exc):
+                raise full_error(conn) from exc
+            raise
+
+
+def full_error(conn: sqlite3.Connection) -> StoreFull:
+    """The one line a write that found the disk full ends with, naming the database."""
+    try:
+        where = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    except sqlite3.Error:
+        where = ""
+    return disk_full(where)
 
 
 def in_chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:
