@@ -591,6 +591,9 @@ class McpConfig:
     default_k: PositiveInt = 8  # hits ``retrieve_code`` returns unless asked for another number
     max_k: PositiveInt = 50
     card_chars: PositiveInt = 1200  # characters of a symbol card's text in a tool result
+    # the largest ``text:`` pin an agent may add: a pin is sent in every later plan, so a pasted file would put
+    # every plan over budget (a 5 MB pin was 5 M tokens over)
+    max_text_pin_chars: PositiveInt = 20_000
 
 
 @dataclass(frozen=True)
