@@ -73,6 +73,10 @@ class LazyGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(getattr(exc, "exit_code", STORE_ERROR_EXIT))
         except (sqlite3.Error, OSError) as exc:  # a write outside a transaction() that found the disk full
+            if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):  # a damaged page met on the way
+                click.echo(f"error: the database is damaged ({exc}); restore a copy, or try sqlite3's .recover",
+                           err=True)
+                ctx.exit(STORE_ERROR_EXIT)
             if not is_disk_full(exc):
                 raise
             full = disk_full()

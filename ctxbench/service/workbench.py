@@ -146,6 +146,10 @@ class Workbench:
         with it (a transaction already open on the thread is joined)."""
         return self.database.transaction()
 
+    def check_store(self) -> None:
+        """Before a command writes (import, fork, compact): a store with a damaged page is refused (StoreError)."""
+        self.database.quick_check()
+
     def recover_turn(self, session_id: str) -> str | None:
         """Settle the session's last turn if its process ended mid-turn (``kill -9``, a closed terminal: the turn
         lock was left, not released): a message with no reply is flagged ``unanswered`` and left out of plans, a

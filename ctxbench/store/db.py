@@ -35,7 +35,10 @@ BUSY_TIMEOUT_S = 30.0
 # the store holds what people paste into chat: it is the user's alone
 FOLDER_MODE = 0o700  # every folder the store creates
 FILE_MODE = 0o600  # the database, its -wal/-shm/-journal files and the lock files beside it
-SIDE_FILES = ("", "-wal", "-shm", "-journal")  # SQLite makes the others with the database file's mode
+SIDE_FILES = ("", "-wal", "-shm", "-journal")
+# a writing command (import, branch fork, compact) runs ``PRAGMA quick_check`` on a store up to this size before
+# it writes (a bad page in the middle went unnoticed, and the command wrote on): about a second on this size
+QUICK_CHECK_MAX_BYTES = 1 << 30  # SQLite makes the others with the database file's mode
 
 
 class Connection(sqlite3.Connection):
@@ -138,6 +141,24 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def quick_check(conn: sqlite3.Connection, path: Path | str) -> None:
+    """Refuse a damaged store before writing to it: SQLite's ``quick_check`` (every page's structure, not the
+    indexes against their tables) on a store up to ``QUICK_CHECK_MAX_BYTES``; a :class:`StoreError` naming the
+    first problem."""
+    if str(path) == ":memory:":
+        return
+    try:
+        size = sum(Path(f"{path}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists())
+        if size > QUICK_CHECK_MAX_BYTES:
+            return
+        found = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"database {path} is damaged: {_reason(exc)}; nothing was written") from exc
+    if found != ["ok"]:
+        raise StoreError(f"database {path} is damaged ({' '.join(' '.join(found).split())}); nothing was written: "
+                         f"restore a copy, or try `sqlite3 {path} .recover`")
 
 
 def schema_version(conn: sqlite3.Connection, component: str) -> int:
