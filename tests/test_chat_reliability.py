@@ -299,3 +299,19 @@ def test_sighup_stores_the_partial_reply(tmp_path):
         history = wb.messages.history(session.id)
     assert [(m.role, m.partial) for m in history] == [("user", False), ("assistant", True)]
     assert history[-1].content.startswith(seen) and LONG.startswith(history[-1].content)
+
+
+def test_a_closed_port_says_connection_refused_with_its_url_not_the_deadline(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    result = CliRunner().invoke(main, ["chat", "hello", "--db", str(tmp_path / "ctx.db"), "--base-url", url,
+                                       "--model", "m", "--api-key-env", "CTXBENCH_TEST_KEY", "--deadline", "5"],
+                                env={"CTXBENCH_CONFIG": os.devnull, "CTXBENCH_TEST_KEY": "k"})
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert f"cannot reach {url}: connection refused" in line, line
+    assert "no complete reply" not in line
