@@ -82,7 +82,7 @@ def insert_messages(
     """Store messages on ``branch_id``; their groups are created and re-indexed once each."""
     stamp = created_at or now_iso()
     stored: list[Message] = []
-    touched: dict[int, None] = {}
+    touched: dict[int, bool] = {}  # group id -> made by this call (then all its messages are in ``stored``)
     for m in new:
         if m.role not in ROLES:
             raise ValueError(f"unknown role {m.role!r}; expected one of {', '.join(ROLES)}")
@@ -109,12 +109,12 @@ def insert_messages(
         )
         message_id = int(cur.lastrowid)
         if m.group_id not in touched:
-            conn.execute(
+            made = conn.execute(
                 "INSERT OR IGNORE INTO message_groups (session_id, branch_id, group_id, created_at) VALUES (?, ?, ?, ?)",
                 (session_id, branch_id, m.group_id, m.created_at or stamp),
-            )
+            ).rowcount == 1
             sessions.note_group_used(conn, session_id, m.group_id)
-            touched[m.group_id] = None
+            touched[m.group_id] = made
         stored.append(
             Message(
                 id=message_id,
@@ -138,8 +138,10 @@ def insert_messages(
     if stored:
         conn.execute("UPDATE branches SET head_message_id = ? WHERE id = ?", (stored[-1].id, branch_id))
         message_search.index_messages(conn, stored)
-    for group_id in touched:
-        reindex_group(conn, session_id, group_id)
+    for group_id, made in touched.items():
+        # a group made here holds only these messages: its search text is built from them, not read back (a
+        # 30 MB message was read back and joined again, two more copies at the peak of an import)
+        reindex_group(conn, session_id, group_id, [s for s in stored if s.group_id == group_id] if made else None)
     return stored
 
 
@@ -267,8 +269,10 @@ def searchable_text(message: Message) -> str:
     return message_search.message_text(message)
 
 
-def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> None:
-    """Rebuild the group's FTS row from its active messages (none left: no row)."""
+def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int,
+                  messages: Sequence[Message] | None = None) -> None:
+    """Rebuild the group's FTS row from its active messages (none left: no row); ``messages``: the group's
+    messages when the caller holds every one of them (then they are not read back)."""
     row = conn.execute(
         "SELECT n FROM message_groups WHERE session_id = ? AND group_id = ?", (session_id, group_id)
     ).fetchone()
@@ -276,7 +280,8 @@ def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> N
         return
     n = int(row["n"])
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (n,))
-    active = [m for m in group_messages(conn, session_id, group_id) if m.status == "active"]
+    found = group_messages(conn, session_id, group_id) if messages is None else messages
+    active = [m for m in found if m.status == "active"]
     text = "\n".join(t for t in (searchable_text(m) for m in active) if t)
     if text:
         conn.execute("INSERT INTO group_search (rowid, content) VALUES (?, ?)", (n, text))
