@@ -315,3 +315,33 @@ def test_a_closed_port_says_connection_refused_with_its_url_not_the_deadline(tmp
     (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
     assert f"cannot reach {url}: connection refused" in line, line
     assert "no complete reply" not in line
+
+
+def test_opening_a_session_whose_turn_ended_with_its_process_flags_the_message_and_says_so(tmp_path):
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.service.session import WorkbenchSession
+
+    db = tmp_path / "ctx.db"
+    with Workbench(db, Config()) as wb:
+        sid = wb.new_session("s")
+        wb.messages.append(sid, "user", "hello")
+        wb.messages.append(sid, "assistant", "hi")
+        wb.messages.append(sid, "user", "lost with its process")
+        lock = wb.turn_lock(sid)
+    lock.path.write_text("999999")  # what a turn killed mid-way leaves: the lock file still names its process
+    session = WorkbenchSession(LaunchOptions(db_path=db, session_id=sid, index_repo=False, warm_embedder=False),
+                               Config())
+    try:
+        snapshot = session.open()
+    finally:
+        session.close()
+    assert "ended with its process (process 999999) mid-turn" in snapshot.notice
+    assert "flagged unanswered" in snapshot.notice
+    (lost,) = [m for m in snapshot.history if m.content == "lost with its process"]
+    assert lost.flags == ("unanswered",) and lost.status == "dropped" and lost.group_id in snapshot.dropped
+    again = WorkbenchSession(LaunchOptions(db_path=db, session_id=sid, index_repo=False, warm_embedder=False),
+                             Config())
+    try:
+        assert again.open().notice == ""  # settled once: the lock was released
+    finally:
+        again.close()
