@@ -38,6 +38,10 @@ PositiveInt = Annotated[int, Range(gt=0)]
 PositiveFloat = Annotated[float, Range(gt=0)]
 Share = Annotated[float, Range(ge=0, le=1)]  # a share of a budget, a probability, a decay factor
 Port = Annotated[int, Range(ge=1, le=65535)]
+# the most tokens a budget, a context window or a reply cap may name: far above any model's window (today's
+# largest hold a few million), far below what breaks arithmetic and storage (a budget of 1e23 was accepted)
+MAX_TOKENS = 100_000_000
+Tokens = Annotated[int, Range(gt=0, le=MAX_TOKENS)]
 AUTO = "auto"  # planner.default_budget: the model's context limit minus the reply reserve
 
 
@@ -199,13 +203,13 @@ class ActivationConfig:
 
 @dataclass(frozen=True)
 class PlannerConfig:
-    default_budget: PositiveInt | Literal["auto"] = 8000  # "auto": see Config.default_budget_tokens
+    default_budget: Tokens | Literal["auto"] = 8000  # "auto": see Config.default_budget_tokens
     default_mode: str = "light"
     default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
-    reply_reserve: int = 0
+    reply_reserve: Annotated[int, Range(ge=0, le=MAX_TOKENS)] = 0
     memo_candidates: int = 8  # memos matching the query offered to the planner
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
@@ -496,13 +500,18 @@ class LLMConfig:
     base_url: str = ""
     model: str = "offline"
     api_key_env: str = "OPENAI_API_KEY"
-    context_limit: PositiveInt = 128000
+    context_limit: Tokens = 128000
     timeout_s: PositiveFloat = 60.0  # seconds one read from the endpoint may take (the first token, each chunk after it)
     # seconds one model call may take in all, retries and streaming included: a slow endless stream ends
     # there (its text so far is stored as a partial reply)
     reply_deadline_s: PositiveFloat = 600.0
     # the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)
-    max_reply_tokens: PositiveInt = 4096
+    max_reply_tokens: Tokens = 4096
+    # a streamed reply is saved as it arrives (marked partial until it is done), so a process killed mid-reply
+    # (kill -9, a closed terminal) leaves the text so far: saved when this many seconds or this many characters
+    # have arrived since the last save (the first piece at once)
+    stream_save_every_s: PositiveFloat = 1.0
+    stream_save_every_chars: PositiveInt = 2000
     max_retries: int = 3
     max_tool_rounds: PositiveInt = 8
     retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)
@@ -550,7 +559,7 @@ class ProxyConfig:
     upstream: str = ""  # the endpoint requests go on to (``--upstream``)
     # a proxied conversation's plan budget: the context window of today's assistant models, so the meter
     # shows how full the window is (the proxy never cuts a request to fit it)
-    budget: PositiveInt = 200_000
+    budget: Tokens = 200_000
     connect_timeout_s: PositiveFloat = 30.0  # seconds to reach the upstream before the client gets a 502
     read_timeout_s: PositiveFloat = 600.0  # seconds the upstream may stay silent mid-reply (long thinking)
     chunk_bytes: PositiveInt = 65536  # the most bytes read from the upstream (or the client) at once
@@ -558,7 +567,7 @@ class ProxyConfig:
     record_reply_chars: int = 200_000  # reply text kept per exchange; a longer reply is stored cut
     record_body_bytes: int = 4 * 1024 * 1024  # a non-streamed reply body parsed for usage up to this size
     error_excerpt_chars: int = 2000  # characters of an upstream error body kept with the exchange
-    recent_conversations: int = 200  # proxied conversations compared with a request to recognise it
+    recent_conversations: PositiveInt = 200  # proxied conversations compared with a request to recognise it
     # a request that continues no stored conversation but quotes this much of one's last reply (the
     # summary an assistant writes when it compacts its history) continues that conversation
     compaction_min_chars: int = 200
@@ -582,6 +591,9 @@ class McpConfig:
     default_k: PositiveInt = 8  # hits ``retrieve_code`` returns unless asked for another number
     max_k: PositiveInt = 50
     card_chars: PositiveInt = 1200  # characters of a symbol card's text in a tool result
+    # the largest ``text:`` pin an agent may add: a pin is sent in every later plan, so a pasted file would put
+    # every plan over budget (a 5 MB pin was 5 M tokens over)
+    max_text_pin_chars: PositiveInt = 20_000
 
 
 @dataclass(frozen=True)
@@ -769,6 +781,22 @@ def config_from(data: Mapping[str, Any], source: str = "config") -> Config:
     return config
 
 
+def _tier_problems(config: Config) -> list[str]:
+    """``[proxy.truncate_tiers]``: each key a known Context Mode, each value known truncation tiers."""
+    from ctxbench.records.vocab import TRUNCATION_TIERS
+
+    problems = []
+    modes = config.planner.mode_names
+    for mode, value in config.proxy.truncate_tiers:
+        if mode not in modes:
+            problems.append(f"proxy.truncate_tiers.{mode}: unknown context mode {mode!r}; known: {', '.join(modes)}")
+        for tier in (t.strip() for t in value.split(",")):
+            if tier and tier not in TRUNCATION_TIERS:
+                problems.append(f"proxy.truncate_tiers.{mode}: unknown truncation tier {tier!r}; known: "
+                                f"{', '.join(TRUNCATION_TIERS)}")
+    return problems
+
+
 def _cross_checks(config: Config) -> list[str]:
     """What types cannot say: a name that must name something defined elsewhere."""
     from ctxbench.records.vocab import STRATEGIES
@@ -798,6 +826,11 @@ def _cross_checks(config: Config) -> list[str]:
             except re.error as exc:
                 problems.append(f"planner.fused.{name}: the patterns do not join into one expression ({exc}); "
                                 f"leave out global flags such as (?i): matching ignores case already")
+    problems.extend(_tier_problems(config))
+    mcp = config.mcp
+    if mcp.default_k > mcp.max_k:
+        problems.append(f"mcp.default_k: {mcp.default_k} is more than mcp.max_k ({mcp.max_k}); the default must be "
+                        "a number a call may ask for")
     try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
         check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:

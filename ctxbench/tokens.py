@@ -7,9 +7,10 @@ items' counts plus the reply priming.
 from __future__ import annotations
 
 import json
+import re
 import threading
 from collections import OrderedDict
-from typing import Any, Mapping, Protocol
+from typing import Any, Iterator, Mapping, Protocol
 
 from ctxbench.records.derived import FreshValues
 from ctxbench.records.messages import text_key
@@ -151,13 +152,41 @@ class TiktokenTokenizer(_CachedCounter):
         self.name = encoding
 
     def _raw_count(self, text: str) -> int:
-        return len(self._enc.encode(text, disallowed_special=()))
+        if len(text) <= COUNT_CHUNK_CHARS:
+            return len(self._enc.encode(text, disallowed_special=()))
+        # a long text is counted a piece at a time: its tokens as one list of Python ints took ~45 bytes each
+        # (a 30 MB message: 6.6 M tokens, ~290 MB); cut only where a token can never span (see split_for_count)
+        return sum(len(self._enc.encode(piece, disallowed_special=()))
+                   for piece in split_for_count(text, COUNT_CHUNK_CHARS))
 
     def encode(self, text: str) -> list[int]:
         return self._enc.encode(text, disallowed_special=())
 
     def decode(self, tokens: list[int]) -> str:
         return self._enc.decode(tokens)
+
+
+COUNT_CHUNK_CHARS = 1 << 20  # a text longer than this is counted in pieces of about this size
+
+
+# where a text may be cut for counting: a space between two non-blank characters, or after a newline before one
+_CUT = re.compile(r"(?<=\S) (?=\S)|(?<=\n)(?=\S)")
+
+
+def split_for_count(text: str, size: int = COUNT_CHUNK_CHARS) -> Iterator[str]:
+    """``text`` in pieces of about ``size`` characters, cut only where the encoders' pre-tokenizers (cl100k's and
+    o200k's patterns) always end one pre-token and start the next, so the pieces' token counts add up to the whole
+    text's: before a space between two non-blank characters (no pattern takes a space after a non-blank one; the
+    space starts the next, `` word``), or after a newline before a non-blank character (no pattern takes a newline
+    and what follows it). A stretch with no such place stays whole."""
+    start, n = 0, len(text)
+    while n - start > size:
+        found = _CUT.search(text, start + size)
+        if found is None:
+            break
+        yield text[start:found.start()]
+        start = found.start()
+    yield text[start:]
 
 
 class EstimateTokenizer(_CachedCounter):

@@ -29,6 +29,7 @@ from typing import Any, Mapping, TypeVar
 T = TypeVar("T")
 NAME_FIELD = "name"  # a tuple of dataclasses with this field merges by it
 MAX_ROUNDS = 200  # validations of one document (one per wrong type found)
+MAX_WHOLE = 2**63 - 1  # the largest whole number SQLite stores and numpy indexes with: any larger one is refused
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def validate(cls: type[T], data: Mapping[str, Any], default: T | None = None) ->
         except msgspec.ValidationError as exc:
             message, loc = _split(str(exc))
             key, hint, given = _locate(cls, prepared, loc)
-            walk.add(Problem(key, _describe(message, hint, given)))
+            if not any(p.key == key for p in walk.problems):  # one line per key: its bound was named already
+                walk.add(Problem(key, _describe(message, hint, given)))
             if not _leave_out(prepared, loc):
                 break
     if walk.problems or value is None:
@@ -223,9 +225,13 @@ def _members(hint: Any) -> tuple[Any, ...]:
 def _bounds_problem(value: float, declared: list[Range]) -> str | None:
     if isinstance(value, float) and not math.isfinite(value):
         return f"must be a finite number, got {value}"
-    if not declared:
-        return f"must not be negative, got {_number(value)}" if value < 0 else None
-    return next((p for p in (r.problem(value) for r in declared) if p), None)
+    if declared:
+        problem = next((p for p in (r.problem(value) for r in declared) if p), None)
+    else:
+        problem = f"must not be negative, got {_number(value)}" if value < 0 else None
+    if problem is None and isinstance(value, int) and not -MAX_WHOLE <= value <= MAX_WHOLE:
+        problem = f"must be at most {MAX_WHOLE:,} in size (a 64-bit whole number), got {_number(value)}"
+    return problem
 
 
 def _merge_named(cls: type, entries: list[Any], where: str, defaults: tuple[Any, ...],

@@ -208,3 +208,140 @@ def test_cancel_while_waiting_for_the_session_stores_nothing(tmp_path):
             lock.release()
         assert isinstance(events[0], ev.TurnWaiting) and events[0].holder == "this process"
         assert events[-1].status == "cancelled" and wb.messages.all(sid) == ()
+
+
+def _wait_for(predicate, limit_s=120.0):
+    deadline = time.monotonic() + limit_s
+    while not predicate():
+        assert time.monotonic() < deadline, "timed out waiting"
+        time.sleep(0.02)
+
+
+def _read_at_least(proc, chars):
+    """What the process printed once it printed ``chars`` characters (or ended)."""
+    seen = ""
+    while len(seen) < chars:
+        piece = proc.stdout.read(1)
+        if not piece:
+            raise AssertionError(f"the process ended first: {seen!r} {proc.communicate(timeout=60)}")
+        seen += piece
+    return seen
+
+
+def _no_two_user_turns_in_a_row(payload):
+    roles = [m["role"] for m in payload["messages"] if m["role"] != "system"]
+    return all(not (a == b == "user") for a, b in zip(roles, roles[1:])), roles
+
+
+def test_a_chat_killed_mid_stream_keeps_the_text_saved_as_it_streamed(tmp_path):
+    db = tmp_path / "ctx.db"
+    config = tmp_path / "c.toml"
+    config.write_text("[llm]\nstream_save_every_s = 0.1\nstream_save_every_chars = 50\n")
+    with LLMServer([text("hello back"), Reply(content=LONG, chunk_chars=5, delay_s=0.02), text("fine")]) as server:
+        assert _cli(server, db, "hello").exit_code == 0
+        with Workbench(db, Config()) as wb:
+            (session,) = wb.sessions.list()
+        proc = _proc(server, db, "tell me everything", "--session", session.id, "--config", str(config))
+        _read_at_least(proc, 400)
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        with Workbench(db, Config()) as wb:  # the next process finds the chunks saved, marked partial
+            saved = wb.messages.history(session.id)[-1]
+        assert saved.role == "assistant" and saved.partial and len(saved.content) >= 300
+        assert LONG.startswith(saved.content)
+        after = _cli(server, db, "go on", "--session", session.id)
+        payloads = server.payloads()
+    assert after.exit_code == 0, after.output
+    assert "ended with its process" in after.stderr and "its partial reply is kept" in after.stderr
+    well_formed, roles = _no_two_user_turns_in_a_row(payloads[-1])
+    assert well_formed, roles
+    assert saved.content in [m["content"] for m in payloads[-1]["messages"] if m["role"] == "assistant"]
+
+
+def test_a_chat_killed_before_any_reply_leaves_its_message_flagged_unanswered(tmp_path):
+    db = tmp_path / "ctx.db"
+    with LLMServer([text("hello back"), Reply(content="too late", chunk_chars=100, delay_s=60), text("fine")]) \
+            as server:
+        assert _cli(server, db, "hello").exit_code == 0
+        with Workbench(db, Config()) as wb:
+            (session,) = wb.sessions.list()
+        proc = _proc(server, db, "this one dies", "--session", session.id)
+        _wait_for(lambda: len(server.received) == 2 or proc.poll() is not None)  # asked, nothing streamed back yet
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.communicate(timeout=60)
+        planned = CliRunner().invoke(main, ["plan", "what next", "--session", session.id, "--db", str(db),
+                                            "--no-semantic"], env={"CTXBENCH_CONFIG": os.devnull})
+        assert planned.exit_code == 0, planned.output
+        assert "its message got no reply and is flagged unanswered" in planned.stderr
+        after = _cli(server, db, "try again", "--session", session.id)
+        last = server.payloads()[-1]
+    assert after.exit_code == 0, after.output
+    well_formed, roles = _no_two_user_turns_in_a_row(last)
+    assert well_formed, roles
+    assert "this one dies" not in json.dumps(last)
+    with Workbench(db, Config()) as wb:
+        (kept,) = [m for m in wb.messages.all(session.id) if m.content == "this one dies"]
+    assert kept.flags == ("unanswered",) and kept.status == "dropped"
+
+
+def test_sighup_stores_the_partial_reply(tmp_path):
+    db = tmp_path / "ctx.db"
+    with LLMServer([Reply(content=LONG, chunk_chars=5, delay_s=0.02)]) as server:
+        proc = _proc(server, db, "tell me everything", "--config", os.devnull)
+        seen = _read_at_least(proc, 30)
+        proc.send_signal(signal.SIGHUP)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 129, err
+    assert "Traceback" not in err and "hung up (the terminal closed); the partial reply is stored" in err
+    with Workbench(db, Config()) as wb:
+        (session,) = wb.sessions.list()
+        history = wb.messages.history(session.id)
+    assert [(m.role, m.partial) for m in history] == [("user", False), ("assistant", True)]
+    assert history[-1].content.startswith(seen) and LONG.startswith(history[-1].content)
+
+
+def test_a_closed_port_says_connection_refused_with_its_url_not_the_deadline(tmp_path):
+    import socket
+
+    with socket.socket() as sock:  # a loopback port nothing listens on once this closes
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"http://127.0.0.1:{port}/v1"
+    result = CliRunner().invoke(main, ["chat", "hello", "--db", str(tmp_path / "ctx.db"), "--base-url", url,
+                                       "--model", "m", "--api-key-env", "CTXBENCH_TEST_KEY", "--deadline", "5"],
+                                env={"CTXBENCH_CONFIG": os.devnull, "CTXBENCH_TEST_KEY": "k"})
+    assert result.exit_code == 1, result.output
+    (line,) = [x for x in result.stderr.splitlines() if x.startswith("error:")]
+    assert f"cannot reach {url}: connection refused" in line, line
+    assert "no complete reply" not in line
+
+
+def test_opening_a_session_whose_turn_ended_with_its_process_flags_the_message_and_says_so(tmp_path):
+    from ctxbench.service.options import LaunchOptions
+    from ctxbench.service.session import WorkbenchSession
+
+    db = tmp_path / "ctx.db"
+    with Workbench(db, Config()) as wb:
+        sid = wb.new_session("s")
+        wb.messages.append(sid, "user", "hello")
+        wb.messages.append(sid, "assistant", "hi")
+        wb.messages.append(sid, "user", "lost with its process")
+        lock = wb.turn_lock(sid)
+    lock.path.write_text("999999")  # what a turn killed mid-way leaves: the lock file still names its process
+    session = WorkbenchSession(LaunchOptions(db_path=db, session_id=sid, index_repo=False, warm_embedder=False),
+                               Config())
+    try:
+        snapshot = session.open()
+    finally:
+        session.close()
+    assert "ended with its process (process 999999) mid-turn" in snapshot.notice
+    assert "flagged unanswered" in snapshot.notice
+    (lost,) = [m for m in snapshot.history if m.content == "lost with its process"]
+    assert lost.flags == ("unanswered",) and lost.status == "dropped" and lost.group_id in snapshot.dropped
+    again = WorkbenchSession(LaunchOptions(db_path=db, session_id=sid, index_repo=False, warm_embedder=False),
+                             Config())
+    try:
+        assert again.open().notice == ""  # settled once: the lock was released
+    finally:
+        again.close()

@@ -75,6 +75,25 @@ def test_negative_and_zero_limits_are_refused(tmp_path, toml, says):
     _refused(result, config, says)
 
 
+@pytest.mark.parametrize("toml, says", [
+    ("[proxy]\nrecent_conversations = 0\n", "proxy.recent_conversations: must be greater than 0, got 0"),
+    ("[mcp]\ndefault_k = 80\n", "mcp.default_k: 80 is more than mcp.max_k (50)"),
+    ("[mcp]\nmax_k = 5\n", "mcp.default_k: 8 is more than mcp.max_k (5)"),
+    ('[proxy.truncate_tiers]\nlight = "active_recent,inactiv"\n',
+     "proxy.truncate_tiers.light: unknown truncation tier 'inactiv'; known: active_recent, active_older, inactive"),
+    ('[proxy.truncate_tiers]\nhevy = "inactive"\n', "proxy.truncate_tiers.hevy: unknown context mode 'hevy'"),
+    ("[planner]\ndefault_budget = 1e23\n", "planner.default_budget: must be at most 100000000, got 1e+23"),
+    ("[planner]\ndefault_budget = 100000000000000000000000\n", "planner.default_budget: must be at most 100000000"),
+    ("[llm]\ncontext_limit = 200000000\n", "llm.context_limit: must be at most 100000000"),
+    ("[planner.truncation]\ninactive_chars = 99999999999999999999\n",
+     "planner.truncation.inactive_chars: must be at most 9,223,372,036,854,775,807 in size"),
+], ids=lambda v: v.split("\n")[1] if "\n" in v else None)
+def test_values_that_break_things_later_are_refused_at_load_naming_the_key(tmp_path, toml, says):
+    result, config = _run(tmp_path, toml)
+    _refused(result, config, says)
+    assert len(result.stderr.splitlines()) == 1, result.stderr
+
+
 def test_patterns_that_break_once_joined_are_refused(tmp_path):
     """Each pattern compiles alone, but the strategy joins them: a global flag in the middle fails every plan."""
     result, config = _run(tmp_path, "[planner.fused]\ntemporal_query_patterns = ['how long ago', '(?i)^when\\\\b']\n")

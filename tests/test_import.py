@@ -131,11 +131,11 @@ def test_crash_mid_import_leaves_nothing_behind(tmp_path, wb, monkeypatch):
     real = message_store.reindex_group
     calls = []
 
-    def explode(conn, session_id, group_id):
+    def explode(conn, session_id, group_id, *rest):
         calls.append(group_id)
         if len(calls) == 3:
             raise RuntimeError("disk on fire")
-        real(conn, session_id, group_id)
+        real(conn, session_id, group_id, *rest)
 
     monkeypatch.setattr(message_store, "reindex_group", explode)
     with pytest.raises(RuntimeError, match="disk on fire"):

@@ -19,7 +19,7 @@ def server_params(tmp_path: Path) -> StdioServerParameters:
     return StdioServerParameters(command=sys.executable, args=["-m", "ctxbench", "mcp", "--repo", str(DEMO),
                                                                "--db", str(tmp_path / "mcp.db")],
                                  env={"HF_HUB_OFFLINE": "1", "CTXBENCH_CONFIG": str(tmp_path / "none.toml")}
-                                 | {k: v for k, v in os.environ.items() if k in ("PATH", "HOME")},
+                                 | {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")},
                                  cwd=str(tmp_path))
 
 
@@ -63,7 +63,7 @@ async def test_the_sdk_client_plans_retrieves_and_pins_over_stdio(tmp_path):
         bad = await client.call_tool("pin", {"target": "nonsense", "kind": "sticky"})
         assert bad.is_error and "target must start with" in text(bad)
         bad_mode = await client.call_tool("plan_context", {"query": "x", "mode": "turbo"})
-        assert bad_mode.is_error and "unknown mode" in text(bad_mode)
+        assert bad_mode.is_error and "Input should be 'off', 'light' or 'heavy'" in text(bad_mode)  # the schema's enum
     with Workbench(tmp_path / "mcp.db") as wb:
         (session,) = wb.sessions.list()
         assert session.title == "mcp: demo_repo" and len(wb.plans.list(session.id)) == 2
@@ -93,3 +93,31 @@ def test_schemas_over_the_limit_fail(tmp_path, limit):
                           "--config", str(config), "--db", str(tmp_path / "s.db")], capture_output=True, text=True,
                          env=dict(os.environ, HF_HUB_OFFLINE="1"))
     assert out.returncode == 1 and f"over mcp.max_schema_tokens = {limit}" in out.stderr
+
+
+async def test_out_of_range_ids_huge_budgets_and_huge_text_pins_are_clear_errors(tmp_path):
+    (tmp_path / "none.toml").write_text("")
+    async with Client(server_params(tmp_path), read_timeout_seconds=120) as client:
+        assert client.server_info.name == "ctxbench" and client.server_info.version not in ("", None)
+        schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
+        mode = schemas["plan_context"]["properties"]["mode"]["anyOf"][0]
+        assert mode["enum"] == ["off", "light", "heavy"]
+        budget = schemas["plan_context"]["properties"]["budget"]["anyOf"][0]
+        assert budget["minimum"] == 1 and budget["maximum"] == 100_000_000
+        assert schemas["retrieve_code"]["properties"]["k"]["anyOf"][0]["maximum"] == 50
+        assert schemas["pin"]["properties"]["kind"]["enum"] == ["sticky", "leased", "ephemeral"]
+
+        for target in ("group:99999999999999999999", "atom:99999999999999999999:1"):
+            huge = await client.call_tool("pin", {"target": target})
+            assert huge.is_error and "this session has no turn 99999999999999999999" in text(huge), text(huge)
+
+        budget_call = await client.call_tool("plan_context", {"query": "journal entries", "budget": 10**20})
+        assert budget_call.is_error and "100000000" in text(budget_call), text(budget_call)
+
+        pasted = await client.call_tool("pin", {"target": "text:" + "word " * 1_000_000})
+        assert pasted.is_error and "at most 20,000 characters (mcp.max_text_pin_chars)" in text(pasted)
+        planned = await client.call_tool("plan_context", {"query": "how are journal entries posted?", "budget": 4000})
+        assert not planned.is_error and "## pinned" not in text(planned)
+
+        tight = await client.call_tool("plan_context", {"query": "how are journal entries posted?", "budget": 5})
+        assert tight.is_error and "over budget: " in text(tight).splitlines()[0] and "OVER BUDGET" in text(tight)

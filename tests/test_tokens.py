@@ -75,3 +75,23 @@ def test_cache_is_safe_across_threads():
     for th in threads:
         th.join()
     assert errors == []
+
+
+def test_a_long_text_counted_in_pieces_has_the_count_of_the_whole(monkeypatch):
+    import random
+    from pathlib import Path
+
+    import tiktoken
+
+    enc = tiktoken.get_encoding(tokens.OFFLINE_ENCODING)
+    root = Path(tokens.__file__).resolve().parent
+    random.seed(7)
+    alphabet = list("abcXYZ 019 .,;:!?'\"\n\t\r  éü漢字😀-_/=+<|endoftext|>")
+    texts = [p.read_text() for p in sorted(root.rglob("*.py"))[:40]]
+    texts += ["".join(random.choice(alphabet) for _ in range(3000)) for _ in range(60)]
+    texts += ["x" * 5000, "word " * 2000, "a\n" * 2000, " \n" * 2000]
+    monkeypatch.setattr(tokens, "COUNT_CHUNK_CHARS", 11)  # cut as often as it can be
+    for text in texts:
+        pieces = list(tokens.split_for_count(text, 11))
+        assert "".join(pieces) == text
+        assert TiktokenTokenizer(cache_size=0)._raw_count(text) == len(enc.encode(text, disallowed_special=()))

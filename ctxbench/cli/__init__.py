@@ -61,14 +61,27 @@ class LazyGroup(click.Group):
 
 
     def invoke(self, ctx: click.Context) -> object:
-        """Run the command; a store that cannot be opened or used is a one-line error (exit 2) for every command."""
-        from ctxbench.records.errors import StoreError
+        """Run the command; a store that cannot be opened or used is a one-line error (exit 2) for every command, a
+        full disk one too (exit 1)."""
+        import sqlite3
+
+        from ctxbench.records.errors import StoreError, disk_full, is_disk_full
 
         try:
             return super().invoke(ctx)
         except StoreError as exc:
             click.echo(f"error: {exc}", err=True)
-            ctx.exit(STORE_ERROR_EXIT)
+            ctx.exit(getattr(exc, "exit_code", STORE_ERROR_EXIT))
+        except (sqlite3.Error, OSError) as exc:  # a write outside a transaction() that found the disk full
+            if isinstance(exc, sqlite3.DatabaseError) and "malformed" in str(exc):  # a damaged page met on the way
+                click.echo(f"error: the database is damaged ({exc}); restore a copy, or try sqlite3's .recover",
+                           err=True)
+                ctx.exit(STORE_ERROR_EXIT)
+            if not is_disk_full(exc):
+                raise
+            full = disk_full()
+            click.echo(f"error: {full}", err=True)
+            ctx.exit(full.exit_code)
 
 
 def _importable(target: str) -> bool:

@@ -68,6 +68,7 @@ def fork_command(session_id: str, name: str, at_turn: int | None, db_path: Path 
 
     try:
         with Workbench(stored_db(db_path, f"unknown session {session_id!r}"), get_config(config_path)) as wb:
+            wb.check_store()  # a damaged page is refused before anything is written
             branch = _timeline(wb, session_id).fork(name, at_turn)
     except (NotFound, ValueError) as exc:
         fail(str(exc), 2)

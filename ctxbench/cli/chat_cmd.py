@@ -10,7 +10,9 @@ that got no reply at all leaves nothing behind in a new session (the session is 
 is still on the command line) and, in a continued one, is kept but left out of later plans (flagged
 ``unanswered``), so the next turn never sends two user messages in a row; a partial reply is always
 stored and the line names its session (``--session ID`` continues it). SIGTERM stores the partial
-reply like Ctrl-C does. Two ``chat`` turns on one session take turns: the second says it waits. An
+reply like Ctrl-C does, and so does SIGHUP (the terminal closed); a reply is saved as it streams, so even
+``kill -9`` leaves its text, and the next turn settles a turn that ended with its process (its message, if
+unanswered, is flagged and left out; see :class:`ctxbench.records.turns.TurnRecovered`). Two ``chat`` turns on one session take turns: the second says it waits. An
 empty message is refused (exit 2) before anything is stored.
 """
 from __future__ import annotations
@@ -25,13 +27,21 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
+EXIT_HUNG_UP = 129  # 128 + SIGHUP
 
 
 class _Terminated(KeyboardInterrupt):
-    """SIGTERM, raised where Ctrl-C would be, so the partial reply is stored the same way."""
+    """SIGTERM or SIGHUP (the terminal closed), raised where Ctrl-C would be, so the partial reply is stored the
+    same way."""
+
+    def __init__(self, how: str = "terminated", code: int = EXIT_TERMINATED) -> None:
+        super().__init__(how)
+        self.how, self.code = how, code
 
 
 def _on_sigterm(signum: int, frame: object) -> None:
+    if signum == getattr(signal, "SIGHUP", None):
+        raise _Terminated("hung up (the terminal closed)", EXIT_HUNG_UP)
     raise _Terminated()
 
 
@@ -70,7 +80,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     from ctxbench.config import ConfigError
     from ctxbench.records.errors import ProviderError, UnknownSession
     from ctxbench.records.turns import (ReplyDelta, Retrying, ToolFinished, ToolStarted, TurnFailed, TurnFinished,
-                                        TurnStarted, TurnWaiting, UsageRecorded)
+                                        TurnRecovered, TurnStarted, TurnWaiting, UsageRecorded)
     from ctxbench.records.errors import EmbedderError
     from ctxbench.service.attach import attach_repository
     from ctxbench.service.model import make_runner, resolve_model
@@ -102,7 +112,9 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
     new_session = session_id is None
     try:
         signal.signal(signal.SIGTERM, _on_sigterm)
-    except ValueError:  # not the main thread (an embedding caller): SIGTERM keeps its default
+        if hasattr(signal, "SIGHUP"):
+            signal.signal(signal.SIGHUP, _on_sigterm)
+    except ValueError:  # not the main thread (an embedding caller): SIGTERM and SIGHUP keep their default
         pass
     try:
         with Workbench(resolve_db(db_path), config, repo=repo) as wb:
@@ -131,6 +143,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                         checks.append(event.usage)
                     if isinstance(event, TurnFinished):
                         finished = event
+                    elif isinstance(event, TurnRecovered):
+                        out.note(f"· {event.note}")
                     elif isinstance(event, TurnWaiting):
                         out.note(f"· another turn of session {session_id} is running ({event.holder}); "
                                  "waiting for it to finish…")
@@ -150,7 +164,7 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
                 cancel.cancel()
                 turn.close()  # the runner stores the partial reply (or marks the message unanswered) first
                 out.end_line()
-                how, code = (("terminated", EXIT_TERMINATED) if isinstance(exc, _Terminated)
+                how, code = ((exc.how, exc.code) if isinstance(exc, _Terminated)
                              else ("interrupted", EXIT_INTERRUPTED))
                 fail(f"{how}; {_kept(wb, session_id, group_id, new_session)}", code)
             out.end_line()

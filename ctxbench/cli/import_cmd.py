@@ -26,6 +26,7 @@ def command(file: Path, fmt: str, title: str | None, db_path: Path | None, confi
     config = get_config(config_path)
     try:
         with Workbench(resolve_db(db_path), config) as wb:
+            wb.check_store()  # a damaged page is refused before anything is written
             session_id = wb.import_file(file, fmt, title=(title or "").strip() or None)
             info = wb.sessions.info(session_id)
     except TranscriptError as exc:

@@ -229,6 +229,9 @@ def command(
                     if not as_json:
                         click.echo(f"no sessions yet: planning with an empty history in a new session {session_id}",
                                    err=True)
+            settled = wb.recover_turn(session_id)  # a turn that ended with its process mid-turn
+            if settled and not as_json:
+                click.echo(f"· {settled}", err=True)
             try:
                 plan = _plan(wb, config, session_id, query, repo, semantic, pins, offer_tools, as_json,
                              mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)

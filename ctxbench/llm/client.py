@@ -268,6 +268,9 @@ class OpenAIChatClient:
                             partial=partial)
         if isinstance(exc, o.APIConnectionError):
             cause = exc.__cause__ or exc
+            if not partial and _refused(exc):
+                return LLMError(f"cannot reach {where}: connection refused (nothing is listening there)",
+                                kind="connection", partial=partial)
             detail = self._redact(" ".join(str(cause).split()))[: self.config.error_excerpt_chars]
             if partial:
                 return LLMError(f"the stream from {where} broke mid-reply: {detail}", kind="dropped", partial=partial)
@@ -302,7 +305,12 @@ class OpenAIChatClient:
             payload["max_tokens"] = request.max_tokens
         return payload
 
-    def _deadline_error(self, partial: str) -> LLMError:
+    def _deadline_error(self, partial: str, last_error: str = "") -> LLMError:
+        """The deadline passed; when it passed between tries that each failed (``last_error``: the last one's
+        reason), that failure is what the line says first."""
+        if last_error and not partial:
+            return LLMError(f"{last_error}; tried again until the deadline of {self.config.reply_deadline_s:g}s "
+                            "(llm.reply_deadline_s / --deadline)", kind="deadline")
         kept = "; the reply so far is kept" if partial else ""
         return LLMError(f"no complete reply within the deadline of {self.config.reply_deadline_s:g}s "
                         f"(llm.reply_deadline_s / --deadline){kept}", kind="deadline", partial=partial)
@@ -333,7 +341,7 @@ class OpenAIChatClient:
             if "wait" in pending:
                 wait = min(pending.pop("wait"), self.config.retry_backoff_max_s)
                 if time.monotonic() + wait >= deadline:
-                    raise self._deadline_error("")
+                    raise self._deadline_error("", last_error)
                 yield RetryScheduled(attempt.retry_state.attempt_number - 1, wait, last_error)
                 if cancel.wait(wait):
                     raise LLMCancelled()
@@ -341,7 +349,7 @@ class OpenAIChatClient:
                 try:
                     opened = self._open(payload, cancel, deadline)
                 except DeadlinePassed:
-                    raise self._deadline_error("") from None
+                    raise self._deadline_error("", last_error) from None
                 except LLMError as error:
                     last_error = error.reason
                     if error.retry_after is not None:
@@ -473,3 +481,15 @@ def tool_call_json(call: ToolCall) -> dict[str, Any]:
     except json.JSONDecodeError:
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a connection error was a refused connection (nothing listens at the address)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, ConnectionRefusedError) or "Connection refused" in str(current):
+            return True
+        current = current.__cause__ or current.__context__
+    return False

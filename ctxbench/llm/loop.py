@@ -40,6 +40,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
+from ctxbench.records.errors import StoreError
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
     AssistantStored,
@@ -56,8 +57,10 @@ from ctxbench.records.turns import (
     TurnEvent,
     TurnFailed,
     TurnFinished,
+    TurnRecovered,
     TurnStarted,
     TurnWaiting,
+    recovered_note,
     UsageCheck,
     UsageRecorded,
 )
@@ -78,6 +81,45 @@ class _CallResult:
     text: str = ""
     error: LLMError | None = None
     cancelled: bool = False
+    saver: "_StreamSaver | None" = None  # the reply saved while it streamed (a turn's calls)
+
+
+class _StreamSaver:
+    """A streaming reply saved as it arrives: one assistant row in the turn's group, partial until
+    :meth:`store` writes it whole (or as the partial reply a failure keeps)."""
+
+    def __init__(self, messages: Any, session_id: str, group_id: int, parsing_strategy: str, llm: Any,
+                 clock: Any = time.monotonic) -> None:
+        self.messages, self.session_id, self.group_id = messages, session_id, group_id
+        self.parsing_strategy = parsing_strategy
+        self.every_s, self.every_chars = llm.stream_save_every_s, llm.stream_save_every_chars
+        self.clock = clock
+        self.message: Message | None = None
+        self._unsaved = 0
+        self._saved_at = 0.0
+
+    def arrived(self, pieces: list[str], chars: int) -> None:
+        """``chars`` more characters arrived (``pieces``: the reply so far); saved when enough time or text
+        has come since the last save, the first piece at once."""
+        self._unsaved += chars
+        now = self.clock()
+        if self.message is not None and self._unsaved < self.every_chars and now - self._saved_at < self.every_s:
+            return
+        text = "".join(pieces)
+        pieces[:] = [text]  # joined once per save, not once per piece
+        self.store(text, partial=True)
+        self._unsaved, self._saved_at = 0, now
+
+    def store(self, text: str, *, partial: bool = True, tool_calls: Any = None) -> Message:
+        """Write the reply: the row saved so far rewritten, else a new one."""
+        if self.message is None:
+            self.message = self.messages.append(self.session_id, "assistant", text, group_id=self.group_id,
+                                                tool_calls=tool_calls or (), parsing_strategy=self.parsing_strategy,
+                                                partial=partial)
+        else:
+            self.message = self.messages.update(self.session_id, self.message.id, text, partial=partial,
+                                                tool_calls=tool_calls)
+        return self.message
 
 
 @dataclass
@@ -141,6 +183,11 @@ class TurnRunner:
                                    "cancelled while waiting for the session's turn in progress")
                 return
         try:
+            if lock.left_by:  # the last turn's process ended without releasing the lock: it died mid-turn
+                settled = self.workbench.messages.settle_last_turn(session_id)
+                if settled is not None:
+                    yield TurnRecovered(session_id, f"process {lock.left_by}", settled,
+                                        recovered_note(session_id, f"process {lock.left_by}", settled))
             # Intent: stored before anything can fail
             user = self.workbench.messages.append(session_id, "user", text,
                                                   parsing_strategy=self.client.parsing_strategy)
@@ -148,6 +195,8 @@ class TurnRunner:
             try:
                 yield TurnStarted(session_id, group_id, user)
                 yield from self._turn(session_id, text, group_id, cancel, mode, budget, strategy)
+            except StoreError:  # the store cannot take the turn (a full disk): the front end's one line says so
+                raise
             except Exception as exc:  # a bug must not leave the UI waiting: say so, end the turn
                 reason = f"internal error: {type(exc).__name__}: {' '.join(str(exc).split())}"
                 yield TurnFailed(reason, "internal", None)
@@ -223,8 +272,9 @@ class TurnRunner:
             if result.completion is None:  # failed or cancelled: keep what arrived
                 partial = None
                 if result.text:
-                    partial = wb.messages.append(session_id, "assistant", result.text, group_id=group_id,
-                                                parsing_strategy=strategy_tag, partial=True)
+                    partial = result.saver.store(result.text) if result.saver is not None else \
+                        wb.messages.append(session_id, "assistant", result.text, group_id=group_id,
+                                           parsing_strategy=strategy_tag, partial=True)
                     yield AssistantStored(plan.plan_id, partial)
                     assistant_texts.append(result.text)
                 reply = result.text
@@ -249,8 +299,11 @@ class TurnRunner:
             usage_checks.append(check)
             yield UsageRecorded(check)
 
-            message = wb.messages.append(session_id, "assistant", completion.content, group_id=group_id,
-                                        tool_calls=completion.tool_calls, parsing_strategy=strategy_tag)
+            if result.saver is not None and result.saver.message is not None:  # saved while it streamed: now whole
+                message = result.saver.store(completion.content, partial=False, tool_calls=completion.tool_calls)
+            else:
+                message = wb.messages.append(session_id, "assistant", completion.content, group_id=group_id,
+                                            tool_calls=completion.tool_calls, parsing_strategy=strategy_tag)
             yield AssistantStored(plan.plan_id, message)
             self.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=group_id, round=round_no,
                                     provider=self.client.provider, model=completion.model, status="ok",
@@ -387,15 +440,23 @@ class TurnRunner:
               group_id: int | None = None) -> Iterator[TurnEvent]:
         """Stream one call into events; the outcome lands in ``result``.
 
-        If the consumer abandons the generator (closes it, or Ctrl-C) mid-reply, the text so far
+        In a turn (``group_id`` given) the reply is saved as it arrives (``llm.stream_save_every_s`` /
+        ``stream_save_every_chars``, the row partial until the turn stores it whole), so a process killed mid-reply
+        leaves its text. If the consumer abandons the generator (closes it, or Ctrl-C) mid-reply, the text so far
         is stored as a partial reply in ``group_id`` before the exit propagates.
         """
         plan_id = request.plan.plan_id if request.plan is not None else ""
         pieces: list[str] = []
+        saver = (_StreamSaver(self.workbench.messages, request.plan.session_id, group_id,
+                              self.client.parsing_strategy, self.config.llm)
+                 if group_id is not None and request.plan is not None else None)
+        result.saver = saver
         try:
             for event in self.client.stream(request, cancel):
                 if isinstance(event, TextDelta):
                     pieces.append(event.text)
+                    if saver is not None:
+                        saver.arrived(pieces, len(event.text))
                     yield ReplyDelta(plan_id, event.text)
                 elif isinstance(event, ToolCallStarted):
                     yield ToolCallRequested(plan_id, event.index, event.name)
@@ -412,9 +473,8 @@ class TurnRunner:
         except (GeneratorExit, KeyboardInterrupt):
             result.cancelled = True
             result.text = "".join(pieces)
-            if group_id is not None and result.text and request.plan is not None:
-                self.workbench.messages.append(request.plan.session_id, "assistant", result.text, group_id=group_id,
-                                              parsing_strategy=self.client.parsing_strategy, partial=True)
+            if saver is not None and result.text:
+                saver.store(result.text)
             raise
 
     def _trace_tool(self, plan_id: str, session_id: str, group_id: int, call: ToolCall, ok: bool,

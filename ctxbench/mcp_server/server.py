@@ -8,47 +8,78 @@ synchronous, so each call runs in a worker thread.
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any
+import importlib.metadata
+from typing import Annotated, Any, Literal, Optional
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from ctxbench.service.agent_tools import AgentTools
+from ctxbench.config import MAX_TOKENS
+from ctxbench.records.vocab import PIN_KINDS
+from ctxbench.service.agent_tools import AgentTools, over_budget_line
 
 CURRENT_PLAN_URI = "ctxbench://plan/current"
 INSTRUCTIONS = ("ctxbench plans what context a coding model needs: symbol cards from the repository and "
                 "the conversation's history, within a token budget, each with its reason.")
 
 
+def server_version() -> str:
+    """ctxbench's version, which the server reports in its handshake."""
+    try:
+        return importlib.metadata.version("ctxbench")
+    except importlib.metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
 async def _call(fn: Any, *args: Any) -> str:
-    """Run a tool in a worker thread; bad input (ValueError, LookupError) is the agent's error to read."""
+    """Run a tool in a worker thread; bad input (ValueError, LookupError, a number SQLite cannot hold) is the
+    agent's error to read."""
     try:
         return await asyncio.to_thread(fn, *args)
-    except (ValueError, LookupError) as exc:
+    except (ValueError, LookupError, OverflowError) as exc:
         raise ToolError(str(exc)) from exc
 
 
 def build_server(tools: AgentTools) -> MCPServer:
-    server: MCPServer = MCPServer("ctxbench", instructions=INSTRUCTIONS)
+    server: MCPServer = MCPServer("ctxbench", instructions=INSTRUCTIONS, version=server_version())
+    modes = tuple(tools.config.planner.mode_names)
+    max_k = tools.config.mcp.max_k
 
-    @server.tool(name="plan_context", structured_output=False,
-                 description="Plan the context for a task: the code cards and history to include, with reasons.")
-    async def plan_context(query: Annotated[str, Field(description="the task or question")],
-                           mode: Annotated[str | None, Field(description="off, light or heavy")] = None,
-                           budget: Annotated[int | None, Field(description="token budget")] = None) -> str:
-        return await _call(tools.plan_context, query, mode, budget)
+    # the bounds and enums depend on the config (its modes, mcp.max_k): the annotations are given as objects,
+    # not the strings this module's ``from __future__ import annotations`` makes of them
+    async def plan_context(query, mode=None, budget=None) -> str:
+        answer = await _call(tools.plan_context, query, mode, budget)
+        plan = tools.last_plan
+        if plan is not None and plan.over_budget:  # an error the agent sees as one, with the plan to act on
+            raise ToolError(over_budget_line(plan) + "\n" + answer)
+        return answer
 
-    @server.tool(name="retrieve_code", structured_output=False,
-                 description="Search the repository's symbols; returns ranked cards with why each matched.")
-    async def retrieve_code(query: str, k: Annotated[int | None, Field(description="number of hits")] = None) -> str:
+    plan_context.__annotations__ = {
+        "query": Annotated[str, Field(description="the task or question")],
+        "mode": Optional[Literal[modes]],  # type: ignore[valid-type]
+        "budget": Annotated[Optional[int], Field(description="token budget", ge=1, le=MAX_TOKENS)],
+        "return": str}
+    server.tool(name="plan_context", structured_output=False,
+                description="Plan the context for a task: the code cards and history to include, with reasons.")(
+        plan_context)
+
+    async def retrieve_code(query, k=None) -> str:
         return await _call(tools.retrieve_code, query, k)
 
-    @server.tool(name="pin", structured_output=False,
-                 description="Keep an item in every plan: target like card:pkg.mod.func, path:file.py, group:3.")
-    async def pin(target: str, kind: Annotated[str, Field(description="sticky, leased or ephemeral")] = "sticky"
-                  ) -> str:
+    retrieve_code.__annotations__ = {
+        "query": str, "k": Annotated[Optional[int], Field(description="number of hits", ge=1, le=max_k)],
+        "return": str}
+    server.tool(name="retrieve_code", structured_output=False,
+                description="Search the repository's symbols; returns ranked cards with why each matched.")(
+        retrieve_code)
+
+    async def pin(target, kind="sticky") -> str:
         return await _call(tools.pin, target, kind)
+
+    pin.__annotations__ = {"target": str, "kind": Literal[PIN_KINDS], "return": str}  # type: ignore[valid-type]
+    server.tool(name="pin", structured_output=False,
+                description="Keep an item in every plan: target like card:pkg.mod.func, path:file.py, group:3.")(pin)
 
     @server.tool(name="unpin", structured_output=False, description="Remove a pin.")
     async def unpin(target: str) -> str:

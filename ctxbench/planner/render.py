@@ -142,6 +142,17 @@ def answer_tool_calls(rendered: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def short(text: str, limit: int = LABEL_CHARS) -> str:
-    """One line of at most ``limit`` characters, for labels."""
+    """One line of at most ``limit`` characters, for labels. Only as much of ``text`` is read as the label needs
+    (a 30 MB message was split into all its words to label it: ~200 MB for a moment)."""
+    size = 4 * limit + 64
+    while size < len(text):
+        head = text[:size]
+        words = head.split()
+        if not head[-1].isspace():
+            words = words[:-1]  # the last word may go on past the head
+        line = " ".join(words)
+        if len(line) > limit:
+            return line[: limit - 1] + "…"
+        size *= 4
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"

@@ -17,10 +17,8 @@ TRUNCATION_HINT = (
     '... [TRUNCATED. Use query_db(sql="SELECT content FROM messages WHERE id={id}") to see full output]'
 )
 
-TIER_ACTIVE_RECENT = "active_recent"
-TIER_ACTIVE_OLDER = "active_older"
-TIER_INACTIVE = "inactive"
-TIERS = (TIER_ACTIVE_RECENT, TIER_ACTIVE_OLDER, TIER_INACTIVE)
+from ctxbench.records.vocab import TIER_ACTIVE_OLDER, TIER_ACTIVE_RECENT, TIER_INACTIVE  # noqa: E402
+from ctxbench.records.vocab import TRUNCATION_TIERS as TIERS  # noqa: E402
 
 
 def tier_limit(tier: str, config: TruncationConfig) -> int:

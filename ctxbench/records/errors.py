@@ -37,6 +37,14 @@ class SettingsError(ValueError):
 class StoreError(RuntimeError):
     """The database cannot be opened or is from a newer ctxbench."""
 
+    exit_code = 2  # a command ends with this when it meets one (the store given cannot be used)
+
+
+class StoreFull(StoreError):
+    """The disk (or the database's size limit) is full: the write was rolled back, the store is whole."""
+
+    exit_code = 1  # nothing wrong with what was asked: run it again once there is room
+
 
 class ProviderError(ValueError):
     """The LLM settings cannot make a client (unknown provider, missing model, a base URL that is no URL)."""
@@ -48,3 +56,22 @@ class EmbedderError(RuntimeError):
 
 class RefusedRepository(ValueError):
     """A folder that is no repository to index: the home folder, the whole disk, the system's folders."""
+
+
+SQLITE_FULL = 13  # SQLite's result code for "database or disk is full"
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the disk, or the database's size limit, is full (SQLITE_FULL, ENOSPC)."""
+    import errno
+
+    if getattr(exc, "sqlite_errorcode", None) == SQLITE_FULL or "database or disk is full" in str(exc):
+        return True
+    return isinstance(exc, OSError) and exc.errno == errno.ENOSPC
+
+
+def disk_full(database: str = "") -> StoreFull:
+    """The one line a write that found the disk full ends with."""
+    where = f" {database}" if database else ""
+    return StoreFull(f"the disk is full: nothing more could be written to the database{where}; what was being "
+                     "written is rolled back and the store is whole: free some space and run it again")

@@ -6,6 +6,7 @@ posts each one to its screen in one typed message and the CLI prints or collects
 ends with exactly one :class:`TurnFinished`.
 
 (wait)      TurnWaiting                          another turn of the session is running: this one waits for it
+(recover)   TurnRecovered                        the session's last turn ended with its process: settled first
 Intent      TurnStarted                          the user's message is stored (before any call)
 Context     PlanReady (TurnPlanned from the service) the plan for this model call (one per round)
 Action      CallStarted, Retrying, ReplyDelta,   streaming; ToolCallRequested as the model names a tool
@@ -31,6 +32,27 @@ class TurnWaiting:
 
     session_id: str
     holder: str  # who runs it ("process 4242")
+
+
+@dataclass(frozen=True)
+class TurnRecovered:
+    """The session's last turn ended with its process mid-turn (``kill -9``, a closed terminal): its message, if
+    it got no reply, is now flagged ``unanswered`` and left out of plans; a reply saved mid-stream is kept as
+    partial. Comes before this turn's message is stored."""
+
+    session_id: str
+    left_by: str  # the process id that ran it
+    message: Message  # the unanswered user message, or the partial reply kept
+    note: str  # one line saying so
+
+
+def recovered_note(session_id: str, left_by: str, message: Message) -> str:
+    """What :class:`TurnRecovered` says (also after ``open`` and ``plan``)."""
+    head = f"the last turn of session {session_id} ended with its process ({left_by}) mid-turn: "
+    if message.role == "assistant":
+        return head + f"its partial reply is kept ({len(message.content):,} characters saved as it streamed)"
+    return head + "its message got no reply and is flagged unanswered, left out of later plans " \
+                  "(/context restore brings it back)"
 
 
 @dataclass(frozen=True)
@@ -207,6 +229,6 @@ class TurnFinished:
 
 
 TurnEvent = Union[
-    TurnWaiting, TurnStarted, PlanReady, CallStarted, Retrying, ReplyDelta, ToolCallRequested, AssistantStored, ToolStarted,
+    TurnWaiting, TurnRecovered, TurnStarted, PlanReady, CallStarted, Retrying, ReplyDelta, ToolCallRequested, AssistantStored, ToolStarted,
     ToolFinished, UsageRecorded, StateUpdated, ReflectionDone, TurnFailed, TurnCancelled, TurnFinished,
 ]

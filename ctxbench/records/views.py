@@ -21,6 +21,7 @@ class SessionSnapshot:
     pins: tuple[Pin, ...]
     branch: str = "main"  # the active branch's name
     task: str = ""  # the open task's name ("" when none is open)
+    notice: str = ""  # something the opening settled (a turn that ended with its process mid-turn), to be said
 
 
 @dataclass(frozen=True)

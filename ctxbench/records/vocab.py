@@ -96,3 +96,11 @@ ACTIVATION_SUGGESTION_PREFIXES = ("card:", "group:")
 # the model's first token): its turn is dropped from plans (kept in the store, ``/context restore`` brings
 # it back), so the next turn never sends two user messages in a row.
 UNANSWERED_FLAG = "unanswered"
+
+# -- truncation tiers ------------------------------------------------------------------------------------
+# Tool results are cut by tier (seed 001): the newest of the active turn, older ones of the active turn, those
+# of past turns (``planner.truncation`` holds each tier's size; ``[proxy.truncate_tiers]`` names them per mode).
+TIER_ACTIVE_RECENT = "active_recent"
+TIER_ACTIVE_OLDER = "active_older"
+TIER_INACTIVE = "inactive"
+TRUNCATION_TIERS = (TIER_ACTIVE_RECENT, TIER_ACTIVE_OLDER, TIER_INACTIVE)

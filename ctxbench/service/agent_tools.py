@@ -12,7 +12,7 @@ import threading
 from pathlib import Path
 from typing import Any, Callable
 
-from ctxbench.config import Config
+from ctxbench.config import MAX_TOKENS, Config
 from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.vocab import PIN_KINDS, PIN_TARGET_PREFIXES
 from ctxbench.service.options import LaunchOptions
@@ -61,8 +61,8 @@ class AgentTools:
         session = self.session
         if mode is not None and mode not in self.config.planner.mode_names:
             raise ValueError(f"unknown mode {mode!r}; one of {', '.join(self.config.planner.mode_names)}")
-        if budget is not None and budget < 1:
-            raise ValueError("budget must be a positive number of tokens")
+        if budget is not None and not 1 <= budget <= MAX_TOKENS:
+            raise ValueError(f"budget must be between 1 and {MAX_TOKENS:,} tokens")
         plan = session.wb.plan(session.session_id, query, session.stored_settings(), mode=mode, budget=budget)
         self.last_plan = plan
         return render_plan(plan, self.config.mcp.card_chars)
@@ -90,6 +90,10 @@ class AgentTools:
             raise ValueError(f"kind must be one of {', '.join(PIN_KINDS)}")
         if not target.startswith(PIN_TARGET_PREFIXES):
             raise ValueError(f"target must start with one of {', '.join(PIN_TARGET_PREFIXES)}")
+        limit = self.config.mcp.max_text_pin_chars
+        if target.startswith("text:") and len(target) - len("text:") > limit:
+            raise ValueError(f"a text: pin holds at most {limit:,} characters (mcp.max_text_pin_chars), this one "
+                             f"{len(target) - len('text:'):,}: it would be sent in every later plan")
         session = self.session
         pin = session.pin_item(target, kind, scope="task" if kind == "leased" else "turn", plan=self.last_plan)
         return f"pinned {pin.target} ({pin.kind}); the next plans keep it"
@@ -109,6 +113,12 @@ class AgentTools:
                 return json.dumps({"plan": None, "note": "no plan yet: call plan_context"})
             plan = session.wb.plans.get(stored[0].plan_id)
         return json.dumps(plan.to_json(), ensure_ascii=False)
+
+
+def over_budget_line(plan: ContextPlan) -> str:
+    """The first line of an over-budget plan's answer (the tool call is an error an agent sees as one)."""
+    reason = plan.over_budget_reason or f"the plan needs {plan.used_tokens:,} tokens, the budget is {plan.budget:,}"
+    return f"over budget: {reason}; raise the budget (budget=N) or unpin something"
 
 
 def render_plan(plan: ContextPlan, card_chars: int) -> str:

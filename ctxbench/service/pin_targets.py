@@ -14,6 +14,7 @@ from ctxbench.records.errors import NotFound
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 
 CLOSE_NAMES = 3  # names offered when a symbol is not found
+MAX_ID = 2**63 - 1  # SQLite's largest INTEGER: a larger turn id names nothing (and cannot even be looked up)
 
 
 def check_pin_target(wb: Any, session_id: str, target: str, code_index: Any = None,
@@ -43,7 +44,7 @@ def check_pin_target(wb: Any, session_id: str, target: str, code_index: Any = No
     if kind in ("group", "atom"):
         head = name.split(":", 1)[0]
         try:
-            found = head.lstrip("-").isdigit() and wb.messages.group(session_id, int(head))
+            found = head.isdigit() and 1 <= int(head) <= MAX_ID and wb.messages.group(session_id, int(head))
         except NotFound:
             found = False
         if not found:

@@ -60,6 +60,7 @@ class WorkbenchSession:
         self._closed = False
         self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
         self._warming = threading.Lock()  # one history warm-up at a time
+        self.notice = ""  # what open() settled (a turn that ended with its process mid-turn), said once
 
     # -- opening and closing ----------------------------------------------------------------------------
     def open(self) -> SessionSnapshot:
@@ -75,6 +76,7 @@ class WorkbenchSession:
             repo = str(wb.repo) if wb.repo else None
             sid = (None if opts.new_session else wb.sessions.latest(repo)) or wb.sessions.create(opts.title, repo)
         self.session_id = sid
+        self.notice = wb.recover_turn(sid) or ""  # a turn that ended with its process mid-turn, settled
         self.timeline = Timeline(wb, sid)
         self.compaction = Compactor(wb, self.config)
         if opts.retriever is not None:
@@ -97,7 +99,8 @@ class WorkbenchSession:
         dropped = frozenset(m.group_id for m in messages if m.status == "dropped")
         task = wb.tasks.current(sid)
         return SessionSnapshot(sid, info.title, info.repo, self.stored_settings(), messages, dropped, wb.pins.list(sid),
-                               wb.branches.active(sid).name, task.name if task is not None else "")
+                               wb.branches.active(sid).name, task.name if task is not None else "",
+                               self.notice)
 
     def stored_settings(self) -> SessionSettings:
         if self.settings is None:

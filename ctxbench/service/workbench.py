@@ -30,6 +30,7 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import NewMessage, SessionSettings
 from ctxbench.records.transcripts import Transcript, TranscriptError
+from ctxbench.records.turns import recovered_note
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES
 from ctxbench.service.derived_texts import DerivedTexts
 from ctxbench.service.history_cache import HistoryCache
@@ -148,6 +149,26 @@ class Workbench:
         """One transaction for a block of work: every repository write inside it commits or rolls back
         with it (a transaction already open on the thread is joined)."""
         return self.database.transaction()
+
+    def check_store(self) -> None:
+        """Before a command writes (import, fork, compact): a store with a damaged page is refused (StoreError)."""
+        self.database.quick_check()
+
+    def recover_turn(self, session_id: str) -> str | None:
+        """Settle the session's last turn if its process ended mid-turn (``kill -9``, a closed terminal: the turn
+        lock was left, not released): a message with no reply is flagged ``unanswered`` and left out of plans, a
+        reply saved mid-stream kept as partial. Returns the line saying so, None when there was nothing to settle
+        (or a turn is running right now: then it is that turn's)."""
+        lock = self.turn_lock(session_id)
+        if not lock.try_acquire():
+            return None
+        try:
+            if not lock.left_by:
+                return None
+            settled = self.messages.settle_last_turn(session_id)
+            return recovered_note(session_id, f"process {lock.left_by}", settled) if settled is not None else None
+        finally:
+            lock.release()
 
     def turn_lock(self, session_id: str) -> FileLock:
         """The lock one turn of ``session_id`` holds (across processes): turns of one session never interleave."""

@@ -68,6 +68,11 @@ class Database:
         with self.connection() as conn, db.transaction(conn):
             yield conn
 
+    def quick_check(self) -> None:
+        """Refuse (StoreError) a store with a damaged page, before a command writes to it (``db.quick_check``)."""
+        with self.connection() as conn:
+            db.quick_check(conn, self.path)
+
     def dedicated_connection(self) -> sqlite3.Connection:
         """A connection of the caller's own for long work in another thread; closed with the database."""
         conn = self._open()

@@ -6,13 +6,15 @@ not seen, each in its own transaction, and records the version in ``schema_versi
 """
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence, Union
 
-from ctxbench.records.errors import StoreError
+from ctxbench.records.errors import StoreError, StoreFull, disk_full, is_disk_full
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
 
@@ -29,6 +31,14 @@ SQL_PARAMS = 500  # values per IN (...) list (SQLite allows at most 32,766 varia
 
 # how long a statement waits for another connection's write lock before "database is locked"
 BUSY_TIMEOUT_S = 30.0
+
+# the store holds what people paste into chat: it is the user's alone
+FOLDER_MODE = 0o700  # every folder the store creates
+FILE_MODE = 0o600  # the database, its -wal/-shm/-journal files and the lock files beside it
+SIDE_FILES = ("", "-wal", "-shm", "-journal")
+# a writing command (import, branch fork, compact) runs ``PRAGMA quick_check`` on a store up to this size before
+# it writes (a bad page in the middle went unnoticed, and the command wrote on): about a second on this size
+QUICK_CHECK_MAX_BYTES = 1 << 30  # SQLite makes the others with the database file's mode
 
 
 class Connection(sqlite3.Connection):
@@ -48,8 +58,10 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
     """
     conn: sqlite3.Connection | None = None
     try:
-        if str(path) != ":memory:" and not readonly:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        if str(path) != ":memory:":
+            if not readonly:
+                make_private_file(Path(path))
+            tighten(Path(path))
         if readonly:
             conn = sqlite3.connect(f"file:{Path(path).as_posix()}?mode=ro", uri=True,
                                    check_same_thread=check_same_thread, factory=Connection)
@@ -73,11 +85,80 @@ def connect(path: Path | str, *, readonly: bool = False, check_same_thread: bool
     return conn
 
 
+def make_private_folder(folder: Path) -> None:
+    """Create ``folder`` and any missing folder above it, each ``FOLDER_MODE`` (``mkdir(parents=True)`` would
+    give the ones above the umask's mode)."""
+    missing = [d for d in (folder, *folder.parents) if not d.exists()]
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, FOLDER_MODE)
+        except FileExistsError:  # made by another process meanwhile
+            continue
+        os.chmod(d, FOLDER_MODE)  # the umask may have taken bits away, never added: make it exact
+
+
+def make_private_file(path: Path) -> None:
+    """Create the database file empty with ``FILE_MODE`` before SQLite opens it (SQLite gives its -wal and -shm
+    files the database file's mode); an existing file is left to :func:`tighten`."""
+    make_private_folder(path.parent)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    except FileExistsError:
+        return
+    try:
+        os.fchmod(fd, FILE_MODE)
+    finally:
+        os.close(fd)
+
+
+def tighten(path: Path) -> None:
+    """Take the group's and others' bits off the database and its side files where they belong to this user (a
+    store made by an older version was readable by every account)."""
+    for suffix in SIDE_FILES:
+        tighten_file(path.with_name(path.name + suffix))
+
+
+def tighten_file(path: Path, fd: int | None = None) -> None:
+    """``path`` (or the open ``fd``) without group and other bits, when this user owns it; else left alone."""
+    try:
+        info = os.fstat(fd) if fd is not None else os.stat(path)
+    except OSError:
+        return
+    mode = stat.S_IMODE(info.st_mode)
+    if info.st_uid != os.getuid() or not mode & 0o077:
+        return
+    try:
+        if fd is not None:
+            os.fchmod(fd, mode & 0o700)
+        else:
+            os.chmod(path, mode & 0o700)
+    except OSError:
+        pass
+
+
 def _reason(exc: BaseException) -> str:
     """One line saying why: the OS message for OS errors, SQLite's for the others."""
     if isinstance(exc, OSError) and exc.strerror:
         return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
     return str(exc) or type(exc).__name__
+
+
+def quick_check(conn: sqlite3.Connection, path: Path | str) -> None:
+    """Refuse a damaged store before writing to it: SQLite's ``quick_check`` (every page's structure, not the
+    indexes against their tables) on a store up to ``QUICK_CHECK_MAX_BYTES``; a :class:`StoreError` naming the
+    first problem."""
+    if str(path) == ":memory:":
+        return
+    try:
+        size = sum(Path(f"{path}{suffix}").stat().st_size for suffix in ("", "-wal") if Path(f"{path}{suffix}").exists())
+        if size > QUICK_CHECK_MAX_BYTES:
+            return
+        found = [row[0] for row in conn.execute("PRAGMA quick_check(1)")]
+    except (OSError, sqlite3.Error) as exc:
+        raise StoreError(f"database {path} is damaged: {_reason(exc)}; nothing was written") from exc
+    if found != ["ok"]:
+        raise StoreError(f"database {path} is damaged ({' '.join(' '.join(found).split())}); nothing was written: "
+                         f"restore a copy, or try `sqlite3 {path} .recover`")
 
 
 def schema_version(conn: sqlite3.Connection, component: str) -> int:
@@ -147,11 +228,22 @@ def transaction(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
         conn.execute("BEGIN IMMEDIATE")
         try:
             yield conn
-        except BaseException:
-            conn.rollback()
-            raise
-        else:
             conn.commit()
+        except BaseException as exc:
+            if conn.in_transaction:
+                conn.rollback()
+            if is_disk_full(exc):
+                raise full_error(conn) from exc
+            raise
+
+
+def full_error(conn: sqlite3.Connection) -> StoreFull:
+    """The one line a write that found the disk full ends with, naming the database."""
+    try:
+        where = next((row[2] for row in conn.execute("PRAGMA database_list") if row[1] == "main"), "")
+    except sqlite3.Error:
+        where = ""
+    return disk_full(where)
 
 
 def in_chunks(items: Sequence[Any]) -> Iterator[tuple[Sequence[Any], str]]:

@@ -17,6 +17,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Callable, Iterator
 
+from ctxbench.store.db import FILE_MODE, tighten_file
+
 _MEMORY_LOCKS: dict[tuple[str, str], threading.Lock] = {}
 _MEMORY_GUARD = threading.Lock()
 _UNSAFE = re.compile(r"[^A-Za-z0-9_.-]")
@@ -36,6 +38,9 @@ class FileLock:
         self.name = _UNSAFE.sub("_", name)
         self.path = path.with_name(f"{path.name}.{self.name}.lock") if path is not None else None
         self._fd: int | None = None
+        # the process id a holder that ended without releasing (kill -9, a power cut) left in the lock file, found
+        # when this one took the lock: "" when the last holder released it (or there was none)
+        self.left_by = ""
         self._memory: threading.Lock | None = None
         if path is None:
             with _MEMORY_GUARD:
@@ -46,12 +51,15 @@ class FileLock:
         if self._memory is not None:
             return self._memory.acquire(blocking=False)
         assert self.path is not None and self._fd is None
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, FILE_MODE)
+        tighten_file(self.path, fd)  # made by an older version, readable by every account
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
             os.close(fd)
             return False
+        left = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+        self.left_by = left
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
         self._fd = fd

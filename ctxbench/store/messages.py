@@ -13,7 +13,7 @@ import sqlite3
 from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES
+from ctxbench.records.vocab import MESSAGE_STATUSES, ROLES, UNANSWERED_FLAG
 from ctxbench.store import derived_texts, message_search, plans, sessions
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import NotFound, UnknownGroup
@@ -82,7 +82,7 @@ def insert_messages(
     """Store messages on ``branch_id``; their groups are created and re-indexed once each."""
     stamp = created_at or now_iso()
     stored: list[Message] = []
-    touched: dict[int, None] = {}
+    touched: dict[int, bool] = {}  # group id -> made by this call (then all its messages are in ``stored``)
     for m in new:
         if m.role not in ROLES:
             raise ValueError(f"unknown role {m.role!r}; expected one of {', '.join(ROLES)}")
@@ -109,12 +109,12 @@ def insert_messages(
         )
         message_id = int(cur.lastrowid)
         if m.group_id not in touched:
-            conn.execute(
+            made = conn.execute(
                 "INSERT OR IGNORE INTO message_groups (session_id, branch_id, group_id, created_at) VALUES (?, ?, ?, ?)",
                 (session_id, branch_id, m.group_id, m.created_at or stamp),
-            )
+            ).rowcount == 1
             sessions.note_group_used(conn, session_id, m.group_id)
-            touched[m.group_id] = None
+            touched[m.group_id] = made
         stored.append(
             Message(
                 id=message_id,
@@ -138,8 +138,10 @@ def insert_messages(
     if stored:
         conn.execute("UPDATE branches SET head_message_id = ? WHERE id = ?", (stored[-1].id, branch_id))
         message_search.index_messages(conn, stored)
-    for group_id in touched:
-        reindex_group(conn, session_id, group_id)
+    for group_id, made in touched.items():
+        # a group made here holds only these messages: its search text is built from them, not read back (a
+        # 30 MB message was read back and joined again, two more copies at the peak of an import)
+        reindex_group(conn, session_id, group_id, [s for s in stored if s.group_id == group_id] if made else None)
     return stored
 
 
@@ -149,9 +151,10 @@ def get_message(conn: sqlite3.Connection, message_id: int) -> Message | None:
 
 
 def update_message(
-    conn: sqlite3.Connection, message_id: int, *, content: str, tokens: int, partial: bool
+    conn: sqlite3.Connection, message_id: int, *, content: str, tokens: int, partial: bool,
+    tool_calls: Sequence[ToolCall] | None = None,
 ) -> Message:
-    """Rewrite a message's text (a streamed reply growing or being finished)."""
+    """Rewrite a message's text (a streamed reply growing or being finished) and, given, its tool calls."""
     row = conn.execute("SELECT session_id, group_id FROM messages WHERE id = ?", (message_id,)).fetchone()
     if row is None:
         raise LookupError(f"unknown message {message_id}")
@@ -159,6 +162,8 @@ def update_message(
         "UPDATE messages SET content = ?, tokens = ?, partial = ? WHERE id = ?",
         (content, tokens, int(partial), message_id),
     )
+    if tool_calls is not None:
+        conn.execute("UPDATE messages SET tool_calls = ? WHERE id = ?", (_tool_calls_json(tool_calls), message_id))
     reindex_group(conn, row["session_id"], int(row["group_id"]))
     message = get_message(conn, message_id)
     assert message is not None
@@ -264,8 +269,10 @@ def searchable_text(message: Message) -> str:
     return message_search.message_text(message)
 
 
-def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> None:
-    """Rebuild the group's FTS row from its active messages (none left: no row)."""
+def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int,
+                  messages: Sequence[Message] | None = None) -> None:
+    """Rebuild the group's FTS row from its active messages (none left: no row); ``messages``: the group's
+    messages when the caller holds every one of them (then they are not read back)."""
     row = conn.execute(
         "SELECT n FROM message_groups WHERE session_id = ? AND group_id = ?", (session_id, group_id)
     ).fetchone()
@@ -273,7 +280,8 @@ def reindex_group(conn: sqlite3.Connection, session_id: str, group_id: int) -> N
         return
     n = int(row["n"])
     conn.execute("DELETE FROM group_search WHERE rowid = ?", (n,))
-    active = [m for m in group_messages(conn, session_id, group_id) if m.status == "active"]
+    found = group_messages(conn, session_id, group_id) if messages is None else messages
+    active = [m for m in found if m.status == "active"]
     text = "\n".join(t for t in (searchable_text(m) for m in active) if t)
     if text:
         conn.execute("INSERT INTO group_search (rowid, content) VALUES (?, ?)", (n, text))
@@ -372,14 +380,44 @@ class Messages:
         with self._db.transaction() as conn:
             return insert_messages(conn, session_id, sessions.active_branch(conn, session_id), new)
 
-    def update(self, session_id: str, message_id: int, content: str, *, partial: bool = False) -> Message:
-        """Rewrite a stored message's text, e.g. a streamed reply as it grows or when it ends."""
+    def update(self, session_id: str, message_id: int, content: str, *, partial: bool = False,
+               tool_calls: Sequence[ToolCall] | None = None) -> Message:
+        """Rewrite a stored message's text, e.g. a streamed reply as it grows or when it ends (then with the tool
+        calls it made, when given)."""
+        if tool_calls:
+            tool_calls = tuple(tool_calls)
         with self._db.transaction() as conn:
             current = get_message(conn, message_id)
             if current is None or current.session_id != session_id:
                 raise NotFound(f"session {session_id} has no message {message_id}")
-            tokens = self._count(current.role, content, current.tool_calls, current.tool_call_id)
-            return update_message(conn, message_id, content=content, tokens=tokens, partial=partial)
+            if tool_calls and current.role != "assistant":
+                raise ValueError("only assistant messages carry tool calls")
+            calls = current.tool_calls if tool_calls is None else tool_calls
+            tokens = self._count(current.role, content, calls, current.tool_call_id)
+            return update_message(conn, message_id, content=content, tokens=tokens, partial=partial,
+                                  tool_calls=tool_calls)
+
+    def settle_last_turn(self, session_id: str) -> Message | None:
+        """After a turn that ended with its process (``kill -9``, a closed terminal): the last turn of the active
+        branch, if its user message got no reply at all, is flagged ``unanswered`` and dropped (kept, left out of
+        plans, so the next turn never sends two user messages in a row), and that message is returned; a reply
+        saved mid-stream stays as it is (partial) and is returned. None when the last turn is whole."""
+        with self._db.transaction() as conn:
+            branch_id = sessions.active_branch(conn, session_id)
+            groups = branch_group_ids(conn, session_id, branch_id)
+            if not groups:
+                return None
+            turn = group_messages(conn, session_id, groups[-1])
+            replies = [m for m in turn if m.role == "assistant"]
+            if replies:
+                return replies[-1] if replies[-1].partial else None
+            asked = [m for m in turn if m.role == "user" and m.status == "active"]
+            if not asked:
+                return None
+            user = asked[0]
+            set_flags(conn, user.id, tuple(dict.fromkeys((*user.flags, UNANSWERED_FLAG))))
+            set_group_status(conn, session_id, user.group_id, "dropped")
+            return get_message(conn, user.id)
 
     def set_flags(self, session_id: str, message_id: int, flags: Sequence[str]) -> None:
         with self._db.transaction() as conn:

@@ -108,6 +108,8 @@ class MainScreen(Screen[None]):
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history and self.watcher is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
+        if snap.notice:
+            await self.chat.add_note(snap.notice)
         self.ready = True
         if self.watcher is not None:
             self.watcher.start()

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Collapsible, Markdown, Static
 
 from ctxbench.records.state import is_state_heading
+from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.tui.present import one_line, split_state, state_line_parts, usage_text
 from ctxbench.tui.tiers import Tier, tier_note
 
@@ -49,6 +50,7 @@ def state_text(body: str) -> Text:
     return out
 
 
+UNANSWERED_NOTE = "⋯ unanswered: no reply was stored; left out of later plans (/context restore brings it back)"
 PARTIAL_NOTES = {"cancelled": "⋯ partial reply: cancelled", "failed": "⋯ partial reply: the call failed",
                  "": "⋯ partial reply (cut off)", "rebuild": "⋯ cut off: the state is unchanged"}
 
@@ -210,6 +212,8 @@ def message_widgets(message, tier: Tier | None, note: str | None = None) -> list
     out: list = []
     if message.role == "user":
         out.append(UserBubble(Text(message.content), classes="msg"))
+        if UNANSWERED_FLAG in message.flags:
+            out.append(Static(UNANSWERED_NOTE, classes="partial-note"))
     elif message.role == "system":
         out.append(Collapsible(Static(Text(message.content)), title=f"system · {one_line(message.content, 60)}",
                                collapsed=True, classes="system-msg"))
