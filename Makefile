@@ -40,7 +40,7 @@ $(NPM_STAMP):
 $(AIDER_STAMP):
 	@for try in 1 2; do \
 	    { [ -x $(CLIENTS)/aider-venv/bin/pip ] || $(PYTHON) -m venv $(CLIENTS)/aider-venv; } \
-	    && timeout 900 $(CLIENTS)/aider-venv/bin/python -m pip install --quiet "aider-chat==$(AIDER)" \
+	    && timeout 900 $(CLIENTS)/aider-venv/bin/python -m pip install --quiet --quiet "aider-chat==$(AIDER)" \
 	    && touch $@ && exit 0; echo "pip install of aider-chat failed (try $$try)"; done; \
 	echo "warning: aider is not installed: its tests will skip"
 
