@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import copy
 import json
+import subprocess
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from assistant_upstream import INPUT_TOKENS, AssistantUpstream, Turn
-from client_drivers import Driver, shown
+from client_drivers import CLIENT_TIMEOUT_S, Driver, shown
 
 from ctxbench.config import Config
 from ctxbench.proxy.server import ProxyServer, RunningProxy
@@ -125,47 +126,107 @@ def test_each_clients_session_is_titled_by_the_users_words(tmp_path, client):
 
 
 # -- steering with the real clients -----------------------------------------------------------------------------
-def _without_call(body: dict, call_id: str) -> dict:
-    """``body`` with one tool call and its result taken out (Anthropic Messages), and messages left empty gone:
-    the request a drop of that tool call should send, worked out here apart from the proxy's editing code."""
+# each client reads notes.txt with its own file tool, then answers; the next turn continues the conversation
+READS = {"claude": ("Read", lambda notes: {"file_path": str(notes)}),
+         "codex": ("exec_command", lambda notes: {"cmd": "cat notes.txt"}),
+         "gemini": ("read_file", lambda notes: {"file_path": str(notes)})}
+NOTES = "the parser turns tokens into a tree\n" * 40
+CALL_ID = "call_read_notes_1"
+
+
+def _without_call(client: str, body: dict, tool: str) -> dict:
+    """``body`` with the notes read (the tool call and its result) taken out and the entries it leaves empty
+    gone: the request a drop of it should send, worked out here apart from the proxy's editing code."""
     out = copy.deepcopy(body)
+    if client == "codex":  # Responses API: calls and their outputs are input items of their own
+        out["input"] = [i for i in out["input"] if not (
+            i.get("type") in ("function_call", "function_call_output") and i.get("call_id") == CALL_ID)]
+        return out
+    key, blocks = ("contents", "parts") if client == "gemini" else ("messages", "content")
+
+    def read(block: dict) -> bool:
+        if client == "gemini":
+            return (block.get("functionCall") or block.get("functionResponse") or {}).get("name") == tool
+        return (block.get("type") == "tool_use" and block.get("id") == CALL_ID) or (
+            block.get("type") == "tool_result" and block.get("tool_use_id") == CALL_ID)
+
     kept = []
-    for message in out["messages"]:
-        content = message["content"]
-        if isinstance(content, list):
-            content = [b for b in content if not (b.get("type") == "tool_use" and b.get("id") == call_id)
-                       and not (b.get("type") == "tool_result" and b.get("tool_use_id") == call_id)]
-            if not content:
+    for entry in out[key]:
+        if isinstance(entry.get(blocks), list):
+            entry[blocks] = [b for b in entry[blocks] if not read(b)]
+            if not entry[blocks]:
                 continue
-            message["content"] = content
-        kept.append(message)
-    out["messages"] = kept
+        kept.append(entry)
+    out[key] = kept
     return out
 
 
-def test_claude_code_with_a_dropped_tool_result_sends_exactly_the_edited_request_and_completes(tmp_path):
-    d = driver("claude", tmp_path)
+def _two_turns(tmp_path: Path, client: str, up: AssistantUpstream, wb: Workbench, proxy: RunningProxy,
+               between=None):
+    """Turn 1 reads notes.txt and answers; ``between(session)`` (the user's steer); turn 2 continues. The
+    second turn's stored exchange and what the upstream received for it."""
+    d = driver(client, tmp_path)
     d.cwd.mkdir(parents=True)
-    notes = d.cwd / "notes.txt"
-    notes.write_text("the parser turns tokens into a tree\n" * 40)
-    script = [Turn(text="Reading it.", tool="Read", arguments={"file_path": str(notes)}, call_id="toolu_read_1"),
-              Turn(text="It parses."), Turn(text="Second answer.")]
-    with proxied(tmp_path, script, steer=True) as (up, wb, proxy):
-        first = d.ask(proxy.url, "Summarise notes.txt")
-        assert first.returncode == 0 and "It parses." in first.stdout, shown(first, up.calls())
-        assert any(b'"tool_result"' in s.body and b"the parser turns tokens" in s.body for s in up.chats()), \
-            "Claude Code did not send the file back as a tool result"
-        ((info, _),) = [(i, e) for i, e in asking(wb, "Summarise notes.txt")][-1:]
-        plan = wb.plans.get(settled(wb, info.id)[-1].plan_id)
-        atom = next(i for i in plan.items if i.kind == "tool_atom" and i.id.endswith(":toolu_read_1"))
-        wb.proxy.drop(info.id, atom.id)  # the user drops the file read before the next turn
+    (d.cwd / "notes.txt").write_text(NOTES)
+    first = d.ask(proxy.url, "Summarise notes.txt")
+    assert first.returncode == 0 and "It parses." in first.stdout, shown(first, up.calls())
+    assert any(b"the parser turns tokens" in s.body for s in up.chats()), "the client sent no tool result"
+    found = asking(wb, "Summarise notes.txt")
+    assert found, f"no stored exchange carries the first question; upstream calls: {up.calls()}"
+    info, _ = found[-1]
+    if between is not None:
+        between(info.id)
+    sent_before = len(up.chats())
+    second = d.ask(proxy.url, "And what else?", resume=True)
+    assert second.returncode == 0 and "Second answer." in second.stdout, shown(second, up.calls())
+    exchange = settled(wb, info.id)[-1]
+    original, upstream = wb.proxy.bodies(exchange.id)
+    assert b"And what else?" in original, "the second turn is not in the first turn's session"
+    received = [s for s in up.chats()[sent_before:] if b"And what else?" in s.body]
+    return exchange, original, upstream, received[-1]
 
-        sent_before = len(up.chats())
-        second = d.ask(proxy.url, "And what else?", resume=True)
-        assert second.returncode == 0 and "Second answer." in second.stdout, shown(second, up.calls())
-        (steered,) = [e for e in settled(wb, info.id) if e.steered]
-        original, upstream = wb.proxy.bodies(steered.id)
-        received = next(s for s in up.chats()[sent_before:] if s.body == upstream)
-        assert json.loads(received.body) == _without_call(json.loads(original), "toolu_read_1")
+
+def _script(client: str, tmp_path: Path) -> list[Turn]:
+    tool, arguments = READS[client]
+    notes = driver(client, tmp_path).cwd / "notes.txt"
+    return [Turn(text="Reading it.", tool=tool, arguments=arguments(notes), call_id=CALL_ID),
+            Turn(text="It parses."), Turn(text="Second answer.")]
+
+
+@pytest.mark.parametrize("client", [recorded(c) for c in READS])
+def test_a_dropped_tool_result_leaves_exactly_that_out_upstream_and_the_client_completes(tmp_path, client):
+    with proxied(tmp_path, _script(client, tmp_path), steer=True) as (up, wb, proxy):
+        def drop_the_read(session: str) -> None:
+            plan = wb.plans.get(settled(wb, session)[-1].plan_id)
+            (atom,) = [i for i in plan.items if i.kind == "tool_atom"]
+            wb.proxy.drop(session, atom.id)
+
+        exchange, original, upstream, received = _two_turns(tmp_path, client, up, wb, proxy, drop_the_read)
+        assert exchange.steered and received.body == upstream
+        assert json.loads(received.body) == _without_call(client, json.loads(original), READS[client][0])
         assert b"the parser turns tokens" in original and b"the parser turns tokens" not in received.body
-        assert [c for c in steered.changes if "toolu_read_1" in c] and len(steered.changes) == 1, steered.changes
+        assert len(exchange.changes) == 1, exchange.changes
+
+
+@pytest.mark.xfail(strict=True, reason="steering changes only what the user asked (no mode-driven truncation "
+                                       "unless the mode was set), on the responses branch")
+def test_a_steering_proxy_with_nothing_asked_forwards_claude_codes_requests_unchanged(tmp_path):
+    with proxied(tmp_path, _script("claude", tmp_path), steer=True) as (up, wb, proxy):
+        exchange, original, upstream, received = _two_turns(tmp_path, "claude", up, wb, proxy)
+        assert upstream is None and received.body == original and not exchange.steered, exchange.changes
+
+
+@pytest.mark.xfail(strict=True, reason="waits for conversation recognition that follows aider, which moves its "
+                                       "reminder off the previous user message on every request (not yet assigned)")
+def test_the_turns_of_one_aider_run_share_a_session(tmp_path):
+    d = driver("aider", tmp_path)
+    with proxied(tmp_path, [Turn(text="First answer."), Turn(text="Second answer.")]) as (up, wb, proxy):
+        d.prepare(proxy.url)
+        argv = d.argv("unused", base_url=proxy.url)
+        del argv[argv.index("--message"):argv.index("--message") + 2]  # questions typed on stdin instead
+        result = subprocess.run(argv, input="Summarise notes.txt\nAnd what else?\n", env=d.environment(proxy.url),
+                                cwd=d.cwd, capture_output=True, text=True, timeout=CLIENT_TIMEOUT_S)
+        assert result.returncode == 0 and "Second answer." in result.stdout, shown(result, up.calls())
+        assert len(up.chats()) == 2
+        sessions = {info.id for info, _ in asking(wb, "Summarise notes.txt")}
+        assert len(sessions) == 1 and len(settled(wb, sessions.pop())) == 2
