@@ -66,6 +66,7 @@ class AssistantUpstream:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # each event goes out when written, as a model endpoint sends it
 
             def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
                 return
