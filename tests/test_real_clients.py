@@ -9,6 +9,7 @@ import json
 import subprocess
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -75,25 +76,51 @@ def asking(wb: Workbench, question: str):
 
 
 # -- every client, through the proxy ------------------------------------------------------------------------------
+@dataclass
+class Asked:
+    """One client asked QUESTION once through a recording proxy: what it printed, what the upstream received,
+    and the store it left (the tests below share one run per client)."""
+
+    result: subprocess.CompletedProcess[str]
+    chats: list
+    calls: list[str]
+    db: Path
+
+
+@pytest.fixture(scope="module")
+def asked(tmp_path_factory):
+    runs: dict[str, Asked] = {}
+
+    def ask(client: str) -> Asked:
+        if client not in runs:
+            tmp = tmp_path_factory.mktemp(client)
+            with proxied(tmp) as (up, wb, proxy):
+                result = driver(client, tmp).ask(proxy.url, QUESTION)
+                for info in wb.sessions.list():
+                    settled(wb, info.id)  # every exchange written to its end before the store closes
+                runs[client] = Asked(result, up.chats(), up.calls(), tmp / "ctx.db")
+        return runs[client]
+
+    return ask
+
+
 @pytest.mark.parametrize("client", CLIENTS)
-def test_each_client_prints_the_upstreams_reply_through_the_proxy(tmp_path, client):
-    with proxied(tmp_path) as (up, wb, proxy):
-        result = driver(client, tmp_path).ask(proxy.url, QUESTION)
-        assert result.returncode == 0 and REPLY in result.stdout, shown(result, up.calls())
-        chats = up.chats()
-        assert chats and any(QUESTION.encode() in s.body for s in chats), shown(result, up.calls())
-        # every call went through the proxy: its auth passed on, its path as the client wrote it
-        for seen in chats:
-            assert any("dummy-client-key" in value for value in seen.headers.values()), seen.headers.keys()
+def test_each_client_prints_the_upstreams_reply_through_the_proxy(asked, client):
+    run = asked(client)
+    assert run.result.returncode == 0 and REPLY in run.result.stdout, shown(run.result, run.calls)
+    assert run.chats and any(QUESTION.encode() in s.body for s in run.chats), shown(run.result, run.calls)
+    # every model call went through the proxy with the client's own key passed on
+    for seen in run.chats:
+        assert any("dummy-client-key" in value for value in seen.headers.values()), seen.headers.keys()
 
 
 @pytest.mark.parametrize("client", [recorded(c) for c in CLIENTS])
-def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(tmp_path, client):
-    with proxied(tmp_path) as (up, wb, proxy):
-        result = driver(client, tmp_path).ask(proxy.url, QUESTION)
-        assert result.returncode == 0, shown(result, up.calls())
+def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(asked, client):
+    run = asked(client)
+    assert run.result.returncode == 0, shown(run.result, run.calls)
+    with Workbench(run.db, Config()) as wb:
         found = asking(wb, QUESTION)
-        assert found, f"no stored exchange carries the question; upstream calls: {up.calls()}"
+        assert found, f"no stored exchange carries the question; upstream calls: {run.calls}"
         _info, exchange = found[-1]
         assert exchange.outcome == "ok" and exchange.status == 200 and not exchange.steered
         original, upstream = wb.proxy.bodies(exchange.id)
@@ -102,7 +129,7 @@ def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(tmp_p
         asked_usage = not (exchange.provider == "openai" and body.get("stream")
                            and not (body.get("stream_options") or {}).get("include_usage"))
         assert exchange.reply == REPLY and exchange.reported_prompt == (INPUT_TOKENS if asked_usage else None)
-        assert upstream is None and any(s.body == original for s in up.chats())  # forwarded byte for byte
+        assert upstream is None and any(s.body == original for s in run.chats)  # forwarded byte for byte
         plan = wb.plans.get(exchange.plan_id)
         assert plan.used_tokens == sum(i.tokens for i in plan.included) > 0
         assert all(i.tokens > 0 for i in plan.items)
@@ -116,10 +143,10 @@ def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(tmp_p
 @pytest.mark.parametrize("client", [
     pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=NOT_RECORDED_YET.get(c, WAITS_FOR_TITLES)), id=c)
     for c in CLIENTS])
-def test_each_clients_session_is_titled_by_the_users_words(tmp_path, client):
-    with proxied(tmp_path) as (up, wb, proxy):
-        result = driver(client, tmp_path).ask(proxy.url, QUESTION)
-        assert result.returncode == 0, shown(result, up.calls())
+def test_each_clients_session_is_titled_by_the_users_words(asked, client):
+    run = asked(client)
+    assert run.result.returncode == 0, shown(run.result, run.calls)
+    with Workbench(run.db, Config()) as wb:
         found = asking(wb, QUESTION)
         assert found and all(info.title == f"proxy: {QUESTION}" for info, _ in found), \
             [info.title for info, _ in found]
