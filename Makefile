@@ -34,6 +34,7 @@ $(NPM_STAMP):
 	@for try in 1 2; do \
 	    timeout 900 npm install --prefix $(CLIENTS)/npm --no-save --no-audit --no-fund --loglevel=error \
 	        @anthropic-ai/claude-code@$(CLAUDE_CODE) @openai/codex@$(CODEX) @google/gemini-cli@$(GEMINI_CLI) \
+	    && ( for bin in claude codex gemini; do $(CLIENTS)/npm/node_modules/.bin/$$bin --version >/dev/null || exit 1; done ) \
 	    && touch $@ && exit 0; echo "npm install of the assistants failed (try $$try)"; done; \
 	echo "warning: claude, codex and gemini are not installed: their tests will skip"
 
@@ -41,7 +42,7 @@ $(AIDER_STAMP):
 	@for try in 1 2; do \
 	    { [ -x $(CLIENTS)/aider-venv/bin/pip ] || $(PYTHON) -m venv $(CLIENTS)/aider-venv; } \
 	    && timeout 900 $(CLIENTS)/aider-venv/bin/python -m pip install --quiet --quiet "aider-chat==$(AIDER)" \
-	    && touch $@ && exit 0; echo "pip install of aider-chat failed (try $$try)"; done; \
+	    && $(CLIENTS)/aider-venv/bin/aider --version >/dev/null && touch $@ && exit 0; echo "pip install of aider-chat failed (try $$try)"; done; \
 	echo "warning: aider is not installed: its tests will skip"
 
 clients: $(NPM_STAMP) $(AIDER_STAMP)
