@@ -27,7 +27,10 @@ QUESTION = "What does the parser module do?"
 WAITS_FOR_RESPONSES = "the proxy records the Responses API (Codex) on the responses branch"
 WAITS_FOR_GEMINI = "the proxy records Gemini generateContent on the responses branch"
 WAITS_FOR_TITLES = "sessions titled by the user's own words (not reminders or few-shot examples) on the responses branch"
+WAITS_FOR_ANATOMY = "every byte of a request in exactly one item (PlanItem.bytes), on the responses branch"
 NOT_RECORDED_YET = {"codex": WAITS_FOR_RESPONSES, "gemini": WAITS_FOR_GEMINI}
+TITLE_WAITS = {**NOT_RECORDED_YET, "aider": "titles without the reminder aider appends to the user's message "
+                                            "(\"To suggest changes to a file…\": still in the title on the responses branch)"}
 
 
 def recorded(client: str):
@@ -132,7 +135,7 @@ def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(asked
         assert upstream is None and any(s.body == original for s in run.chats)  # forwarded byte for byte
         plan = wb.plans.get(exchange.plan_id)
         assert plan.used_tokens == sum(i.tokens for i in plan.included) > 0
-        assert all(i.tokens > 0 for i in plan.items)
+        assert all(i.tokens > 0 for i in plan.items if i.kind != "request_options")  # the envelope is not billed
         # the user's words are in exactly one item, and every tool the client offered is an item of its own
         holding = [i for i in plan.items if QUESTION in json.dumps(i.messages, ensure_ascii=False)]
         assert len(holding) == 1, [i.id for i in holding]
@@ -140,8 +143,27 @@ def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(asked
         assert offered <= {i.id.removeprefix("tool:") for i in plan.items if i.kind == "tool_definitions"}
 
 
+CLAUDE_SYSTEM_MESSAGE = ("Claude Code's system-role message inside `messages` (its environment, deferred tools and "
+                         "agent types: ~9.4 KB) made an item (not yet assigned), after " + WAITS_FOR_ANATOMY)
+
+
 @pytest.mark.parametrize("client", [
-    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=NOT_RECORDED_YET.get(c, WAITS_FOR_TITLES)), id=c)
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=CLAUDE_SYSTEM_MESSAGE if c == "claude"
+                                            else WAITS_FOR_ANATOMY), id=c) for c in CLIENTS])
+def test_each_clients_request_is_accounted_for_byte_for_byte_by_its_items(asked, client):
+    run = asked(client)
+    assert run.result.returncode == 0, shown(run.result, run.calls)
+    with Workbench(run.db, Config()) as wb:
+        found = asking(wb, QUESTION)
+        assert found, f"no stored exchange carries the question; upstream calls: {run.calls}"
+        _info, exchange = found[-1]
+        original, _upstream = wb.proxy.bodies(exchange.id)
+        items = wb.plans.get(exchange.plan_id).items
+        assert sum(getattr(i, "bytes", 0) for i in items) == len(original)
+
+
+@pytest.mark.parametrize("client", [
+    pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=TITLE_WAITS.get(c, WAITS_FOR_TITLES)), id=c)
     for c in CLIENTS])
 def test_each_clients_session_is_titled_by_the_users_words(asked, client):
     run = asked(client)
@@ -220,7 +242,13 @@ def _script(client: str, tmp_path: Path) -> list[Turn]:
             Turn(text="It parses."), Turn(text="Second answer.")]
 
 
-@pytest.mark.parametrize("client", [recorded(c) for c in READS])
+GEMINI_RESUME = ("a resumed Gemini CLI conversation recognised as the same session: `gemini --resume` sends the "
+                 "function response twice (not yet assigned), after " + WAITS_FOR_GEMINI)
+
+
+@pytest.mark.parametrize("client", [recorded("claude"), recorded("codex"),
+                                    pytest.param("gemini", marks=pytest.mark.xfail(strict=True, reason=GEMINI_RESUME),
+                                                 id="gemini")])
 def test_a_dropped_tool_result_leaves_exactly_that_out_upstream_and_the_client_completes(tmp_path, client):
     with proxied(tmp_path, _script(client, tmp_path), steer=True) as (up, wb, proxy):
         def drop_the_read(session: str) -> None:
