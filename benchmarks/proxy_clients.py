@@ -79,7 +79,8 @@ def describe(plan, exchange) -> dict:
         by_kind[item.kind].append(item)
     return {
         "provider": exchange.provider, "estimated_tokens": plan.used_tokens, "reported_prompt": exchange.reported_prompt,
-        "kinds": {kind: {"items": len(items), "tokens": sum(i.tokens for i in items)}
+        "kinds": {kind: {"items": len(items), "tokens": sum(i.tokens for i in items),
+                         "bytes": sum(getattr(i, "bytes", 0) for i in items)}
                   for kind, items in sorted(by_kind.items(), key=lambda kv: -sum(i.tokens for i in kv[1]))},
         "largest": [(i.id, i.kind, i.tokens, i.label[:60]) for i in sorted(plan.items, key=lambda i: -i.tokens)[:6]],
     }
@@ -148,7 +149,7 @@ def main() -> None:
             else:
                 print(f"   anatomy ({anatomy['provider']}): {anatomy['estimated_tokens']:,} estimated tokens")
                 for kind, row in anatomy["kinds"].items():
-                    print(f"     {kind:<18} {row['items']:>3} item(s) {row['tokens']:>7,} tok")
+                    print(f"     {kind:<18} {row['items']:>3} item(s) {row['tokens']:>7,} tok {row['bytes']:>8,} B")
                 print("   largest: " + "; ".join(f"{i[0]} {i[2]:,}" for i in anatomy["largest"]))
             for name, row in timing.items():
                 print(f"   {name:<22} p50 {row['p50']:7.2f} ms   p95 {row['p95']:7.2f} ms")

@@ -105,3 +105,13 @@ def test_wrap_points_each_real_client_at_its_proxy(tmp_path, client):
         assert result.returncode == 0 and REPLY in result.stdout, shown(result, up.calls())
         assert any(question.encode() in s.body for s in up.chats()), shown(result, up.calls())
         assert "ctxbench open --watch" in result.stderr
+
+
+def test_wrap_of_a_command_that_cannot_be_run_is_a_one_line_error(tmp_path):
+    program = tmp_path / "not_a_program"
+    program.write_bytes(b"\x7fELF\x00garbage")  # executable, but no format the system can run
+    program.chmod(0o755)
+    result = ctxbench("wrap", "--upstream", "http://127.0.0.1:9", "--db", str(tmp_path / "ctx.db"), "--", str(program))
+    assert result.returncode == 126
+    assert f"error: cannot run {program}: Exec format error" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -16,6 +16,7 @@ from ctxbench.cli.common import config_option, db_option, fail, get_config, reso
 
 LOOPBACK = "127.0.0.1"
 NOT_FOUND_EXIT = 127  # the shell's "command not found"
+CANNOT_RUN_EXIT = 126  # the shell's "found but cannot be run"
 SIGNAL_EXIT_BASE = 128  # a client killed by signal N exits 128 + N, as a shell reports it
 CODEX_PROVIDER = "ctxbench"  # the name of the provider the codex overrides add
 
@@ -79,7 +80,11 @@ the client's exit code. Put wrap's own options before the client's name."""
 def _run(argv: list[str], env: dict[str, str]) -> int:
     """Run the client in this terminal; Ctrl+C is the client's to handle (the terminal sends it to both), a
     SIGTERM to wrap is passed on; the client's exit code (128 + N when signal N ended it)."""
-    proc = subprocess.Popen(argv, env=env)
+    try:
+        proc = subprocess.Popen(argv, env=env)
+    except OSError as exc:
+        click.echo(f"error: cannot run {argv[0]}: {exc.strerror or exc}", err=True)
+        return CANNOT_RUN_EXIT
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
