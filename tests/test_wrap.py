@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -115,3 +116,50 @@ def test_wrap_of_a_command_that_cannot_be_run_is_a_one_line_error(tmp_path):
     assert result.returncode == 126
     assert f"error: cannot run {program}: Exec format error" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+CHILD_AT_A_TERMINAL = textwrap.dedent("""
+    import sys, time
+    print("tty", sys.stdin.isatty(), sys.stdout.isatty(), flush=True)
+    try:
+        time.sleep(60)
+    except KeyboardInterrupt:
+        print("the child got ctrl+c", flush=True)
+        sys.exit(130)
+""")
+
+
+def test_wrap_runs_the_command_at_the_terminal_and_leaves_ctrl_c_to_it(tmp_path):
+    import pty
+    import time
+
+    script = tmp_path / "at_terminal.py"
+    script.write_text(CHILD_AT_A_TERMINAL)
+    master, slave = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": os.environ.get("PYTHONPATH", ""), "HF_HUB_OFFLINE": "1"}
+    proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "wrap", "--upstream", "http://127.0.0.1:9", "--db",
+                             str(tmp_path / "ctx.db"), "--", sys.executable, str(script)],
+                            stdin=slave, stdout=slave, stderr=slave, env=env, start_new_session=True)
+    os.close(slave)
+    seen = b""
+
+    def read_until(marker: bytes, timeout: float = CLIENT_TIMEOUT_S) -> None:
+        nonlocal seen
+        deadline = time.monotonic() + timeout
+        while marker not in seen and time.monotonic() < deadline:
+            try:
+                seen += os.read(master, 4096)
+            except OSError:
+                break
+        assert marker in seen, seen.decode(errors="replace")
+
+    try:
+        read_until(b"tty True True")  # the command has the terminal itself
+        os.killpg(proc.pid, signal.SIGINT)  # ctrl+c: a terminal signals its whole foreground group (wrap and the command)
+        read_until(b"the child got ctrl+c")
+        assert proc.wait(timeout=30) == 130  # wrap waited for the command and exits with its code
+        read_until(b"exited with 130")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        os.close(master)
