@@ -21,6 +21,7 @@ from ctxbench.proxy.server import ProxyServer, RunningProxy
 from ctxbench.service.proxy_service import ProxyService
 from ctxbench.service.workbench import Workbench
 
+pytestmark = pytest.mark.clients
 CLIENTS = ("claude", "codex", "aider", "gemini")
 REPLY = "PONG from the scripted upstream"
 QUESTION = "What does the parser module do?"
