@@ -121,8 +121,8 @@ def test_wrap_of_a_command_that_cannot_be_run_is_a_one_line_error(tmp_path):
 
 CHILD_AT_A_TERMINAL = textwrap.dedent("""
     import sys, time
-    print("tty", sys.stdin.isatty(), sys.stdout.isatty(), flush=True)
     try:
+        print("tty", sys.stdin.isatty(), sys.stdout.isatty(), flush=True)
         time.sleep(60)
     except KeyboardInterrupt:
         print("the child got ctrl+c", flush=True)
