@@ -23,7 +23,7 @@ from ctxbench.redaction.scanner import MASK
 from ctxbench.service.proxy_service import ProxyService
 from ctxbench.service.workbench import Workbench
 
-pytestmark = pytest.mark.clients
+pytestmark = pytest.mark.slow  # real clients: seconds each (-m 'not slow' leaves them out)
 CLIENTS = ("claude", "codex", "aider", "gemini")
 REPLY = "PONG from the scripted upstream"
 QUESTION = "What does the parser module do?"

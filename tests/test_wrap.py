@@ -93,7 +93,7 @@ def test_wrap_help_names_each_client_and_how_to_watch():
         assert words in result.stdout
 
 
-@pytest.mark.clients
+@pytest.mark.slow
 @pytest.mark.parametrize("client", ["claude", "codex", "aider", "gemini"])
 def test_wrap_points_each_real_client_at_its_proxy(tmp_path, client):
     d = Driver(client, tmp_path / "home", tmp_path / "work")

@@ -140,10 +140,13 @@ def command(upstream: str | None, port: int, steer: bool, db_path: Path | None, 
         except OSError as exc:
             fail(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", 2)
         try:
+            # where the proxy asks for a token (proxy.token), the client sends it as its base URL's first segment
+            token = getattr(config.proxy, "token", "")
+            base = f"{proxy.url}/t/{token}" if token else proxy.url
             env = dict(os.environ)
-            env.update(setup.env(proxy.url, env))
-            env["CTXBENCH_PROXY_URL"] = proxy.url
-            argv = [executable, *setup.args(proxy.url, env), *command[1:]]
+            env.update(setup.env(base, env))
+            env["CTXBENCH_PROXY_URL"] = base
+            argv = [executable, *setup.args(base, env), *command[1:]]
             click.echo(f"ctxbench wrap: {name} → proxy {proxy.url} ({setup.how}) → {upstream} · steering "
                        f"{'on' if steer else 'off'} · store {wb.db_path}", err=True)
             click.echo(f"  watch it: {watch}", err=True)
