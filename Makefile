@@ -4,7 +4,18 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install clean bench
+.PHONY: demo test install clean bench clients
+
+# The real assistants the proxy tests drive (tests/test_real_clients.py), pinned, in a git-ignored folder:
+# the npm ones under $(CLIENTS)/npm, aider in its own virtualenv (its pins clash with ctxbench's).
+# A failed install never fails `make test`: the tests that need the missing client skip, saying which.
+CLIENTS        ?= .clients
+CLAUDE_CODE    ?= 2.1.332
+CODEX          ?= 0.171.0
+GEMINI_CLI     ?= 0.61.0
+AIDER          ?= 0.86.2
+NPM_STAMP      := $(CLIENTS)/npm/.installed-$(CLAUDE_CODE)-$(CODEX)-$(GEMINI_CLI)
+AIDER_STAMP    := $(CLIENTS)/aider-venv/.installed-$(AIDER)
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +29,26 @@ $(STAMP): $(PY) pyproject.toml
 
 install: $(STAMP)
 
+$(NPM_STAMP):
+	@mkdir -p $(CLIENTS)/npm
+	@for try in 1 2; do \
+	    timeout 900 npm install --prefix $(CLIENTS)/npm --no-save --no-audit --no-fund --loglevel=error \
+	        @anthropic-ai/claude-code@$(CLAUDE_CODE) @openai/codex@$(CODEX) @google/gemini-cli@$(GEMINI_CLI) \
+	    && ( for bin in claude codex gemini; do $(CLIENTS)/npm/node_modules/.bin/$$bin --version >/dev/null || exit 1; done ) \
+	    && touch $@ && exit 0; echo "npm install of the assistants failed (try $$try)"; done; \
+	echo "warning: claude, codex and gemini are not installed: their tests will skip"
+
+$(AIDER_STAMP):
+	@for try in 1 2; do \
+	    { [ -x $(CLIENTS)/aider-venv/bin/pip ] || $(PYTHON) -m venv $(CLIENTS)/aider-venv; } \
+	    && timeout 900 $(CLIENTS)/aider-venv/bin/python -m pip install --quiet --quiet "aider-chat==$(AIDER)" \
+	    && $(CLIENTS)/aider-venv/bin/aider --version >/dev/null && touch $@ && exit 0; echo "pip install of aider-chat failed (try $$try)"; done; \
+	echo "warning: aider is not installed: its tests will skip"
+
+clients: $(NPM_STAMP) $(AIDER_STAMP)
+
+test: clients  # part of what `make test` sets up (a stamp each: a second run skips them)
+
 demo: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench demo
 
@@ -28,4 +59,4 @@ bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench bench plan-latency
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) $(CLIENTS) build *.egg-info

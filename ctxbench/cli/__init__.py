@@ -25,6 +25,7 @@ COMMANDS: dict[str, str] = {
     "diff": "ctxbench.cli.diff_cmd:command",
     "export": "ctxbench.cli.export_cmd:command",
     "proxy": "ctxbench.cli.proxy_cmd:command",
+    "wrap": "ctxbench.cli.wrap_cmd:command",
     "mcp": "ctxbench.cli.mcp_cmd:command",
     "serve": "ctxbench.cli.serve_cmd:command",
     "compact": "ctxbench.cli.compact_cmd:command",
