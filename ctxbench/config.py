@@ -118,6 +118,9 @@ class SemanticHistoryConfig:
     # the similarity ranking (retrieval/history_vectors.py): each earlier turn's text embedded with the
     # code retriever's model, compared with the query
     candidates: int = 0  # earlier turns offered to the strategy, most similar first (0 = every one; 20 capped it)
+    # a turn a summary stands in for competes only when its similarity is at least the ranking's mean plus this
+    # many standard deviations (the query points at it); the summary stands in for the rest
+    summarised_min_z: float = 1.0
     min_similarity: float = 0.0  # turns less similar than this are not offered
     # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
     # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
@@ -157,6 +160,9 @@ class FusedConfig:
         r"(?-i:\b(January|February|March|April|May|June|July|August|September|October|November|December)\b)",
         r"\b(19|20)\d\d\b",
     )
+    # an atom of a turn a summary stands in for competes only when the query points at it: a keyword match, or a
+    # base relevance (z-scored similarity + keyword part) of at least this; the summary stands in for the rest
+    summarised_min_base: float = 1.0
     recent_groups: int = 1  # the latest turns, carried first (continuity)
     recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
     instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
@@ -303,6 +309,10 @@ class PlannerConfig:
     # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
     reply_reserve: int = 0
     memo_candidates: int = 8  # memos matching the query offered to the planner
+    # a summary of earlier turns is sent only when it takes at most this share of what is left for the history: a
+    # long summary at a small budget would crowd out the turns the query needs (their originals stay candidates of
+    # the retrieval strategies, recalled verbatim)
+    summary_share: Share = 0.25
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     levels: LevelsConfig = field(default_factory=LevelsConfig)
@@ -696,14 +706,20 @@ class CompactionConfig:
     # warn (meter, notice) when sending the whole remaining history would take this share of the budget;
     # per session: ``/compact auto 80%``; 0 turns the warning off. Nothing is ever compacted silently.
     auto_threshold: Share = 0.8
-    auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
-    target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
+    # ``bench compaction --auto``: also compact to this share of the plan budget
+    auto_target: Share = 0.5
+    # the one default target: /compact without TOKENS, compact without --target-tokens, and the preview the
+    # auto-compact warning offers compact the history (as plans send it) to this share of its tokens
+    target_ratio: Share = 0.5
     keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
     # a summary's length: this share of the tokens it replaces (never more than the target leaves after the kept
     # turns) ...
     summary_ratio: Share = 0.12
     summary_min_tokens: PositiveInt = 60  # ... but at least this many
     summary_max_tokens: PositiveInt = 1500  # ... and at most this many
+    # a summary more than this many times smaller than the turns it replaces is flagged in the preview, with the
+    # turns it keeps no line of (their originals stay findable by the retrieval strategies)
+    squeeze_warning: PositiveFloat = 50.0
     first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
     # the extractive summariser: sentences scored by these named signals (keyword weight of their terms,
     # similarity to the covered turns' centroid when an embedder is ready, and cue bonuses)

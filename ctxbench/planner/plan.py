@@ -59,7 +59,7 @@ from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanIt
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
-from ctxbench.planner.strategies.context import StrategyContext, places_summaries
+from ctxbench.planner.strategies.context import StrategyContext, places_summaries, recalls_summarised
 from ctxbench.planner.summaries import fill_summaries
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 
@@ -434,6 +434,8 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
     pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
     c = build_candidates(inputs, config, tokenizer, profile, layout, family)
     selection = HistorySelection(views, c.dropped, layout.memo, layout.earlier)
+    if c.summarised and recalls_summarised(strategy):
+        selection.recall_summarised(c.summarised)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:
@@ -480,7 +482,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
             _take(memo, budget, "keyword_match")
         _fill_retrieval(c, budget, inputs, profile)  # 5, 6
         if not places_summaries(strategy):
-            fill_summaries(c.summaries, c.summary_kept, selection, budget)  # 7
+            fill_summaries(c.summaries, c.summary_kept, selection, budget, share=config.summary_share)  # 7
         strategy(selection, budget, context)
         _fill_pins(c, selection, budget, "ephemeral", "pinned_ephemeral")  # 8
         notes.extend(context.notes)

@@ -43,8 +43,12 @@ class Compactor:
         return int(history * self.config.compaction.target_ratio)
 
     def history_tokens(self, session_id: str) -> int:
+        """The history's tokens as plans send them (after the truncation tiers; earlier summaries as sent)."""
+        from ctxbench.compaction import sent_tokens
+
         covered = {g for s in self.wb.summaries.active(session_id) for g in s.group_ids}
-        tokens = sum(m.tokens for m in self._history(session_id) if m.status == "active" and m.group_id not in covered)
+        sent = sent_tokens(self._history(session_id), self.config, self.wb.tokenizer)
+        tokens = sum(t for g, t in sent.items() if g not in covered)
         return tokens + sum(s.tokens_after for s in self.wb.summaries.active(session_id))
 
     def auto_target(self, budget: int) -> int:
