@@ -434,3 +434,35 @@ def test_a_summary_fifty_times_smaller_than_its_turns_is_flagged_with_what_it_dr
     assert flagged and ("it has no line of" in flagged[0] or "tokens per turn" in flagged[0])
     modest = Compactor(wb).preview(sid, target_tokens=Compactor(wb).history_tokens(sid) // 2, use_model=False)
     assert not any("smaller than the" in n for n in modest.notes)
+
+
+# ---- standing instructions by meaning, and the user's word on them ----------------------------------
+def test_a_rule_worded_as_a_fact_is_protected_and_offered_first_but_a_question_about_it_is_not(wb):
+    sid = wb.new_session("facts")
+    wb.messages.append(sid, "user", PORT_RULE)
+    wb.messages.append(sid, "assistant", "Noted.")
+    wb.messages.append(sid, "user", "What port does the staging API listen on?")
+    wb.messages.append(sid, "assistant", "8443.")
+    for n in range(3, 12):
+        wb.messages.append(sid, "user", f"step {n}: tidy the client module part {n}")
+        wb.messages.append(sid, "assistant", f"Tidied part {n}: " + "details " * 40)
+    rows = {r.group_id: r for r in Compactor(wb).preview(sid, target_tokens=0, use_model=False).rows}
+    assert rows[1].disposition == PROTECTED and rows[1].reason == "standing instruction"
+    assert rows[2].disposition == SUMMARISED
+    plan = wb.plan(sid, "tidy the last part", store=False, budget=2000)
+    first = [i for i in plan.items if _group_of(i) == 1 and i.included]
+    assert first and first[0].reason == "standing_instruction"
+
+
+def test_the_user_marks_and_unmarks_a_standing_instruction(wb):
+    sid = _session(wb)
+    compactor = Compactor(wb)
+    assert "standing instruction" in compactor.mark_instruction(sid, 3)
+    compactor.mark_instruction(sid, 1, on=False)
+    rows = {r.group_id: r for r in compactor.preview(sid, target_tokens=0, use_model=False).rows}
+    assert rows[3].disposition == PROTECTED and rows[3].reason == "standing instruction"
+    assert rows[1].disposition == SUMMARISED  # "from now on ..." no longer counts: the user said so
+    flags = {m.group_id: m.flags for m in wb.messages.history(sid) if m.role == "user"}
+    assert "instruction" in flags[3] and "not_instruction" in flags[1]
+    with pytest.raises(NotFound):
+        compactor.mark_instruction(sid, 99)
