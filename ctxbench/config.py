@@ -38,6 +38,7 @@ PositiveInt = Annotated[int, Range(gt=0)]
 PositiveFloat = Annotated[float, Range(gt=0)]
 Share = Annotated[float, Range(ge=0, le=1)]  # a share of a budget, a probability, a decay factor
 Port = Annotated[int, Range(ge=1, le=65535)]
+Penalty = Annotated[float, Range(ge=-100, le=0)]  # a weight that counts against (the instruction detector's cues)
 AUTO = "auto"  # planner.default_budget: the model's context limit minus the reply reserve
 
 
@@ -234,18 +235,18 @@ class InstructionConfig:
         r"\b(replies|answers|explanations|responses)\b",
     )
     # -- cues against
-    question_weight: float = -3.0  # it asks: a question mark, or it opens like a question
+    question_weight: Penalty = -3.0  # it asks: a question mark, or it opens like a question
     question_patterns: tuple[str, ...] = (
         r"\?\s*$", r"^\s*(what|which|why|how|where|when|who|whose|is|are|was|were|do|does|did|can|could|would|should|"
         r"will|shall|may|have|has)\b",
     )
-    chat_weight: float = -2.5  # chit-chat: thanks, haha, good morning, never mind
+    chat_weight: Penalty = -2.5  # chit-chat: thanks, haha, good morning, never mind
     chat_patterns: tuple[str, ...] = (
         r"^\s*(thanks|thank you|thx|haha|lol|hmm+|oh|ok|okay|sounds good|great|nice|cool|good (morning|night|evening)|"
         r"hi|hello|hey|never mind|nevermind|sorry|oops|wow|yes|no|sure)\b",
         r"\bI wonder\b", r"^\s*let me\b",
     )
-    once_weight: float = -1.5  # a request for now: "now", "again", "this time", "for now", a definite object
+    once_weight: Penalty = -1.5  # a request for now: "now", "again", "this time", "for now", a definite object
     once_patterns: tuple[str, ...] = (
         r"\b(right )?now\b(?! on)", r"\bagain\b", r"\bthis time\b", r"\bso far\b", r"\bfor now\b",
         r"\bquick(ly)?\b", r"\bthe (last|previous|next) (step|change|one|commit|run)\b",
@@ -254,7 +255,7 @@ class InstructionConfig:
         # a thing made once: "write me a ...", "put that on ...", "save a memo"
         r"^\s*(please )?(put|note|save|write|draft|make|send|give|create|build|generate)( me)? (that|it|this|a|an|one)\b",
     )
-    past_weight: float = -1.5  # it tells what happened: yesterday, took, was, broke
+    past_weight: Penalty = -1.5  # it tells what happened: yesterday, took, was, broke
     past_patterns: tuple[str, ...] = (
         r"\b(yesterday|last (night|week|time)|earlier today|this morning)\b",
         r"\b(was|were|took|had|did|went|broke|found|tried|got|happened)\b",
@@ -910,6 +911,13 @@ def _cross_checks(config: Config) -> list[str]:
             except re.error as exc:
                 problems.append(f"planner.fused.{name}: the patterns do not join into one expression ({exc}); "
                                 f"leave out global flags such as (?i): matching ignores case already")
+    instructions = planner.instructions
+    for name in (f.name for f in dataclasses.fields(instructions) if f.name.endswith("_patterns")):
+        for n, pattern in enumerate(getattr(instructions, name)):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"planner.instructions.{name}[{n}]: not a regular expression ({exc}): {pattern!r}")
     try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
         check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:
