@@ -45,6 +45,7 @@ def main() -> int:
         for q in questions:
             inputs = wb.plan_inputs(sid, q.question, strategy=config.planner.default_strategy, budget=args.budget,
                                     mode="off")
+            inputs = dataclasses.replace(inputs, system_prompt=config.planner.system_prompt)
             plan = build_plan(inputs, config.planner, wb.tokenizer)
             sent = {e for i in plan.items if i.included for e in i.external_ids}
             total += sum(1 for e in q.evidence if e in sent) / len(q.evidence)

@@ -17,9 +17,12 @@ single token unless the mandatory items alone do):
    their excerpt, or the thin card when the excerpt does not fit), then the capsules of code the
    retrieval offered in what is left of that share (fresh ones first; a stale one only after every
    fresh card and capsule, its detail and message saying which file changed);
-7. summaries of earlier turns (each whole, with the protected turns inside its span), then history by
-   the session's strategy (window / hybrid / levels / semantic) with what is left; ``levels`` places
-   the summaries in its session level instead;
+7. summaries of earlier turns (each whole, within ``summary_share`` of what is left, with the protected turns
+   inside its span — those go first even when the summary does not fit), then history by the session's
+   strategy (window / hybrid / levels / semantic / fused) with what is left; ``levels`` places the summaries in
+   its session level instead. The retrieval strategies (fused, semantic, hybrid) keep the turns a summary
+   stands in for as candidates, never as recent turns: one the query points at comes back verbatim, its detail
+   ``recalled from summary sN: …``; the others stay ``summarised``;
 8. ephemeral pins.
 
 Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are

@@ -2,7 +2,9 @@
 (a standing instruction, a sticky pin's turn — kept verbatim when the summary was made) come with it.
 
 Every strategy but ``levels`` gets the summaries before it picks history; ``levels`` places them in its
-session level (seed 004: task summaries and key decisions live there).
+session level (seed 004: task summaries and key decisions live there). A summary takes at most
+``planner.summary_share`` of what is left for the history: at a small budget a long summary would crowd out the
+turns the question needs, which the retrieval strategies can still recall verbatim.
 """
 from __future__ import annotations
 

@@ -29,6 +29,10 @@ Filling order, each step only taking what still fits:
 3. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
    one that does not fit is skipped and the next one tried, so the budget is filled.
 
+A turn a summary stands in for is never one of the latest turns; its atoms compete in step 3 only when the
+query points at them (a keyword match, or a base of at least ``summarised_min_base``), their detail
+``recalled from summary sN: …``; the others stay ``summarised``.
+
 Atoms left out are ``over_budget`` with their rank and score; ``window_groups`` > 0 lets only the latest N
 turns compete (``outside_window``). Without any similarity or keyword evidence (no embedder yet and no
 word of the query found) the atoms are taken newest first and the plan says so.
