@@ -464,5 +464,8 @@ def test_the_user_marks_and_unmarks_a_standing_instruction(wb):
     assert rows[1].disposition == SUMMARISED  # "from now on ..." no longer counts: the user said so
     flags = {m.group_id: m.flags for m in wb.messages.history(sid) if m.role == "user"}
     assert "instruction" in flags[3] and "not_instruction" in flags[1]
+    plan = wb.plan(sid, "what is next?", store=False, budget=3000)
+    marked = [i for i in plan.items if _group_of(i) == 3 and i.included]
+    assert marked and marked[0].reason == "standing_instruction" and "marked by you" in marked[0].detail
     with pytest.raises(NotFound):
         compactor.mark_instruction(sid, 99)

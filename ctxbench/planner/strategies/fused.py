@@ -52,7 +52,7 @@ import numpy as np
 from ctxbench.config import FusedConfig, InstructionConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
-from ctxbench.planner.instructions import UNMARK_FLAG, is_standing_instruction
+from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
@@ -87,7 +87,8 @@ def _group_facts(group: GroupView, config: FusedConfig, instructions: Instructio
             first = atom.messages[0].get("content") if atom.messages else ""
             labels.append(speaker_label(first) if isinstance(first, str) else "")
             user = atom.kind == ATOM_USER and UNMARK_FLAG not in atom.flags
-            rules.append(user and pattern is not None and bool(pattern.search(atom.user_text)))
+            rules.append(user and (MARK_FLAG in atom.flags or (pattern is not None and bool(pattern.search(
+                atom.user_text)))))
             detected.append(user and is_standing_instruction(atom.user_text, tuple(atom.flags), instructions))
             timed.append(temporal is not None and any(
                 isinstance(m.get("content"), str) and temporal.search(without_stamp(m["content"]))
@@ -416,8 +417,9 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     rules = np.flatnonzero(units.rules if units.transcript(config.speaker_share) else units.rules | units.detected)
     for u in rules[np.lexsort((-rules, -score[rules]))].tolist():
         gi, ai = units.gi[u], units.ai[u]
+        marked = " (marked by you)" if MARK_FLAG in groups[gi].atoms[ai].flags else ""
         selection.include_atom(gi, ai, share, "standing_instruction",
-                               f"standing instruction given in turn {groups[gi].group_id}: it still holds",
+                               f"standing instruction{marked} given in turn {groups[gi].group_id}: it still holds",
                                with_user=False)
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
