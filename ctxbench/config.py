@@ -42,6 +42,7 @@ Port = Annotated[int, Range(ge=1, le=65535)]
 # largest hold a few million), far below what breaks arithmetic and storage (a budget of 1e23 was accepted)
 MAX_TOKENS = 100_000_000
 Tokens = Annotated[int, Range(gt=0, le=MAX_TOKENS)]
+Penalty = Annotated[float, Range(ge=-100, le=0)]  # a weight that counts against (the instruction detector's cues)
 AUTO = "auto"  # planner.default_budget: the model's context limit minus the reply reserve
 
 
@@ -122,6 +123,9 @@ class SemanticHistoryConfig:
     # the similarity ranking (retrieval/history_vectors.py): each earlier turn's text embedded with the
     # code retriever's model, compared with the query
     candidates: int = 0  # earlier turns offered to the strategy, most similar first (0 = every one; 20 capped it)
+    # a turn a summary stands in for competes only when its similarity is at least the ranking's mean plus this
+    # many standard deviations (the query points at it); the summary stands in for the rest
+    summarised_min_z: float = 1.0
     min_similarity: float = 0.0  # turns less similar than this are not offered
     # a turn's embedded text: its user message, then the start of the assistant's replies; tool calls and
     # results are left out (measured on the long session: they drown the user's words; benchmarks/README.md)
@@ -161,6 +165,9 @@ class FusedConfig:
         r"(?-i:\b(January|February|March|April|May|June|July|August|September|October|November|December)\b)",
         r"\b(19|20)\d\d\b",
     )
+    # an atom of a turn a summary stands in for competes only when the query points at it: a keyword match, or a
+    # base relevance (z-scored similarity + keyword part) of at least this; the summary stands in for the rest
+    summarised_min_base: float = 1.0
     recent_groups: int = 1  # the latest turns, carried first (continuity)
     recent_share: float = 0.05  # ... within this share of the history budget (a longer turn: its user message first)
     instruction_share: float = 0.15  # standing instructions (user messages that set a rule), within this share
@@ -181,6 +188,102 @@ class FusedConfig:
     # messages (turns, for the semantic strategy) a plan embeds itself when their vectors are missing; the rest are
     # embedded by the warm-up (Workbench.warm_history: in the background in the workbench, with progress in the CLI)
     embed_per_plan: int = 64
+
+
+@dataclass(frozen=True)
+class InstructionConfig:
+    """The standing-instruction detector (``planner/instructions.py``): a user message that sets a rule, a
+    constraint or a fact that holds for the session ("the staging API listens on port 8443", "we use Postgres 15,
+    not MySQL", "answer in German"), told apart from questions, chit-chat and one-off requests. Compaction protects
+    such turns and ``fused`` offers them first. score = the sum of the weights of the cues found (each cue counts
+    once) + ``semantic_weight`` * (best cosine to ``prototypes`` - best cosine to ``counter_prototypes``) when the
+    message's vector is at hand; a message is an instruction when score >= ``threshold``.
+
+    Weights were chosen on the tune two thirds of benchmarks/instructions.jsonl only (``benchmarks/instruction_bench.py``
+    reports the held-out third)."""
+
+    threshold: float = 0.5  # the tune set's instructions score 1.0 or more by cues, its look-alikes -0.5 or less
+    # -- cues for (regular expressions, any case)
+    scope_weight: float = 2.0  # it says it holds beyond this message
+    scope_patterns: tuple[str, ...] = (
+        r"\bfrom (now|here) on\b", r"\bgoing forward\b", r"\bfor (the|this) (whole|entire|rest of (the|this)) "
+        r"(session|conversation|project|chat)\b", r"\bfor this (whole |entire )?(session|conversation|project)\b",
+        r"\bthroughout\b", r"\bwhenever\b", r"\bevery (time|new)\b", r"\bfor anything new\b", r"\bground rules?\b",
+        r"\b(in|for|of) (this|the|our) (project|repo|repository|codebase|team)\b", r"\bunless I say\b",
+    )
+    norm_weight: float = 1.2  # a rule's words: always, never, must, only, prefer, instead of, convention
+    norm_patterns: tuple[str, ...] = (
+        r"\b(always|never|must|mustn't|has to|have to|is required|are required|only)\b", r"\bprefer\b",
+        r"\b(rather than|instead of)\b", r"\b(convention|rule of thumb|policy|minimum|maximum|max|default)\b",
+        r"\b(do not|don't) (use|suggest|add|write|commit|touch|put|run|push|call|log|store)\b", r"\b\w+, not \w+",
+        r"\bget rejected\b|\bnot allowed\b|\bforbidden\b",
+    )
+    notice_weight: float = 1.5  # it announces something to keep: heads up, keep in mind, important, assume
+    notice_patterns: tuple[str, ...] = (
+        r"\bjust so you know\b", r"\bheads[- ]up\b", r"\bkeep in mind\b", r"^\s*remember\b", r"\bnote that\b",
+        r"^\s*important\b", r"\bfyi\b", r"^\s*(assume|treat|consider)\b", r"\bfor (your|the) record\b",
+    )
+    # a present-tense fact about the setup: "our X", "we use / deploy / target", "the X is called / listens on"
+    setup_weight: float = 1.0
+    setup_patterns: tuple[str, ...] = (
+        r"^\s*(our|we|all|every|any)\b", r"\bwe (use|deploy|run|target|support|host|ship|store|keep|build)\b",
+        r"\b(is|are) (called|named|read-only|stored|kept|hosted|the only|on|in|at)\b",
+        r"\b(lives?|listens?|runs?|accepts?|speaks?|targets?) (on|in|at|only|with|through)?\b",
+        r"\bport \d+\b", r"\b(v|version )?\d+(\.\d+)* is the\b",
+    )
+    # the way to answer: "answer in German", "keep replies short", "write commit messages in ..."
+    style_weight: float = 1.5
+    style_patterns: tuple[str, ...] = (
+        r"^\s*(please )?(answer|reply|respond|write|keep|use|show|give|put|format|name|spell)\b[^.?!]*\b(in|under|as|"
+        r"short|brief|first|instead|rather|only|like)\b",
+        r"\b(replies|answers|explanations|responses)\b",
+    )
+    # -- cues against
+    question_weight: Penalty = -3.0  # it asks: a question mark, or it opens like a question
+    question_patterns: tuple[str, ...] = (
+        r"\?\s*$", r"^\s*(what|which|why|how|where|when|who|whose|is|are|was|were|do|does|did|can|could|would|should|"
+        r"will|shall|may|have|has)\b",
+    )
+    chat_weight: Penalty = -2.5  # chit-chat: thanks, haha, good morning, never mind
+    chat_patterns: tuple[str, ...] = (
+        r"^\s*(thanks|thank you|thx|haha|lol|hmm+|oh|ok|okay|sounds good|great|nice|cool|good (morning|night|evening)|"
+        r"hi|hello|hey|never mind|nevermind|sorry|oops|wow|yes|no|sure)\b",
+        r"\bI wonder\b", r"^\s*let me\b",
+    )
+    once_weight: Penalty = -1.5  # a request for now: "now", "again", "this time", "for now", a definite object
+    once_patterns: tuple[str, ...] = (
+        r"\b(right )?now\b(?! on)", r"\bagain\b", r"\bthis time\b", r"\bso far\b", r"\bfor now\b",
+        r"\bquick(ly)?\b", r"\bthe (last|previous|next) (step|change|one|commit|run)\b",
+        r"^\s*(please )?(fix|rename|delete|remove|print|paste|run|try|move|add|create|open|check|explain|show|tell|"
+        r"list|summari[sz]e|translate|refactor|update|undo|revert)\b(?![^.?!]*\b(always|every|whenever|from now)\b)",
+        # a thing made once: "write me a ...", "put that on ...", "save a memo"
+        r"^\s*(please )?(put|note|save|write|draft|make|send|give|create|build|generate)( me)? (that|it|this|a|an|one)\b",
+    )
+    past_weight: Penalty = -1.5  # it tells what happened: yesterday, took, was, broke
+    past_patterns: tuple[str, ...] = (
+        r"\b(yesterday|last (night|week|time)|earlier today|this morning)\b",
+        r"\b(was|were|took|had|did|went|broke|found|tried|got|happened)\b",
+    )
+    # -- by meaning (when the message's vector is at hand: compaction's preview, the detector bench)
+    semantic_weight: float = 2.0
+    prototypes: tuple[str, ...] = (
+        "From now on, always do it this way for the rest of the session.",
+        "Our service runs on this server and listens on that port.",
+        "We use this database version, not the other one.",
+        "Keep every answer short and reply in a given language.",
+        "Never do this in our codebase; the rule is to do that instead.",
+        "Remember this constraint for the whole project.",
+    )
+    counter_prototypes: tuple[str, ...] = (
+        "What does this function do?",
+        "Can you fix this bug for me now?",
+        "Thanks, that worked, great job!",
+        "Yesterday something broke and it took an hour.",
+        "Run the tests again and show me the output.",
+        "Hmm, interesting, I am not sure about that.",
+        "Which port and which database version does our service use?",
+        "Should we use this tool or that one?",
+    )
 
 
 @dataclass(frozen=True)
@@ -211,11 +314,16 @@ class PlannerConfig:
     # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
     reply_reserve: Annotated[int, Range(ge=0, le=MAX_TOKENS)] = 0
     memo_candidates: int = 8  # memos matching the query offered to the planner
+    # a summary of earlier turns is sent only when it takes at most this share of what is left for the history: a
+    # long summary at a small budget would crowd out the turns the query needs (their originals stay candidates of
+    # the retrieval strategies, recalled verbatim)
+    summary_share: Share = 0.25
     truncation: TruncationConfig = field(default_factory=TruncationConfig)
     hybrid: HybridConfig = field(default_factory=HybridConfig)
     levels: LevelsConfig = field(default_factory=LevelsConfig)
     semantic: SemanticHistoryConfig = field(default_factory=SemanticHistoryConfig)
     fused: FusedConfig = field(default_factory=FusedConfig)
+    instructions: InstructionConfig = field(default_factory=InstructionConfig)
     pins: PinConfig = field(default_factory=PinConfig)
     activation: ActivationConfig = field(default_factory=ActivationConfig)
     modes: tuple[ModeProfile, ...] = DEFAULT_MODES
@@ -612,14 +720,20 @@ class CompactionConfig:
     # warn (meter, notice) when sending the whole remaining history would take this share of the budget;
     # per session: ``/compact auto 80%``; 0 turns the warning off. Nothing is ever compacted silently.
     auto_threshold: Share = 0.8
-    auto_target: Share = 0.5  # the preview the warning offers compacts the history to this share of the budget
-    target_ratio: Share = 0.5  # without --target-tokens: compact to this share of the history's tokens
+    # ``bench compaction --auto``: also compact to this share of the plan budget
+    auto_target: Share = 0.5
+    # the one default target: /compact without TOKENS, compact without --target-tokens, and the preview the
+    # auto-compact warning offers compact the history (as plans send it) to this share of its tokens
+    target_ratio: Share = 0.5
     keep_recent_turns: int = 4  # the newest turns are kept verbatim (the user may still summarise them)
     # a summary's length: this share of the tokens it replaces (never more than the target leaves after the kept
     # turns) ...
     summary_ratio: Share = 0.12
     summary_min_tokens: PositiveInt = 60  # ... but at least this many
     summary_max_tokens: PositiveInt = 1500  # ... and at most this many
+    # a summary more than this many times smaller than the turns it replaces is flagged in the preview, with the
+    # turns it keeps no line of (their originals stay findable by the retrieval strategies)
+    squeeze_warning: PositiveFloat = 50.0
     first_words_chars: PositiveInt = 60  # characters of a turn's user message shown in a preview row
     # the extractive summariser: sentences scored by these named signals (keyword weight of their terms,
     # similarity to the covered turns' centroid when an embedder is ready, and cue bonuses)
@@ -831,6 +945,13 @@ def _cross_checks(config: Config) -> list[str]:
     if mcp.default_k > mcp.max_k:
         problems.append(f"mcp.default_k: {mcp.default_k} is more than mcp.max_k ({mcp.max_k}); the default must be "
                         "a number a call may ask for")
+    instructions = planner.instructions
+    for name in (f.name for f in dataclasses.fields(instructions) if f.name.endswith("_patterns")):
+        for n, pattern in enumerate(getattr(instructions, name)):
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                problems.append(f"planner.instructions.{name}[{n}]: not a regular expression ({exc}): {pattern!r}")
     try:  # only a tokenizer that loads offline is accepted (tiktoken downloads any other encoding)
         check_tokenizer_name(config.tokenizer.name)
     except TokenizerUnavailable as exc:

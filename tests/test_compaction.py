@@ -76,6 +76,48 @@ def test_a_summary_stands_in_for_its_turns_and_each_turn_says_where_it_went(stra
     assert "SUMMARY: reports 0-5" in sent and "question 3:" not in sent
 
 
+def _evidence_for_turn(history, group: int, strategy: str) -> dict:
+    """Retrieval signals that point at one turn (as the service would find them for a question about it)."""
+    ids = [m.id for m in history if m.group_id == group]
+    if strategy == "hybrid":
+        return {"keyword_ranking": (group,)}
+    if strategy == "semantic":
+        return {"semantic_ranking": ((group, 0.9),)}
+    return {"message_keyword": tuple((i, 5.0) for i in ids), "message_similarity": tuple((i, 0.9) for i in ids)}
+
+
+def _question_about_turn_3(strategy: str, budget: int = 4000, text: str | None = None):
+    s = _builder()
+    s.turn("what about the next report?", reply="")
+    history, current = s.split_current()
+    summary = _summary(range(0, 6)) if text is None else _summary(range(0, 6), text=text)
+    inputs = PlanInputs(session_id="s1", query="how do we render report number 3?", history=history,
+                        current_turn=current, budget=budget, mode="off", strategy=strategy, summaries=(summary,),
+                        **_evidence_for_turn(history, 3, strategy))
+    return build_plan(inputs, PlannerConfig(), TOKENIZER)
+
+
+@pytest.mark.parametrize("strategy", ["hybrid", "semantic", "fused"])
+def test_a_summarised_turn_the_question_needs_comes_back_verbatim_and_the_summary_stands_in_for_the_rest(strategy):
+    plan = _question_about_turn_3(strategy)
+    summary = next(i for i in plan.items if i.kind == "summary")
+    assert summary.included
+    recalled = [i for i in _history_items(plan, 3) if i.included]
+    assert recalled and all(i.detail.startswith("recalled from summary s1: ") for i in recalled)
+    sent = "\n".join(str(m.get("content", "")) for m in plan.messages())
+    assert "question 3: how do we render report number 3" in sent
+    for g in (0, 1, 2, 4, 5):  # the rest: the summary stands in for them, never brought back as recent turns
+        assert all(not i.included and i.reason == "summarised" for i in _history_items(plan, g))
+
+
+def test_a_summary_larger_than_its_share_of_a_small_budget_is_left_out_and_the_turns_stay_candidates():
+    plan = _question_about_turn_3("fused", budget=1200,
+                                  text="SUMMARY: " + "render_report_N renders the ledger report in cents. " * 60)
+    summary = next(i for i in plan.items if i.kind == "summary")
+    assert not summary.included and summary.reason == "over_budget" and "share" in summary.detail
+    assert any(i.included for i in _history_items(plan, 3))
+
+
 def test_the_summary_goes_out_before_the_turns_after_it_and_costs_what_it_says():
     plan, _ = _plan(_builder(), "window", summaries=(_summary(range(0, 6)),))
     contents = [str(m.get("content", "")) for m in plan.messages()]
@@ -342,3 +384,89 @@ def test_bench_compaction_keeps_the_rule_in_every_later_plan(tmp_path):
         assert by[strategy, True].plans == by[strategy, False].plans > 0
         assert by[strategy, True].rule_sent == by[strategy, True].plans  # protected: sent beside the summary
     json.dumps(report.to_json())
+
+
+PORT_RULE = ("Important for the whole session: the staging API listens on port 8443 and every request needs the "
+             "header X-Tenant: acme-eu.")
+
+
+def test_a_rule_worded_as_a_fact_survives_compaction_in_every_later_plan(tmp_path):
+    from ctxbench.bench import compaction as bench
+    from ctxbench.retrieval.embedder import HashingEmbedder
+
+    rows = [{"role": "system", "content": "You are a careful coding assistant."},
+            {"role": "user", "content": PORT_RULE}, {"role": "assistant", "content": "Noted."}]
+    for n in range(40):
+        rows += [{"role": "user", "content": f"step {n}: refactor the tenant client module part {n} and its tests"},
+                 {"role": "assistant", "content": f"Refactored part {n}: " + "moved helpers and renamed things " * 25}]
+    transcript = tmp_path / "port.jsonl"
+    transcript.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    report = bench.run(Config(), db_dir=tmp_path, session=transcript, locomo_paths=[], budgets=(3000,),
+                       strategies=("fused", "hybrid", "window"), share=0.5, locomo_budget=1024,
+                       embedder=HashingEmbedder(), rule_prefix="Important for the whole session")
+    assert report.long_session.summarised_turns > 10
+    assert any("standing instruction" in p for p in report.long_session.protected)
+    for row in report.rule_rows:
+        assert row.plans > 0 and row.rule_sent == row.plans, row
+
+
+# ---- one token accounting: the preview counts what plans send --------------------------------------
+def test_the_preview_counts_what_the_plans_send_before_and_after_within_one_percent(wb):
+    from ctxbench.records.compaction import history_need
+
+    sid = wb.import_file(LONG_SESSION)
+    compactor = Compactor(wb)
+    preview = compactor.preview(sid, use_model=False)
+    assert preview.changes_anything
+    before = wb.plan(sid, "where do we round amounts?", store=False)
+    assert abs(history_need(before) - preview.tokens_before) <= 0.01 * preview.tokens_before
+    raw = sum(m.tokens for m in wb.messages.history(sid))  # the stored messages, tool results uncut
+    assert raw > 1.05 * preview.tokens_before  # the truncation tiers matter in this session
+    compactor.apply(preview)
+    after = wb.plan(sid, "where do we round amounts?", store=False)
+    assert abs(history_need(after) - preview.tokens_after) <= 0.01 * preview.tokens_after
+    assert compactor.default_target(sid) == int(compactor.history_tokens(sid) * Config().compaction.target_ratio)
+
+
+def test_a_summary_fifty_times_smaller_than_its_turns_is_flagged_with_what_it_drops(wb):
+    sid = _session(wb, turns=40)
+    preview = Compactor(wb).preview(sid, target_tokens=0, use_model=False)
+    flagged = [n for n in preview.notes if "smaller than the" in n]
+    assert flagged and ("it has no line of" in flagged[0] or "tokens per turn" in flagged[0])
+    modest = Compactor(wb).preview(sid, target_tokens=Compactor(wb).history_tokens(sid) // 2, use_model=False)
+    assert not any("smaller than the" in n for n in modest.notes)
+
+
+# ---- standing instructions by meaning, and the user's word on them ----------------------------------
+def test_a_rule_worded_as_a_fact_is_protected_and_offered_first_but_a_question_about_it_is_not(wb):
+    sid = wb.new_session("facts")
+    wb.messages.append(sid, "user", PORT_RULE)
+    wb.messages.append(sid, "assistant", "Noted.")
+    wb.messages.append(sid, "user", "What port does the staging API listen on?")
+    wb.messages.append(sid, "assistant", "8443.")
+    for n in range(3, 12):
+        wb.messages.append(sid, "user", f"step {n}: tidy the client module part {n}")
+        wb.messages.append(sid, "assistant", f"Tidied part {n}: " + "details " * 40)
+    rows = {r.group_id: r for r in Compactor(wb).preview(sid, target_tokens=0, use_model=False).rows}
+    assert rows[1].disposition == PROTECTED and rows[1].reason == "standing instruction"
+    assert rows[2].disposition == SUMMARISED
+    plan = wb.plan(sid, "tidy the last part", store=False, budget=2000)
+    first = [i for i in plan.items if _group_of(i) == 1 and i.included]
+    assert first and first[0].reason == "standing_instruction"
+
+
+def test_the_user_marks_and_unmarks_a_standing_instruction(wb):
+    sid = _session(wb)
+    compactor = Compactor(wb)
+    assert "standing instruction" in compactor.mark_instruction(sid, 3)
+    compactor.mark_instruction(sid, 1, on=False)
+    rows = {r.group_id: r for r in compactor.preview(sid, target_tokens=0, use_model=False).rows}
+    assert rows[3].disposition == PROTECTED and rows[3].reason == "standing instruction"
+    assert rows[1].disposition == SUMMARISED  # "from now on ..." no longer counts: the user said so
+    flags = {m.group_id: m.flags for m in wb.messages.history(sid) if m.role == "user"}
+    assert "instruction" in flags[3] and "not_instruction" in flags[1]
+    plan = wb.plan(sid, "what is next?", store=False, budget=3000)
+    marked = [i for i in plan.items if _group_of(i) == 3 and i.included]
+    assert marked and marked[0].reason == "standing_instruction" and "marked by you" in marked[0].detail
+    with pytest.raises(NotFound):
+        compactor.mark_instruction(sid, 99)

@@ -6,10 +6,12 @@
    turn is replayed under each strategy and budget, with the summary and without it: the share of plans
    that send the rule, and the history tokens sent.
 2. **LoCoMo** (held-out conversations): each conversation is compacted (extractive) to half its history
-   tokens, and to the auto-compact target of the budget; every question is planned at the budget under the
-   default strategy with and without the summary. Recall is the share of evidence turns a plan sends
-   *verbatim*; ``with summary credit`` also counts an evidence turn one of whose sentences the included
-   summary quotes (the extractive summary quotes sentences, so this is a literal check, not a judgement).
+   tokens (and, with ``auto``, to the auto-compact target of each budget); every question is planned at each
+   budget under the default strategy with and without the summary. Recall is the share of evidence turns a plan
+   sends *verbatim*; ``with summary credit`` also counts an evidence turn one of whose sentences the included
+   summary quotes (the extractive summary quotes sentences, so this is a literal check, not a judgement). The
+   plain baselines of ``bench locomo`` (BM25+recency RRF, MiniLM, RRF of both) rank the same questions in the
+   same run (they never see a summary: the uncompacted reference).
 """
 from __future__ import annotations
 
@@ -52,15 +54,16 @@ class Compaction:
 
 @dataclass(frozen=True)
 class LocomoRow:
-    variant: str  # none | half | auto
+    variant: str  # none | half | auto | plain (a baseline of ``bench locomo``, never compacted)
     budget: int
     questions: int
     recall: float  # evidence sent verbatim
     credited: float  # ... or quoted by an included summary
     summary_included: float  # share of plans whose summary was sent
+    strategy: str = ""  # the planner's strategy, or the baseline's name
 
     def to_json(self) -> dict[str, Any]:
-        return {"variant": self.variant, "budget": self.budget, "questions": self.questions,
+        return {"variant": self.variant, "strategy": self.strategy, "budget": self.budget, "questions": self.questions,
                 "recall": round(self.recall, 4), "with_summary_credit": round(self.credited, 4),
                 "summary_included": round(self.summary_included, 4)}
 
@@ -139,10 +142,11 @@ def _quoted(summary_text: str, message: Any) -> bool:
     return any(s in flat for s in _sentences(message.content))
 
 
-def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budget: int, embedder: Any,
-           say: Callable[[str], None]) -> list[LocomoRow]:
-    """Evidence recall at ``budget`` under the default strategy: no compaction, half, the auto target."""
-    from ctxbench.bench.locomo import BENCH_SYSTEM_PROMPT, _session
+def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequence[int], embedder: Any,
+           say: Callable[[str], None], auto: bool = False, baselines: bool = True) -> list[LocomoRow]:
+    """Evidence recall at each budget under the default strategy: no compaction, half (and the auto target of each
+    budget with ``auto``); the plain baselines beside them."""
+    from ctxbench.bench.locomo import BENCH_SYSTEM_PROMPT, _baselines, _session
     from ctxbench.bench.locomo_data import load_conversation
     from ctxbench.planner import build_plan
     from ctxbench.service.compaction import Compactor
@@ -150,24 +154,31 @@ def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budget: int,
 
     config = dataclasses.replace(config, planner=dataclasses.replace(config.planner, system_prompt=BENCH_SYSTEM_PROMPT))
     strategy = config.planner.default_strategy
-    tallies: dict[str, list[tuple[float, float, bool]]] = {"none": [], "half": [], "auto": []}
+    tallies: dict[tuple[str, int], list[tuple[float, float, bool]]] = {}
+    plain: dict[tuple[str, str, int], Any] = {}
     with Workbench(db_path, config) as wb:
         wb.embedder = embedder
         for path in paths:
             conversation = load_conversation(path)
             sid = _session(wb, conversation, "ab")
+            if baselines:
+                say(f"locomo {conversation.id}: plain baselines")
+                _baselines(wb, conversation, budgets, embedder, plain)
             say(f"locomo {conversation.id}: embedding its messages")
             wb.warm_history(sid)
             by_external = {m.external_id: m for m in wb.messages.history(sid) if m.external_id}
             compactor = Compactor(wb, config)
             history = compactor.history_tokens(sid)
-            for variant, target in (("none", None), ("half", history // 2), ("auto", compactor.auto_target(budget))):
+            runs: list[tuple[str, int | None, Sequence[int]]] = [("none", None, budgets), ("half", history // 2, budgets)]
+            if auto:
+                runs += [("auto", compactor.auto_target(b), (b,)) for b in budgets]
+            for variant, target, at in runs:
                 summary = None
                 if target is not None:
                     preview = compactor.preview(sid, target_tokens=target, use_model=False)
                     summary = compactor.apply(preview)
                 say(f"locomo {conversation.id}: {len(conversation.questions)} questions, compaction {variant}")
-                for question in conversation.questions:
+                for budget, question in ((b, q) for b in at for q in conversation.questions):
                     inputs = wb.plan_inputs(sid, question.question, strategy=strategy, budget=budget, mode="off")
                     plan = build_plan(inputs, config.planner, wb.tokenizer)
                     sent = {e for i in plan.items if i.included for e in i.external_ids}
@@ -177,20 +188,27 @@ def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budget: int,
                     credited = sum(1 for e in question.evidence if e in sent or (
                         summary_sent and e in by_external and _quoted(summary.text, by_external[e])))
                     n = len(question.evidence)
-                    tallies[variant].append((verbatim / n, credited / n, summary_sent))
+                    tallies.setdefault((variant, budget), []).append((verbatim / n, credited / n, summary_sent))
                 if summary is not None:
                     compactor.undo(sid, summary.id)
     rows = []
-    for variant, scores in tallies.items():
+    for (variant, budget), scores in sorted(tallies.items(), key=lambda kv: (kv[0][1], kv[0][0] != "none")):
         if scores:
             rows.append(LocomoRow(variant, budget, len(scores), sum(s[0] for s in scores) / len(scores),
-                                  sum(s[1] for s in scores) / len(scores), sum(s[2] for s in scores) / len(scores)))
+                                  sum(s[1] for s in scores) / len(scores), sum(s[2] for s in scores) / len(scores),
+                                  strategy))
+    for (name, _roles, budget), tally in sorted(plain.items(), key=lambda kv: (kv[0][2], kv[0][0])):
+        recalls = [r for _c, r in tally.scores]
+        if recalls:
+            mean = sum(recalls) / len(recalls)
+            rows.append(LocomoRow("plain", budget, len(recalls), mean, mean, 0.0, name))
     return rows
 
 
 def run(config: Config, *, db_dir: Path, session: Path | None, locomo_paths: Sequence[Path], budgets: Sequence[int],
-        strategies: Sequence[str], share: float, locomo_budget: int, embedder: Any = None,
-        progress: Callable[[str], None] | None = None, rule_prefix: str = RULE_PREFIX) -> CompactionReport:
+        strategies: Sequence[str], share: float, locomo_budget: int | Sequence[int], embedder: Any = None,
+        progress: Callable[[str], None] | None = None, rule_prefix: str = RULE_PREFIX, auto: bool = False,
+        baselines: bool = True) -> CompactionReport:
     say = progress or (lambda what: None)
     started = time.perf_counter()
     if embedder is None:
@@ -207,6 +225,7 @@ def run(config: Config, *, db_dir: Path, session: Path | None, locomo_paths: Seq
     ids: tuple[str, ...] = ()
     if locomo_paths:
         ids = tuple(p.stem for p in locomo_paths)
-        locomo_rows = locomo(locomo_paths, config, db_path=db_dir / "locomo.db", budget=locomo_budget,
-                             embedder=embedder, say=say)
+        at = (locomo_budget,) if isinstance(locomo_budget, int) else tuple(locomo_budget)
+        locomo_rows = locomo(locomo_paths, config, db_path=db_dir / "locomo.db", budgets=at, embedder=embedder,
+                             say=say, auto=auto, baselines=baselines)
     return CompactionReport(tuple(rule_rows), done, tuple(locomo_rows), ids, time.perf_counter() - started)

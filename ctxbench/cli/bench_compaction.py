@@ -31,16 +31,18 @@ HELD_OUT = "47,48,49,50"
 @click.option("--locomo", "locomo_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Folder of LoCoMo conversation files (N.json).")
 @click.option("--conversations", default=HELD_OUT, show_default=True, help="LoCoMo conversations (held-out ones).")
-@click.option("--locomo-budget", type=click.IntRange(min=64), default=1024, show_default=True,
-              help="The plan budget of the LoCoMo questions.")
+@click.option("--locomo-budgets", "locomo_budgets", default="1024,2048", show_default=True,
+              help="The plan budgets of the LoCoMo questions (comma-separated).")
+@click.option("--auto", "with_auto", is_flag=True, help="Also compact LoCoMo to the auto-compact target of each budget.")
+@click.option("--no-baselines", is_flag=True, help="Leave out the plain baselines of the LoCoMo part.")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the results file goes (default: bench.results_dir of the config).")
 @click.option("--no-save", is_flag=True, help="Do not write the results file.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @config_option
 def command(session: Path | None, rule_prefix: str | None, no_session: bool, budgets: str, strategies: str, share: float,
-            locomo_dir: Path | None, conversations: str, locomo_budget: int, out_dir: Path | None, no_save: bool,
-            as_json: bool, config_path) -> None:
+            locomo_dir: Path | None, conversations: str, locomo_budgets: str, with_auto: bool, no_baselines: bool,
+            out_dir: Path | None, no_save: bool, as_json: bool, config_path) -> None:
     from ctxbench.bench import compaction
     from ctxbench.bench.locomo_data import LocomoError, find_conversations
     from ctxbench.records.errors import EmbedderError
@@ -53,6 +55,12 @@ def command(session: Path | None, rule_prefix: str | None, no_session: bool, bud
         fail(f"--budgets: whole numbers separated by commas, got {budgets!r}", 2)
     if not sizes or min(sizes) <= 0:
         fail("--budgets: give one or more positive budgets", 2)
+    try:
+        locomo_budget = tuple(int(b) for b in locomo_budgets.split(",") if b.strip())
+    except ValueError:
+        fail(f"--locomo-budgets: whole numbers separated by commas, got {locomo_budgets!r}", 2)
+    if not locomo_budget or min(locomo_budget) < 64:
+        fail("--locomo-budgets: give one or more budgets of 64 tokens or more", 2)
     names = tuple(s.strip() for s in strategies.split(",") if s.strip())
     unknown = [s for s in names if s not in STRATEGIES]
     if unknown:
@@ -73,7 +81,8 @@ def command(session: Path | None, rule_prefix: str | None, no_session: bool, bud
         try:
             report = compaction.run(config, db_dir=Path(tmp), session=transcript, locomo_paths=paths, budgets=sizes,
                                     strategies=names, share=share, locomo_budget=locomo_budget, progress=progress,
-                                    rule_prefix=rule_prefix or compaction.RULE_PREFIX)
+                                    rule_prefix=rule_prefix or compaction.RULE_PREFIX, auto=with_auto,
+                                    baselines=not no_baselines)
         except (LocomoError, EmbedderError, ValueError) as exc:
             fail(str(exc), 2)
     report_bench("compaction", report, _print, as_json=as_json, no_save=no_save, out_dir=out_dir,
@@ -96,8 +105,13 @@ def _print(report) -> None:
             click.echo(f"{strategy:<10}{budget:>8,}  {f'{yes.rule_sent}/{yes.plans}':>22}  {f'{no.rule_sent}/{no.plans}':>16}"
                        f"  {f'{yes.history_tokens:,.0f} / {no.history_tokens:,.0f}':>30}")
     if report.locomo_rows:
-        click.echo(f"\nLoCoMo {', '.join(report.conversations)} (default strategy, budget "
-                   f"{report.locomo_rows[0].budget:,}, {report.locomo_rows[0].questions} questions)")
-        click.echo(f"{'compaction':<12}{'recall':>8}{'with summary credit':>22}{'summary sent':>14}")
+        click.echo(f"\nLoCoMo {', '.join(report.conversations)} ({report.locomo_rows[0].questions} questions; "
+                   f"'plain' rows: the baselines, never compacted)")
+        click.echo(f"{'budget':>7}  {'compaction':<11}{'strategy':<24}{'recall':>8}{'x none':>8}"
+                   f"{'with summary credit':>21}{'summary sent':>14}")
+        uncompacted = {r.budget: r.recall for r in report.locomo_rows if r.variant == "none"}
         for row in report.locomo_rows:
-            click.echo(f"{row.variant:<12}{row.recall:>8.3f}{row.credited:>22.3f}{row.summary_included:>14.2f}")
+            ratio = f"{row.recall / uncompacted[row.budget]:.3f}" if uncompacted.get(row.budget) and \
+                row.variant != "plain" else "-"
+            click.echo(f"{row.budget:>7,}  {row.variant:<11}{row.strategy:<24}{row.recall:>8.3f}{ratio:>8}"
+                       f"{row.credited:>21.3f}{row.summary_included:>14.2f}")

@@ -6,10 +6,11 @@ only when the user applies it. Engine module: never imports textual or rich.
 """
 from __future__ import annotations
 
+import re
 from typing import Callable, Mapping, Sequence
 
 from ctxbench.compaction import extractive
-from ctxbench.compaction.preview import Dispositions, dispositions, protections, turns_of
+from ctxbench.compaction.preview import Dispositions, Turn, dispositions, protections, turns_of
 from ctxbench.config import Config
 from ctxbench.planner.render import summary_message
 from ctxbench.records.compaction import SOURCE_EXTRACTIVE, CompactionPreview, Summary, Task
@@ -34,6 +35,46 @@ def summary_tokens(text: str, source: str, group_ids: Sequence[int], tokenizer: 
     return count_message(tokenizer, summary_message(probe))
 
 
+def sent_tokens(history: Sequence[Message], config: Config, tokenizer: Tokenizer) -> dict[int, int]:
+    """Turn -> the tokens a plan sends of it whole: its history atoms as the planner renders them (tool results cut
+    by the truncation tiers of a turn that is not the current one), so the preview counts what the meter counts."""
+    from ctxbench.planner.atoms import history_layout
+    from ctxbench.records.messages import strategy_family
+
+    active = tuple(m for m in history if m.status == "active")
+    layout = history_layout(active, strategy_family(config.planner.provider_family), config.planner.truncation,
+                            tokenizer)
+    return {view.group_id: view.eligible_tokens for view in layout.views}
+
+
+def _spans(groups: Sequence[int]) -> str:
+    """[3, 4, 5, 9] -> "3-5, 9"."""
+    out: list[str] = []
+    for g in groups:
+        if out and out[-1].split("-")[-1] == str(g - 1):
+            out[-1] = f"{out[-1].split('-')[0]}-{g}"
+        else:
+            out.append(str(g))
+    return ", ".join(out)
+
+
+def squeeze_note(turns: Sequence[Turn], text: str, summary_tokens: int, limit: float) -> str:
+    """A warning when the summary is more than ``limit`` times smaller than the turns it replaces, naming what it
+    drops: the turns it has no line of (an extractive summary's lines name their turn), else "" ."""
+    replaced = sum(t.tokens for t in turns)
+    if not summary_tokens or replaced <= limit * summary_tokens:
+        return ""
+    named = {int(g) for g in re.findall(r"^- turn (\d+) —", text, flags=re.MULTILINE)}
+    if named:
+        gone = [t.group_id for t in turns if t.group_id not in named]
+        drops = (f"it has no line of {len(gone)} of the {len(turns)} turns ({_spans(gone)})" if gone
+                 else f"it keeps about {summary_tokens // max(len(turns), 1)} tokens per turn")
+    else:
+        drops = f"it keeps about {summary_tokens // max(len(turns), 1)} tokens of each of {len(turns)} turns"
+    return (f"the summary is {replaced / summary_tokens:.0f}x smaller than the {replaced:,} tokens of {len(turns)} "
+            f"turns it replaces: {drops}; their originals stay findable (retrieval strategies recall them verbatim)")
+
+
 def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message], pins: Sequence[Pin],
                   summaries: Sequence[Summary], task: Task | None, target_tokens: int, config: Config,
                   tokenizer: Tokenizer, choices: Mapping[int, str] | None = None,
@@ -41,8 +82,9 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
                   task_id: int = 0) -> CompactionPreview:
     """What compacting ``history`` (the active branch's, active and dropped messages) to ``target_tokens``
     would do. ``only_groups``: summarise exactly these turns (a finished task's) and keep the rest."""
-    turns = turns_of(history)
-    protected = protections(turns, pins, task, config.planner.levels)
+    turns = turns_of(history, sent_tokens(history, config, tokenizer))
+    protected = protections(turns, pins, task, config.planner.levels, config.planner.instructions,
+                            config.planner.fused.speaker_share)
     notes: list[str] = []
     if choices and only_groups is None:
         known = {t.group_id for t in turns}
@@ -74,6 +116,10 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
                      f"alone take more")
     if plan.summarised and not text:
         notes.append("the summariser found nothing to keep in these turns")
+    elif plan.summarised:
+        warning = squeeze_note(plan.summarised, text, new_tokens, config.compaction.squeeze_warning)
+        if warning:
+            notes.append(warning)
     return CompactionPreview(
         session_id=session_id, branch_id=branch_id, target_tokens=target_tokens, rows=plan.rows, summary_text=text,
         source=source, tokens_before=before, tokens_after=after, summary_tokens=new_tokens,

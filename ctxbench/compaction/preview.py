@@ -6,7 +6,8 @@ Every turn of the active branch gets one disposition:
 - **summarised (sN)** — an earlier summary already stands in for it;
 - **protected** — never summarised, with the reason: it holds a system message, a sticky pin is on it, the
   user stated a standing instruction in it (the ``levels`` strategy's permanent level: "always", "never",
-  "from now on", ...), it holds the latest ``### STATE`` block, or a lease of the open task is on it;
+  "from now on", ..., or what the standing-instruction detector recognises by its cues: "the staging API listens
+  on port 8443"), it holds the latest ``### STATE`` block, or a lease of the open task is on it;
 - **kept** — sent verbatim: the newest ``keep_recent_turns``, a turn the user chose to keep, or one the
   target does not need;
 - **summarised** — replaced by the new summary.
@@ -20,12 +21,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping, Sequence
 
-from ctxbench.config import CompactionConfig, LevelsConfig
+from ctxbench.config import CompactionConfig, InstructionConfig, LevelsConfig
+from ctxbench.planner.instructions import UNMARK_FLAG, is_standing_instruction
 from ctxbench.planner.render import short
 from ctxbench.planner.strategies.levels import states_instruction
 from ctxbench.records.compaction import DROPPED, KEPT, PROTECTED, SUMMARISED, Summary, Task, TurnDisposition
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import Pin
+from ctxbench.records.speakers import reads_as_transcript, speaker_label
 from ctxbench.records.state import state_span
 
 
@@ -37,8 +40,9 @@ class Turn:
     dropped: bool
 
 
-def turns_of(history: Sequence[Message]) -> list[Turn]:
-    """The turns of a branch's history (active and dropped messages), oldest first."""
+def turns_of(history: Sequence[Message], sent: Mapping[int, int] | None = None) -> list[Turn]:
+    """The turns of a branch's history (active and dropped messages), oldest first. ``sent``: turn -> the tokens a
+    plan sends of it (after the truncation tiers); without it, the stored messages' own counts."""
     order: list[int] = []
     by_group: dict[int, list[Message]] = {}
     for m in history:
@@ -50,7 +54,8 @@ def turns_of(history: Sequence[Message]) -> list[Turn]:
     for gid in order:
         msgs = by_group[gid]
         active = tuple(m for m in msgs if m.status == "active")
-        out.append(Turn(gid, active, sum(m.tokens for m in active), not active))
+        tokens = sent.get(gid, 0) if sent is not None else sum(m.tokens for m in active)
+        out.append(Turn(gid, active, tokens, not active))
     return out
 
 
@@ -64,9 +69,29 @@ def pinned_group(target: str) -> int | None:
     return None
 
 
-def protections(turns: Sequence[Turn], pins: Sequence[Pin], task: Task | None, levels: LevelsConfig) -> dict[int, str]:
+def _instruction(m: Message, levels: LevelsConfig, instructions: InstructionConfig | None, transcript: bool) -> bool:
+    """A user's message that states a standing instruction: by the levels' phrases or flag, or by the detector
+    (in a transcript of speakers, by the flag only); the user's ``not_instruction`` flag says it is none."""
+    if UNMARK_FLAG in m.flags:
+        return False
+    if transcript:  # "Caroline: I always loved painting" is talk, not a rule: only the user's flag counts there
+        return levels.instruction_flag in m.flags
+    if states_instruction(m.content, m.flags, levels):
+        return True
+    return instructions is not None and is_standing_instruction(m.content, m.flags, instructions)
+
+
+def reads_as_speakers(turns: Sequence[Turn], share: float) -> bool:
+    """Whether the turns' messages read as a transcript of speakers ("Caroline: ...")."""
+    texted = [m.content for t in turns for m in t.messages if m.role in ("user", "assistant") and m.content]
+    return reads_as_transcript(sum(1 for c in texted if speaker_label(c)), len(texted), share)
+
+
+def protections(turns: Sequence[Turn], pins: Sequence[Pin], task: Task | None, levels: LevelsConfig,
+                instructions: InstructionConfig | None = None, speaker_share: float = 0.5) -> dict[int, str]:
     """turn -> why it may never be summarised."""
     out: dict[int, str] = {}
+    transcript = instructions is not None and reads_as_speakers(turns, speaker_share)
     state_turn = None
     for turn in turns:
         if any(m.role == "assistant" and state_span(m.content) is not None for m in turn.messages):
@@ -84,7 +109,7 @@ def protections(turns: Sequence[Turn], pins: Sequence[Pin], task: Task | None, l
             continue
         if any(m.role == "system" for m in turn.messages):
             out[turn.group_id] = "holds a system message"
-        elif any(m.role == "user" and states_instruction(m.content, m.flags, levels) for m in turn.messages):
+        elif any(m.role == "user" and _instruction(m, levels, instructions, transcript) for m in turn.messages):
             out[turn.group_id] = "standing instruction"
         elif turn.group_id == state_turn:
             out[turn.group_id] = "holds the latest ### STATE block"

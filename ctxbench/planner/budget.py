@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any, Callable, Mapping, Sequence
 
 from ctxbench.planner.atoms import GroupView
+from ctxbench.records.compaction import RECALLED
 
 FULL = "full"
 PARTIAL = "partial"
@@ -123,6 +124,30 @@ class HistorySelection:
         self.atom_scores: dict[int, dict[int, float]] | AtomValues = {}  # group -> atom -> score, if atoms are scored
         # a strategy that explains its exclusions only when they are read: group index -> (default, details)
         self.explain: Explain | None = None
+        # turns a summary stands in for that a retrieval strategy may still recall verbatim: group index -> the
+        # summary's label ("s1"); they compete on relevance but never as recent turns (``recalled`` says why)
+        self.summarised: dict[int, str] = {}
+
+    def recall_summarised(self, summarised: Mapping[int, tuple[str, str]]) -> None:
+        """Let the turns a summary stands in for (group index -> (its label, why)) compete again: no longer
+        excluded as a whole, their atoms left out stay ``summarised`` with that detail."""
+        for gi, (label, why) in summarised.items():
+            if self.excluded.get(gi, ("",))[0] != "summarised":
+                continue
+            del self.excluded[gi]
+            self.summarised[gi] = label
+            self.defaults[gi] = ("summarised", why)
+
+    def recent(self, order: Sequence[int]) -> list[int]:
+        """``order`` without the turns a summary stands in for (they left the recency window)."""
+        summarised = self.summarised
+        return [gi for gi in order if gi not in summarised] if summarised else list(order)
+
+    def recalled(self, gi: int, detail: str) -> str:
+        """``detail`` of an atom of turn ``gi`` taken, prefixed ``recalled from summary sN: `` when a summary stands
+        in for the turn."""
+        label = self.summarised.get(gi) if self.summarised else None
+        return f"{RECALLED} {label}: {detail}" if label else detail
 
     # ---- queries ---------------------------------------------------------------------------
     def smallest_before(self) -> list[float]:

@@ -129,6 +129,8 @@ class Candidates:
     summaries: list[Cand] = field(default_factory=list)  # oldest covered turn first
     summary_kept: dict[str, tuple[int, ...]] = field(default_factory=dict)  # summary id -> protected view indices
     capsules: list[Cand] = field(default_factory=list)  # fresh ones first, by score; stale ones after
+    # view index -> (the label of the summary that stands in for the turn, "s1"; why it is left out)
+    summarised: dict[int, tuple[str, str]] = field(default_factory=dict)
 
     def layer_cands(self) -> list[Cand]:
         out = [self.system]
@@ -351,11 +353,12 @@ def build_candidates(
     if profile.auto_retrieve:
         notes.extend(f"retrieval: {n}" for n in retrieval.notes)
 
-    summaries, kept = _summaries(inputs, tokenizer, view_index, dropped, ids)
+    summarised: dict[int, tuple[str, str]] = {}
+    summaries, kept = _summaries(inputs, tokenizer, view_index, dropped, ids, summarised)
     capsules = _capsules(inputs, tokenizer, profile, ids)
     current = _current_turn(inputs, config, tokenizer, family)
     return Candidates(system, tools, system_messages, state, scratchpad, memos, scaffold, pins, cards, views, dropped,
-                      current, notes, summaries, kept, capsules=capsules)
+                      current, notes, summaries, kept, capsules=capsules, summarised=summarised)
 
 
 def _capsules(inputs: PlanInputs, tokenizer: Tokenizer, profile: ModeProfile, ids: set[str]) -> list[Cand]:
@@ -380,7 +383,8 @@ def _capsules(inputs: PlanInputs, tokenizer: Tokenizer, profile: ModeProfile, id
 
 
 def _summaries(inputs: PlanInputs, tokenizer: Tokenizer, view_index: dict[int, int],
-               dropped: dict[int, tuple[str, str]], ids: set[str]) -> tuple[list[Cand], dict[str, tuple[int, ...]]]:
+               dropped: dict[int, tuple[str, str]], ids: set[str], summarised: dict[int, tuple[str, str]] | None = None
+               ) -> tuple[list[Cand], dict[str, tuple[int, ...]]]:
     """A candidate per summary that covers a turn of this history; its covered turns are marked
     ``summarised`` (a turn the user dropped keeps that reason). Must run after the pins are built, so a
     pin on a summarised turn still works."""
@@ -394,7 +398,9 @@ def _summaries(inputs: PlanInputs, tokenizer: Tokenizer, view_index: dict[int, i
                     CAT_SUMMARY, detail=f"{summary.source}; {len(summary.group_ids)} turns, "
                                         f"{summary.tokens_before:,} tokens before")
         for gi in covered:
-            dropped.setdefault(gi, ("summarised", f"in summary s{summary.id} ({summary.span})"))
+            why = f"in summary s{summary.id} ({summary.span})"
+            if dropped.setdefault(gi, ("summarised", why)) == ("summarised", why) and summarised is not None:
+                summarised[gi] = (f"s{summary.id}", why)
         kept[cand.id] = tuple(view_index[g] for g in summary.kept_groups if g in view_index)
         out.append(cand)
     return out, kept

@@ -17,9 +17,12 @@ single token unless the mandatory items alone do):
    their excerpt, or the thin card when the excerpt does not fit), then the capsules of code the
    retrieval offered in what is left of that share (fresh ones first; a stale one only after every
    fresh card and capsule, its detail and message saying which file changed);
-7. summaries of earlier turns (each whole, with the protected turns inside its span), then history by
-   the session's strategy (window / hybrid / levels / semantic) with what is left; ``levels`` places
-   the summaries in its session level instead;
+7. summaries of earlier turns (each whole, within ``summary_share`` of what is left, with the protected turns
+   inside its span — those go first even when the summary does not fit), then history by the session's
+   strategy (window / hybrid / levels / semantic / fused) with what is left; ``levels`` places the summaries in
+   its session level instead. The retrieval strategies (fused, semantic, hybrid) keep the turns a summary
+   stands in for as candidates, never as recent turns: one the query points at comes back verbatim, its detail
+   ``recalled from summary sN: …``; the others stay ``summarised``;
 8. ephemeral pins.
 
 Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are
@@ -59,7 +62,7 @@ from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanIt
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
-from ctxbench.planner.strategies.context import StrategyContext, places_summaries
+from ctxbench.planner.strategies.context import StrategyContext, places_summaries, recalls_summarised
 from ctxbench.planner.summaries import fill_summaries
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 
@@ -434,6 +437,8 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
     pid = _plan_id(inputs, config, tokenizer.name, layout.history_digest)
     c = build_candidates(inputs, config, tokenizer, profile, layout, family)
     selection = HistorySelection(views, c.dropped, layout.memo, layout.earlier)
+    if c.summarised and recalls_summarised(strategy):
+        selection.recall_summarised(c.summarised)
     budget = Budget(inputs.budget, REPLY_PRIMING)
     notes: list[str] = []
     if tokenizer.is_estimate:
@@ -480,7 +485,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
             _take(memo, budget, "keyword_match")
         _fill_retrieval(c, budget, inputs, profile)  # 5, 6
         if not places_summaries(strategy):
-            fill_summaries(c.summaries, c.summary_kept, selection, budget)  # 7
+            fill_summaries(c.summaries, c.summary_kept, selection, budget, share=config.summary_share)  # 7
         strategy(selection, budget, context)
         _fill_pins(c, selection, budget, "ephemeral", "pinned_ephemeral")  # 8
         notes.extend(context.notes)

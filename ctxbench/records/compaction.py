@@ -201,12 +201,26 @@ def _summary_of(detail: str) -> str:
 _NOT_DEMANDED = frozenset({"summarised", "dropped_by_user", "isolated_strategy", "duplicate"})
 
 
+RECALLED = "recalled from summary"  # the detail of an atom of a summarised turn a retrieval strategy brought back
+
+
+def _demanded(item: Any) -> bool:
+    """A history item the whole remaining history needs: not summarised, dropped or a duplicate, and not a turn
+    a summary stands in for that a retrieval strategy recalled (the summary counts for it)."""
+    return item.section == "history" and item.reason not in _NOT_DEMANDED and not item.detail.startswith(RECALLED)
+
+
 def history_demand(plan: Any) -> int:
     """Tokens the plan would need to send everything it has and the whole remaining history (every history
     item not summarised, dropped or a duplicate, included or not)."""
     others = sum(i.tokens for i in plan.items if i.included and i.section != "history")
-    history = sum(i.tokens for i in plan.items if i.section == "history" and i.reason not in _NOT_DEMANDED)
-    return others + history
+    return others + sum(i.tokens for i in plan.items if _demanded(i))
+
+
+def history_need(plan: Any) -> int:
+    """The history part of ``history_demand`` without the current turn: the earlier turns not summarised, and the
+    summaries, as the plan sends them — what a compaction preview's before and after count."""
+    return sum(i.tokens for i in plan.items if _demanded(i) and i.kind != "current_turn")
 
 
 @dataclass(frozen=True)

@@ -43,8 +43,12 @@ class Compactor:
         return int(history * self.config.compaction.target_ratio)
 
     def history_tokens(self, session_id: str) -> int:
+        """The history's tokens as plans send them (after the truncation tiers; earlier summaries as sent)."""
+        from ctxbench.compaction import sent_tokens
+
         covered = {g for s in self.wb.summaries.active(session_id) for g in s.group_ids}
-        tokens = sum(m.tokens for m in self._history(session_id) if m.status == "active" and m.group_id not in covered)
+        sent = sent_tokens(self._history(session_id), self.config, self.wb.tokenizer)
+        tokens = sum(t for g, t in sent.items() if g not in covered)
         return tokens + sum(s.tokens_after for s in self.wb.summaries.active(session_id))
 
     def auto_target(self, budget: int) -> int:
@@ -130,6 +134,21 @@ class Compactor:
     def undo(self, session_id: str, summary_id: int | None = None) -> Summary:
         """Undo a summary (default: the newest in force): its turns are sent again from the next plan on."""
         return self.wb.summaries.undo(session_id, summary_id)
+
+    # -- standing instructions ----------------------------------------------------------------------
+    def mark_instruction(self, session_id: str, group_id: int, on: bool = True) -> str:
+        """Mark (``on``) or unmark the user's message of turn ``group_id`` as a standing instruction, whatever the
+        detector says: the ``instruction`` / ``not_instruction`` flag. Compaction protects a marked turn and
+        ``fused`` offers it first; an unmarked one is neither. Returns what changed, in a line."""
+        from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG
+
+        user = next((m for m in self._history(session_id) if m.group_id == group_id and m.role == "user"), None)
+        if user is None:
+            raise NotFound(f"turn {group_id} has no user message on the active branch of {session_id}")
+        keep = [f for f in user.flags if f not in (MARK_FLAG, UNMARK_FLAG)]
+        self.wb.messages.set_flags(session_id, user.id, (*keep, MARK_FLAG if on else UNMARK_FLAG))
+        return (f"turn {group_id} is a standing instruction (protected from compaction, offered first)" if on else
+                f"turn {group_id} is not a standing instruction")
 
     # -- the auto-compact threshold -----------------------------------------------------------------
     def threshold(self, session_id: str) -> float:

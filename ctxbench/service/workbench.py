@@ -282,14 +282,19 @@ class Workbench:
         messages (a tool result holding a ``.env``, a key pasted in a prompt) are masked before they are stored."""
         from ctxbench.redaction import redact
 
+        from ctxbench.records.stamps import fill_times
+
         new = []
-        for m in transcript.messages:
+        # a message without a time of its own: its leading date stamp's, else the message before it's (the import's
+        # time only when the transcript carries none at all)
+        times = fill_times(transcript.messages)
+        for m, created_at in zip(transcript.messages, times):
             content, calls = redact(m.content)[0], redact_calls(m.tool_calls)
             new.append(NewMessage(group_id=m.group + 1, role=m.role, content=content, tool_calls=calls,
                                   tool_call_id=m.tool_call_id, tool_name=m.tool_name,
                                   parsing_strategy=m.parsing_strategy,
                                   tokens=self._count(m.role, content, calls, m.tool_call_id), flags=m.flags,
-                                  external_id=m.external_id, created_at=m.created_at))
+                                  external_id=m.external_id, created_at=created_at))
         with self.transaction():
             session_id = self.sessions.create(title or transcript.source, str(self.repo) if self.repo else None)
             self.messages.insert(session_id, new)

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Iterable
 
 from ctxbench.records.messages import ToolCall
+from ctxbench.records.stamps import parse_stamp
 from ctxbench.records.transcripts import Transcript, TranscriptError, TranscriptMessage, decode_line, read_lines
 
 FORMAT = "aider"
@@ -45,28 +46,33 @@ def parse_lines(lines: Iterable[str | bytes], source: str = "<input>") -> Transc
     command = ""  # the current turn's /command, if its input is one
     in_fence = False  # inside a ``` block of the reply, '> ' lines are reply text
 
+    started = ""  # when the current run started (its "# aider chat started at ..." line), ISO 8601
+
     def flush(next_mode: str, line: int) -> None:
         nonlocal buf, mode, start
         text = "\n".join(buf).strip("\n")
         if mode == "user":
-            out.append(TranscriptMessage(line=start, group=group, role="user", content=text, parsing_strategy=STRATEGY))
+            out.append(TranscriptMessage(line=start, group=group, role="user", content=text, parsing_strategy=STRATEGY,
+                                         created_at=started))
         elif mode == "assistant" and text.strip():
             out.append(TranscriptMessage(line=start, group=group, role="assistant", content=text,
-                                         parsing_strategy=STRATEGY))
+                                         parsing_strategy=STRATEGY, created_at=started))
         elif mode == "output":
             call_id = f"aider_{start}"
             name = COMMAND_TOOL if command else OUTPUT_TOOL
             arguments = json.dumps({"command": command} if command else {}, ensure_ascii=False)
             out.append(TranscriptMessage(line=start, group=group, role="assistant", content="",
-                                         tool_calls=(ToolCall(call_id, name, arguments),), parsing_strategy=STRATEGY))
+                                         tool_calls=(ToolCall(call_id, name, arguments),), parsing_strategy=STRATEGY,
+                                         created_at=started))
             out.append(TranscriptMessage(line=start, group=group, role="tool", content=text, tool_call_id=call_id,
-                                         tool_name=name, parsing_strategy=STRATEGY))
+                                         tool_name=name, parsing_strategy=STRATEGY, created_at=started))
         buf, mode, start = [], next_mode, line
 
     for number, raw in enumerate(lines, start=1):
         line = decode_line(number, raw).rstrip("\r\n")
         if _RUN_START.match(line):
             flush("banner", number)  # a new run: its start-up output belongs to no turn
+            started = parse_stamp(line)
             continue
         user = _USER.match(line)
         if user:

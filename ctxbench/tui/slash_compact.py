@@ -50,6 +50,22 @@ class CompactCommands(SlashBase):
 
         self.host.link.act(run)
 
+    @handles("instruction")
+    def instruction(self, args: tuple[str, ...]) -> None:
+        """``/instruction TURN`` marks the turn's user message a standing instruction, ``/instruction TURN off``
+        unmarks it (whatever the detector found); the flag shows in the timeline."""
+        if not args or len(args) > 2 or (len(args) == 2 and args[1].lower() not in ("on", "off")):
+            raise ValueError("expected a turn and optionally on or off, e.g. /instruction 4 off")
+        turn = int_arg(args[:1], "turn")
+        on = len(args) == 1 or args[1].lower() == "on"
+        self._need_session()
+        self._not_while_replying()
+
+        def run(session: "WorkbenchSession") -> str:
+            return session.compaction.mark_instruction(session.session_id, turn, on)
+
+        self.host.link.act(run, history=True)
+
     @handles("compact auto")
     def compact_auto(self, args: tuple[str, ...]) -> None:
         """``/compact auto 80%`` | ``off`` | ``default``: the session's auto-compact warning threshold."""

@@ -24,6 +24,12 @@ class StrategyContext:
 Strategy = Callable[[HistorySelection, Budget, StrategyContext], None]
 
 
+def recalls_summarised(strategy: Strategy) -> bool:
+    """True for a retrieval strategy (``fused``, ``semantic``, ``hybrid``): the turns a summary stands in for stay
+    its candidates, recalled verbatim when the query needs them (never as recent turns)."""
+    return bool(getattr(strategy, "recalls_summarised", False))
+
+
 def places_summaries(strategy: Strategy) -> bool:
     """True for a strategy that puts the summaries in its own levels (``levels``)."""
     return bool(getattr(strategy, "places_summaries", False))

@@ -23,10 +23,15 @@ Filling order, each step only taking what still fits:
 1. continuity — the latest ``recent_groups`` turns, within ``recent_share`` of the history budget
    (reason ``recent_window``; a longer turn gives what fits, its user message first);
 2. standing instructions — user messages that set a rule (``instruction_patterns``: "from now on",
-   "ground rule", a sentence opening with "always"/"never", ...), best first within
+   "ground rule", a sentence opening with "always"/"never", ...), or that the standing-instruction detector
+   recognises (``planner/instructions.py``; not in a transcript of speakers), best first within
    ``instruction_share`` (reason ``standing_instruction``: a rule given early still holds late);
 3. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
    one that does not fit is skipped and the next one tried, so the budget is filled.
+
+A turn a summary stands in for is never one of the latest turns; its atoms compete in step 3 only when the
+query points at them (a keyword match, or a base of at least ``summarised_min_base``), their detail
+``recalled from summary sN: …``; the others stay ``summarised``.
 
 Atoms left out are ``over_budget`` with their rank and score; ``window_groups`` > 0 lets only the latest N
 turns compete (``outside_window``). Without any similarity or keyword evidence (no embedder yet and no
@@ -44,9 +49,10 @@ from typing import Sequence
 
 import numpy as np
 
-from ctxbench.config import FusedConfig
+from ctxbench.config import FusedConfig, InstructionConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
 from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
+from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
@@ -64,26 +70,31 @@ def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE | re.MULTILINE) if parts else None
 
 
-def _group_facts(group: GroupView, config: FusedConfig
-                 ) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[bool, ...], float]:
-    """(speaker label, standing instruction?, says when?) per atom, and the turn's time (epoch seconds, NaN if
-    unknown); memoised on the cached group view."""
-    key = ("fused", config.instruction_patterns, config.temporal_text_patterns)
+def _group_facts(group: GroupView, config: FusedConfig, instructions: InstructionConfig
+                 ) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[bool, ...], tuple[bool, ...], float]:
+    """(speaker label, standing instruction by the patterns?, by the detector?, says when?) per atom, and the turn's
+    time (epoch seconds, NaN if unknown); memoised on the cached group view."""
+    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, instructions)
     hit = group.memo.get(key)
     if hit is None:
         pattern = _pattern(config.instruction_patterns)
         temporal = _pattern(config.temporal_text_patterns)
         labels: list[str] = []
         rules: list[bool] = []
+        detected: list[bool] = []
         timed: list[bool] = []
         for atom in group.atoms:
             first = atom.messages[0].get("content") if atom.messages else ""
             labels.append(speaker_label(first) if isinstance(first, str) else "")
-            rules.append(atom.kind == ATOM_USER and pattern is not None and bool(pattern.search(atom.user_text)))
+            user = atom.kind == ATOM_USER and UNMARK_FLAG not in atom.flags
+            rules.append(user and (MARK_FLAG in atom.flags or (pattern is not None and bool(pattern.search(
+                atom.user_text)))))
+            detected.append(user and is_standing_instruction(atom.user_text, tuple(atom.flags), instructions))
             timed.append(temporal is not None and any(
                 isinstance(m.get("content"), str) and temporal.search(without_stamp(m["content"]))
                 for m in atom.messages))
-        hit = (tuple(labels), tuple(rules), tuple(timed), _epoch(group.messages[0].created_at if group.messages else ""))
+        hit = (tuple(labels), tuple(rules), tuple(detected), tuple(timed),
+               _epoch(group.messages[0].created_at if group.messages else ""))
         group.memo[key] = hit
     return hit
 
@@ -106,7 +117,9 @@ class _Units:
     once per history, window and dropped turns (kept with the history's layout), and extended — the new groups
     only — when the history only grew (a new turn, or replay's next one)."""
 
-    def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig) -> None:
+    def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig,
+                 instructions: InstructionConfig) -> None:
+        self.instructions = instructions
         self.available = list(available)
         self.gi: list[int] = []
         self.ai: list[int] = []
@@ -120,6 +133,7 @@ class _Units:
         self.latest: list[int] = []  # groups with a competing atom, chronological
         self.token_array = np.zeros(0, dtype=np.int64)
         self.rules = np.zeros(0, dtype=bool)
+        self.detected = np.zeros(0, dtype=bool)  # standing instructions by the detector (not by the patterns)
         self.timed = np.zeros(0, dtype=bool)
         self.times = np.zeros(0)
         self.message_ids = np.zeros(0, dtype=np.int64)
@@ -131,6 +145,7 @@ class _Units:
                  config: FusedConfig) -> "_Units":
         """``earlier``'s units of its first ``keep_groups`` available groups, then those of ``available``'s rest."""
         out = cls.__new__(cls)
+        out.instructions = earlier.instructions
         cut = len(earlier.gi) if keep_groups >= len(earlier.available) else \
             bisect_left(earlier.gi, earlier.available[keep_groups])
         out.available = list(available)
@@ -141,7 +156,7 @@ class _Units:
         out.per_group = {gi: own for gi, own in earlier.per_group.items() if gi not in dropped}
         out.latest = [gi for gi in earlier.latest if gi not in dropped] if dropped else list(earlier.latest)
         out.token_array, out.rules, out.times = earlier.token_array[:cut], earlier.rules[:cut], earlier.times[:cut]
-        out.timed = earlier.timed[:cut]
+        out.timed, out.detected = earlier.timed[:cut], earlier.detected[:cut]
         keep = earlier.message_units < cut
         out.message_ids, out.message_units = earlier.message_ids[keep], earlier.message_units[keep]
         out._add(selection, available[keep_groups:], config)
@@ -152,13 +167,15 @@ class _Units:
         gis, ais, labels, tokens, calls = self.gi, self.ai, self.labels, self.tokens, self.calls
         start = len(gis)
         rules: list[bool] = []
+        detected: list[bool] = []
         timed: list[bool] = []
         times: list[float] = []
         message_ids: list[int] = []
         message_units: list[int] = []
         for gi in groups_in_play:
             group = groups[gi]
-            group_labels, group_rules, group_timed, when = _group_facts(group, config)
+            group_labels, group_rules, group_detected, group_timed, when = _group_facts(group, config,
+                                                                                        self.instructions)
             own: list[int] = []
             for ai, atom in enumerate(group.atoms):
                 if atom.exclusion:
@@ -170,6 +187,7 @@ class _Units:
                 ais.append(ai)
                 labels.append(group_labels[ai])
                 rules.append(group_rules[ai])
+                detected.append(group_detected[ai])
                 timed.append(group_timed[ai])
                 times.append(when)
                 tokens.append(atom.tokens)
@@ -184,6 +202,7 @@ class _Units:
         self.n = len(gis)
         self.token_array = np.concatenate([self.token_array, np.array(tokens[start:], dtype=np.int64)])
         self.rules = np.concatenate([self.rules, np.array(rules, dtype=bool)])
+        self.detected = np.concatenate([self.detected, np.array(detected, dtype=bool)])
         self.timed = np.concatenate([self.timed, np.array(timed, dtype=bool)])  # says when something happened
         self.times = np.concatenate([self.times, np.array(times, dtype=np.float64)])
         ids = np.concatenate([self.message_ids, np.array(message_ids, dtype=np.int64)])
@@ -242,18 +261,21 @@ class _Units:
         return hit
 
 
-def _units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units:
-    key = ("fused", config.instruction_patterns, config.temporal_text_patterns,
+def _units(selection: HistorySelection, available: list[int], config: FusedConfig,
+           instructions: InstructionConfig) -> _Units:
+    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, instructions,
            tuple(available) if len(available) < 64 else
            (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
     hit = selection.memo.get(key)
     if hit is None:
-        hit = _extended_units(selection, available, config) or _Units(selection, available, config)
+        hit = _extended_units(selection, available, config, instructions) or \
+            _Units(selection, available, config, instructions)
         selection.memo[key] = hit
     return hit
 
 
-def _extended_units(selection: HistorySelection, available: list[int], config: FusedConfig) -> _Units | None:
+def _extended_units(selection: HistorySelection, available: list[int], config: FusedConfig,
+                    instructions: InstructionConfig) -> _Units | None:
     """The units of ``available`` made from those of the history this one extends, when it had the same groups in
     play before the ones it shares (None: there are none to extend)."""
     if selection.earlier is None:
@@ -261,8 +283,8 @@ def _extended_units(selection: HistorySelection, available: list[int], config: F
     memo, shared = selection.earlier
     keep = bisect_left(available, shared)  # groups in play the two histories share
     for key, earlier in list(memo.items()):
-        if not (isinstance(earlier, _Units) and key[1:3] == (config.instruction_patterns,
-                                                          config.temporal_text_patterns)):
+        if not (isinstance(earlier, _Units) and key[1:4] == (config.instruction_patterns,
+                                                          config.temporal_text_patterns, instructions)):
             continue
         before = earlier.available
         if len(before) >= keep and before[:keep] == available[:keep] and len(before) - keep <= 1 and \
@@ -280,7 +302,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
         for gi in available[:-n_window]:
             selection.set_default(gi, "outside_window", f"older than the last {n_window} turns")
         available = available[-n_window:]
-    units = _units(selection, available, config)
+    units = _units(selection, available, config, context.config.instructions)
     n = units.n
     if not n:
         return
@@ -316,7 +338,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
             score += config.speaker_weight * np.array([label == speaker for label in units.labels], dtype=float)
     if config.temporal_weight and _asks_when(inputs.query, config):
         score += config.temporal_weight * units.timed
-    _fill(selection, budget, context, units, score, kw, config)
+    _fill(selection, budget, context, units, score, kw, config, pointed=(kw > 0) | (base >= config.summarised_min_base))
 
 
 def _asks_when(query: str, config: FusedConfig) -> bool:
@@ -368,27 +390,36 @@ def round6(values: np.ndarray) -> list[float]:
 
 
 def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: _Units,
-          score: np.ndarray, kw: np.ndarray, config: FusedConfig, by_recency: bool = False) -> None:
+          score: np.ndarray, kw: np.ndarray, config: FusedConfig, by_recency: bool = False,
+          pointed: np.ndarray | None = None) -> None:
+    """``pointed``: the atoms the query points at (only those of turns a summary stands in for compete)."""
     groups = selection.groups
     history_budget = budget.remaining
     n = units.n
     order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
     values = score.tolist()  # as Python floats: read one by one for the atoms taken
     _explain(selection, units, score, values, order, by_recency)
+    if selection.summarised:  # a turn a summary stands in for left the recency window: back only when pointed at
+        gone = np.isin(np.asarray(units.gi, dtype=np.int64), np.fromiter(selection.summarised, dtype=np.int64))
+        if pointed is not None and not by_recency:
+            gone &= ~pointed
+        order = order[~gone[order]]
 
     # 1. continuity: the latest turns
-    latest = units.latest[-config.recent_groups:] if config.recent_groups > 0 else []
+    latest = selection.recent(units.latest)[-config.recent_groups:] if config.recent_groups > 0 else []
     share = budget.child(int(history_budget * config.recent_share))
     for gi in reversed(latest):
         selection.fill_group(gi, share, "recent_window", detail="continuity: one of the latest turns")
 
     # 2. standing instructions, best first
     share = budget.child(int(history_budget * config.instruction_share))
-    rules = np.flatnonzero(units.rules)
+    # the detector's verdicts count outside a transcript of speakers (there, "we always ..." is talk, not a rule)
+    rules = np.flatnonzero(units.rules if units.transcript(config.speaker_share) else units.rules | units.detected)
     for u in rules[np.lexsort((-rules, -score[rules]))].tolist():
         gi, ai = units.gi[u], units.ai[u]
+        marked = " (marked by you)" if MARK_FLAG in groups[gi].atoms[ai].flags else ""
         selection.include_atom(gi, ai, share, "standing_instruction",
-                               f"standing instruction given in turn {groups[gi].group_id}: it still holds",
+                               f"standing instruction{marked} given in turn {groups[gi].group_id}: it still holds",
                                with_user=False)
 
     # 3. the rest, best first; a misfit is skipped and the next one tried
@@ -462,6 +493,7 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
     picks = selection.picks
     found = (kw > 0).tolist()  # found by keywords (as ``kw[u] > 0``)
     reason = "recent_window"
+    summarised = selection.summarised  # turns a summary stands in for: their atoms say they were recalled
     for u, rank, user in zip(chosen, ranks, users):
         if by_recency:
             why = f"newest first ({rank} of {n}): nothing matched the query yet"
@@ -473,13 +505,13 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
             if pick is None:
                 pick = picks[gi] = GroupPick()
             pick.reasons[ai] = reason
-            pick.details[ai] = why + USER_BROUGHT
+            pick.details[ai] = (selection.recalled(gi, why) if summarised else why) + USER_BROUGHT
         gi, ai = gis[u], ais[u]
         pick = picks.get(gi)
         if pick is None:
             pick = picks[gi] = GroupPick()
         pick.reasons[ai] = reason
-        pick.details[ai] = why
+        pick.details[ai] = selection.recalled(gi, why) if summarised else why
 
 
 def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, values: list[float], order: np.ndarray,
@@ -524,3 +556,6 @@ def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, valu
 
     selection.atom_scores = AtomValues(scores, (per_group, rounded))
     selection.atom_details = AtomValues(details)
+
+
+select.recalls_summarised = True  # type: ignore[attr-defined]

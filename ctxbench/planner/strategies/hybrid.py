@@ -51,9 +51,10 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     keyword = [gid for gid in dict.fromkeys(context.inputs.keyword_ranking)
                if gid in view_index and view_index[gid] not in excluded]
     if keyword and config.subset_rule:  # recency among the turns the keyword search found
-        recency = sorted(keyword, key=lambda gid: -view_index[gid])
+        recency = sorted((gid for gid in keyword if view_index[gid] not in selection.summarised),
+                         key=lambda gid: -view_index[gid])
     else:
-        recency = [groups[gi].group_id for gi in reversed(selection.available())]
+        recency = [groups[gi].group_id for gi in reversed(selection.recent(selection.available()))]
     if not keyword:
         context.notes.append("hybrid: the keyword search found no earlier turn; ranked by recency alone")
     scores, kw_rank, rec_rank = rrf_scores(keyword, recency, config)
@@ -76,4 +77,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
             parts.append(f"keyword rank {kw_rank[gid]}")
         if gid in rec_rank:
             parts.append(f"recency rank {rec_rank[gid]}")
-        selection.fill_group(gi, budget, reason, detail=", ".join(parts), partial=False)
+        selection.fill_group(gi, budget, reason, detail=selection.recalled(gi, ", ".join(parts)), partial=False)
+
+
+select.recalls_summarised = True  # type: ignore[attr-defined]

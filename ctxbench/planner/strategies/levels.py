@@ -26,6 +26,7 @@ from functools import lru_cache
 from ctxbench.config import LevelsConfig
 from ctxbench.planner.atoms import ATOM_USER, Atom, GroupView
 from ctxbench.planner.budget import Budget, GroupPick, HistorySelection
+from ctxbench.planner.instructions import UNMARK_FLAG
 from ctxbench.planner.strategies.context import StrategyContext
 from ctxbench.planner.summaries import fill_summaries
 
@@ -52,6 +53,8 @@ def _phrase_pattern(phrases: tuple[str, ...]) -> re.Pattern[str] | None:
 def states_instruction(text: str, flags: tuple[str, ...], config: LevelsConfig) -> bool:
     """True for a user's words that state a standing instruction: the ``instruction`` flag, or one of
     ``instruction_phrases`` ("always", "never", "from now on", ...). Compaction protects the same turns."""
+    if UNMARK_FLAG in flags:  # the user said it is none
+        return False
     if config.instruction_flag in flags:
         return True
     pattern = _phrase_pattern(config.instruction_phrases)
@@ -60,6 +63,8 @@ def states_instruction(text: str, flags: tuple[str, ...], config: LevelsConfig) 
 
 def is_instruction(atom: Atom, config: LevelsConfig) -> bool:
     if atom.kind != ATOM_USER:
+        return False
+    if UNMARK_FLAG in atom.flags:
         return False
     if config.instruction_flag in atom.flags:
         return True

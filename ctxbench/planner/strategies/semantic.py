@@ -13,6 +13,8 @@ notes and falls back to the rolling window.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ctxbench.planner.budget import AtomValues, Budget, HistorySelection
@@ -106,8 +108,15 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     config = context.config.semantic
     turns = _turns(selection, available, config.importance_weights)
     sim, has = turns.similarity(ranking)
-    scores = (config.similarity_weight * sim + config.recency_weight * turns.recency(config.recency_half_life_groups)
-              + turns.importance)
+    recency = turns.recency(config.recency_half_life_groups)
+    if selection.summarised:  # a turn a summary stands in for left the recency window: it competes on meaning alone
+        recency = np.where(np.isin(turns.available, np.fromiter(selection.summarised, dtype=np.int64)), 0.0, recency)
+    scores = config.similarity_weight * sim + config.recency_weight * recency + turns.importance
+    barred = np.zeros(len(available), dtype=bool)  # summarised turns the query does not point at
+    if selection.summarised:
+        gone = np.isin(turns.available, np.fromiter(selection.summarised, dtype=np.int64))
+        floor = float(sim[has].mean() + config.summarised_min_z * sim[has].std()) if has.any() else math.inf
+        barred = gone & ~(has & (sim >= floor))
     position = np.arange(len(available))
     ranked = np.lexsort((-position, -scores))  # best first; ties: the newer turn
     n = context.inputs.window_groups
@@ -133,10 +142,15 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
             if remaining <= 0:
                 break
             gi = available[p]
+            if barred[p]:
+                continue  # the summary stands in for it
             if gi not in picks and groups[gi].eligible_tokens > remaining:
                 continue  # does not fit whole (fill_group would take nothing)
             detail = f"score {scores[p]:.4f}"
             if has[p]:
                 detail += f", similarity {sim[p]:.4f}"
-            selection.fill_group(gi, budget, "semantic_match" if has[p] else "recent_window", detail=detail,
-                                 partial=False)
+            selection.fill_group(gi, budget, "semantic_match" if has[p] else "recent_window",
+                                 detail=selection.recalled(gi, detail), partial=False)
+
+
+select.recalls_summarised = True  # type: ignore[attr-defined]

@@ -36,5 +36,6 @@ def limit_window(selection: HistorySelection, order: list[int], n: int) -> list[
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
-    order = limit_window(selection, selection.available(), context.inputs.window_groups)
+    # (the turns a summary stands in for are never recent: when ``semantic`` falls back here they stay out)
+    order = limit_window(selection, selection.recent(selection.available()), context.inputs.window_groups)
     fill_newest_first(selection, budget, order)

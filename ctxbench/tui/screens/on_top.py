@@ -109,18 +109,11 @@ class ScreensOnTop:
             return
         compactor, sid = session.compaction, session.session_id
 
-        def build(choices: dict[int, str]):
-            if target is None and task is None and self.host.settings is not None:
-                wanted = compactor.auto_target(self.host.settings.budget) if self._warned() else None
-            else:
-                wanted = target
-            return compactor.preview(sid, target_tokens=wanted, choices=choices, task=task)
+        def build(choices: dict[int, str]):  # without TOKENS: the one default target ([compaction] target_ratio)
+            return compactor.preview(sid, target_tokens=target, choices=choices, task=task)
 
         what = f"task {task}" if task else ""
         self.host.app.push_screen(CompactScreen(build, what), callback=self._apply_compaction)
-
-    def _warned(self) -> bool:
-        return bool(self.host.view is not None and self.host.view.compact_warning)
 
     def _apply_compaction(self, preview: Any) -> None:
         if preview is None:
