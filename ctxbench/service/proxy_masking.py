@@ -41,7 +41,8 @@ class Masker:
             return redact_cached(text)[0]
         found = self._long.get(text)
         if found is None:
-            found = self._long[text] = mask_text(text).text
+            masked = mask_text(text).text
+            found = self._long[text] = text if masked == text else masked  # no second copy of a clean text
         return found
 
     def _value(self, value: Any) -> Any:
