@@ -662,7 +662,7 @@ class UIConfig:
 class ProxyConfig:
     """``ctxbench proxy``: the inspecting proxy between an assistant and its model endpoint."""
 
-    host: str = "127.0.0.1"  # loopback only by default: the proxy has no authentication of its own
+    host: str = "127.0.0.1"  # loopback only by default: without a token, whoever reaches it can use it
     port: Port = 8788
     upstream: str = ""  # the endpoint requests go on to (``--upstream``)
     # a proxied conversation's plan budget: the context window of today's assistant models, so the meter
@@ -671,7 +671,22 @@ class ProxyConfig:
     connect_timeout_s: PositiveFloat = 30.0  # seconds to reach the upstream before the client gets a 502
     read_timeout_s: PositiveFloat = 600.0  # seconds the upstream may stay silent mid-reply (long thinking)
     chunk_bytes: PositiveInt = 65536  # the most bytes read from the upstream (or the client) at once
-    max_request_bytes: int = 64 * 1024 * 1024  # a larger request body is forwarded but not recorded
+    # a request body up to this size is recorded whole; a larger one streams on to the upstream as it arrives
+    # and is recorded with each text cut to record_text_bytes (not at all if even that copy is larger). 8 MiB of
+    # JSON is some two million tokens, past every model's window: what is larger is pasted files and images,
+    # and recording it whole cost 25 times its size in memory (the tokenizer's token list above all)
+    max_request_bytes: int = 8 * 1024 * 1024
+    # each text of a request above max_request_bytes is recorded cut to this (at least 1 KiB: JSON keys stay whole)
+    record_text_bytes: Annotated[int, Range(ge=1024)] = 256 * 1024
+    # a client must send this token (X-Ctxbench-Token header, or base URL http://127.0.0.1:PORT/t/TOKEN/v1);
+    # empty: none is asked for (``--token``)
+    token: str = ""
+    body_settle_s: PositiveFloat = 1.0  # a streamed request's end may trail the upstream's answer this long
+    # the reply waits this long for its request to be recorded (so a watcher sees the exchange as it streams);
+    # a request that takes longer (megabytes of text to mask and count) is recorded while the reply goes on
+    record_wait_s: PositiveFloat = 0.5
+    reply_save_s: PositiveFloat = 1.0  # a streaming reply's text so far is saved this often (a killed proxy keeps it)
+    stop_grace_s: PositiveFloat = 1.0  # on Ctrl+C or SIGTERM, replies in flight get this long before they are cut
     record_reply_chars: int = 200_000  # reply text kept per exchange; a longer reply is stored cut
     record_body_bytes: int = 4 * 1024 * 1024  # a non-streamed reply body parsed for usage up to this size
     error_excerpt_chars: int = 2000  # characters of an upstream error body kept with the exchange

@@ -299,12 +299,13 @@ def _sessions(wb: Workbench) -> list[str]:
 
 
 def settled(wb: Workbench, session: str | None = None, timeout: float = 10.0):
-    """The session's exchanges once none is still being recorded (the client may have its last byte a moment
-    before the proxy has written the exchange's end)."""
+    """The session's exchanges once there is one and none is still being recorded (the client may have its
+    last byte a moment before the proxy has written the exchange, which it records once forwarded)."""
     deadline = time.monotonic() + timeout
     while True:
-        found = wb.proxy.exchanges(session or wb.proxy.latest_session())
-        if all(e.outcome != "pending" for e in found) or time.monotonic() > deadline:
+        sid = session or wb.proxy.latest_session()
+        found = wb.proxy.exchanges(sid) if sid is not None else ()
+        if (found and all(e.outcome != "pending" for e in found)) or time.monotonic() > deadline:
             return found
         time.sleep(0.02)
 

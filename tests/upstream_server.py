@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,6 +30,8 @@ class Answer:
     filler: str = ""
     tool_call: tuple[str, dict[str, Any]] | None = None  # (name, input): the reply calls a tool
     cached_tokens: int = 0  # prompt tokens the provider reports read from its cache
+    delay_s: float = 0.0  # a slow stream: this long between events
+    raw_stream: bytes | None = None  # sent as a close-delimited event stream (no length, no chunks), then closed
 
 
 @dataclass
@@ -65,6 +68,9 @@ class Upstream:
                 answer = upstream._record(self, body)
                 if answer.status != 200:
                     self._send(answer.status, answer.error_body)
+                    return
+                if answer.raw_stream is not None:
+                    self._close_delimited(answer.raw_stream)
                     return
                 payload = json.loads(body)
                 path = self.path.split("?")[0].rstrip("/")
@@ -103,6 +109,15 @@ class Upstream:
                 self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
                 self.wfile.flush()
 
+            def _close_delimited(self, raw: bytes) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                self.wfile.write(raw)
+                self.wfile.flush()
+                self.close_connection = True
+
             def _stream(self, payload: dict[str, Any], answer: Answer, anthropic: bool) -> None:
                 events = _anthropic_events(payload, answer) if anthropic else _openai_events(payload, answer)
                 self._stream_events(events, answer)
@@ -119,6 +134,8 @@ class Upstream:
                         self.close_connection = True
                         return
                     self._chunk(event)
+                    if answer.delay_s:
+                        time.sleep(answer.delay_s)
                 self._chunk(b"")
 
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)

@@ -16,7 +16,9 @@ generateContent (``/v1/models``, ``count_tokens`` …) are forwarded without bei
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
+import time
 from dataclasses import dataclass
 from typing import Callable
 from urllib.parse import urlsplit
@@ -25,14 +27,17 @@ import aiohttp
 from aiohttp import web
 
 from ctxbench.config import ProxyConfig
+from ctxbench.proxy.guard import TOKEN_HEADER, Admitted, Guard, Refusal, recordable
 from ctxbench.records.proxy import ReplyRecord
+from ctxbench.service.proxy_body import BodyTap
 from ctxbench.service.proxy_service import Exchange, ProxyService
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
-    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
+    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding", TOKEN_HEADER.lower(),
 })
 UPSTREAM_DOWN_STATUS = 502
+UPSTREAM_CUT = "the upstream stream was cut"  # its connection broke mid-reply: the client's is cut the same way
 
 
 @dataclass(frozen=True)
@@ -64,15 +69,22 @@ class ProxyServer:
     """The aiohttp application of one proxy."""
 
     def __init__(self, service: ProxyService, upstream: str, config: ProxyConfig,
-                 on_exchange: Callable[[ExchangeLog], None] | None = None) -> None:
+                 on_exchange: Callable[[ExchangeLog], None] | None = None, *, token: str | None = None) -> None:
         self.service = service
         self.upstream = upstream
         self.config = config
         self.on_exchange = on_exchange
+        self.token = config.token if token is None else token
+        self.guard = Guard("127.0.0.1", 0, self.token)  # its address once it listens (:meth:`listening`)
         self._client: aiohttp.ClientSession | None = None
 
+    def listening(self, host: str, port: int) -> None:
+        """The address the proxy serves: the Host a request may name."""
+        self.guard = Guard(host, port, self.token)
+
     def app(self) -> web.Application:
-        app = web.Application(client_max_size=self.config.max_request_bytes)
+        # a body the proxy reads whole (to steer it) is at most max_request_bytes; any other streams through
+        app = web.Application(client_max_size=self.config.max_request_bytes + 1)
         app.router.add_route("*", "/{tail:.*}", self.handle)
         app.on_startup.append(self._start_client)
         app.on_cleanup.append(self._stop_client)
@@ -90,39 +102,131 @@ class ProxyServer:
 
     # -- one request ------------------------------------------------------------------------------------
     async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.read()
-        exchange = await self._begin(request, body)
+        verdict = self.guard.check(request.headers.get("Host"), request.headers.get("Origin"),
+                                   request.headers.get(TOKEN_HEADER), request.path, request.path_qs)
+        if isinstance(verdict, Refusal):
+            return self._refuse(request, verdict)
         headers = [(k, v) for k, v in request.headers.items() if k.lower() not in HOP_BY_HOP]
         headers.append(("Accept-Encoding", "identity"))
-        url = upstream_url(self.upstream, request.path_qs)
+        url = upstream_url(self.upstream, verdict.path_qs)
+        why_not = self._why_not_recorded(request, verdict)
+        tap: BodyTap | None = None
+        sent = asyncio.Event()
+        size = request.content_length
+        if why_not is None and self.service.steer and size is not None and size <= self.config.max_request_bytes:
+            # steering needs the whole request before anything goes upstream
+            exchange = await self._begin(verdict.path, await request.read())
+            data: object = exchange.forward_body or None
+        else:
+            # forwarded as it arrives, recorded once the upstream has it
+            if why_not is None and request.body_exists:
+                tap = BodyTap(self.config.max_request_bytes, self.config.record_text_bytes)
+            exchange = Exchange(None, "", self.service.provider(verdict.path), False, b"",
+                                note=why_not or "not recorded: the upstream answered before the request was sent")
+            data = self._stream_body(request, tap, sent) if request.body_exists else None
+            if size is not None and request.body_exists:
+                headers.append(("Content-Length", str(size)))
+        # a forwarded request is recorded as soon as the upstream has all of it, while the upstream thinks
+        begun = asyncio.ensure_future(self._begin_tapped(verdict.path, tap, sent)) if tap is not None else None
         assert self._client is not None
         try:
-            upstream = await self._client.request(request.method, url, data=exchange.forward_body or None,
-                                                  headers=headers, allow_redirects=False)
+            upstream = await self._client.request(request.method, url, data=data, headers=headers,
+                                                  allow_redirects=False)
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            return await self._upstream_down(request, exchange, exc)
+            if begun is not None:
+                await self._drain(request, tap, sent)  # recorded all the same, as a request that found no upstream
+                exchange = await begun
+            return await self._upstream_down(request, verdict, exchange, exc)
+        except asyncio.CancelledError:
+            if begun is not None:
+                begun.cancel()
+            self._finish_now(exchange, None, "cut", ReplyRecord(), "the proxy was stopped before the upstream answered")
+            raise
         try:
-            return await self._relay(request, exchange, upstream)
+            if begun is not None:
+                exchange, begun = await self._recorded(begun, sent, exchange)
+            return await self._relay(request, verdict, exchange, begun, upstream)
         finally:
             upstream.release()
 
-    async def _begin(self, request: web.Request, body: bytes) -> Exchange:
-        if request.method != "POST":
-            return Exchange(None, "", None, False, body, note="not a chat request")
+    def _why_not_recorded(self, request: web.Request, admitted: Admitted) -> str | None:
+        if request.method != "POST" or self.service.provider(admitted.path) is None:
+            return "not a chat request"
+        if not recordable(request.content_type):
+            # forwarded all the same: only a local program gets this far (a web page's request is refused for
+            # its Origin), and it could call the upstream itself; recording it would let it write a session
+            return f"not recorded: the body is {request.content_type or 'untyped'}, not application/json"
+        return None
+
+    def _refuse(self, request: web.Request, refusal: Refusal) -> web.Response:
+        kind = "unauthorized" if refusal.status == 401 else "forbidden"
+        if self.on_exchange is not None:
+            path = request.path if not request.path.startswith("/t/") else "/t/…"
+            self.on_exchange(ExchangeLog(None, "", request.method, path, refusal.status, "refused", 0, None, 0,
+                                         refusal.message.removeprefix("ctxbench proxy: ")))
+        return web.json_response({"type": "error", "error": {"type": kind, "message": refusal.message}},
+                                 status=refusal.status)
+
+    async def _stream_body(self, request: web.Request, tap: BodyTap | None, sent: asyncio.Event):
+        async for chunk in request.content.iter_chunked(self.config.chunk_bytes):
+            if tap is not None:
+                tap.feed(chunk)
+            yield chunk
+        sent.set()
+
+    async def _begin(self, path: str, body: bytes, **kwargs: object) -> Exchange:
         try:
-            return await asyncio.to_thread(self.service.begin, request.path, body)
+            return await asyncio.to_thread(self.service.begin, path, body, **kwargs)
         except Exception as exc:  # noqa: BLE001 - recording never stops a request: forward it unchanged
             return Exchange(None, "", None, False, body, note=f"not recorded: {type(exc).__name__}: {exc}")
 
-    async def _upstream_down(self, request: web.Request, exchange: Exchange, exc: BaseException) -> web.Response:
+    async def _drain(self, request: web.Request, tap: BodyTap | None, sent: asyncio.Event) -> None:
+        """Read what is left of a request the upstream did not take, for the record."""
+        if tap is None or sent.is_set():
+            return
+        async for chunk in request.content.iter_chunked(self.config.chunk_bytes):
+            tap.feed(chunk)
+        sent.set()
+
+    async def _begin_tapped(self, path: str, tap: BodyTap | None, sent: asyncio.Event) -> Exchange:
+        """Record a request that was forwarded as it arrived, from what the tap kept of it, once it is all sent."""
+        assert tap is not None
+        await sent.wait()
+        body, cut = tap.result()
+        if body is None:
+            return Exchange(None, "", None, False, b"",
+                            note=f"not recorded: even with its texts cut to {tap.cut_bytes:,} bytes, the request "
+                                 f"({tap.size:,} bytes) is above proxy.max_request_bytes")
+        return await self._begin(path, body, cut=cut, forwarded=True)
+
+    async def _recorded(self, begun: "asyncio.Future[Exchange]", sent: asyncio.Event,
+                        waiting: Exchange) -> tuple[Exchange, "asyncio.Future[Exchange] | None"]:
+        """The exchange of a forwarded request before its reply is relayed, so a watcher sees it pending — or,
+        when recording takes longer than ``proxy.record_wait_s`` (a body of megabytes), the reply goes on
+        and the recording still under way is returned, to be waited for at the end. An upstream that answers
+        before it has the whole request (an error, most likely) leaves it unrecorded."""
+        if not sent.is_set():
+            try:
+                await asyncio.wait_for(sent.wait(), self.config.body_settle_s)
+            except asyncio.TimeoutError:
+                begun.cancel()
+                return waiting, None
+        done, _ = await asyncio.wait({begun}, timeout=self.config.record_wait_s)
+        return (begun.result(), None) if done else (waiting, begun)
+
+    async def _upstream_down(self, request: web.Request, admitted: Admitted, exchange: Exchange,
+                             exc: BaseException) -> web.Response:
         reason = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
         message = f"ctxbench proxy: cannot reach the upstream {self.upstream}: {reason}"
         payload = {"type": "error", "error": {"type": "upstream_unreachable", "message": message}}
-        await self._finish(request, exchange, UPSTREAM_DOWN_STATUS, "upstream_down", ReplyRecord(), message)
+        await self._finish(request, admitted, exchange, UPSTREAM_DOWN_STATUS, "upstream_down", ReplyRecord(), message)
         return web.json_response(payload, status=UPSTREAM_DOWN_STATUS)
 
-    async def _relay(self, request: web.Request, exchange: Exchange,
-                     upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+    async def _relay(self, request: web.Request, admitted: Admitted, exchange: Exchange,
+                     begun: "asyncio.Future[Exchange] | None", upstream: aiohttp.ClientResponse) -> web.StreamResponse:
+        def current() -> Exchange:  # the exchange, once a recording still under way has stored it
+            return begun.result() if begun is not None and begun.done() and not begun.cancelled() else exchange
+
         response = web.StreamResponse(status=upstream.status, reason=upstream.reason)
         for key, value in upstream.headers.items():
             if key.lower() not in HOP_BY_HOP or key.lower() == "content-length":
@@ -131,8 +235,9 @@ class ProxyServer:
         recorder = self.service.recorder(exchange, stream=stream)
         error_text = bytearray()
         outcome, error = "ok" if upstream.status < 400 else "upstream_error", ""
-        await response.prepare(request)
+        saved_at = time.monotonic()
         try:
+            await response.prepare(request)
             async for chunk in upstream.content.iter_chunked(self.config.chunk_bytes):
                 try:
                     await response.write(chunk)
@@ -142,19 +247,39 @@ class ProxyServer:
                 recorder.feed(chunk)
                 if upstream.status >= 400 and len(error_text) < self.config.error_excerpt_chars:
                     error_text += chunk[: self.config.error_excerpt_chars - len(error_text)]
+                if stream and time.monotonic() - saved_at >= self.config.reply_save_s:
+                    # what has arrived so far is saved as it comes: a proxy killed mid-reply keeps it
+                    saved_at = time.monotonic()
+                    await self._save_partial(current(), recorder.result())
         except (aiohttp.ClientError, asyncio.TimeoutError, OSError) as exc:
-            outcome, error = "cut", f"the upstream stream was cut: {type(exc).__name__}: {exc}"
+            outcome, error = "cut", f"{UPSTREAM_CUT}: {type(exc).__name__}: {exc}"
+            rest = _unread(upstream.content)
+            if rest:  # what the upstream sent before it cut, still unread: the client gets it, then the cut
+                recorder.feed(rest)
+                try:
+                    await response.write(rest)
+                except (ConnectionError, aiohttp.ClientConnectionResetError):
+                    pass
+        except asyncio.CancelledError:
+            # the proxy is stopping (Ctrl+C, SIGTERM) mid-reply: keep what arrived, as cut
+            self._finish_now(current(), upstream.status, "cut", recorder.result(), "the proxy was stopped mid-reply")
+            raise
+        if begun is not None and not begun.cancelled():
+            exchange = await begun
         if upstream.status >= 400 and not error:
             error = error_text.decode("utf-8", "replace")
         reply = recorder.result()
-        if outcome == "ok" and stream and not reply.complete and recorder.bytes_seen == 0:
-            outcome, error = "cut", "the upstream closed the stream before the reply began"
-        await self._finish(request, exchange, upstream.status, outcome, reply, error)
-        if outcome == "cut":
-            # the upstream cut its reply: cut the client's at the same point (no clean end of body)
+        if outcome == "ok" and stream and not (reply.complete or reply.stop_reason):
+            # the HTTP reply ended cleanly (a close-delimited stream), so the client's does too, as the upstream's
+            outcome, error = "cut", ("the upstream closed the stream before the reply began" if recorder.bytes_seen == 0
+                                     else "the upstream closed the stream before its end (no finish event)")
+        await self._finish(request, admitted, exchange, upstream.status, outcome, reply, error)
+        if outcome == "cut" and error.startswith(UPSTREAM_CUT):
+            # the upstream cut its reply: cut the client's at the same point (no clean end of body); aiohttp's
+            # closing write then fails quietly, and the log has the exchange's one line, not a traceback
             if request.transport is not None:
                 request.transport.close()
-            raise ConnectionResetError(error)
+            return response
         if outcome != "client_gone":
             try:
                 await response.write_eof()
@@ -162,8 +287,23 @@ class ProxyServer:
                 pass  # the client read its last event and hung up before the closing chunk: nothing is lost
         return response
 
-    async def _finish(self, request: web.Request, exchange: Exchange, status: int | None, outcome: str,
-                      reply: ReplyRecord, error: str) -> None:
+    async def _save_partial(self, exchange: Exchange, reply: ReplyRecord) -> None:
+        if exchange.id is None:
+            return
+        try:
+            await asyncio.to_thread(self.service.save_partial, exchange, reply)
+        except Exception:  # noqa: BLE001 - a store failure never reaches the client; the end is recorded anyway
+            pass
+
+    def _finish_now(self, exchange: Exchange, status: int | None, outcome: str, reply: ReplyRecord,
+                    error: str) -> None:
+        try:
+            self.service.finish(exchange, status=status, outcome=outcome, reply=reply, error=error)
+        except Exception:  # noqa: BLE001 - stopping: the next start closes what is left pending
+            pass
+
+    async def _finish(self, request: web.Request, admitted: Admitted, exchange: Exchange, status: int | None,
+                      outcome: str, reply: ReplyRecord, error: str) -> None:
         try:
             await asyncio.to_thread(self.service.finish, exchange, status=status, outcome=outcome, reply=reply,
                                     error=error)
@@ -171,7 +311,7 @@ class ProxyServer:
             error = f"{error} (not recorded: {type(exc).__name__}: {exc})"
         if self.on_exchange is not None:
             plan = exchange.plan
-            self.on_exchange(ExchangeLog(exchange.id, exchange.session_id, request.method, request.path, status,
+            self.on_exchange(ExchangeLog(exchange.id, exchange.session_id, request.method, admitted.path, status,
                                          outcome, plan.used_tokens if plan is not None else 0, reply.prompt_tokens,
                                          len(exchange.note.split("; ")) if exchange.steered else 0,
                                          error or exchange.note))
@@ -198,11 +338,13 @@ class RunningProxy:
         return self
 
     async def _start(self) -> None:
-        self._runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False)
+        self._runner = web.AppRunner(self.server.app(), access_log=None, handle_signals=False,
+                                     shutdown_timeout=self.server.config.stop_grace_s)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
         await site.start()
         self.port = _bound_port(site, self.port)
+        self.server.listening(self.host, self.port)
 
     def stop(self) -> None:
         if self._runner is not None:
@@ -219,16 +361,22 @@ class RunningProxy:
 
 
 def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[[str], None]) -> None:
-    """Serve until interrupted (Ctrl+C)."""
+    """Serve until interrupted: Ctrl+C or SIGTERM. Either way a reply still streaming gets
+    ``proxy.stop_grace_s`` to end, then is recorded as cut with what arrived of it."""
 
     async def main() -> None:
-        runner = web.AppRunner(server.app(), access_log=None)
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGTERM, stop.set)
+        runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=server.config.stop_grace_s)
         await runner.setup()
         site = web.TCPSite(runner, host, port)
         await site.start()
-        on_ready(f"http://{host}:{_bound_port(site, port)}")
+        bound = _bound_port(site, port)
+        server.listening(host, bound)
+        on_ready(f"http://{_url_host(host)}:{bound}")
         try:
-            await asyncio.Event().wait()
+            await stop.wait()
         finally:
             await runner.cleanup()
 
@@ -237,6 +385,24 @@ def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[
     except KeyboardInterrupt:
         pass
 
+
+def _unread(content: aiohttp.StreamReader) -> bytes:
+    """What a stream that failed still holds unread. aiohttp raises a cut stream's error before the data that
+    arrived with it (a reader that was busy while the upstream sent its last events and closed would lose
+    them); its buffer is private, so this reads it defensively."""
+    buffer = getattr(content, "_buffer", None)
+    if not buffer:
+        return b""
+    try:
+        data = b"".join(bytes(b) for b in buffer)
+        buffer.clear()
+    except (TypeError, AttributeError):
+        return b""
+    return data
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 def _bound_port(site: web.TCPSite, asked: int) -> int:

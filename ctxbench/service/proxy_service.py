@@ -21,12 +21,15 @@ Request headers never reach this layer, so no key can be stored.
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from dataclasses import dataclass
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.service.proxy_body import BodyCut
+from ctxbench.service.proxy_masking import Masker, mask
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
 from ctxbench.service.proxy_reply import ReplyRecorder
 from ctxbench.service.proxy_wire import (
@@ -43,6 +46,9 @@ from ctxbench.service.workbench import Workbench
 TITLE_CHARS = 60
 FAILED_UPSTREAM = ("upstream_error", "upstream_down")  # outcomes where no model answered
 PREVIOUS_LOOKBACK = 8  # failed requests passed over to find the previous answered one (the cache it warmed)
+TITLE_SOURCE_CHARS = 4 * TITLE_CHARS  # the start of the user's words a title is made from (masked first)
+FORWARDED_UNSTEERED = ("not steered: the request went upstream as it arrived (above proxy.max_request_bytes, "
+                       "or sent without a length)")
 PARAGRAPH_MIN_CHARS = 40  # paragraphs of a reply shorter than this say too little to recognise it by
 
 
@@ -71,33 +77,49 @@ class ProxyService:
         self._lock = threading.Lock()  # one request's recognise-and-store at a time
 
     # -- a request ------------------------------------------------------------------------------------------
-    def begin(self, path: str, body: bytes) -> Exchange:
+    def provider(self, path: str) -> str | None:
+        """The wire format of a path the proxy records (None: forwarded unrecorded)."""
+        return provider_for_path(path)
+
+    def begin(self, path: str, body: bytes, *, cut: BodyCut | None = None, forwarded: bool = False) -> Exchange:
+        """Record a request. ``forwarded``: it went upstream as the client sent it already (nothing steers it);
+        ``cut``: ``body`` is a large request's copy with its long texts cut (the plan says so)."""
         provider = provider_for_path(path)
         if provider is None:
             return Exchange(None, "", None, False, body, note="not a chat request")
         if len(body) > self.config.proxy.max_request_bytes:
-            return Exchange(None, "", provider, False, body, note="request too large to record")
+            return Exchange(None, "", provider, False, body, note="not recorded: above proxy.max_request_bytes")
         try:
             request = parse_request(provider, body, self.wb.tokenizer, path)
         except WireError as exc:
-            return Exchange(None, "", provider, False, body, note=str(exc))
+            return Exchange(None, "", provider, False, body, note=f"not recorded: {exc}")
+        masker = Masker()
         with self._lock:
-            session_id, state, created = self._record_messages(request)
+            session_id, state, created = self._record_messages(request, masker)
             controls = self.controls(session_id, state)
+            if forwarded:
+                controls = dataclasses.replace(controls, steer=False)
             n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
             steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
                                  state.message_ids[len(state.message_ids) - n:], controls,
                                  proxy=self.config.proxy, truncation=self.config.planner.truncation,
                                  tokenizer=self.wb.tokenizer)
             forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+            plan = steered.plan
+            notes = ((FORWARDED_UNSTEERED,) if forwarded and self.steer else ()) + ((cut.note(),) if cut else ())
+            if notes:
+                plan = dataclasses.replace(plan, notes=(*plan.notes, *notes), estimated=plan.estimated or cut is not None)
+                steered = dataclasses.replace(steered, plan=plan)
             previous = None if created else self._previous_blocks(session_id)
             sent = request if forward is body else parse_request(provider, forward, self.wb.tokenizer, path)
             blocks = cache_blocks(sent)
-            self.wb.plans.save(self._inputs(request, session_id, controls, steered), steered.plan)
+            # what is stored is masked; what is forwarded is not (proxy_masking)
+            self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)), masker.plan(plan))
             exchange_id = self.wb.proxy.add_exchange(
                 session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
-                stream=request.stream, request=body, upstream_request=None if forward is body else forward,
-                changes=steered.changes, estimated=steered.plan.used_tokens)
+                stream=request.stream, request=masker.body(body, request.body),
+                upstream_request=None if forward is body else masker.body(forward),
+                changes=[masker.mask(c) for c in steered.changes], estimated=steered.plan.used_tokens)
             shared, tokens = shared_prefix(previous, blocks)
             self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
                                                             previous is None), blocks)
@@ -119,6 +141,16 @@ class ProxyService:
         return ReplyRecorder(exchange.provider or "openai", stream=stream, max_chars=p.record_reply_chars,
                              max_body_bytes=p.record_body_bytes)
 
+    def save_partial(self, exchange: Exchange, reply: ReplyRecord) -> None:
+        """Keep what has arrived of a reply still streaming (the exchange stays pending)."""
+        if exchange.id is not None:
+            self.wb.proxy.save_partial_reply(exchange.id, mask(reply.text), reply.cut)
+
+    def close_pending(self) -> int:
+        """Exchanges a proxy left pending when it was killed, closed as cut with what they received; how many.
+        (Run as a proxy starts: a proxy still running on the same store finishes its own over this.)"""
+        return self.wb.proxy.close_pending("the proxy stopped before the reply ended (what arrived is kept)")
+
     def finish(self, exchange: Exchange, *, status: int | None, outcome: str, reply: ReplyRecord,
                error: str = "") -> None:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
@@ -133,15 +165,16 @@ class ProxyService:
         if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
             self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
                                        reply.model or "")
-        if outcome == "ok" and reply.text:
-            self.wb.proxy.set_last_reply(exchange.session_id, reply.text)
+        text = mask(reply.text)
+        if outcome == "ok" and text:
+            self.wb.proxy.set_last_reply(exchange.session_id, text)
         if reply.prompt_tokens is not None or reply.cached_tokens is not None:
             self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
         if outcome == "ok" and reply.response_id:
             self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(
-            exchange.id, status=status, outcome=outcome, error=error[: self.config.proxy.error_excerpt_chars],
-            reply=reply.text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
+            exchange.id, status=status, outcome=outcome, error=mask(error[: self.config.proxy.error_excerpt_chars]),
+            reply=text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
             reported_completion=reply.completion_tokens, model=reply.model)
 
     # -- recognising the conversation ------------------------------------------------------------------------
@@ -152,7 +185,7 @@ class ProxyService:
         session_id = self.wb.proxy_chains.session_of(request.previous_response_id)
         return self.wb.proxy.conversation(session_id) if session_id is not None else None
 
-    def recognise(self, request: WireRequest) -> tuple[ConversationState | None, int]:
+    def recognise(self, request: WireRequest, masker: Masker | None = None) -> tuple[ConversationState | None, int]:
         """The stored conversation ``request`` continues and how many of its messages it shares (0 for a
         compacted conversation), or (None, 0) for a new one."""
         hashes = tuple(m.hash for m in request.history)
@@ -166,22 +199,29 @@ class ProxyService:
                 best, best_len = conv, n
         if best is not None:
             return best, best_len
-        quoted = "\n".join(p.text for m in request.history[:2] for p in m.parts if p.kind in ("text", "file"))
-        for conv in self.wb.proxy.recent(request.provider, limit):
-            if _quotes(quoted, conv.last_reply, self.config.proxy.compaction_min_chars):
+        min_chars = self.config.proxy.compaction_min_chars
+        recent = [c for c in self.wb.proxy.recent(request.provider, limit) if len(c.last_reply.strip()) >= min_chars]
+        if not recent:
+            return None, 0
+        # the stored last reply is masked: so is what is compared with it
+        quoted = (masker or Masker()).mask(
+            "\n".join(p.text for m in request.history[:2] for p in m.parts if p.kind in ("text", "file")))
+        for conv in recent:
+            if _quotes(quoted, conv.last_reply, min_chars):
                 return conv, 0
         return None, 0
 
-    def _record_messages(self, request: WireRequest) -> tuple[str, ConversationState, bool]:
+    def _record_messages(self, request: WireRequest, masker: Masker) -> tuple[str, ConversationState, bool]:
         """Store the messages the request adds to its conversation (a new session for a new one)."""
         wb = self.wb
         chained = self._chained(request)
-        conv, shared = (chained, len(chained.hashes)) if chained is not None else self.recognise(request)
+        conv, shared = (chained, len(chained.hashes)) if chained is not None else self.recognise(request, masker)
         history = request.history
         start = 0 if chained is not None else shared  # the first of the request's messages not stored yet
         with wb.transaction():
             if conv is None:
-                title = f"proxy: {' '.join(_latest_words(request).split())[:TITLE_CHARS] or request.model or request.provider}"
+                words = masker.mask(_latest_words(request)[:TITLE_SOURCE_CHARS])  # a title shows no secret
+                title = f"proxy: {' '.join(words.split())[:TITLE_CHARS] or request.model or request.provider}"
                 session_id = wb.sessions.create(title, None)
                 wb.update_settings(session_id, budget=self.config.proxy.budget)
                 ids: list[tuple[int, ...]] = []
@@ -200,7 +240,7 @@ class ProxyService:
             for m in history[start:]:
                 new_turn = m.has_user_text and not m.answers_tools
                 stored: list[int] = []
-                for n, neutral in enumerate(neutral_messages(m, names)):
+                for n, neutral in enumerate(map(masker.neutral, neutral_messages(m, names))):
                     message = wb.messages.append(
                         session_id, neutral.role, neutral.content,
                         group_id=None if (new_turn and n == 0) or group is None else group,

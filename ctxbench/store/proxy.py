@@ -191,6 +191,19 @@ class ProxyStore:
                 (status, outcome, error, reply, int(reply_cut), reported_prompt, reported_completion, model, model,
                  now_iso(), exchange_id))
 
+    def save_partial_reply(self, exchange_id: int, reply: str, reply_cut: bool) -> None:
+        """What has arrived of a reply still streaming; the exchange stays pending."""
+        with self._db.transaction() as conn:
+            conn.execute("UPDATE proxy_exchanges SET reply = ?, reply_cut = ? WHERE id = ? AND outcome = 'pending'",
+                         (reply, int(reply_cut), exchange_id))
+
+    def close_pending(self, error: str) -> int:
+        """Every pending exchange closed as cut, keeping the reply saved so far; how many there were."""
+        with self._db.transaction() as conn:
+            cur = conn.execute("UPDATE proxy_exchanges SET outcome = 'cut', error = ?, finished_at = ? "
+                               "WHERE outcome = 'pending'", (error, now_iso()))
+            return cur.rowcount
+
     def exchange(self, exchange_id: int) -> ProxyExchange:
         with self._db.connection() as conn:
             row = conn.execute(f"SELECT {_EXCHANGE_COLUMNS} FROM proxy_exchanges WHERE id = ?",
