@@ -8,15 +8,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from mcp import Client, StdioServerParameters
 
 from ctxbench.service.workbench import Workbench
+from sdk import mcp
 
 DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "demo_repo"
 
 
-def server_params(tmp_path: Path) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "ctxbench", "mcp", "--repo", str(DEMO),
+def server_params(tmp_path: Path) -> mcp.StdioServerParameters:
+    return mcp.StdioServerParameters(command=sys.executable, args=["-m", "ctxbench", "mcp", "--repo", str(DEMO),
                                                                "--db", str(tmp_path / "mcp.db")],
                                  env={"HF_HUB_OFFLINE": "1", "CTXBENCH_CONFIG": str(tmp_path / "none.toml")}
                                  | {k: v for k, v in os.environ.items() if k in ("PATH", "HOME", "PYTHONPATH")},
@@ -29,7 +29,7 @@ def text(result) -> str:
 
 async def test_the_sdk_client_plans_retrieves_and_pins_over_stdio(tmp_path):
     (tmp_path / "none.toml").write_text("")
-    async with Client(server_params(tmp_path), read_timeout_seconds=120) as client:
+    async with mcp.Client(server_params(tmp_path), read_timeout_seconds=120) as client:
         listed = await client.list_tools()
         assert sorted(t.name for t in listed.tools) == ["pin", "plan_context", "retrieve_code", "unpin"]
         resources = await client.list_resources()
@@ -97,7 +97,7 @@ def test_schemas_over_the_limit_fail(tmp_path, limit):
 
 async def test_out_of_range_ids_huge_budgets_and_huge_text_pins_are_clear_errors(tmp_path):
     (tmp_path / "none.toml").write_text("")
-    async with Client(server_params(tmp_path), read_timeout_seconds=120) as client:
+    async with mcp.Client(server_params(tmp_path), read_timeout_seconds=120) as client:
         assert client.server_info.name == "ctxbench" and client.server_info.version not in ("", None)
         schemas = {t.name: t.input_schema for t in (await client.list_tools()).tools}
         mode = schemas["plan_context"]["properties"]["mode"]["anyOf"][0]

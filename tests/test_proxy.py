@@ -8,10 +8,9 @@ import tracemalloc
 from contextlib import contextmanager
 from pathlib import Path
 
-import anthropic
 import httpx2 as httpx
-import openai
 import pytest
+from sdk import anthropic, openai
 from upstream_server import Answer, Upstream
 
 from ctxbench.config import Config, ProxyConfig

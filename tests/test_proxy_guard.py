@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import httpx2 as httpx
-import openai
 import pytest
+from sdk import openai
 from upstream_server import Answer, Upstream
 
 from ctxbench.config import Config, ProxyConfig

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 
-import openai
 from textual.widgets import DataTable
+from sdk import openai
 from upstream_server import Answer, Upstream
 
 from ctxbench.proxy.server import ProxyServer, RunningProxy
