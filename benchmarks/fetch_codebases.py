@@ -71,6 +71,11 @@ CODEBASES = (
              "71481854c30fdbc938963d3605b72501f5c10a9320ecd412c121c163a1c7d205", "mistune"),
     Codebase("immer", "npm", "immer", "10.1.1",
              "946cc79684ad1e080b09d4f2da14247b272aa667f3aaa100f35846148689f08f", "package"),
+    # the sixth held-out pair (issue 28): written before any encoder work, kept out of its training data
+    Codebase("transitions", "pypi", "transitions", "0.9.2",
+             "f7b40c9b4a93869f36c4d1c33809aeb18cdeeb065fd1adba018ee39c3db216f3", "transitions"),
+    Codebase("mobx", "npm", "mobx", "6.13.5",
+             "b85a7f765065c081724a7c49e91f59950151607b2f1c5a77c8ec4231f7129a1b", "package"),
 )
 
 

@@ -179,7 +179,7 @@ def test_manifest_errors_name_the_entry(tmp_path):
 
 
 def test_manifest_and_cli_accept_every_held_out_round(tmp_path):
-    """Each held-out round has its own role (holdout, holdout2..holdout5), in the manifest and in --role."""
+    """Each held-out round has its own role (holdout, holdout2..holdout6), in the manifest and in --role."""
     from ctxbench.bench.code import ROLES, load_manifest
 
     manifest = tmp_path / "m.toml"
@@ -187,11 +187,11 @@ def test_manifest_and_cli_accept_every_held_out_round(tmp_path):
                                 for r in ROLES), encoding="utf-8")
     write_queries(tmp_path / "q.jsonl")
     assert [s.role for s in load_manifest(manifest)] == ["tune", "holdout", "holdout2", "holdout3", "holdout4",
-                                                         "holdout5"]
-    result = CliRunner().invoke(main, ["bench", "code", "--manifest", str(manifest), "--role", "holdout5",
+                                                         "holdout5", "holdout6"]
+    result = CliRunner().invoke(main, ["bench", "code", "--manifest", str(manifest), "--role", "holdout6",
                                        "--db", str(tmp_path / "m.db")])
     # the role is accepted and selects its one repository, which is missing here: a clear line, exit 2
-    assert result.exit_code == 2 and "holdout5: repository" in result.output and "does not exist" in result.output
+    assert result.exit_code == 2 and "holdout6: repository" in result.output and "does not exist" in result.output
 
 
 def test_kinds_lines_and_verbatim_names():
@@ -280,8 +280,8 @@ def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
 def test_the_shipped_manifest_keeps_each_held_out_round_apart():
     """benchmarks/codebases.toml loads; httpx and js-yaml are the second held-out pair (role holdout2),
     dateutil and query-core the third (role holdout3), sortedcontainers and semver the fourth (role holdout4),
-    mistune and immer the fifth (role holdout5), each apart from the earlier held-out sets and from the tuning
-    repositories."""
+    mistune and immer the fifth (role holdout5), transitions and mobx the sixth (role holdout6), each apart from
+    the earlier held-out sets and from the tuning repositories."""
     from ctxbench.bench.code import load_manifest
 
     specs = load_manifest(Path(__file__).resolve().parent.parent / "benchmarks" / "codebases.toml")
@@ -290,6 +290,7 @@ def test_the_shipped_manifest_keeps_each_held_out_round_apart():
         roles.setdefault(spec.role, []).append(spec.name)
     assert roles == {"tune": ["textual", "click", "trio"], "holdout": ["flask", "marshmallow", "commander"],
                      "holdout2": ["httpx", "js-yaml"], "holdout3": ["dateutil", "query-core"],
-                     "holdout4": ["sortedcontainers", "semver"], "holdout5": ["mistune", "immer"]}
+                     "holdout4": ["sortedcontainers", "semver"], "holdout5": ["mistune", "immer"],
+                     "holdout6": ["transitions", "mobx"]}
     for spec in specs:
         assert spec.queries.is_file(), spec.queries

@@ -55,8 +55,8 @@ PLAN_MODES = ("light", "heavy")
 PLAN_BUDGET = 8000
 KINDS = ("how", "where", "bug", "concept")
 EXCERPT_KINDS = ("how", "bug", "")  # the kinds whose marked lines the excerpt check counts ("" = not given)
-# holdout2..holdout5: later held-out sets, each written after the one before had been looked at
-ROLES = ("tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5")
+# holdout2..holdout6: later held-out sets, each written after the one before had been looked at
+ROLES = ("tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6")
 
 
 class QueryFileError(ValueError):

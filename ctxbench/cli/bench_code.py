@@ -22,12 +22,13 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 @click.option("--repo", "repos", multiple=True, type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Repository the gold symbol ids of the matching --queries refer to (indexed first if needed).")
 @click.option("--manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="TOML file of [[codebase]] tables (name, role = tune|holdout|holdout2..5, repo, queries), "
+              help="TOML file of [[codebase]] tables (name, role = tune|holdout|holdout2..6, repo, queries), "
                    "e.g. benchmarks/codebases.toml.")
-@click.option("--role", type=click.Choice(["tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "all"]),
+@click.option("--role", type=click.Choice(["tune", "holdout", "holdout2", "holdout3", "holdout4", "holdout5", "holdout6",
+                                         "all"]),
               default="all", show_default=True,
-              help="With --manifest: run the tune repositories, the held-out ones (holdout2..holdout5: the second "
-                   "to fifth held-out sets, each written after the one before had been looked at), or all.")
+              help="With --manifest: run the tune repositories, the held-out ones (holdout2..holdout6: the second "
+                   "to sixth held-out sets, each written after the one before had been looked at), or all.")
 @click.option("--split", type=click.Choice(["tune", "holdout", "all"]), default="all", show_default=True,
               help="Which queries of each file to run, by their own split field.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
