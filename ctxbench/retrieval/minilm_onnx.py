@@ -15,6 +15,7 @@ and torch paths to float32 rounding (checked in the tests).
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -172,7 +173,11 @@ class OnnxMiniLM:
         self.max_positions = reference.max_positions
         self.batch_size = max(1, batch_size)
         self.threads = max(0, threads)
-        self._reference = reference  # its tokenizer and truncation; its weight arrays are the session's (not copied)
+        self._reference = reference  # its tokenizer; its weight arrays are the session's (not copied)
+        # one tokenizer per truncation length, so calls at different lengths (a query at 256 while cards run at 64)
+        # never change each other's cut: with onnxruntime's sessions safe to run from several threads, so is encode
+        self._tokenizers: dict[int, object] = {}
+        self._tokenizer_lock = threading.Lock()
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
         self.session = self._session(*build_graph(reference))  # texts that are stored, and queries unless int8
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
@@ -203,6 +208,19 @@ class OnnxMiniLM:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
 
+    def tokenizer(self, length: int):
+        """The model's tokenizer cutting texts at ``length`` tokens (made once per length)."""
+        with self._tokenizer_lock:
+            found = self._tokenizers.get(length)
+            if found is None:
+                from tokenizers import Tokenizer
+
+                found = Tokenizer.from_str(self._reference.tokenizer.to_str())
+                found.no_padding()
+                found.enable_truncation(length)
+                self._tokenizers[length] = found
+            return found
+
     def encode(self, texts: Sequence[str], max_seq_length: int = 256,
                progress: Callable[[int, int], None] | None = None, *, query: bool = False) -> np.ndarray:
         """Unit-length float32 vectors, one row per text. A single text runs alone (no padding); more run in
@@ -210,11 +228,10 @@ class OnnxMiniLM:
         ``query``: the texts are queries, run by the query graph (int8 when the model was made with
         ``query_int8``; then one at a time)."""
         session = self.query_session if query else self.session
-        self._reference.truncate(min(max_seq_length, self.max_positions))
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         if not texts:
             return out
-        tokenizer = self._reference.tokenizer
+        tokenizer = self.tokenizer(min(max_seq_length, self.max_positions))
         encodings = tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [tokenizer.encode(texts[0])]
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         done = 0
