@@ -50,17 +50,43 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         llm_timeout_s=timeout_s, llm_from_env=False,
     )
     check_model(config, options)
+    digest = _seed_vectors(db_path, files, config) if not no_index else ""
     try:
         if no_tui:
             print_demo_plan(options, config)
         else:
             run_workbench(options, config)
     finally:
+        if digest:
+            _keep_vectors(db_path, digest, config)
         if tmp is not None:
             if keep_db:
                 click.echo(f"demo database kept: {db_path}", err=True)
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _seed_vectors(db_path: Path, files, config) -> str:
+    """The demo's vectors kept by an earlier run, copied into this run's database (``service.demo_vectors``); the
+    demo's digest, to keep this run's vectors under when it ends."""
+    from ctxbench.service.demo_vectors import demo_digest, seed
+    from ctxbench.service.workbench import Workbench
+
+    digest = demo_digest(files)
+    with Workbench(db_path=db_path, config=config) as wb:
+        seed(wb, digest)
+    return digest
+
+
+def _keep_vectors(db_path: Path, digest: str, config) -> None:
+    from ctxbench.service.demo_vectors import keep
+    from ctxbench.service.workbench import Workbench
+
+    try:
+        with Workbench(db_path=db_path, config=config) as wb:
+            keep(wb, digest)
+    except OSError as exc:  # a full or read-only disk: the next demo embeds again, nothing else is lost
+        click.echo(f"the demo's vectors were not kept: {exc}", err=True)
 
 
 def _has_sessions(db_path: Path, config) -> bool:
