@@ -1,6 +1,8 @@
 """How plans and messages read on screen: pure functions, no widgets, easy to test."""
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
@@ -55,6 +57,14 @@ def meter_state(plan, warning: str = "") -> MeterState:
     sections = tuple((name, int(by_name.get(name, 0))) for name in names)
     over = bool(plan.over_budget) or plan.used_tokens > plan.budget
     return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "", warning)
+
+
+def with_budget(state: MeterState, budget: int) -> MeterState:
+    """``state`` against another budget, before the plan under it is made: the same tokens used (what is known)."""
+    if state.budget <= 0:
+        return state  # no plan shown yet: nothing known to show against it
+    return dataclasses.replace(state, budget=budget, over_budget=state.used > budget,
+                               over_reason=state.over_reason if state.used > budget else "")
 
 
 def meter_cells(state: MeterState, width: int) -> list[tuple[str, int]]:

@@ -152,10 +152,11 @@ class MainScreen(Screen[None]):
 
     @on(msg.PlanReady)
     async def _plan_ready(self, message: msg.PlanReady) -> None:
-        self.meter.pending = False
-        await self.show_plan(message.view)
+        settled = self.link.latest(message.request) and self.link.settled
+        self.meter.pending = not settled  # an older replan's plan: shown, its figures still marked pending
+        await self.show_plan(message.view, settled=settled)
 
-    async def show_plan(self, view: PlanView) -> None:
+    async def show_plan(self, view: PlanView, *, settled: bool = True) -> None:
         self.view = view
         self.meter.state = present.meter_state(view.plan, view.compact_warning)
         if view.task != self.task_name:  # a task started or ended (a STATE goal opens one during a turn)
@@ -171,11 +172,12 @@ class MainScreen(Screen[None]):
                 self.notify(present.over_budget_notice(view.plan), title="over budget", severity="warning")
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
-        self.screens.show_view(view)
+        self.screens.show_view(view, settled=settled)
 
     @on(msg.PlanFailed)
     def _plan_failed(self, message: msg.PlanFailed) -> None:
-        self.meter.pending = False
+        if self.link.latest(message.request):
+            self.meter.pending = False
         self.notify(message.error, title="planning failed", severity="error")
 
     def attachment_text(self, view: PlanView) -> str:
@@ -188,6 +190,7 @@ class MainScreen(Screen[None]):
 
     @on(msg.ActionDone)
     async def _action_done(self, message: msg.ActionDone) -> None:
+        self.link.done_acting()
         if message.note:
             self.notify(message.note)
         if message.history is not None:
@@ -204,6 +207,9 @@ class MainScreen(Screen[None]):
             return  # still opening: the session's own settings arrive with it
         self.settings = dataclasses.replace(self.settings, **changes)
         if "budget" in changes:
+            # the new budget on the meter at once, against the tokens the shown plan uses (marked pending until
+            # the replan under it arrives)
+            self.meter.state = present.with_budget(self.meter.state, self.settings.budget)
             self.notify(f"budget {present.tok(self.settings.budget)} tokens", timeout=1.5)
         self._status_detail()
         self.request_plan()

@@ -59,12 +59,13 @@ class ScreensOnTop:
     def _overlay_closed(self, _result: None) -> None:
         self.overlay = None
 
-    def show_view(self, view: PlanView) -> None:
-        """A new plan: the overlay (when open) shows it; its diff is kept for the turn's diff line."""
+    def show_view(self, view: PlanView, *, settled: bool = True) -> None:
+        """A new plan: the overlay (when open) shows it (keeping the actions it shows as pending unless ``settled``:
+        the plan includes every action asked for); its diff is kept for the turn's diff line."""
         if view.group_id is not None and view.diff is not None:
             self.diffs[view.group_id] = view.diff
         if self.overlay is not None:
-            self.overlay.show_view(view)
+            self.overlay.show_view(view, settled=settled)
 
     def _preview(self, row: OverlayRow) -> None:
         """Enter in the overlay: the candidate in full (read in a worker, shown in a viewer)."""
