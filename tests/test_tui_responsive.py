@@ -137,3 +137,25 @@ async def test_a_budget_change_shows_its_figure_at_once_and_marks_it_pending(tmp
             assert not main.meter.pending
     finally:
         gate.set()
+
+
+async def test_a_task_start_shows_in_the_status_line_at_once(tmp_path):
+    from tui_helpers import make_app, settle
+
+    app = make_app(tmp_path)
+    slow = threading.Event()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            main = app.main_screen
+            await until(pilot, lambda: main.view is not None and not main.meter.pending)
+            engine_start = main.session.compaction.start_task
+            main.session.compaction.start_task = lambda *a, **k: slow.wait(60) and engine_start(*a, **k)
+            main.run_slash("/task start fix-rounding")
+            await pilot.pause()
+            assert "fix-rounding" in main.status.detail  # before the task is stored
+            slow.set()
+            await settle(pilot)
+            assert main.session.wb.tasks.current(main.session.session_id).name == "fix-rounding"
+            assert "fix-rounding" in main.status.detail
+    finally:
+        slow.set()

@@ -210,6 +210,17 @@ def model_label(llm) -> str:
     return f"{llm.model} @ {where}"
 
 
+def proxied_label(model: str, provider: str, upstream: str) -> str:
+    """The model of a proxied conversation for the status line: the model the client asked for (or its provider
+    while no request has come) and the upstream the proxy forwards to (``claude-sonnet-4 via proxy → host``)."""
+    where = upstream
+    for prefix in ("http://", "https://"):
+        where = where.removeprefix(prefix)
+    where = where.split("/", 1)[0]
+    who = model or (f"{provider} model" if provider else "the client's model")
+    return f"{who} via proxy" + (f" → {where}" if where else "")
+
+
 # -- the status line and first words ---------------------------------------------------------------
 
 def status_detail(settings, repo_name: str, title: str, model: str, branch: str = "", task: str = "") -> str:

@@ -58,6 +58,9 @@ class MainScreen(Screen[None]):
         self._over = False  # the plan's mandatory items exceed the budget (announced when it starts)
         self._preview_timer: Timer | None = None
         self._draft = ""
+        # the model the status line names: the configured one, or for a followed proxied conversation the proxied one
+        self.model_label = (present.proxied_label("", "", config.proxy.upstream) if options.watch
+                            else present.model_label(config.llm))
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -90,7 +93,7 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
-        self.status.detail = f"opening session… · {present.model_label(self.config.llm)}"
+        self.status.detail = f"opening session… · {self.model_label}"
         self.prompt.focus()
         self.link.start()
 
@@ -120,7 +123,18 @@ class MainScreen(Screen[None]):
         repo = self.session.wb.repo if self.session is not None else None
         self.status.title = self.session_title
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
-                                                   present.model_label(self.config.llm), self.branch, self.task_name)
+                                                   self.model_label, self.branch, self.task_name)
+
+    def show_model(self, label: str) -> None:
+        """The status line names ``label`` as the model (a proxied conversation's, once its requests say it)."""
+        if label != self.model_label:
+            self.model_label = label
+            self._status_detail()
+
+    def show_task(self, name: str) -> None:
+        """A task was asked for: the status line names it at once (the plan that includes it follows)."""
+        self.task_name = name
+        self._status_detail()
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -159,7 +173,7 @@ class MainScreen(Screen[None]):
     async def show_plan(self, view: PlanView, *, settled: bool = True) -> None:
         self.view = view
         self.meter.state = present.meter_state(view.plan, view.compact_warning)
-        if view.task != self.task_name:  # a task started or ended (a STATE goal opens one during a turn)
+        if settled and view.task != self.task_name:  # a task started or ended (a STATE goal opens one in a turn)
             self.task_name = view.task
             self._status_detail()
         if bool(view.compact_warning) != self._warned:
@@ -245,11 +259,15 @@ class MainScreen(Screen[None]):
         self.slash.run(line)
 
     def run_command(self, command: str) -> None:
-        """A palette entry: a slash command line, or the mode hotkey."""
-        from ctxbench.tui.palette import CYCLE_MODE
+        """A palette entry: a slash command line, one for the user to finish in the input, or the mode hotkey."""
+        from ctxbench.tui.palette import CYCLE_MODE, needs_finishing
 
         if command == CYCLE_MODE:
             self.action_cycle_mode()
+        elif needs_finishing(command):
+            self.prompt.value = command
+            self.prompt.cursor_position = len(command)
+            self.prompt.focus()
         else:
             self.run_slash(command)
 

@@ -1,0 +1,58 @@
+"""The command palette and the slash commands are one table: every command is in the palette, every palette
+entry is a command line the input would run."""
+from __future__ import annotations
+
+from textual.command import CommandPalette
+
+from ctxbench.tui.commands import SLASH_COMMANDS, parse
+from ctxbench.tui.palette import CYCLE_MODE, PALETTE_ENTRIES, needs_finishing
+from ctxbench.tui.slash_base import HANDLERS
+from tui_helpers import make_app, settle
+
+
+def test_every_slash_command_is_in_the_palette_and_every_entry_is_a_command():
+    lines = [command for _title, _help, command in PALETTE_ENTRIES if command != CYCLE_MODE]
+    reached = {parse(line.strip()).command.name for line in lines}
+    assert reached == {c.name for c in SLASH_COMMANDS}
+    for c in SLASH_COMMANDS:  # the ones named in the issue among them
+        assert c.line in lines or any(parse(line.strip()).command == c for line in lines)
+    for name in ("compact", "task", "switch", "theme", "pin", "context drop", "context restore"):
+        assert any(parse(line.strip()).command.name == name for line in lines), name
+    assert [line for line in lines if needs_finishing(line)] == [
+        c.line for c in SLASH_COMMANDS if c.needs_args and c.line in lines]
+
+
+async def test_walking_the_palette_runs_each_command_or_puts_it_in_the_input(tmp_path, monkeypatch):
+    ran: list[tuple[str, tuple[str, ...]]] = []
+    for name in list(HANDLERS):
+        monkeypatch.setitem(HANDLERS, name, lambda controller, args, name=name: ran.append((name, args)))
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        main = app.main_screen
+        for _title, _help, line in PALETTE_ENTRIES:
+            ran.clear()
+            main.prompt.value = ""
+            main.run_command(line)
+            if line == CYCLE_MODE:
+                continue
+            if needs_finishing(line):
+                assert main.prompt.value == line and ran == []  # the user types the argument, then Enter
+            else:
+                parsed = parse(line)
+                assert ran == [(parsed.command.name, parsed.args)]
+
+
+async def test_a_command_that_needs_a_target_is_finished_in_the_input(tmp_path):
+    app = make_app(tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await pilot.press("ctrl+p")
+        assert isinstance(app.screen, CommandPalette)
+        for ch in "/pin TARGET":
+            await pilot.press("space" if ch == " " else ch)
+        await pilot.pause(0.5)
+        await pilot.press("enter")
+        await pilot.pause()
+        assert app.main_screen.prompt.value == "/pin "
+        assert app.focused is app.main_screen.prompt
