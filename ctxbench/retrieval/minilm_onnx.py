@@ -164,6 +164,21 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
     return onnx_model.SerializeToString(), weights
 
 
+BATCH_TOKENS = 4096  # tokens (padded) of one batch at most: long texts run in smaller batches, so a batch's
+# activations stay bounded (attention alone is batch x 12 x length^2 floats: 100 MB for 32 texts of 256 tokens)
+
+
+def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """``order`` (longest first) cut into batches of at most ``size`` texts and ``BATCH_TOKENS`` padded tokens."""
+    out: list[list[int]] = []
+    for i in order:
+        if out and len(out[-1]) < size and lengths[out[-1][0]] * (len(out[-1]) + 1) <= BATCH_TOKENS:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
 class OnnxMiniLM:
     """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
 
@@ -179,15 +194,18 @@ class OnnxMiniLM:
         self._tokenizers: dict[int, object] = {}
         self._tokenizer_lock = threading.Lock()
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
-        self.session = self._session(*build_graph(reference))  # texts that are stored, and queries unless int8
+        # texts that are stored, and queries unless int8; without onnxruntime's memory arena, which kept the largest
+        # batch's activations for the life of the process (the workbench stayed at 1.2 GB after embedding a history)
+        self.session = self._session(*build_graph(reference), arena=False)
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
         # a message's cached vector is the same whichever call embedded it
         self.query_session = self._session(*build_graph(reference, int8=True)) if query_int8 else self.session
 
-    def _session(self, graph: bytes, weights: dict[str, np.ndarray]):
+    def _session(self, graph: bytes, weights: dict[str, np.ndarray], *, arena: bool = True):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        options.enable_cpu_mem_arena = arena
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -238,8 +256,7 @@ class OnnxMiniLM:
         # the int8 graph quantizes a whole batch's activations with one scale: each query runs alone, so its vector
         # does not depend on what it was batched with
         size = 1 if session is not self.session else self.batch_size
-        for start in range(0, len(order), size):
-            rows = order[start:start + size]
+        for rows in _batches(order, [len(e.ids) for e in encodings], size):
             length = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), length), dtype=np.int64)
             types = np.zeros((len(rows), length), dtype=np.int64)
