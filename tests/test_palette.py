@@ -5,7 +5,7 @@ from __future__ import annotations
 from textual.command import CommandPalette
 
 from ctxbench.tui.commands import SLASH_COMMANDS, parse
-from ctxbench.tui.palette import CYCLE_MODE, PALETTE_ENTRIES, needs_finishing
+from ctxbench.tui.palette import CYCLE_MODE, PALETTE_ENTRIES, needs_finishing, run_line
 from ctxbench.tui.slash_base import HANDLERS
 from tui_helpers import make_app, settle
 
@@ -33,7 +33,7 @@ async def test_walking_the_palette_runs_each_command_or_puts_it_in_the_input(tmp
         for _title, _help, line in PALETTE_ENTRIES:
             ran.clear()
             main.prompt.value = ""
-            main.run_command(line)
+            run_line(main, line)
             if line == CYCLE_MODE:
                 continue
             if needs_finishing(line):

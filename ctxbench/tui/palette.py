@@ -71,6 +71,19 @@ def needs_finishing(command: str) -> bool:
     return command.endswith(" ")
 
 
+def run_line(screen, command: str) -> None:
+    """Run a palette entry on the main screen: the mode hotkey, a line for the user to finish in the input (put
+    there, with the focus), or a slash command line."""
+    if command == CYCLE_MODE:
+        screen.action_cycle_mode()
+    elif needs_finishing(command):
+        screen.prompt.value = command
+        screen.prompt.cursor_position = len(command)
+        screen.prompt.focus()
+    else:
+        screen.run_slash(command)
+
+
 class RunCommand(Message):
     """Run a slash command line (or :data:`CYCLE_MODE`) on the main screen."""
 

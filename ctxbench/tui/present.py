@@ -221,6 +221,11 @@ def proxied_label(model: str, provider: str, upstream: str) -> str:
     return f"{who} via proxy" + (f" → {where}" if where else "")
 
 
+def status_model(config, watching: bool) -> str:
+    """The model the status line names: the configured one, or a followed proxied conversation's."""
+    return proxied_label("", "", config.proxy.upstream) if watching else model_label(config.llm)
+
+
 # -- the status line and first words ---------------------------------------------------------------
 
 def status_detail(settings, repo_name: str, title: str, model: str, branch: str = "", task: str = "") -> str:

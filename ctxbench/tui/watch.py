@@ -61,7 +61,9 @@ class WatchController:
             self.host.status.set_slot(Progress("proxy", f"watch: {type(found).__name__}: {found}", "error"))
             return
         exchange = found.update.exchange
-        self.host.show_model(proxied_label(exchange.model, exchange.provider, self.host.config.proxy.upstream))
+        label = proxied_label(exchange.model, exchange.provider, self.host.config.proxy.upstream)
+        if label != getattr(self.host, "model_label", ""):
+            self.host.show_model(label)
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]

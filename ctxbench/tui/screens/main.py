@@ -58,9 +58,7 @@ class MainScreen(Screen[None]):
         self._over = False  # the plan's mandatory items exceed the budget (announced when it starts)
         self._preview_timer: Timer | None = None
         self._draft = ""
-        # the model the status line names: the configured one, or for a followed proxied conversation the proxied one
-        self.model_label = (present.proxied_label("", "", config.proxy.upstream) if options.watch
-                            else present.model_label(config.llm))
+        self.model_label = present.status_model(config, bool(options.watch))  # the model the status line names
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -113,8 +111,7 @@ class MainScreen(Screen[None]):
         if self.watcher is not None:
             self.watcher.start()
 
-    def _take(self, snap) -> None:
-        """The session's (or a branch's) own settings and branch name: indicator and status line."""
+    def _take(self, snap) -> None:  # the session's (or a branch's) own settings, branch and task: indicator, status
         self.settings, self.branch, self.task_name = snap.settings, snap.branch, snap.task
         self.query_one(ModeIndicator).mode = snap.settings.mode
         self._status_detail()
@@ -125,14 +122,11 @@ class MainScreen(Screen[None]):
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
                                                    self.model_label, self.branch, self.task_name)
 
-    def show_model(self, label: str) -> None:
-        """The status line names ``label`` as the model (a proxied conversation's, once its requests say it)."""
-        if label != self.model_label:
-            self.model_label = label
-            self._status_detail()
+    def show_model(self, label: str) -> None:  # a proxied conversation's model, once its requests name it
+        self.model_label = label
+        self._status_detail()
 
-    def show_task(self, name: str) -> None:
-        """A task was asked for: the status line names it at once (the plan that includes it follows)."""
+    def show_task(self, name: str) -> None:  # a task asked for, named at once (the plan that includes it follows)
         self.task_name = name
         self._status_detail()
 
@@ -198,8 +192,7 @@ class MainScreen(Screen[None]):
         line = present.attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
         return line + present.diff_line(view.diff, view.group_id)
 
-    def action_open_diff(self, group_id: int) -> None:
-        """The diff line under a turn was clicked."""
+    def action_open_diff(self, group_id: int) -> None:  # the diff line under a turn was clicked
         self.screens.turn_diff(group_id)
 
     @on(msg.ActionDone)
@@ -221,8 +214,7 @@ class MainScreen(Screen[None]):
             return  # still opening: the session's own settings arrive with it
         self.settings = dataclasses.replace(self.settings, **changes)
         if "budget" in changes:
-            # the new budget on the meter at once, against the tokens the shown plan uses (marked pending until
-            # the replan under it arrives)
+            # the new budget at once, against the tokens the shown plan uses (pending until the replan arrives)
             self.meter.state = present.with_budget(self.meter.state, self.settings.budget)
             self.notify(f"budget {present.tok(self.settings.budget)} tokens", timeout=1.5)
         self._status_detail()
@@ -257,19 +249,6 @@ class MainScreen(Screen[None]):
     # -- input --------------------------------------------------------------------------------------------
     def run_slash(self, line: str) -> None:
         self.slash.run(line)
-
-    def run_command(self, command: str) -> None:
-        """A palette entry: a slash command line, one for the user to finish in the input, or the mode hotkey."""
-        from ctxbench.tui.palette import CYCLE_MODE, needs_finishing
-
-        if command == CYCLE_MODE:
-            self.action_cycle_mode()
-        elif needs_finishing(command):
-            self.prompt.value = command
-            self.prompt.cursor_position = len(command)
-            self.prompt.focus()
-        else:
-            self.run_slash(command)
 
     @on(Input.Submitted, "#prompt")
     async def _submitted(self, event: Input.Submitted) -> None:

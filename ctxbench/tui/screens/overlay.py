@@ -12,7 +12,6 @@ from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -21,49 +20,16 @@ from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.present import cluster_label, mode_label, tok
-from ctxbench.tui.screens.overlay_rows import (
-    KIND_SHORT,
-    MANDATORY_IDS,
-    PIN_BADGE,
-    PIN_BADGE_SHORT,
-    SECTION_SHORT,
-    SUGGESTED_BADGE,
-    OverlayRow,
-    build_rows,
-    column_widths,
-    filter_rows,
-    fit_label,
-)
+from ctxbench.tui.screens.overlay_cells import pin_shown, row_cells
+from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
+from ctxbench.tui.widgets.filter_input import FilterInput
 
 OverlayAction = Callable[..., None]  # (action, row, **kwargs): pin, lease, unpin, drop, accept, reject
 Preview = Callable[[OverlayRow], None]
 
-PENDING_REASON = {"dropping": "dropping…", "rejected": "rejected…"}  # the reason column while an action is pending
 FILTER_DEBOUNCE_ROWS = 200  # long plans: refilter once typing pauses, not on every key
 FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
-
-
-def cell(text: str, style: str) -> Text:
-    """A cell cut with "…" where its column ends (never silently)."""
-    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
-
-
-class FilterInput(Input, inherit_bindings=False):
-    """The overlay's filter: plain editing keys only, so the overlay's ctrl keys are free for actions."""
-
-    BINDINGS = [
-        Binding("left", "cursor_left", show=False),
-        Binding("right", "cursor_right", show=False),
-        Binding("ctrl+left", "cursor_left_word", show=False),
-        Binding("ctrl+right", "cursor_right_word", show=False),
-        Binding("backspace", "delete_left", show=False),
-        Binding("delete", "delete_right", show=False),
-        Binding("ctrl+w", "delete_left_word", show=False),
-        Binding("home", "home", show=False),
-        Binding("end", "end", show=False),
-        Binding("ctrl+v", "paste", show=False),
-    ]
 
 
 class ContextOverlay(ModalScreen[None]):
@@ -149,33 +115,7 @@ class ContextOverlay(ModalScreen[None]):
         title.update(text)
 
     def _cells(self, row: OverlayRow) -> list[Text]:
-        w = self._widths
-        dim = "dim" if row.muted else ""
-        if row.item is not None:
-            i = row.item
-            pin = self.pin_shown(row)
-            badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(pin, "")
-            if row.target in self.pending and badge:
-                badge += "…"  # asked for, not yet in a plan
-            section = i.section if w["section"] >= 9 else SECTION_SHORT.get(i.section, i.section[:4])
-            reason = PENDING_REASON.get(self.pending.get(row.target, ""), i.reason)
-            kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
-            return [Text(badge, style=dim or "bold"), cell(section, dim), cell(kind, dim),
-                    fit_label(i.label, w["label"], dim),
-                    Text(tok(i.tokens), style=dim, justify="right"),
-                    cell(reason, dim if i.included else "dim italic"),
-                    Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
-        s = row.suggestion
-        assert s is not None
-        decided = self.pending.get(s.target)
-        badge = SUGGESTED_BADGE[1] if w["pin"] < 3 else SUGGESTED_BADGE[0]
-        if decided == "sticky":
-            badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT)["sticky"] + "…"
-        why = PENDING_REASON.get(decided or "", s.why) if decided != "sticky" else "accepted: pinning…"
-        return [Text(badge, style="dim"), Text("", style="dim"),
-                cell("suggested", "dim"), fit_label(s.label, w["label"], "dim"),
-                Text(tok(s.tokens) if s.tokens else "", style="dim", justify="right"), cell(why, "dim italic"),
-                Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
+        return row_cells(row, self._widths, self.pending)
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -248,8 +188,7 @@ class ContextOverlay(ModalScreen[None]):
 
     def pin_shown(self, row: OverlayRow) -> str:
         """The pin kind ``row`` shows: one an action asked for (not yet planned), else the plan's."""
-        asked = self.pending.get(row.target)
-        return asked if asked in ("sticky", "leased", "") else row.pin
+        return pin_shown(row, self.pending)
 
     def mark(self, action: str, row: OverlayRow) -> None:
         """Show what ``action`` does to ``row`` at once, marked pending until the plan that includes it arrives."""
