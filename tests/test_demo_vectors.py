@@ -6,7 +6,7 @@ import stat
 from ctxbench.config import Config
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.service.demo import DemoFiles, demo_files
-from ctxbench.service.demo_vectors import cache_dir, cache_file, demo_digest, keep, seed
+from ctxbench.service.demo_vectors import cache_dir, cache_file, demo_digest, keep
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.workbench import Workbench
@@ -25,15 +25,15 @@ class CountingEmbedder(HashingEmbedder):
 
 
 def demo_start(db_path, files: DemoFiles) -> tuple[int, CountingEmbedder]:
-    """One demo start as ``ctxbench demo`` makes it: seed the fresh database, open, index, warm; then keep."""
+    """One demo start as ``ctxbench demo`` makes it: open on a fresh database seeded with the kept vectors, index,
+    warm; then keep. Returns how many vectors the database had when the session opened, and the embedder."""
     embedder = CountingEmbedder()
     digest = demo_digest(files)
     options = LaunchOptions(db_path=db_path, repo=files.repo, import_file=files.session_file, title="demo",
-                            embedder_factory=lambda config: embedder)
-    with Workbench(db_path=db_path, config=Config()) as wb:  # before the session opens, as the command does
-        seeded = seed(wb, digest)
+                            embedder_factory=lambda config: embedder, kept_vectors=cache_file(digest))
     session = WorkbenchSession(options, Config())
     session.open()
+    seeded = session.wb.conn.execute("SELECT COUNT(*) FROM card_vectors").fetchone()[0]
     try:
         session.attach_repository(lambda progress: None)
         assert session.semantic_ready

@@ -9,6 +9,7 @@ session's last turn instead of opening the app (for terminals without a TUI, and
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,8 +50,12 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_context_limit=context_limit,
         llm_timeout_s=timeout_s, llm_from_env=False,
     )
+    digest = "" if no_index else _demo_digest(files)
+    if digest:  # the session seeds its database from the vectors an earlier demo kept (in its worker)
+        from ctxbench.service.demo_vectors import cache_file
+
+        options = dataclasses.replace(options, kept_vectors=cache_file(digest))
     check_model(config, options)
-    digest = _seed_vectors(db_path, files, config) if not no_index else ""
     try:
         if no_tui:
             print_demo_plan(options, config)
@@ -66,16 +71,11 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
                 shutil.rmtree(tmp, ignore_errors=True)
 
 
-def _seed_vectors(db_path: Path, files, config) -> str:
-    """The demo's vectors kept by an earlier run, copied into this run's database (``service.demo_vectors``); the
-    demo's digest, to keep this run's vectors under when it ends."""
-    from ctxbench.service.demo_vectors import demo_digest, seed
-    from ctxbench.service.workbench import Workbench
+def _demo_digest(files) -> str:
+    """The demo content's digest: what its kept vectors are filed under (``service.demo_vectors``)."""
+    from ctxbench.service.demo_vectors import demo_digest
 
-    digest = demo_digest(files)
-    with Workbench(db_path=db_path, config=config) as wb:
-        seed(wb, digest)
-    return digest
+    return demo_digest(files)
 
 
 def _keep_vectors(db_path: Path, digest: str, config) -> None:

@@ -3,8 +3,9 @@ embedded the demo's cards and its ~430 history texts again every time (80 s on a
 
 The vectors of a run are written, when it ends, to ``<user data dir>/demo-vectors/<digest>.sqlite`` (0600, in a
 0700 folder), where the digest hashes the demo's content: every file of its repository and its recorded
-sessions. The next run's database is seeded from that file before the session opens, so its warm-up finds
-every vector cached and embeds nothing. A demo whose files changed has another digest, hence a cache of its
+sessions. The next run's session seeds its database from that file as it opens (``LaunchOptions.kept_vectors``,
+in the session's worker, not before the first paint), so its warm-up finds every vector cached and embeds
+nothing. A demo whose files changed has another digest, hence a cache of its
 own (the old one is removed when the new one is written). Rows are keyed by text hash and model key, as in any
 database, so a cached vector is only ever used for the very text and model it was made for.
 """
@@ -41,12 +42,6 @@ def demo_digest(files: DemoFiles) -> str:
 
 def cache_file(digest: str) -> Path:
     return cache_dir() / f"{digest}{SUFFIX}"
-
-
-def seed(workbench, digest: str) -> int:
-    """Copy the kept vectors of the demo ``digest`` into ``workbench``'s cache; how many (0: none kept yet)."""
-    path = cache_file(digest)
-    return workbench.vectors.copy_in(path) if path.is_file() else 0
 
 
 def keep(workbench, digest: str) -> int:

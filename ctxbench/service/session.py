@@ -66,6 +66,8 @@ class WorkbenchSession:
         opts = self.options
         wb = Workbench(db_path=opts.db_path, config=self.config, repo=opts.repo)
         self.workbench = wb
+        if opts.kept_vectors is not None and opts.kept_vectors.is_file():
+            wb.vectors.copy_in(opts.kept_vectors)  # before anything embeds: the warm-up finds them cached
         if opts.session_id:
             wb.sessions.info(opts.session_id)  # raises UnknownSession
             sid = opts.session_id
