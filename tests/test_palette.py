@@ -56,3 +56,19 @@ async def test_a_command_that_needs_a_target_is_finished_in_the_input(tmp_path):
         await pilot.pause()
         assert app.main_screen.prompt.value == "/pin "
         assert app.focused is app.main_screen.prompt
+
+
+def test_the_screens_opened_on_top_load_when_first_opened_not_before_the_first_paint():
+    """The app's import (all of it runs before the first frame) leaves out the overlay, replay, what-if, compaction
+    and viewer screens and the engine they reach: each loads when it is first opened."""
+    import subprocess
+    import sys
+
+    code = ("import sys, ctxbench.tui.app\n"
+            "late = ('ctxbench.tui.screens.overlay', 'ctxbench.tui.screens.replay', 'ctxbench.tui.screens.whatif',\n"
+            "        'ctxbench.tui.screens.compact', 'ctxbench.tui.screens.viewer', 'ctxbench.service.timeline',\n"
+            "        'ctxbench.planner', 'ctxbench.service.session')\n"
+            "print(','.join(m for m in late if m in sys.modules))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == ""
