@@ -93,7 +93,7 @@ class MainScreen(Screen[None]):
         self.status.title = "ctxbench"
         self.status.detail = f"opening session… · {self.model_label}"
         self.prompt.focus()
-        self.link.start()
+        self.call_after_refresh(self.link.start)  # after the first frame: the engine's imports would delay it
 
     def on_unmount(self) -> None:
         self.link.close()
