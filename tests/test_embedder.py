@@ -306,3 +306,9 @@ def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
     assert not numpy_compatible(tmp_path / "missing")
     with pytest.raises(EmbedderError, match="query_runtime"):
         Embedder(EmbeddingConfig(query_runtime="tensorrt")).wait(timeout=60)
+
+
+def test_an_unknown_bulk_runtime_is_refused_in_one_line():
+    emb = Embedder(EmbeddingConfig(bulk_runtime="gpu"))
+    with pytest.raises(EmbedderError, match=r"embedding.bulk_runtime 'gpu': expected one of onnx, torch"):
+        emb.wait()
