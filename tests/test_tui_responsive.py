@@ -159,3 +159,54 @@ async def test_a_task_start_shows_in_the_status_line_at_once(tmp_path):
             assert "fix-rounding" in main.status.detail
     finally:
         slow.set()
+
+
+async def test_accept_reject_and_drop_show_on_their_rows_before_the_engine_has_done_them(tmp_path):
+    from textual.widgets import DataTable
+
+    from tui_helpers import cut_cards_config, make_app, settle
+
+    app = make_app(tmp_path, config=cut_cards_config())
+    slow = threading.Event()
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await settle(pilot)
+            main = app.main_screen
+            await pilot.press("ctrl+o")
+            await settle(pilot)
+            overlay = app.screen
+            session = main.session
+            def held(engine):
+                def run(*args, **kwargs):
+                    slow.wait(60)
+                    return engine(*args, **kwargs)
+                return run
+
+            for name in ("accept", "reject", "drop"):  # the engine is slow: each waits until the test says
+                setattr(session, name, held(getattr(session, name)))
+
+            def select(predicate) -> str:
+                index = next(n for n, r in enumerate(overlay.shown_rows) if predicate(r))
+                overlay.query_one(DataTable).move_cursor(row=index, animate=False)
+                return overlay.shown_rows[index].target
+
+            accepted = select(lambda r: r.kind == "suggestion")
+            await pilot.press("ctrl+y")
+            rejected = select(lambda r: r.kind == "suggestion" and r.target != accepted)
+            await pilot.press("ctrl+n")
+            dropped = select(lambda r: r.kind == "included" and r.target.startswith("atom:"))
+            await pilot.press("ctrl+d")
+            assert overlay.pending == {accepted: "sticky", rejected: "rejected", dropped: "dropping"}
+            table = overlay.query_one(DataTable)
+            shown = {r.target: [str(c) for c in table.get_row(r.key)] for r in overlay.shown_rows
+                     if r.target in overlay.pending}
+            assert shown[accepted][0].startswith("★") and "accepted: pinning…" in shown[accepted]
+            assert "rejected…" in shown[rejected] and "dropping…" in shown[dropped]
+            assert "replanning" in str(overlay.query_one("#overlay-title").render())
+            slow.set()
+            await settle(pilot)
+            assert overlay.pending == {}
+            assert accepted in {p.target for p in session.pins()}
+            assert not next(i for i in overlay.view.plan.items if i.id == dropped).included
+    finally:
+        slow.set()
