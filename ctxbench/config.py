@@ -416,6 +416,10 @@ class EmbeddingConfig:
     # questions; same-run tune checks: LoCoMo default recall within 0.005 at every budget, code R@10 0.757 against
     # 0.752, benchmarks/results/*_query.txt), "float32" as the cards were embedded
     query_precision: str = "int8"  # int8 | float32
+    # what embeds many texts at once (cards at indexing, a session's history): "onnx" the float32 graph of the query
+    # encoder (query_runtime "onnx"; the same vectors as torch to float32 rounding, and the process never imports
+    # torch: the workbench on the demo held 1.4-1.8 GB with it), "torch" sentence-transformers (the model's definition)
+    bulk_runtime: str = "onnx"  # onnx | torch
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the query encoder (onnx or numpy)
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
     # work stalls every matrix product of a query (400-900 ms per query measured here with the other core

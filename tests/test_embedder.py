@@ -128,7 +128,9 @@ def test_query_encoders_match_the_torch_model(runtime):
 
 @pytest.mark.slow
 @pytest.mark.model
-def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
+def test_the_workbench_embeds_without_torch_and_the_torch_bulk_path_loads_it():
+    """Queries and, by default, bulk work (cards, a history) run by the onnx graph: the process never imports torch
+    (the workbench held 1.4-1.8 GB with it). ``bulk_runtime = "torch"`` keeps sentence-transformers for bulk work."""
     code = (
         "import sys\n"
         "from ctxbench.config import EmbeddingConfig\n"
@@ -137,8 +139,13 @@ def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
         "e.wait()\n"
         "assert e.ready\n"
         "e.encode(['where is focus moved'], max_seq_length=256)\n"
-        "print('torch' in sys.modules)\n"
         "e.encode(['card %d' % i for i in range(20)])\n"
+        "print('torch' in sys.modules)\n"
+        "t = Embedder(EmbeddingConfig(bulk_runtime='torch'))\n"
+        "t.wait()\n"
+        "t.encode(['where is focus moved'], max_seq_length=256)\n"
+        "print('torch' in sys.modules)\n"
+        "t.encode(['card %d' % i for i in range(20)])\n"
         "print('torch' in sys.modules)\n"
         "f = Embedder(EmbeddingConfig())\n"
         "f.wait()\n"
@@ -148,7 +155,37 @@ def test_a_query_is_answered_without_importing_torch_and_bulk_work_loads_it():
                          env={"HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"})
     assert out.returncode == 0, out.stderr
     # a benchmark loads the bulk (torch) model before it times bulk encoding; a second call loads nothing
-    assert out.stdout.split("\n")[:3] == ["False", "True", "bulk loaded"]
+    assert out.stdout.split("\n")[:4] == ["False", "False", "True", "bulk loaded"]
+
+
+@pytest.mark.model
+def test_bulk_vectors_by_the_onnx_graph_match_sentence_transformers():
+    """Many texts at once (more than a query call) by the onnx float32 graph give sentence-transformers' vectors,
+    float32 rounding apart (3.2e-7 at most over the demo's 430 history texts), at the cards' and the history's
+    lengths: vectors cached by one path are the vectors the other would make."""
+    texts = [f"{t} (variant {n})" for n in range(4) for t in QUERY_TEXTS] + ["x", "def f(): pass"]
+    onnx = Embedder(EmbeddingConfig())
+    torch_side = Embedder(EmbeddingConfig(bulk_runtime="torch"))
+    for length in (64, 256):
+        mine, theirs = onnx.encode(texts, max_seq_length=length), torch_side.encode(texts, max_seq_length=length)
+        assert mine.shape == theirs.shape == (len(texts), 384)
+        assert np.abs(mine - theirs).max() < 1e-5
+
+
+@pytest.mark.model
+def test_a_query_runs_beside_a_bulk_run_instead_of_after_it():
+    """A plan's query is embedded while cards or a history are being embedded: it takes neither lock a bulk run or
+    another call holds (with them held, it still answers)."""
+    import threading
+
+    emb = Embedder(EmbeddingConfig())
+    emb.wait()
+    answered: list = []
+    with emb._bulk_lock, emb._encode_lock:
+        worker = threading.Thread(target=lambda: answered.append(emb.encode_query("where is focus moved")))
+        worker.start()
+        worker.join(120)  # a deadlock detector, not a timing: it answers in milliseconds
+    assert len(answered) == 1 and answered[0].shape == (384,)
 
 
 @pytest.mark.model
@@ -270,3 +307,9 @@ def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
     assert not numpy_compatible(tmp_path / "missing")
     with pytest.raises(EmbedderError, match="query_runtime"):
         Embedder(EmbeddingConfig(query_runtime="tensorrt")).wait(timeout=60)
+
+
+def test_an_unknown_bulk_runtime_is_refused_in_one_line():
+    emb = Embedder(EmbeddingConfig(bulk_runtime="gpu"))
+    with pytest.raises(EmbedderError, match=r"embedding.bulk_runtime 'gpu': expected one of onnx, torch"):
+        emb.wait()

@@ -21,3 +21,12 @@ def test_settle_freezes_the_loaded_heap_and_lets_the_young_generation_grow():
     assert out.returncode == 0, out.stderr
     # a larger threshold set by someone else is kept, and so are the older generations' thresholds
     assert out.stdout.split("\n")[:2] == ["True True", "(50000, 5, 5)"]
+
+
+def test_settle_hands_the_c_heaps_free_pages_back_where_glibc_is_the_allocator():
+    """After a warm-up, freed activations of embedding batches go back to the system (glibc's malloc_trim)."""
+    import platform
+
+    from ctxbench.heap import release_free_memory
+
+    assert release_free_memory() is (platform.system() == "Linux" and platform.libc_ver()[0] == "glibc")

@@ -91,7 +91,7 @@ def test_suggested_pins_are_relevant_cards_left_out_and_a_rejection_pulls_up_not
     items = (
         _item("a.in_plan", 0.9, True, "semantic_match", "semantic 0.61"),
         _item("a.cut1", 0.5, False, "over_budget", "retrieval share (1800 tokens) is full"),
-        _item("a.cut2", 0.4, False, "below_threshold", "beyond the 6 cards of mode light"),
+        _item("a.cut2", 0.4, False, "card_limit", "beyond the 6 cards of mode light"),
         _item("a.cut3", 0.3, False, "over_budget", "retrieval share (1800 tokens) is full"),
         _item("a.floor", 0.8, False, "below_threshold", "below the relevance floor: semantic 0.10 < 0.35"),
         _item("a.off", 0.7, False, "mode_off", "mode off never auto-retrieves"),
@@ -108,6 +108,9 @@ def test_suggested_pins_are_relevant_cards_left_out_and_a_rejection_pulls_up_not
         shown = session.suggestions(plan, ())
         assert [s.target for s in shown] == ["card:a.cut1", "card:a.cut2"]  # not in the plan, not under the floor
         assert all(s.why.startswith("retrieved above the relevance floor (score") for s in shown)
+        reasons = {i.id: i.reason for i in items}
+        assert all(reasons[s.target] != "below_threshold" for s in shown)  # the list and the suggestion agree
+        assert [s.tokens for s in shown] == [10, 10]  # what pinning each would add
         assert "left out: retrieval share (1800 tokens) is full" in shown[0].why
         session.rejected.add("card:a.cut1")
         assert [s.target for s in session.suggestions(plan, ())] == ["card:a.cut2"]  # a.cut3 is not pulled up

@@ -52,6 +52,8 @@ async def test_the_workbench_follows_and_steers_a_proxied_conversation(tmp_path)
                 assert main.meter.state.used == main.view.plan.used_tokens
                 first = next(n for n in notes(main) if "request #1" in n)
                 assert "est" in first and "reported 900" in first and "reply: first reply" in first
+                # the status line names the proxied conversation's model, not the workbench's own (offline) one
+                assert "gpt-watch via proxy" in main.status.detail and "offline model" not in main.status.detail
 
                 await pilot.press("ctrl+o")
                 await settle(pilot)

@@ -110,3 +110,26 @@ async def test_the_payload_view_copies_and_saves_the_exact_messages(tmp_path, mo
         await settle(pilot)
         lines = (tmp_path / "session.out.jsonl").read_text().splitlines()
         assert len(lines) == len(main.session.wb.messages.history(main.session.session_id))
+
+
+async def test_the_whatif_chart_marks_the_budgets_the_call_does_not_fit(tmp_path):
+    """A budget below what every call must send (system prompt, tool definitions, the turn) is marked on its row."""
+    import dataclasses
+
+    from tui_helpers import quiet_config
+
+    base = quiet_config()
+    long_prompt = "Follow the house rules of the ledgerlite repository. " * 200  # ~1,800 tokens: over 1k and 2k
+    config = dataclasses.replace(base, planner=dataclasses.replace(base.planner, system_prompt=long_prompt))
+    app = make_app(tmp_path, config=config)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await settle(pilot)
+        await type_and_enter(pilot, "/whatif")
+        await settle(pilot)
+        screen = app.screen
+        assert isinstance(screen, WhatIfScreen)
+        lines = str(screen.query_one("#whatif-curve").render()).splitlines()[1:]
+        over = [p for p in screen.points if p.over_budget]
+        assert over and len(over) < len(screen.points)  # the chart has both kinds of row
+        for point, line in zip(screen.points, lines):
+            assert ("OVER BUDGET" in line) == point.over_budget, line

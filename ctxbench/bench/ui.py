@@ -8,6 +8,9 @@
    index built and retrieval warm before timing; ctrl+t is pressed again and again. The probes live
    here, not in the app: a message hook sees the key arrive and the plan come back, a watcher sees
    the indicator change, and a callback after the meter's next refresh sees it painted.
+   ``phase="warmup"`` presses from the first plan on, while the index is built and the model and the
+   history warm (the presses made after the warm-up ended are not counted); ``loaded`` runs a CPU-bound
+   process beside the app (``python -c "while 1: pass"``), an ordinary laptop day.
 """
 from __future__ import annotations
 
@@ -118,6 +121,8 @@ class ModeReport:
     repo: str
     symbols: int
     semantic: bool
+    phase: str  # idle (after the warm-up) | warmup (during it)
+    loaded: bool  # a CPU-bound process ran beside the app
     indicator_ms: Stats
     meter_ms: Stats
     painted_ms: Stats
@@ -130,19 +135,26 @@ class _Probe:
     def __init__(self) -> None:
         self.pressed = self.indicator = self.meter = self.painted = 0.0
         self.expecting = False
+        self.request = 0  # the replan the press asks for (numbered by the screen's link)
 
-    def reset(self) -> None:
+    def reset(self, request: int) -> None:
         self.pressed = self.indicator = self.meter = self.painted = 0.0
         self.expecting = True
+        self.request = request
 
 
-async def mode_latency(repo: Path, presses: int, semantic: bool, config) -> ModeReport:
+def _warm(main, semantic: bool) -> bool:
+    session = main.session
+    return session is not None and session.retrieval_ready and (session.semantic_ready or not semantic)
+
+
+async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phase: str = "idle",
+                       loaded: bool = False) -> ModeReport:
     from textual.events import Key
 
     from ctxbench.service.options import LaunchOptions
     from ctxbench.tui import messages as msg
     from ctxbench.tui.app import CtxbenchApp
-    from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 
     probe = _Probe()
     holder: dict[str, object] = {}
@@ -152,7 +164,8 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config) -> Mode
             return
         if isinstance(message, Key) and message.key == "ctrl+t" and not probe.pressed:
             probe.pressed = time.perf_counter()
-        elif isinstance(message, msg.PlanReady) and probe.pressed and not probe.meter:
+        elif isinstance(message, msg.PlanReady) and probe.pressed and not probe.meter \
+                and message.request >= probe.request:  # the press's replan, not one asked for before it
             main = holder["main"]
 
             def applied() -> None:  # runs right after the screen has handled the plan
@@ -170,44 +183,75 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config) -> Mode
         app = CtxbenchApp(options, config)
         app._disable_notifications = True
         started = time.perf_counter()
-        async with app.run_test(size=TERMINAL_SIZE, message_hook=hook) as pilot:
-            main = app.main_screen
-            holder["main"] = main
-            while True:  # the index is built and retrieval plugged in (and the embedder warm, if asked)
-                session = main.session
-                warm = session is not None and session.retrieval_ready and (session.semantic_ready or not semantic)
-                if warm and not any(w.is_running for w in app.workers) and not main.meter.pending:
-                    break
-                await asyncio.sleep(WARM_POLL_S)
-            warmup = time.perf_counter() - started
-            main.prompt.value = "How does the compositor decide which widgets to repaint after a style change?"
-            await pilot.pause()
-            main.request_plan()
-            await app.workers.wait_for_complete()
-            await pilot.pause()
-
-            def indicator_changed(_mode: str) -> None:
-                if probe.expecting and not probe.indicator:
-                    probe.indicator = time.perf_counter()
-
-            main.watch(main.query_one(ModeIndicator), "mode", indicator_changed, init=False)
-            indicator: list[float] = []
-            meter: list[float] = []
-            painted: list[float] = []
-            for _ in range(presses):
-                probe.reset()
-                await pilot.press("ctrl+t")
-                while not (probe.painted and probe.indicator) or main.meter.pending:
-                    await asyncio.sleep(PRESS_POLL_S)
-                probe.expecting = False
-                indicator.append((probe.indicator - probe.pressed) * 1000)
-                meter.append((probe.meter - probe.pressed) * 1000)
-                painted.append((probe.painted - probe.pressed) * 1000)
-            attached = main.session.attached if main.session is not None else None
-            symbols = attached.symbols if attached is not None else 0
-        return ModeReport(str(repo), symbols, semantic, Stats.of(indicator), Stats.of(meter), Stats.of(painted),
-                          warmup)
+        busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if loaded else None
+        try:
+            async with app.run_test(size=TERMINAL_SIZE, message_hook=hook) as pilot:
+                main = app.main_screen
+                holder["main"] = main
+                if phase == "warmup":  # from the first plan on, while the index and the model warm
+                    while main.view is None:
+                        await asyncio.sleep(WARM_POLL_S)
+                    main.prompt.value = QUESTION
+                    await pilot.pause()
+                else:
+                    while True:  # the index is built and retrieval plugged in (and the embedder warm, if asked)
+                        if _warm(main, semantic) and not any(w.is_running for w in app.workers) \
+                                and not main.meter.pending:
+                            break
+                        await asyncio.sleep(WARM_POLL_S)
+                    main.prompt.value = QUESTION
+                    await pilot.pause()
+                    main.request_plan()
+                    while main.meter.pending:
+                        await asyncio.sleep(WARM_POLL_S)
+                    await pilot.pause()
+                report = await _press(pilot, main, probe, presses, semantic, phase)
+                while not _warm(main, semantic):  # how long the warm-up took (the presses ran beside it)
+                    await asyncio.sleep(WARM_POLL_S)
+                warmup = time.perf_counter() - started
+        finally:
+            if busy is not None:
+                busy.kill()
+                busy.wait()
+        indicator, meter, painted = report
+        attached = main.session.attached if main.session is not None else None
+        symbols = attached.symbols if attached is not None else 0
+        return ModeReport(str(repo), symbols, semantic, phase, loaded, Stats.of(indicator), Stats.of(meter),
+                          Stats.of(painted), warmup)
 
 
-def run_mode_latency(repo: Path, presses: int, semantic: bool, config) -> ModeReport:
-    return asyncio.run(mode_latency(repo, presses, semantic, config))
+QUESTION = "How does the compositor decide which widgets to repaint after a style change?"
+
+
+async def _press(pilot, main, probe: _Probe, presses: int, semantic: bool, phase: str):
+    """Press ctrl+t ``presses`` times (during the warm-up: until it ends, at most ``presses`` times); the
+    indicator, meter-updated and meter-painted latencies of each press, in ms."""
+    from ctxbench.tui.widgets.mode_indicator import ModeIndicator
+
+    def indicator_changed(_mode: str) -> None:
+        if probe.expecting and not probe.indicator:
+            probe.indicator = time.perf_counter()
+
+    main.watch(main.query_one(ModeIndicator), "mode", indicator_changed, init=False)
+    indicator: list[float] = []
+    meter: list[float] = []
+    painted: list[float] = []
+    for _ in range(presses):
+        if phase == "warmup" and _warm(main, semantic):
+            break  # the warm-up is over: later presses are the idle row's
+        probe.reset(main.link.requested + 1)
+        await pilot.press("ctrl+t")
+        while not (probe.painted and probe.indicator) or main.meter.pending:
+            await asyncio.sleep(PRESS_POLL_S)
+        probe.expecting = False
+        indicator.append((probe.indicator - probe.pressed) * 1000)
+        meter.append((probe.meter - probe.pressed) * 1000)
+        painted.append((probe.painted - probe.pressed) * 1000)
+    if not meter:
+        raise BenchError("the warm-up ended before the first press: nothing to time during it")
+    return indicator, meter, painted
+
+
+def run_mode_latency(repo: Path, presses: int, semantic: bool, config, *, phase: str = "idle",
+                     loaded: bool = False) -> ModeReport:
+    return asyncio.run(mode_latency(repo, presses, semantic, config, phase=phase, loaded=loaded))

@@ -9,6 +9,7 @@ session's last turn instead of opening the app (for terminals without a TUI, and
 """
 from __future__ import annotations
 
+import dataclasses
 import shutil
 import tempfile
 from pathlib import Path
@@ -49,6 +50,11 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         llm_base_url=base_url, llm_model=model, llm_api_key_env=api_key_env, llm_context_limit=context_limit,
         llm_timeout_s=timeout_s, llm_from_env=False,
     )
+    digest = "" if no_index else _demo_digest(files)
+    if digest:  # the session seeds its database from the vectors an earlier demo kept (in its worker)
+        from ctxbench.service.demo_vectors import cache_file
+
+        options = dataclasses.replace(options, kept_vectors=cache_file(digest))
     check_model(config, options)
     try:
         if no_tui:
@@ -56,11 +62,31 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         else:
             run_workbench(options, config)
     finally:
+        if digest:
+            _keep_vectors(db_path, digest, config)
         if tmp is not None:
             if keep_db:
                 click.echo(f"demo database kept: {db_path}", err=True)
             else:
                 shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _demo_digest(files) -> str:
+    """The demo content's digest: what its kept vectors are filed under (``service.demo_vectors``)."""
+    from ctxbench.service.demo_vectors import demo_digest
+
+    return demo_digest(files)
+
+
+def _keep_vectors(db_path: Path, digest: str, config) -> None:
+    from ctxbench.service.demo_vectors import keep
+    from ctxbench.service.workbench import Workbench
+
+    try:
+        with Workbench(db_path=db_path, config=config) as wb:
+            keep(wb, digest)
+    except OSError as exc:  # a full or read-only disk: the next demo embeds again, nothing else is lost
+        click.echo(f"the demo's vectors were not kept: {exc}", err=True)
 
 
 def _has_sessions(db_path: Path, config) -> bool:

@@ -226,7 +226,7 @@ def _fill_retrieval(c: Candidates, budget: Budget, inputs: PlanInputs, profile: 
             continue
         rank += 1
         if rank > profile.max_cards:
-            cand.exclude("below_threshold", f"beyond the {profile.max_cards} cards of mode {profile.name}")
+            cand.exclude("card_limit", f"beyond the {profile.max_cards} cards of mode {profile.name}")
         elif share.fits(cand.tokens):
             share.take(cand.tokens)
             cand.include(cand.intent)

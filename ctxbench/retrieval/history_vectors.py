@@ -31,7 +31,7 @@ from ctxbench.records.messages import Message
 from ctxbench.retrieval.query_vector import encode_query
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import body, reads_as_transcript, speaker_label, without_names
-from ctxbench.store.vectors import TURN_KEY_MARK
+from ctxbench.store.vectors import MESSAGE_KEY_MARK, TURN_KEY_MARK
 
 # Bump when turn_text changes: cached vectors of the old text are then not reused.
 TURN_TEXT_VERSION = "h2"
@@ -126,7 +126,7 @@ def _speakers(names: Iterable[str], named: int, texted: int, share: float) -> fr
 
 
 def message_cache_key(embedder_key: str, config: SemanticHistoryConfig) -> str:
-    return f"{embedder_key}|msg-{MESSAGE_TEXT_VERSION}|seq{config.embed_max_seq_length}"
+    return f"{embedder_key}{MESSAGE_KEY_MARK}{MESSAGE_TEXT_VERSION}|seq{config.embed_max_seq_length}"
 
 
 UNIT_SETS_KEPT = 4  # histories whose units are kept (the branch's view, the history before the current turn, ...)

@@ -15,6 +15,7 @@ and torch paths to float32 rounding (checked in the tests).
 """
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -163,6 +164,21 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
     return onnx_model.SerializeToString(), weights
 
 
+BATCH_TOKENS = 4096  # tokens (padded) of one batch at most: long texts run in smaller batches, so a batch's
+# activations stay bounded (attention alone is batch x 12 x length^2 floats: 100 MB for 32 texts of 256 tokens)
+
+
+def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]:
+    """``order`` (longest first) cut into batches of at most ``size`` texts and ``BATCH_TOKENS`` padded tokens."""
+    out: list[list[int]] = []
+    for i in order:
+        if out and len(out[-1]) < size and lengths[out[-1][0]] * (len(out[-1]) + 1) <= BATCH_TOKENS:
+            out[-1].append(i)
+        else:
+            out.append([i])
+    return out
+
+
 class OnnxMiniLM:
     """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
 
@@ -172,17 +188,24 @@ class OnnxMiniLM:
         self.max_positions = reference.max_positions
         self.batch_size = max(1, batch_size)
         self.threads = max(0, threads)
-        self._reference = reference  # its tokenizer and truncation; its weight arrays are the session's (not copied)
+        self._reference = reference  # its tokenizer; its weight arrays are the session's (not copied)
+        # one tokenizer per truncation length, so calls at different lengths (a query at 256 while cards run at 64)
+        # never change each other's cut: with onnxruntime's sessions safe to run from several threads, so is encode
+        self._tokenizers: dict[int, object] = {}
+        self._tokenizer_lock = threading.Lock()
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
-        self.session = self._session(*build_graph(reference))  # texts that are stored, and queries unless int8
+        # texts that are stored, and queries unless int8; without onnxruntime's memory arena, which kept the largest
+        # batch's activations for the life of the process (the workbench stayed at 1.2 GB after embedding a history)
+        self.session = self._session(*build_graph(reference), arena=False)
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
         # a message's cached vector is the same whichever call embedded it
         self.query_session = self._session(*build_graph(reference, int8=True)) if query_int8 else self.session
 
-    def _session(self, graph: bytes, weights: dict[str, np.ndarray]):
+    def _session(self, graph: bytes, weights: dict[str, np.ndarray], *, arena: bool = True):
         import onnxruntime as ort
 
         options = ort.SessionOptions()
+        options.enable_cpu_mem_arena = arena
         options.intra_op_num_threads = self.threads
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
@@ -203,6 +226,19 @@ class OnnxMiniLM:
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         return (pooled / np.maximum(norms, np.float32(1e-12))).astype(np.float32, copy=False)
 
+    def tokenizer(self, length: int):
+        """The model's tokenizer cutting texts at ``length`` tokens (made once per length)."""
+        with self._tokenizer_lock:
+            found = self._tokenizers.get(length)
+            if found is None:
+                from tokenizers import Tokenizer
+
+                found = Tokenizer.from_str(self._reference.tokenizer.to_str())
+                found.no_padding()
+                found.enable_truncation(length)
+                self._tokenizers[length] = found
+            return found
+
     def encode(self, texts: Sequence[str], max_seq_length: int = 256,
                progress: Callable[[int, int], None] | None = None, *, query: bool = False) -> np.ndarray:
         """Unit-length float32 vectors, one row per text. A single text runs alone (no padding); more run in
@@ -210,19 +246,17 @@ class OnnxMiniLM:
         ``query``: the texts are queries, run by the query graph (int8 when the model was made with
         ``query_int8``; then one at a time)."""
         session = self.query_session if query else self.session
-        self._reference.truncate(min(max_seq_length, self.max_positions))
         out = np.zeros((len(texts), self.hidden), dtype=np.float32)
         if not texts:
             return out
-        tokenizer = self._reference.tokenizer
+        tokenizer = self.tokenizer(min(max_seq_length, self.max_positions))
         encodings = tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [tokenizer.encode(texts[0])]
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         done = 0
         # the int8 graph quantizes a whole batch's activations with one scale: each query runs alone, so its vector
         # does not depend on what it was batched with
         size = 1 if session is not self.session else self.batch_size
-        for start in range(0, len(order), size):
-            rows = order[start:start + size]
+        for rows in _batches(order, [len(e.ids) for e in encodings], size):
             length = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), length), dtype=np.int64)
             types = np.zeros((len(rows), length), dtype=np.int64)

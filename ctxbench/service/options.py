@@ -36,6 +36,9 @@ class LaunchOptions:
     llm_timeout_s: float | None = None
     watch: bool = False  # follow a proxied conversation live (``open --watch``): plans come from the proxy
     llm_from_env: bool = True  # False: ignore CTXBENCH_LLM_* (the demo stays offline unless a flag says otherwise)
+    # vectors kept by an earlier run (``service.demo_vectors``), copied into the store's vector cache when the session
+    # opens (in its worker: the first paint does not wait for it); None or a missing file: nothing is copied
+    kept_vectors: Path | None = None
 
     def llm_flags(self) -> dict[str, Any]:
         """The model flags as ``service.model.resolve_model`` keywords."""

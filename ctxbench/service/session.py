@@ -67,6 +67,8 @@ class WorkbenchSession:
         opts = self.options
         wb = Workbench(db_path=opts.db_path, config=self.config, repo=opts.repo)
         self.workbench = wb
+        if opts.kept_vectors is not None and opts.kept_vectors.is_file():
+            wb.vectors.copy_in(opts.kept_vectors)  # before anything embeds: the warm-up finds them cached
         if opts.session_id:
             wb.sessions.info(opts.session_id)  # raises UnknownSession
             sid = opts.session_id
@@ -259,16 +261,17 @@ class WorkbenchSession:
         from ctxbench.llm.suggestions import open_suggestions
 
         pinned = {p.target for p in pins}
-        labels = {i.id: i.label for i in plan.items}
+        items = {i.id: i for i in plan.items}
         found: list[Suggestion] = []
         for s in open_suggestions(self.wb, self.session_id):
             why = f"{s.source}: {s.reason}" if s.reason and s.source == "model" else (s.reason or s.source)
-            label = labels.get(s.target) or s.target.replace(":", " ", 1)  # card:x -> "card x", as plans say
-            found.append(Suggestion(s.target, label, float(s.score), why))
+            item = items.get(s.target)
+            label = item.label if item is not None else s.target.replace(":", " ", 1)  # card:x -> "card x"
+            found.append(Suggestion(s.target, label, float(s.score), why, tokens=item.tokens if item else 0))
         if not found:
             cards = sorted((i for i in plan.items if _left_out_but_relevant(i) and i.id not in pinned),
                            key=lambda i: (-i.score, i.id))
-            found = [Suggestion(i.id, i.label, i.score, _card_suggestion_why(i)) for i in cards]
+            found = [Suggestion(i.id, i.label, i.score, _card_suggestion_why(i), tokens=i.tokens) for i in cards]
         found = [s for s in found if s.target not in pinned][: self.config.planner.activation.max_suggestions]
         return tuple(s for s in found if s.target not in self.rejected)
 
@@ -544,14 +547,13 @@ def repo_name(repo: str | Path | None) -> str:
     return Path(repo).name if repo else ""
 
 
-CARD_LEFT_OUT = ("over_budget", "below_threshold")  # reasons a relevant card can miss a plan (budget, card limit)
-FLOOR_DETAIL = "below the relevance floor"
+CARD_LEFT_OUT = ("over_budget", "card_limit")  # reasons a relevant card can miss a plan (budget, the mode's cards)
 
 
 def _left_out_but_relevant(item: PlanItem) -> bool:
-    """A symbol card the plan excluded for room (its share or the mode's card limit), not for relevance."""
-    return (item.kind == "symbol_card" and not item.included and item.reason in CARD_LEFT_OUT
-            and not item.detail.startswith(FLOOR_DETAIL))
+    """A symbol card the plan excluded for room (its share, ``over_budget``, or the mode's number of cards,
+    ``card_limit``), never one under the relevance floor (``below_threshold``): a suggestion says it is above it."""
+    return item.kind == "symbol_card" and not item.included and item.reason in CARD_LEFT_OUT
 
 
 def _card_suggestion_why(item: PlanItem) -> str:

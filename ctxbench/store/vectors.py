@@ -41,6 +41,8 @@ MIGRATIONS = (
 _SQL_PARAMS = 500  # hashes per IN (...) query
 # what a turn's model key holds (``retrieval.history_vectors.cache_key``): those rows are not card vectors
 TURN_KEY_MARK = "|turn-"
+# what a single message's model key holds (``retrieval.history_vectors.message_cache_key``): not card vectors either
+MESSAGE_KEY_MARK = "|msg-"
 # what a capsule's model key holds (``retrieval.capsules.vector_key``): those rows are not card vectors either
 CAPSULE_KEY_MARK = "|capsule-"
 
@@ -83,13 +85,16 @@ def save_vectors(conn: sqlite3.Connection, rows: Sequence[tuple[str, np.ndarray]
 
 def prune_card_vectors(conn: sqlite3.Connection) -> int:
     """Delete the cached card vectors no card of any repository indexed here has any more (a card whose
-    text changed left its old vector behind); turn and capsule vectors are kept. Returns how many were deleted."""
+    text changed left its old vector behind); turn, message and capsule vectors are kept (an index run used to
+    delete every message vector of the fused strategy, so the history was embedded again after it). Returns how
+    many were deleted."""
     ensure_schema(conn)
     with transaction(conn):
         try:
             cursor = conn.execute(
-                "DELETE FROM card_vectors WHERE instr(model, ?) = 0 AND instr(model, ?) = 0 "
-                "AND card_hash NOT IN (SELECT card_hash FROM code_cards)", (TURN_KEY_MARK, CAPSULE_KEY_MARK))
+                "DELETE FROM card_vectors WHERE instr(model, ?) = 0 AND instr(model, ?) = 0 AND instr(model, ?) = 0 "
+                "AND card_hash NOT IN (SELECT card_hash FROM code_cards)",
+                (TURN_KEY_MARK, MESSAGE_KEY_MARK, CAPSULE_KEY_MARK))
         except sqlite3.OperationalError:  # no code index in this database
             return 0
         return cursor.rowcount
@@ -141,3 +146,56 @@ class VectorCache:
     def save(self, rows: Sequence[tuple[str, np.ndarray]], key: str) -> None:
         with self._db.transaction() as conn:
             save_vectors(conn, rows, key)
+
+    def copy_out(self, target: Path) -> int:
+        with self._db.connection() as conn:
+            return copy_vectors_out(conn, target)
+
+    def copy_in(self, source: Path) -> int:
+        with self._db.transaction() as conn:
+            return copy_vectors_in(conn, source)
+
+
+def copy_vectors_out(conn: sqlite3.Connection, target: Path) -> int:
+    """Write every cached vector of this database into the SQLite file ``target`` (made 0600, replaced whole: a
+    reader never sees half of it); returns how many rows it holds (0: this database has none, nothing written)."""
+    import os
+
+    ensure_schema(conn)
+    rows = conn.execute("SELECT card_hash, model, dim, vector FROM card_vectors").fetchall()
+    if not rows:
+        return 0  # nothing to keep: ``target`` is left as it was
+    partial = target.with_name(target.name + ".part")
+    partial.unlink(missing_ok=True)
+    os.close(os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))  # the user's alone from the start
+    out = sqlite3.connect(partial)
+    try:
+        out.execute("CREATE TABLE card_vectors (card_hash TEXT NOT NULL, model TEXT NOT NULL, dim INTEGER NOT NULL, "
+                    "vector BLOB NOT NULL, PRIMARY KEY (card_hash, model)) WITHOUT ROWID")  # the table alone
+        with transaction(out):
+            out.executemany("INSERT OR REPLACE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)",
+                            rows)
+    finally:
+        out.close()
+    os.replace(partial, target)
+    return len(rows)
+
+
+def copy_vectors_in(conn: sqlite3.Connection, source: Path) -> int:
+    """Add the cached vectors of the SQLite file ``source`` (written by :func:`copy_vectors_out`) to this database's
+    cache; rows it has already are kept. Returns how many were added (0 for a file that is not such a cache)."""
+    ensure_schema(conn)
+    try:
+        src = sqlite3.connect(f"file:{source}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return 0
+    try:
+        rows = src.execute("SELECT card_hash, model, dim, vector FROM card_vectors").fetchall()
+    except sqlite3.Error:
+        return 0
+    finally:
+        src.close()
+    with transaction(conn):
+        before = conn.total_changes
+        conn.executemany("INSERT OR IGNORE INTO card_vectors(card_hash, model, dim, vector) VALUES (?, ?, ?, ?)", rows)
+        return conn.total_changes - before

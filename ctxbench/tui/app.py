@@ -9,7 +9,7 @@ from ctxbench.records.errors import ProviderError
 from ctxbench.service.model import resolve_model
 from ctxbench.service.options import LaunchOptions
 from ctxbench.tui.keymap import keymap_from_config
-from ctxbench.tui.palette import RunCommand, WorkbenchCommands
+from ctxbench.tui.palette import RunCommand, WorkbenchCommands, run_line
 from ctxbench.tui.screens.main import MainScreen
 from ctxbench.tui.theme_files import VARIABLE_DEFAULTS, load_themes
 
@@ -53,7 +53,7 @@ class CtxbenchApp(App[None]):
     @on(RunCommand)
     def _run_command(self, message: RunCommand) -> None:
         """A palette entry: run it on the main screen, whichever screen the palette was opened over."""
-        self.main_screen.run_command(message.command)
+        run_line(self.main_screen, message.command)
 
 
 def with_model(config: Config, options: LaunchOptions, errors: list[str]) -> Config:

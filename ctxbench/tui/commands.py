@@ -24,6 +24,17 @@ class SlashCommand:
     def usage(self) -> str:
         return f"/{self.name}" + (f" {self.args}" if self.args else "")
 
+    @property
+    def needs_args(self) -> bool:
+        """It does nothing useful without an argument (its usage names one that is not in brackets)."""
+        return bool(self.args) and not self.args.startswith("[")
+
+    @property
+    def line(self) -> str:
+        """What the palette runs for it: the command, or (it needs an argument) the command and a space, which
+        the palette puts in the input for the user to finish."""
+        return f"/{self.name} " if self.needs_args else f"/{self.name}"
+
 
 SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("context window", "N", "keep the last N turns in the history window (0 = all)"),

@@ -62,6 +62,8 @@ class SlashHost(MainHost, Protocol):
 
     def request_rebuild(self) -> None: ...
 
+    def show_task(self, name: str) -> None: ...
+
 
 class TurnHost(Protocol):
     """What the feed needs of the main screen."""
@@ -90,5 +92,7 @@ class WatchHost(TurnHost, Protocol):
     app: App
 
     def set_interval(self, interval: float, callback: Any) -> Timer: ...
+
+    def show_model(self, label: str) -> None: ...
 
     def run_worker(self, work: Any, **kwargs: Any) -> Any: ...

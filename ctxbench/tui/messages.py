@@ -28,17 +28,20 @@ class HistoryChanged(Message):
 
 
 class PlanReady(Message):
-    """A plan was built (a replan after a setting or an action, or a plan of a running turn)."""
+    """A plan was built (a replan after a setting or an action, or a plan of a running turn); ``request`` numbers
+    the replan it answers (``SessionLink.plan``; 0: the session's first plan)."""
 
-    def __init__(self, view: PlanView) -> None:
+    def __init__(self, view: PlanView, request: int = 0) -> None:
         super().__init__()
         self.view = view
+        self.request = request
 
 
 class PlanFailed(Message):
-    def __init__(self, error: str) -> None:
+    def __init__(self, error: str, request: int = 0) -> None:
         super().__init__()
         self.error = error
+        self.request = request
 
 
 class StatusChanged(Message):

@@ -1,6 +1,8 @@
 """How plans and messages read on screen: pure functions, no widgets, easy to test."""
 from __future__ import annotations
 
+import dataclasses
+
 from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
@@ -55,6 +57,14 @@ def meter_state(plan, warning: str = "") -> MeterState:
     sections = tuple((name, int(by_name.get(name, 0))) for name in names)
     over = bool(plan.over_budget) or plan.used_tokens > plan.budget
     return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "", warning)
+
+
+def with_budget(state: MeterState, budget: int) -> MeterState:
+    """``state`` against another budget, before the plan under it is made: the same tokens used (what is known)."""
+    if state.budget <= 0:
+        return state  # no plan shown yet: nothing known to show against it
+    return dataclasses.replace(state, budget=budget, over_budget=state.used > budget,
+                               over_reason=state.over_reason if state.used > budget else "")
 
 
 def meter_cells(state: MeterState, width: int) -> list[tuple[str, int]]:
@@ -198,6 +208,22 @@ def model_label(llm) -> str:
         where = where.removeprefix(prefix)
     where = where.split("/", 1)[0]
     return f"{llm.model} @ {where}"
+
+
+def proxied_label(model: str, provider: str, upstream: str) -> str:
+    """The model of a proxied conversation for the status line: the model the client asked for (or its provider
+    while no request has come) and the upstream the proxy forwards to (``claude-sonnet-4 via proxy → host``)."""
+    where = upstream
+    for prefix in ("http://", "https://"):
+        where = where.removeprefix(prefix)
+    where = where.split("/", 1)[0]
+    who = model or (f"{provider} model" if provider else "the client's model")
+    return f"{who} via proxy" + (f" → {where}" if where else "")
+
+
+def status_model(config, watching: bool) -> str:
+    """The model the status line names: the configured one, or a followed proxied conversation's."""
+    return proxied_label("", "", config.proxy.upstream) if watching else model_label(config.llm)
 
 
 # -- the status line and first words ---------------------------------------------------------------

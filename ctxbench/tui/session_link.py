@@ -6,8 +6,9 @@ the host. Nothing here touches a widget.
 
 - planning runs in an exclusive worker group: a newer request cancels the older one, and a cancelled
   worker's plan is dropped, so the meter only ever shows the newest request's plan;
-- actions (pin, drop, undo, …) run one after another in their own group and then replan, so a plan
-  never misses an action that was asked for before it;
+- actions (pin, drop, undo, …) run in their own group and then replan, so a plan never misses an action that
+  was asked for before it; the screen shows an action at once and counts it (``acting``) until its replan
+  is asked for, so its figures stay marked pending until a plan that includes it arrives;
 - a turn (or ``/context rebuild``) streams the service's events, one message per event.
 """
 from __future__ import annotations
@@ -52,6 +53,8 @@ class SessionLink:
         self.config = config
         self.session: "WorkbenchSession | None" = None  # set once the session is open
         self.turn_cancel: "CancelToken | None" = None  # the running turn's cancel token (None: no turn runs)
+        self.requested = 0  # the number of the newest replan asked for (its PlanReady carries it)
+        self.acting = 0  # actions asked for whose ActionDone the host has not handled yet
 
     @property
     def open(self) -> bool:
@@ -103,6 +106,8 @@ class SessionLink:
         if self.session is None:
             return
         session = self.session
+        self.requested += 1
+        request = self.requested
 
         def work() -> None:
             worker = get_current_worker()
@@ -110,12 +115,21 @@ class SessionLink:
                 view = session.plan(draft, settings)
             except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
                 if not worker.is_cancelled:
-                    self._post(msg.PlanFailed(problem(exc)))
+                    self._post(msg.PlanFailed(problem(exc), request))
                 return
             if not worker.is_cancelled:  # a newer request is planning: this plan is stale
-                self._post(msg.PlanReady(view))
+                self._post(msg.PlanReady(view, request))
 
         self.host.run_worker(work, thread=True, group="plan", name="plan", exclusive=True, exit_on_error=False)
+
+    def latest(self, request: int) -> bool:
+        """``request`` answers the newest replan asked for (an older one's plan is shown, but stays pending)."""
+        return request >= self.requested
+
+    @property
+    def settled(self) -> bool:
+        """No action is running: once the newest replan is shown, the screen shows the engine's own figures."""
+        return self.acting == 0
 
     # -- actions ------------------------------------------------------------------------------------------
     def _ready(self) -> "WorkbenchSession | None":
@@ -129,6 +143,7 @@ class SessionLink:
         session = self._ready()
         if session is None:
             return
+        self.acting += 1  # back down when the host handles its ActionDone (``done_acting``)
 
         def work() -> None:
             try:
@@ -141,6 +156,10 @@ class SessionLink:
             self._post(msg.ActionDone(said, snapshot))
 
         self.host.run_worker(work, thread=True, group="action", name="action", exit_on_error=False)
+
+    def done_acting(self) -> None:
+        """The host handled an action's ActionDone (and asked for the replan that shows it)."""
+        self.acting = max(0, self.acting - 1)
 
     def read(self, reader: Callable[["WorkbenchSession"], msg.ShowText]) -> None:
         """Read something for a viewer in a worker (a listing, a turn's messages, an item in full)."""

@@ -15,7 +15,7 @@ from textual.timer import Timer
 from ctxbench.records.proxy import CacheReport, DiffEntry, PlanDiff, ProxyExchange
 from ctxbench.records.views import PlanView, Progress
 from ctxbench.tui.host import WatchHost
-from ctxbench.tui.present import tok
+from ctxbench.tui.present import proxied_label, tok
 
 if TYPE_CHECKING:
     from ctxbench.service.proxy_session import WatchPoll
@@ -62,6 +62,9 @@ class WatchController:
             self.host.status.set_slot(Progress("proxy", f"watch: {type(found).__name__}: {found}", "error"))
             return
         exchange = found.update.exchange
+        label = proxied_label(exchange.model, exchange.provider, self.host.config.proxy.upstream)
+        if label != getattr(self.host, "model_label", ""):
+            self.host.show_model(label)
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]

@@ -58,6 +58,7 @@ class MainScreen(Screen[None]):
         self._over = False  # the plan's mandatory items exceed the budget (announced when it starts)
         self._preview_timer: Timer | None = None
         self._draft = ""
+        self.model_label = present.status_model(config, bool(options.watch))  # the model the status line names
 
     # -- layout -------------------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -90,9 +91,9 @@ class MainScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self.status.title = "ctxbench"
-        self.status.detail = f"opening session… · {present.model_label(self.config.llm)}"
+        self.status.detail = f"opening session… · {self.model_label}"
         self.prompt.focus()
-        self.link.start()
+        self.call_after_refresh(self.link.start)  # after the first frame: the engine's imports would delay it
 
     def on_unmount(self) -> None:
         self.link.close()
@@ -114,8 +115,7 @@ class MainScreen(Screen[None]):
         if self.watcher is not None:
             self.watcher.start()
 
-    def _take(self, snap) -> None:
-        """The session's (or a branch's) own settings and branch name: indicator and status line."""
+    def _take(self, snap) -> None:  # the session's (or a branch's) own settings, branch and task: indicator, status
         self.settings, self.branch, self.task_name = snap.settings, snap.branch, snap.task
         self.query_one(ModeIndicator).mode = snap.settings.mode
         self._status_detail()
@@ -124,7 +124,15 @@ class MainScreen(Screen[None]):
         repo = self.session.wb.repo if self.session is not None else None
         self.status.title = self.session_title
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
-                                                   present.model_label(self.config.llm), self.branch, self.task_name)
+                                                   self.model_label, self.branch, self.task_name)
+
+    def show_model(self, label: str) -> None:  # a proxied conversation's model, once its requests name it
+        self.model_label = label
+        self._status_detail()
+
+    def show_task(self, name: str) -> None:  # a task asked for, named at once (the plan that includes it follows)
+        self.task_name = name
+        self._status_detail()
 
     @on(msg.HistoryChanged)
     async def _history_changed(self, message: msg.HistoryChanged) -> None:
@@ -156,13 +164,14 @@ class MainScreen(Screen[None]):
 
     @on(msg.PlanReady)
     async def _plan_ready(self, message: msg.PlanReady) -> None:
-        self.meter.pending = False
-        await self.show_plan(message.view)
+        settled = self.link.latest(message.request) and self.link.settled
+        self.meter.pending = not settled  # an older replan's plan: shown, its figures still marked pending
+        await self.show_plan(message.view, settled=settled)
 
-    async def show_plan(self, view: PlanView) -> None:
+    async def show_plan(self, view: PlanView, *, settled: bool = True) -> None:
         self.view = view
         self.meter.state = present.meter_state(view.plan, view.compact_warning)
-        if view.task != self.task_name:  # a task started or ended (a STATE goal opens one during a turn)
+        if settled and view.task != self.task_name:  # a task started or ended (a STATE goal opens one in a turn)
             self.task_name = view.task
             self._status_detail()
         if bool(view.compact_warning) != self._warned:
@@ -175,23 +184,24 @@ class MainScreen(Screen[None]):
                 self.notify(present.over_budget_notice(view.plan), title="over budget", severity="warning")
         if view.group_id is not None:
             await self.chat.set_attachment(view.group_id, self.attachment_text(view))
-        self.screens.show_view(view)
+        self.screens.show_view(view, settled=settled)
 
     @on(msg.PlanFailed)
     def _plan_failed(self, message: msg.PlanFailed) -> None:
-        self.meter.pending = False
+        if self.link.latest(message.request):
+            self.meter.pending = False
         self.notify(message.error, title="planning failed", severity="error")
 
     def attachment_text(self, view: PlanView) -> str:
         line = present.attachment_for(view.plan).text(describe_key("ctxbench.overlay", dict(self.config.ui.keymap)))
         return line + present.diff_line(view.diff, view.group_id)
 
-    def action_open_diff(self, group_id: int) -> None:
-        """The diff line under a turn was clicked."""
+    def action_open_diff(self, group_id: int) -> None:  # the diff line under a turn was clicked
         self.screens.turn_diff(group_id)
 
     @on(msg.ActionDone)
     async def _action_done(self, message: msg.ActionDone) -> None:
+        self.link.done_acting()
         if message.note:
             self.notify(message.note)
         if message.history is not None:
@@ -208,6 +218,8 @@ class MainScreen(Screen[None]):
             return  # still opening: the session's own settings arrive with it
         self.settings = dataclasses.replace(self.settings, **changes)
         if "budget" in changes:
+            # the new budget at once, against the tokens the shown plan uses (pending until the replan arrives)
+            self.meter.state = present.with_budget(self.meter.state, self.settings.budget)
             self.notify(f"budget {present.tok(self.settings.budget)} tokens", timeout=1.5)
         self._status_detail()
         self.request_plan()
@@ -241,15 +253,6 @@ class MainScreen(Screen[None]):
     # -- input --------------------------------------------------------------------------------------------
     def run_slash(self, line: str) -> None:
         self.slash.run(line)
-
-    def run_command(self, command: str) -> None:
-        """A palette entry: a slash command line, or the mode hotkey."""
-        from ctxbench.tui.palette import CYCLE_MODE
-
-        if command == CYCLE_MODE:
-            self.action_cycle_mode()
-        else:
-            self.run_slash(command)
 
     @on(Input.Submitted, "#prompt")
     async def _submitted(self, event: Input.Submitted) -> None:

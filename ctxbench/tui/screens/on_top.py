@@ -12,19 +12,13 @@ from typing import TYPE_CHECKING, Any
 from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView
-from ctxbench.service.text import diff_lines
 from ctxbench.tui import present
 from ctxbench.tui.host import MainHost
-from ctxbench.tui.screens.compact import CompactScreen
-from ctxbench.tui.screens.overlay import ContextOverlay
-from ctxbench.tui.screens.overlay_actions import overlay_action, preview_reader
-from ctxbench.tui.screens.overlay_rows import OverlayRow
-from ctxbench.tui.screens.replay import ReplayScreen
-from ctxbench.tui.screens.viewer import ViewerScreen
-from ctxbench.tui.screens.whatif import WhatIfScreen
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # each screen is imported when it is first opened, not before the first paint
     from ctxbench.service.session import WorkbenchSession
+    from ctxbench.tui.screens.overlay import ContextOverlay
+    from ctxbench.tui.screens.overlay_rows import OverlayRow
 
 
 class ScreensOnTop:
@@ -39,6 +33,8 @@ class ScreensOnTop:
 
     def viewer(self, title: str, body: str, language: str = "text", subtitle: str = "", wrap: bool = True,
                *, copy_text: str = "", save_as: str = "") -> None:
+        from ctxbench.tui.screens.viewer import ViewerScreen
+
         self.host.app.push_screen(ViewerScreen(title, body, language=language, subtitle=subtitle, wrap=wrap,
                                                copy_text=copy_text, save_as=save_as))
 
@@ -53,35 +49,46 @@ class ScreensOnTop:
     # -- the overlay --------------------------------------------------------------------------------------
     def open_overlay(self) -> None:
         if self.overlay is None:
+            from ctxbench.tui.screens.overlay import ContextOverlay
+
             self.overlay = ContextOverlay(self.host.view, self._overlay_action, self._preview)
             self.host.app.push_screen(self.overlay, callback=self._overlay_closed)
 
     def _overlay_closed(self, _result: None) -> None:
         self.overlay = None
 
-    def show_view(self, view: PlanView) -> None:
-        """A new plan: the overlay (when open) shows it; its diff is kept for the turn's diff line."""
+    def show_view(self, view: PlanView, *, settled: bool = True) -> None:
+        """A new plan: the overlay (when open) shows it (keeping the actions it shows as pending unless ``settled``:
+        the plan includes every action asked for); its diff is kept for the turn's diff line."""
         if view.group_id is not None and view.diff is not None:
             self.diffs[view.group_id] = view.diff
         if self.overlay is not None:
-            self.overlay.show_view(view)
+            self.overlay.show_view(view, settled=settled)
 
     def _preview(self, row: OverlayRow) -> None:
         """Enter in the overlay: the candidate in full (read in a worker, shown in a viewer)."""
         if self.host.view is not None:
+            from ctxbench.tui.screens.overlay_actions import preview_reader
+
             self.host.link.read(preview_reader(row, self.host.view.plan))
 
     def _overlay_action(self, action: str, row: OverlayRow, **kwargs: Any) -> None:
         """An overlay key: change pins or drops in a worker, then replan (the overlay shows the new plan)."""
+        from ctxbench.tui.screens.overlay_actions import overlay_action
+
         plan = self.host.view.plan if self.host.view is not None else None
         self.host.link.act(overlay_action(action, row, plan, **kwargs), history=action == "drop")
 
     # -- replay, diffs, what-if ---------------------------------------------------------------------------
     def replay(self, start: int) -> None:
         if self._session is not None and self.host.settings is not None:
+            from ctxbench.tui.screens.replay import ReplayScreen
+
             self.host.app.push_screen(ReplayScreen(self._session, self.host.settings, start=start))
 
     def diff(self, diff: PlanDiff) -> None:
+        from ctxbench.service.text import diff_lines
+
         self.viewer("What changed since the previous turn's plan", "\n".join(diff_lines(diff)), "text",
                     f"{diff.summary} · esc closes", wrap=False)
 
@@ -96,6 +103,8 @@ class ScreensOnTop:
         session, settings = self._session, self.host.settings
         if session is None or settings is None:
             return
+        from ctxbench.tui.screens.whatif import WhatIfScreen
+
         view = self.host.view
         screen = WhatIfScreen(session, settings, self.host.draft, view.group_id if view else None,
                               self.host.config.llm.context_limit, view.plan if view else None)
@@ -111,6 +120,8 @@ class ScreensOnTop:
 
         def build(choices: dict[int, str]):  # without TOKENS: the one default target ([compaction] target_ratio)
             return compactor.preview(sid, target_tokens=target, choices=choices, task=task)
+
+        from ctxbench.tui.screens.compact import CompactScreen
 
         what = f"task {task}" if task else ""
         self.host.app.push_screen(CompactScreen(build, what), callback=self._apply_compaction)

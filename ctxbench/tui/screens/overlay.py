@@ -3,7 +3,8 @@
 Included items first (payload order), then the excluded ones dimmed with their reason, then
 a ``suggested pins`` delimiter and the suggestions dimmed below it. Typing filters; Enter
 previews the highlighted item; the footer shows the actions (pin, lease, unpin, drop,
-accept, reject), each of which replans at once and refreshes this list.
+accept, reject). An action shows on its row at once (the badge it gives, or what it does, marked with
+"…") and the title says the plan is being remade; the replanned list replaces it when it arrives.
 """
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from typing import Callable
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -20,19 +20,9 @@ from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.present import cluster_label, mode_label, tok
-from ctxbench.tui.screens.overlay_rows import (
-    KIND_SHORT,
-    MANDATORY_IDS,
-    PIN_BADGE,
-    PIN_BADGE_SHORT,
-    SECTION_SHORT,
-    SUGGESTED_BADGE,
-    OverlayRow,
-    build_rows,
-    column_widths,
-    filter_rows,
-    fit_label,
-)
+from ctxbench.tui.screens.overlay_cells import pin_shown, row_cells
+from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
+from ctxbench.tui.widgets.filter_input import FilterInput
 
 OverlayAction = Callable[..., None]  # (action, row, **kwargs): pin, lease, unpin, drop, accept, reject
 Preview = Callable[[OverlayRow], None]
@@ -40,28 +30,6 @@ Preview = Callable[[OverlayRow], None]
 FILTER_DEBOUNCE_ROWS = 200  # long plans: refilter once typing pauses, not on every key
 FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
-
-
-def cell(text: str, style: str) -> Text:
-    """A cell cut with "…" where its column ends (never silently)."""
-    return Text(text, style=style, no_wrap=True, overflow="ellipsis")
-
-
-class FilterInput(Input, inherit_bindings=False):
-    """The overlay's filter: plain editing keys only, so the overlay's ctrl keys are free for actions."""
-
-    BINDINGS = [
-        Binding("left", "cursor_left", show=False),
-        Binding("right", "cursor_right", show=False),
-        Binding("ctrl+left", "cursor_left_word", show=False),
-        Binding("ctrl+right", "cursor_right_word", show=False),
-        Binding("backspace", "delete_left", show=False),
-        Binding("delete", "delete_right", show=False),
-        Binding("ctrl+w", "delete_left_word", show=False),
-        Binding("home", "home", show=False),
-        Binding("end", "end", show=False),
-        Binding("ctrl+v", "paste", show=False),
-    ]
 
 
 class ContextOverlay(ModalScreen[None]):
@@ -79,6 +47,9 @@ class ContextOverlay(ModalScreen[None]):
         self.shown_rows: list[OverlayRow] = []
         self._widths: dict[str, int] = {}
         self._filter_timer = None
+        # target -> what an action asked for shows until the plan that includes it arrives: a pin kind ("sticky",
+        # "leased"), "" (unpinned), or a word for the reason column ("dropping", "rejected")
+        self.pending: dict[str, str] = {}
 
     def compose(self) -> ComposeResult:
         with Vertical(id="overlay-box"):
@@ -113,7 +84,9 @@ class ContextOverlay(ModalScreen[None]):
             table.add_column(label, key=name, width=self._widths[name])
 
     # -- content ------------------------------------------------------------------------------------
-    def show_view(self, view: PlanView | None) -> None:
+    def show_view(self, view: PlanView | None, *, settled: bool = True) -> None:
+        if settled:
+            self.pending.clear()
         self.view = view
         self.rows = build_rows(view) if view is not None else []
         self._title()
@@ -137,28 +110,12 @@ class ContextOverlay(ModalScreen[None]):
             text.append(f" · redacted: {redacted} secrets masked", style="bold")
         if self.view.draft:
             text.append(" · for your draft", style="italic")
+        if self.pending:
+            text.append(" · replanning…", style="italic")
         title.update(text)
 
     def _cells(self, row: OverlayRow) -> list[Text]:
-        w = self._widths
-        dim = "dim" if row.muted else ""
-        if row.item is not None:
-            i = row.item
-            badge = (PIN_BADGE if w["pin"] >= 3 else PIN_BADGE_SHORT).get(row.pin, "")
-            section = i.section if w["section"] >= 9 else SECTION_SHORT.get(i.section, i.section[:4])
-            reason = i.reason
-            kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
-            return [Text(badge, style=dim or "bold"), cell(section, dim), cell(kind, dim),
-                    fit_label(i.label, w["label"], dim),
-                    Text(tok(i.tokens), style=dim, justify="right"),
-                    cell(reason, dim if i.included else "dim italic"),
-                    Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
-        s = row.suggestion
-        assert s is not None
-        return [Text(SUGGESTED_BADGE[1] if w["pin"] < 3 else SUGGESTED_BADGE[0], style="dim"), Text("", style="dim"),
-                cell("suggested", "dim"), fit_label(s.label, w["label"], "dim"),
-                Text("", style="dim"), cell(s.why, "dim italic"),
-                Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
+        return row_cells(row, self._widths, self.pending)
 
     def _fill(self) -> None:
         table = self.query_one(DataTable)
@@ -229,6 +186,28 @@ class ContextOverlay(ModalScreen[None]):
         self._detail()
         self.refresh_bindings()
 
+    def pin_shown(self, row: OverlayRow) -> str:
+        """The pin kind ``row`` shows: one an action asked for (not yet planned), else the plan's."""
+        return pin_shown(row, self.pending)
+
+    def mark(self, action: str, row: OverlayRow) -> None:
+        """Show what ``action`` does to ``row`` at once, marked pending until the plan that includes it arrives."""
+        shown = {"pin_sticky": "sticky", "lease": "leased", "unpin": "", "accept": "sticky", "reject": "rejected",
+                 "drop": "" if row.pin and not row.target.startswith(("group:", "atom:")) else "dropping"}
+        if action not in shown:
+            return
+        self.pending[row.target] = shown[action]
+        table = self.query_one(DataTable)
+        cells = self._cells(row)
+        try:
+            for name, value in zip(COLUMNS, cells):
+                if name in ("pin", "tokens", "reason"):
+                    table.update_cell(row.key, name, value)
+        except Exception:  # noqa: BLE001 - the row is not listed (filtered out): the title still says it
+            pass
+        self._title()
+        self.refresh_bindings()
+
     # -- actions ------------------------------------------------------------------------------------
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """True when ``action`` applies to the selected row; False hides it from the footer, which
@@ -238,11 +217,11 @@ class ContextOverlay(ModalScreen[None]):
         if action in ("pin_sticky", "lease"):
             ok = row is not None and row.item is not None and (
                 target.startswith(PIN_TARGET_PREFIXES) or target.startswith("pin:"))
-            if ok and action == "pin_sticky" and row.pin == "sticky":
+            if ok and action == "pin_sticky" and self.pin_shown(row) == "sticky":
                 ok = False
             return ok
         if action == "unpin":
-            return row is not None and bool(row.pin)
+            return row is not None and bool(self.pin_shown(row))
         if action == "drop":
             return row is not None and row.item is not None and row.item.id not in MANDATORY_IDS and (
                 target.startswith(("group:", "atom:", "card:", "pin:")) or bool(row.pin))
@@ -277,6 +256,7 @@ class ContextOverlay(ModalScreen[None]):
         row = self.selected_row
         if row is None or row.kind == "divider":
             return
+        self.mark(action, row)
         self.on_action(action, row, **kwargs)
 
     def action_pin_sticky(self) -> None:

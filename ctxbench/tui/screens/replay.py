@@ -37,7 +37,7 @@ from ctxbench.tui.present import (
     one_line,
     tok,
 )
-from ctxbench.tui.screens.overlay import KIND_SHORT, SECTION_SHORT
+from ctxbench.tui.screens.overlay_rows import KIND_SHORT, SECTION_SHORT
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 
 if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint

@@ -10,6 +10,7 @@ them and the workbench applies them), esc leaves everything as it was.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -66,7 +67,15 @@ class WhatIfScreen(ModalScreen[SessionSettings | None]):
         self.now = now  # the plan the workbench shows now (what the tried settings are compared with)
         self.plan: ContextPlan | None = None
         self.points: tuple = ()
-        self.planner = session.timeline.what_if(draft, group_id, session.tools_tokens())
+        self._planner = None  # made in the first worker: it reads the store, which the UI thread never waits on
+        self._planner_lock = threading.Lock()
+
+    @property
+    def planner(self):
+        with self._planner_lock:
+            if self._planner is None:
+                self._planner = self.session.timeline.what_if(self.draft, self.group_id, self.session.tools_tokens())
+            return self._planner
 
     def compose(self) -> ComposeResult:
         with Vertical(id="whatif-box"):
@@ -156,9 +165,12 @@ class WhatIfScreen(ModalScreen[SessionSettings | None]):
             cells = max(1, round(CURVE_BAR * p.used / top))
             mark = " ◀" if p.budget == self.settings.budget else ""
             out.append(f"{present.tok(p.budget):>9} ")
-            out.append("█" * cells, style="bold")
+            out.append("█" * cells, style="bold red" if p.over_budget else "bold")
             out.append("░" * (CURVE_BAR - cells), style="dim")
-            out.append(f" {present.tok(p.used)} · {p.items}{mark}\n")
+            out.append(f" {present.tok(p.used)} · {p.items}")
+            if p.over_budget:  # what must be sent does not fit this budget: a message would be refused
+                out.append(" OVER BUDGET", style="bold red")
+            out.append(f"{mark}\n")
         self.query_one("#whatif-curve", Static).update(out)
 
     # -- keys ---------------------------------------------------------------------------------------------

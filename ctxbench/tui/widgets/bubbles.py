@@ -11,6 +11,7 @@ from textual.widgets import Collapsible, Markdown, Static
 
 from ctxbench.records.state import is_state_heading
 from ctxbench.records.vocab import UNANSWERED_FLAG
+from ctxbench.tui.markdown_parser import reply_parser
 from ctxbench.tui.present import one_line, split_state, state_line_parts, usage_text
 from ctxbench.tui.tiers import Tier, tier_note
 
@@ -74,13 +75,13 @@ class AssistantBubble(Vertical):
 
     def compose(self):
         parts = split_state(self._initial)
-        md = Markdown(parts.before, classes="reply")
+        md = Markdown(parts.before, classes="reply", parser_factory=reply_parser)
         md.display = bool(parts.before) or not parts.state
         yield md
         if parts.state:
             yield StatePanel(parts.state, classes="state-block" + (" -after-text" if parts.before else ""))
         if parts.after:
-            yield Markdown(parts.after, classes="reply reply-after")
+            yield Markdown(parts.after, classes="reply reply-after", parser_factory=reply_parser)
         if self._partial:
             yield Static(PARTIAL_NOTES[""], classes="partial-note")
 
@@ -145,7 +146,7 @@ class AssistantBubble(Vertical):
             if parts.state:
                 await self._show_state(parts.state, bool(parts.before))
                 if parts.after:
-                    await self.mount(Markdown(parts.after, classes="reply reply-after"))
+                    await self.mount(Markdown(parts.after, classes="reply reply-after", parser_factory=reply_parser))
             else:
                 panel = self.state_panel()
                 if panel is not None:
