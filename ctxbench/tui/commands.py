@@ -63,6 +63,7 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("compact auto", "N%|off|default", "warn in the meter when the history needs N% of the budget"),
     SlashCommand("compact task", "TASK", "preview a summary of a finished task's turns"),
     SlashCommand("compact", "[TOKENS]", "preview summarising older turns: toggle turns, then apply or cancel"),
+    SlashCommand("instruction", "TURN [off]", "mark turn TURN a standing instruction (kept from compaction), off unmarks"),
     SlashCommand("task start", "NAME", "start a task with the next turn (task leases live as long as it)"),
     SlashCommand("task end", "", "end the open task and its task leases"),
     SlashCommand("task", "", "list this branch's tasks"),

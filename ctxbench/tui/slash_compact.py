@@ -97,7 +97,7 @@ class CompactCommands(SlashBase):
             leases = f" with {change.leases_ended} task lease(s)" if change.leases_ended else ""
             return f"task {change.opened.name!r} starts with the next turn{ended}{leases}"
 
-        self.host.show_task(name)  # at once: the store and the replan follow
+        self.host.show_status(task=name)  # at once: the store and the replan follow
         self.host.notify(f"starting task {name!r}…", timeout=2)
         self.host.link.act(run, history=True)
 

@@ -64,7 +64,7 @@ class WatchController:
         exchange = found.update.exchange
         label = proxied_label(exchange.model, exchange.provider, self.host.config.proxy.upstream)
         if label != getattr(self.host, "model_label", ""):
-            self.host.show_model(label)
+            self.host.show_status(model=label)
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]

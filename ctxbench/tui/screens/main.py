@@ -126,12 +126,10 @@ class MainScreen(Screen[None]):
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
                                                    self.model_label, self.branch, self.task_name)
 
-    def show_model(self, label: str) -> None:  # a proxied conversation's model, once its requests name it
-        self.model_label = label
-        self._status_detail()
-
-    def show_task(self, name: str) -> None:  # a task asked for, named at once (the plan that includes it follows)
-        self.task_name = name
+    def show_status(self, *, model: str | None = None, task: str | None = None) -> None:
+        """Name at once a proxied conversation's model (once its requests name it) or a task asked for (the plan
+        that includes it follows)."""
+        self.model_label, self.task_name = model or self.model_label, task or self.task_name
         self._status_detail()
 
     @on(msg.HistoryChanged)
