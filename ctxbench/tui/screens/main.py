@@ -126,9 +126,7 @@ class MainScreen(Screen[None]):
         self.status.detail = present.status_detail(self.settings, repo.name if repo else "", self.session_title,
                                                    self.model_label, self.branch, self.task_name)
 
-    def show_status(self, *, model: str | None = None, task: str | None = None) -> None:
-        """Name at once a proxied conversation's model (once its requests name it) or a task asked for (the plan
-        that includes it follows)."""
+    def show_status(self, *, model: str | None = None, task: str | None = None) -> None:  # named at once
         self.model_label, self.task_name = model or self.model_label, task or self.task_name
         self._status_detail()
 
