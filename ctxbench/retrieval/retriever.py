@@ -41,30 +41,22 @@ import dataclasses
 import math
 import sqlite3
 import threading
-from collections import OrderedDict
-from functools import lru_cache
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import networkx as nx
-
-from ctxbench.records.capsules import Capsule
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
-from ctxbench.retrieval.areas import area_of, area_weight, asks_for
+from ctxbench.retrieval.areas import asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, query_terms, symbols_matching,
                                        sync_keyword_index)
 from ctxbench.retrieval.stemming import stem as _stem
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
 from ctxbench.retrieval.query_vector import encode_query, query_key
-from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
+from ctxbench.retrieval.index_view import IndexView, load_index_view, view_of  # noqa: F401 (the public names)
+from ctxbench.retrieval.tables import NESTED, IndexTables, Recent, VersionedTables  # noqa: F401
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
-
-if TYPE_CHECKING:
-    from ctxbench.codegraph.index import CodeIndex
 
 SOURCES = ("semantic", "keyword", "name", "phrase", "graph", "capsule")
 NOTE_LOADING = "semantic search not available: model loading"
@@ -74,40 +66,10 @@ NOTE_OFF = "semantic search off ({reason})"  # the user turned it off (``--no-se
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
-NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
 FEEDBACK_TAKERS = ("keyword", "name", "scope", "phrase")  # hits found by these get the keyword feedback's share
 FEEDBACK_HEAD_MARGIN = 1e-6  # how far above the best lifted hit the feedback head is raised (RRF units)
 QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
-
-
-@dataclass(frozen=True)
-class IndexView:
-    """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold.
-
-    ``scaffold`` is the scaffold at the default budget; ``scaffold_at(tokens)`` folds it to any other
-    size (``service.attach.ModeRetrieval`` fits it to each plan's share).
-    """
-
-    repo_key: str
-    cards: Mapping[str, SymbolCard]
-    graph: nx.DiGraph
-    scaffold: str = ""
-    version: str = ""  # changes whenever the indexed cards (or the repository's capsules) change
-    scaffold_at: Callable[[int], str] | None = dataclasses.field(default=None, compare=False, repr=False)
-    # builds ``scaffold`` on first use when it was not given (a one-shot ``retrieve`` never needs it, and
-    # building it costs the tokenizer's load and a PageRank)
-    default_scaffold: Callable[[], str] | None = dataclasses.field(default=None, compare=False, repr=False)
-    _built: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
-    capsules: tuple[Capsule, ...] = ()  # the repository's capsules of code (stale ones too)
-
-    def scaffold_text(self) -> str:
-        """The scaffold at the default budget: ``scaffold``, or built once by ``default_scaffold``."""
-        if self.scaffold or self.default_scaffold is None:
-            return self.scaffold
-        if "scaffold" not in self._built:
-            self._built["scaffold"] = self.default_scaffold()
-        return self._built["scaffold"]
 
 
 class Retriever:
@@ -121,23 +83,14 @@ class Retriever:
         self.embedder = embedder
         self.semantic_off = ""  # why the user turned semantic search off (``--no-semantic``); "" when they did not
         self._index = index
-        self._lock = threading.RLock()
-        self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
+        self._tables = VersionedTables()  # what is derived from the index, one frozen record per version
+        self._keyword_lock = threading.Lock()  # held while the keyword index is brought up to date
         self._keyword_version: str | None = None
-        self._vectors: Any = None
-        self._vectors_version: str | None = None
-        self._names: dict[str, list[str]] | None = None
-        self._module_paths: dict[str, list[str]] | None = None
-        self._members: dict[str, list[str]] | None = None
-        # (index version, symbol -> the words of its id and signature, word -> how many cards hold it): feedback
-        self._words: tuple[str, dict[str, frozenset[str]], dict[str, int]] | None = None
-        self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
-        self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
-        self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
-        self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
+        self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
+        self._vectors: tuple[str, Any] | None = None  # (index version, its FAISS index)
+        self._personalized = Recent(PERSONALIZED_CACHE_SIZE)  # (version, personalization) -> closeness
+        self._query_vectors = Recent(QUERY_VECTOR_CACHE_SIZE)  # (embedder key, query) -> vector
         self._capsules = CapsuleSearch(conn, self.config)
-        self._phrases: Any = None  # phrases.PhraseIndexes of the repository, made on first quoted query
-        self._query_vectors: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (embedder key, query) -> vector
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -157,9 +110,9 @@ class Retriever:
             return
         self._sync_keyword(view)
         if walk:
-            self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
+            self._tables.walk(view, self.config.index)  # personalized retrieval's, not on the first turn with a pin
             if self.config.retrieval.prf_keyword_weight > 0:
-                self._word_table(view)  # the keyword feedback's word table, here rather than on the first turn
+                self._tables.feedback_words(view)  # the keyword feedback's, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
                 if not self.embedder.ready and self.config.retrieval.query_excerpts:
@@ -179,11 +132,16 @@ class Retriever:
         """True once the embedder is loaded and the vector index of the current cards is built."""
         view = self._index
         embedder = self.embedder
-        return bool(embedder is not None and embedder.ready and view is not None and self._vectors is not None
-                    and self._vectors_version == view.version)
+        vectors = self._vectors
+        return bool(embedder is not None and embedder.ready and view is not None and vectors is not None
+                    and vectors[0] == view.version)
+
+    def tables(self, view: IndexView) -> IndexTables:
+        """The name, module, member, kind and area tables of ``view``'s version (built on first use)."""
+        return self._tables.tables(view)
 
     def _sync_keyword(self, view: IndexView) -> None:
-        with self._lock:
+        with self._keyword_lock:
             if self._keyword_version != view.version:
                 lines = self.config.retrieval.keyword_body_lines
                 body = None
@@ -206,12 +164,11 @@ class Retriever:
         return "\n".join(lines[card.line - 1: min(card.end_line, card.line - 1 + limit)])
 
     def _source_lines(self, view: IndexView) -> Any:
+        """The masked lines of the repository's files (an ``excerpts.SourceLines``, made once)."""
         from ctxbench.retrieval.excerpts import SourceLines
 
-        if self._source is None:
-            self._source = SourceLines(self.root or view.repo_key, self.config.index.secret_file_globs,
-                                       self.config.retrieval.excerpt_files_cached)
-        return self._source
+        return self._tables.get("source", view, lambda v: SourceLines(
+            self.root or v.repo_key, self.config.index.secret_file_globs, self.config.retrieval.excerpt_files_cached))
 
     def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
                       block: bool = True):
@@ -219,48 +176,20 @@ class Retriever:
         another thread is building it right now."""
         from ctxbench.retrieval.vectors import load_or_build_index
 
-        if self._vectors is not None and self._vectors_version == view.version:
-            return self._vectors
+        built = self._vectors
+        if built is not None and built[0] == view.version:
+            return built[1]
         if not self._vector_lock.acquire(blocking=block):
             return None
         try:
-            if self._vectors is None or self._vectors_version != view.version:
+            if self._vectors is None or self._vectors[0] != view.version:
                 vectors, self.last_embed_stats = load_or_build_index(
                     self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.config.embedding,
                     progress)
-                self._vectors, self._vectors_version = vectors, view.version
-            return self._vectors
+                self._vectors = (view.version, vectors)
+            return self._vectors[1]
         finally:
             self._vector_lock.release()
-
-    def _name_table(self, view: IndexView) -> dict[str, list[str]]:
-        """Symbol name -> ids, for every symbol but modules (a module named in passing is too broad a hit)."""
-        if self._names is None:
-            names: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind != "module":
-                    names.setdefault(sid.rsplit(".", 1)[-1], []).append(sid)
-            self._names = names
-        return self._names
-
-    def _module_table(self, view: IndexView) -> dict[str, list[str]]:
-        """File path -> the ids of its module symbols."""
-        if self._module_paths is None:
-            table: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind == "module":
-                    table.setdefault(card.path, []).append(sid)
-            self._module_paths = table
-        return self._module_paths
-
-    def _path_symbols(self, view: IndexView, path: str) -> list[str]:
-        """The module symbols of the file ``path`` (exact, or the one file whose path ends with it)."""
-        table = self._module_table(view)
-        path = path.removeprefix("./")
-        if path in table:
-            return list(table[path])
-        matches = [sid for p in sorted(table) if p.endswith("/" + path) for sid in table[p]]
-        return matches if len(matches) == 1 else []
 
     def resolve_targets(self, targets: Iterable[Any]) -> list[str]:
         """Symbol ids of pin or activation targets (``card:<id>``, ``path:<file>``, a bare id, or a ``Pin``)."""
@@ -276,7 +205,7 @@ class Retriever:
             if kind == "card" and name in view.cards:
                 out[name] = None
             elif kind == "path":
-                out.update(dict.fromkeys(self._path_symbols(view, name)))
+                out.update(dict.fromkeys(self.tables(view).path_symbols(name)))
         return list(out)
 
     def resolve_mentions(self, mentioned: Iterable[str]) -> list[str]:
@@ -286,7 +215,8 @@ class Retriever:
         if view is None:
             return []
         limit = self.config.retrieval.mention_max_symbols
-        names = self._name_table(view)
+        tables = self.tables(view)
+        names = tables.names
         out: dict[str, None] = {}
         for raw in mentioned:
             name = raw.strip().strip("`").removeprefix("card:").rstrip("()")
@@ -294,35 +224,13 @@ class Retriever:
                 out[name] = None
                 continue
             if name.startswith("path:") or "/" in name or name.endswith(SOURCE_SUFFIXES):
-                out.update(dict.fromkeys(self._path_symbols(view, name.removeprefix("path:"))))
+                out.update(dict.fromkeys(tables.path_symbols(name.removeprefix("path:"))))
                 continue
             parts = name.split(".")
             matches = [sid for sid in names.get(parts[-1], ()) if len(parts) == 1 or sid.endswith("." + name)]
             if 0 < len(matches) <= limit:
                 out.update(dict.fromkeys(sorted(matches)))
         return list(out)
-
-    def _walk_graph(self, view: IndexView) -> tuple[nx.DiGraph, dict[str, float]]:
-        """The code graph with every edge both ways (callers as well as callees are close), and its plain
-        PageRank; built once per index version."""
-        from ctxbench.codegraph import graph as graphmod
-
-        with self._lock:
-            if self._walk is not None and self._walk[0] == view.version:
-                return self._walk[1], self._walk[2]
-        both = nx.DiGraph()
-        both.add_nodes_from(view.graph.nodes(data=True))
-        for a, b, data in view.graph.edges(data=True):
-            for x, y in ((a, b), (b, a)):
-                if both.has_edge(x, y):
-                    kinds = tuple(sorted(set(both.edges[x, y]["kinds"]) | set(data["kinds"])))
-                    both.edges[x, y]["kinds"] = kinds
-                else:
-                    both.add_edge(x, y, kinds=tuple(data["kinds"]))
-        plain = graphmod.pagerank(both, None, self.config.index)
-        with self._lock:
-            self._walk = (view.version, both, plain)
-        return both, plain
 
     def personalized_closeness(self, pins: Iterable[str] = (), mentioned: Iterable[str] = (),
                                activation: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -346,13 +254,12 @@ class Retriever:
         if not weights:
             return {}
         key = (view.version, tuple(sorted(weights.items())))
-        with self._lock:
-            cached = self._personalized.get(key)
-            if cached is not None:
-                self._personalized.move_to_end(key)
-                return cached
-        both, plain = self._walk_graph(view)
-        scores = graphmod.pagerank(both, weights, dataclasses.replace(icfg, personalize_base_weight=0.0))
+        cached = self._personalized.get(key)
+        if cached is not None:
+            return cached
+        walk = self._tables.walk(view, icfg)
+        plain = walk.plain
+        scores = graphmod.pagerank(walk.graph, weights, dataclasses.replace(icfg, personalize_base_weight=0.0))
         lift = {sid: v / plain[sid] for sid, v in scores.items()
                 if v > 0 and plain.get(sid, 0.0) > 0 and sid not in weights and sid not in given}
         top = max(lift.values(), default=0.0)
@@ -360,10 +267,7 @@ class Retriever:
         for sid in weights:  # what a pinned or mentioned file contains: as close as can be
             if sid not in given:
                 near[sid] = 1.0
-        with self._lock:
-            self._personalized[key] = near
-            while len(self._personalized) > PERSONALIZED_CACHE_SIZE:
-                self._personalized.popitem(last=False)
+        self._personalized.put(key, near)
         return near
 
     # -- components -------------------------------------------------------------------------------
@@ -397,23 +301,17 @@ class Retriever:
         """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
         query's cluster share one encoding)."""
         key = (query_key(self.embedder), query)
-        with self._lock:
-            found = self._query_vectors.get(key)
-            if found is not None:
-                self._query_vectors.move_to_end(key)
-                return found
+        found = self._query_vectors.get(key)
+        if found is not None:
+            return found
         vector = encode_query(self.embedder, query, self.config.embedding.query_max_seq_length)
-        with self._lock:
-            self._query_vectors[key] = vector
-            while len(self._query_vectors) > QUERY_VECTOR_CACHE_SIZE:
-                self._query_vectors.popitem(last=False)
+        self._query_vectors.put(key, vector)
         return vector
 
     def forget_query_vectors(self) -> None:
         """Drop the kept query vectors: the next search of any text encodes it, as a new question does (the
         warm-latency benches call this before each timed query, so a repeated text is not free)."""
-        with self._lock:
-            self._query_vectors.clear()
+        self._query_vectors.clear()
 
     def query_vector(self, query: str) -> Any:
         """The query's embedding as semantic retrieval uses it (encoded once, then kept), or None while semantic
@@ -435,7 +333,7 @@ class Retriever:
         view = self.index
         if view is None:
             return []
-        names = self._name_table(view)
+        names = self.tables(view).names
         found: dict[str, float] = {}
         for token in code_identifiers(query):
             parts = token.split(".")
@@ -454,10 +352,9 @@ class Retriever:
         phrases = quoted_phrases(query)
         if view is None or not phrases:
             return []
-        with self._lock:
-            if self._phrases is None:
-                self._phrases = PhraseIndexes(self.root or view.repo_key, self.config.index.secret_file_globs)
-        return self._phrases.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
+        indexes = self._tables.get("phrases", view, lambda v: PhraseIndexes(self.root or v.repo_key,
+                                                                             self.config.index.secret_file_globs))
+        return indexes.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
 
     def scope_ranking(self, named: Sequence[tuple[str, float]], *rankings: Sequence[tuple[str, float]]
                       ) -> list[tuple[str, float]]:
@@ -495,7 +392,7 @@ class Retriever:
                     classes.setdefault(sid)
         if not classes:
             return []
-        members = self._member_table(view)
+        members = self.tables(view).members
         best: dict[str, tuple[float, float]] = {}
         for ranking in rankings:
             for rank, (sid, _) in enumerate(ranking, 1):
@@ -508,19 +405,6 @@ class Retriever:
                     best[sid] = (best.get(sid, (0.0, 0.0))[0], float(similarity(sid)))
         ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[: rc.candidate_pool]
         return [(sid, found or sim) for sid, (found, sim) in ordered]
-
-    def _member_table(self, view: IndexView) -> dict[str, list[str]]:
-        """Class id -> the ids of its methods (made once per retriever)."""
-        if self._members is None:
-            table: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind == "method":
-                    parent = sid.rsplit(".", 1)[0]
-                    owner = view.cards.get(parent)
-                    if owner is not None and owner.kind == "class":
-                        table.setdefault(parent, []).append(sid)
-            self._members = table
-        return self._members
 
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
@@ -560,7 +444,7 @@ class Retriever:
         if rc.areas_last_in_components and rc.area_weights:
             for component in ("semantic", "keyword"):
                 if component in rankings:
-                    rankings[component] = self._areas_last(view, rankings[component], asked)
+                    rankings[component] = self.tables(view).areas_last(rankings[component], asked, rc)
         feedback: list[tuple[str, float]] = []
         if rc.prf_keyword_weight > 0 and "keyword" in rankings:
             feedback = self.feedback_ranking(view, query, rankings, asked)
@@ -694,32 +578,6 @@ class Retriever:
         kinds = [words for words, given in (("pinned", pins), ("mentioned", mentioned), ("active", active)) if given]
         return "near " + "/".join(kinds) + " code"
 
-    def _kind_of(self, view: IndexView, sid: str) -> str:
-        card = view.cards.get(sid)
-        if card is None:
-            return ""
-        if card.kind in ("function", "method"):
-            parent = view.cards.get(sid.rsplit(".", 1)[0])
-            if parent is not None and parent.kind in ("function", "method"):
-                return NESTED
-        return card.kind
-
-    def _weight_of(self, view: IndexView, sid: str, asked: frozenset[str]) -> float:
-        """The kind weight times the area weight of a symbol (an area the question asks for weighs 1)."""
-        rc = self.config.retrieval
-        weight = dict(rc.kind_weights).get(self._kind_of(view, sid), 1.0)
-        card = view.cards.get(sid)
-        if card is not None and rc.area_weights:
-            weight *= area_weight(self._area(card), asked, dict(rc.area_weights))
-        return weight
-
-    def _area(self, card: SymbolCard) -> str:
-        """The area of the card's file (``areas.area_of``; "" for ordinary code), worked out once per file."""
-        area = self._areas.get(card.path)
-        if area is None:
-            area = self._areas[card.path] = area_of(card.path)
-        return area
-
     def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
                          asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
         """Pseudo-relevance feedback for the keyword component: the first ``feedback_hits`` symbols of a first
@@ -733,13 +591,14 @@ class Retriever:
         direct = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "phrase": rc.phrase_weight}
         first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
-        weighted = sorted(((f.score * self._weight_of(view, f.symbol, asked), f.symbol) for f in first
+        weighted = sorted(((f.score * self.tables(view).weight_of(f.symbol, asked, rc), f.symbol) for f in first
                            if f.symbol in view.cards and view.cards[f.symbol].kind != "module"),
                           key=lambda sf: (-sf[0], sf[1]))
         feedback = [sid for _, sid in weighted[: rc.feedback_hits]]
         if not feedback:
             return []
-        card_words, df, n = self._word_table(view)
+        table = self._tables.feedback_words(view)
+        card_words, df, n = table.words, table.df, table.cards
         stop = set(rc.keyword_stopwords)
         asked_words = {_stem(w) for w in query_terms(query)}
         gain: dict[str, float] = {}
@@ -750,7 +609,7 @@ class Retriever:
                 gain[w] = gain.get(w, 0.0) + math.log(n / df.get(w, 1)) / rank
         terms = [w for w, _ in sorted(gain.items(), key=lambda kv: (-kv[1], kv[0]))[: rc.feedback_terms]]
         found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
-        return self._areas_last(view, found, asked) if rc.area_weights else found
+        return self.tables(view).areas_last(found, asked, rc) if rc.area_weights else found
 
     def _add_feedback(self, view: IndexView, fused: dict[str, Fused], feedback: Sequence[tuple[str, float]],
                       asked: frozenset[str], found: set[str]) -> None:
@@ -772,7 +631,7 @@ class Retriever:
             entry = fused.get(f.symbol)
             if entry is None or f.symbol not in found or f.symbol in taken:  # the feedback words alone do not tie
                 continue  # a symbol to the query; the head keeps its places
-            entry.score += f.score if "name" in entry.scores else f.score * self._weight_of(view, f.symbol, asked)
+            entry.score += f.score if "name" in entry.scores else f.score * self.tables(view).weight_of(f.symbol, asked, rc)
             entry.scores.update(f.scores)
             entry.ranks.update(f.ranks)
         if head:
@@ -784,38 +643,11 @@ class Retriever:
                     f.score += lift
                     f.scores["feedback_head"] = lift
 
-    def _word_table(self, view: IndexView) -> tuple[dict[str, frozenset[str]], dict[str, int], int]:
-        """Symbol -> the words of its id and signature, word -> the number of the view's cards holding it, and the
-        number of cards (made once per index version)."""
-        with self._lock:
-            if self._words is None or self._words[0] != view.version:
-                words = {sid: _card_words(card) for sid, card in view.cards.items()}
-                df: dict[str, int] = {}
-                for found in words.values():
-                    for w in found:
-                        df[w] = df.get(w, 0) + 1
-                self._words = (view.version, words, df)
-            return self._words[1], self._words[2], max(1, len(view.cards))
-
-    def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
-                    ) -> list[tuple[str, float]]:
-        """``ranking`` with the symbols of a demoted area (tests, platform shims, generated, vendored code the
-        question does not ask for) moved after the others, each part in its order: they no longer take the ranks
-        (and so the RRF share) of the symbols a question is about."""
-        weights = dict(self.config.retrieval.area_weights)
-        kept: list[tuple[str, float]] = []
-        demoted: list[tuple[str, float]] = []
-        for sid, score in ranking:
-            card = view.cards.get(sid)
-            area = self._area(card) if card is not None else ""
-            (demoted if area and area_weight(area, asked, weights) < 1.0 else kept).append((sid, score))
-        return kept + demoted
-
     def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
                             ) -> None:
         for sid, entry in fused.items():
             if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind or area
-                entry.score *= self._weight_of(view, sid, asked)
+                entry.score *= self.tables(view).weight_of(sid, asked, self.config.retrieval)
 
     def _graph_support(self, view: IndexView, fused: dict[str, Fused], notes: dict[str, str], unit: float) -> None:
         """Hits the direct components found that are linked in the code graph to the strongest hits (callers,
@@ -887,7 +719,7 @@ class Retriever:
         for sid, (gain, words, seed) in gains.items():
             entry = fused.get(sid)
             if entry is None or "name" not in entry.scores:
-                gain *= self._weight_of(view, sid, asked)
+                gain *= self.tables(view).weight_of(sid, asked, self.config.retrieval)
             if entry is None:
                 entry = fused[sid] = Fused(sid)
             entry.score += gain
@@ -1002,72 +834,7 @@ class Retriever:
         )
 
 
-@lru_cache(maxsize=200_000)
-def _token_words(token: str) -> tuple[str, ...]:
-    """One identifier token's words, remembered (ids and signatures repeat their tokens)."""
-    return tuple(split_identifier(token))
-
-
-def _card_words(card: SymbolCard) -> frozenset[str]:
-    """The words of a card's id and signature, identifiers split as the keyword index splits them."""
-    out: set[str] = set()
-    for text in (card.symbol_id, card.signature):
-        for token in _NON_WORD.split(text):
-            if token:
-                out.update(_token_words(token))
-    return frozenset(out)
-
-
 def _short(symbol: str) -> str:
     """``widgets._data_table.DataTable.sort`` -> ``DataTable.sort`` (class.member or the bare name)."""
     parts = symbol.split(".")
     return ".".join(parts[-2:]) if len(parts) > 1 else symbol
-
-
-def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None = None) -> IndexView | None:
-    """The index of ``root`` from the store as an ``IndexView``, or None when it was never indexed."""
-    from ctxbench.codegraph.index import IndexNotFound, load_index
-
-    try:
-        code_index = load_index(root, conn, config)
-    except IndexNotFound:
-        return None
-    return view_of(code_index, config)
-
-
-def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any = None) -> IndexView:
-    """Adapt the code graph's ``CodeIndex`` to what retrieval needs (the one place a view is made).
-
-    The view's default scaffold is the scaffold at the largest scaffold share of any mode of the default
-    budget (what a caller that names no budget gets), built on first use; ``scaffold_at(tokens)`` builds
-    it for any size, counted with ``tokenizer`` (a Tokenizer, a callable returning one, or None for the
-    configured one, loaded only when a scaffold is built), so each plan can get its own share's worth.
-    """
-    config = config or Config()
-    chosen: dict[str, Any] = {}
-
-    def counter() -> Any:
-        if "tokenizer" not in chosen:
-            if tokenizer is None:
-                from ctxbench.tokens import get_tokenizer
-
-                chosen["tokenizer"] = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
-            else:
-                chosen["tokenizer"] = tokenizer() if callable(tokenizer) and not hasattr(tokenizer, "count") \
-                    else tokenizer
-        return chosen["tokenizer"]
-
-    def scaffold_at(tokens: int) -> str:
-        return code_index.scaffold(tokens, counter()) if tokens > 0 else ""
-
-    planner = config.planner
-    share = max((m.scaffold_share for m in planner.modes), default=0.0)
-    return IndexView(
-        repo_key=code_index.root,
-        cards=code_index.cards,
-        graph=code_index.graph,
-        version=code_index.version,
-        scaffold_at=scaffold_at,
-        default_scaffold=lambda: scaffold_at(max(1, int(config.default_budget_tokens() * share))),
-        capsules=code_index.capsules,
-    )
