@@ -38,7 +38,6 @@ why, and the planner leaves their cards out (reason ``below_threshold``).
 from __future__ import annotations
 
 import dataclasses
-import math
 import sqlite3
 import threading
 from pathlib import Path
@@ -51,14 +50,15 @@ from ctxbench.retrieval.areas import asks_for
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, query_terms, symbols_matching,
                                        sync_keyword_index)
-from ctxbench.retrieval.stemming import stem as _stem
-from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
+from ctxbench.retrieval.components import (BY_NAME, COMPONENTS, EVIDENCE, FEEDBACK, FEEDBACK_TAKERS, SOURCES,
+                                          Question, SemanticAnswer, class_member_ranking, feedback_terms, name_ranking,
+                                          rank_components, scope_ranking, short_name, weights)
+from ctxbench.retrieval.mentions import SOURCE_SUFFIXES
 from ctxbench.retrieval.query_vector import encode_query, query_key
 from ctxbench.retrieval.index_view import IndexView, load_index_view, view_of  # noqa: F401 (the public names)
 from ctxbench.retrieval.tables import NESTED, IndexTables, Recent, VersionedTables  # noqa: F401
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 
-SOURCES = ("semantic", "keyword", "name", "phrase", "graph", "capsule")
 NOTE_LOADING = "semantic search not available: model loading"
 NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
@@ -67,7 +67,6 @@ NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
-FEEDBACK_TAKERS = ("keyword", "name", "scope", "phrase")  # hits found by these get the keyword feedback's share
 FEEDBACK_HEAD_MARGIN = 1e-6  # how far above the best lifted hit the feedback head is raised (RRF units)
 QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
 
@@ -273,29 +272,30 @@ class Retriever:
     # -- components -------------------------------------------------------------------------------
     def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
         """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
-        ranking, note, _, _ = self._semantic(query, pool)
-        return ranking, note
+        answer = self._semantic(query, pool)
+        return list(answer.ranking), answer.note
 
-    def _semantic(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str, Any, Any]:
-        """``semantic_ranking`` with a function giving the cosine of any symbol to the query and the query's
-        vector (None and None without)."""
+    def _semantic(self, query: str, pool: int) -> SemanticAnswer:
+        """The semantic component's answer: its ranking (or the note saying why there is none), the cosine of any
+        symbol to the query and the query's vector."""
         view = self.index
         if view is None:
-            return [], NOTE_NOT_INDEXED, None, None
+            return SemanticAnswer(note=NOTE_NOT_INDEXED)
         if self.embedder is None:
-            return [], NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off else NOTE_NO_EMBEDDER, None, None
+            return SemanticAnswer(note=NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off
+                                  else NOTE_NO_EMBEDDER)
         error = getattr(self.embedder, "error", None)
         if error is not None:
-            return [], NOTE_FAILED.format(error=error), None, None
+            return SemanticAnswer(note=NOTE_FAILED.format(error=error))
         if not self.embedder.ready:
             self.embedder.start_loading()
-            return [], NOTE_LOADING, None, None
+            return SemanticAnswer(note=NOTE_LOADING)
         vectors = self._vector_index(view, block=False)
         if vectors is None:  # another thread is embedding the cards: answer without waiting for it
-            return [], NOTE_EMBEDDING, None, None
+            return SemanticAnswer(note=NOTE_EMBEDDING)
         query_vector = self._encode_query(query)
-        return (vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid),
-                query_vector)
+        return SemanticAnswer(True, vectors.search(query_vector, pool), "",
+                              lambda sid: vectors.similarity(query_vector, sid), query_vector)
 
     def _encode_query(self, query: str) -> Any:
         """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
@@ -331,18 +331,7 @@ class Retriever:
     def name_ranking(self, query: str) -> list[tuple[str, float]]:
         """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
         view = self.index
-        if view is None:
-            return []
-        names = self.tables(view).names
-        found: dict[str, float] = {}
-        for token in code_identifiers(query):
-            parts = token.split(".")
-            for sid in names.get(parts[-1], ()):
-                # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
-                if len(parts) > 1 and not sid.endswith("." + token) and sid != token:
-                    continue
-                found[sid] = max(found.get(sid, 0.0), float(len(parts)))
-        return sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+        return [] if view is None else name_ranking(self.tables(view), query)
 
     def phrase_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         """Symbols whose source lines hold text the query quotes, most of it first (``phrases``)."""
@@ -360,51 +349,37 @@ class Retriever:
                       ) -> list[tuple[str, float]]:
         """Members of the classes named in the query, in the order the other components ranked them."""
         view = self.index
-        if view is None or not named:
-            return []
-        scopes = {sid for sid, _ in named if view.cards[sid].kind == "class"}
-        if not scopes:
-            return []
-        best: dict[str, float] = {}
-        for ranking in rankings:
-            for rank, (sid, _) in enumerate(ranking, 1):
-                if sid.rsplit(".", 1)[0] in scopes:
-                    best[sid] = max(best.get(sid, 0.0), 1.0 / rank)
-        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [] if view is None else scope_ranking(view.cards, named, *rankings)
 
     def class_member_ranking(self, similarity: Any, *rankings: Sequence[tuple[str, float]],
                              named: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """Members of the classes the semantic or keyword component ranks among its first ``class_scope_top``
-        (a question about "the sorted list's add" finds the class by its words, not the generic method): the
-        members those components found, in their order, then the class's other members by their cosine to the
-        query (when semantic search is available), at most ``candidate_pool`` of them. A class ``named`` in the
-        query is left to the scope component (its members are counted there once)."""
+        """``components.class_member_ranking`` over this retriever's index."""
         view = self.index
+        if view is None:
+            return []
+        return class_member_ranking(view.cards, self.tables(view), self.config.retrieval, similarity, *rankings,
+                                    named=named)
+
+    def capsule_ranking(self, view: IndexView, query: str, query_vector: Any, *rankings: Sequence[tuple[str, float]]
+                        ) -> list[tuple[str, float]]:
+        """The symbols of the capsules ``query`` is most about (``rankings``: semantic, keyword, name)."""
+        return self._capsules.member_ranking(view.repo_key, view.version, view.capsules, view.cards, query,
+                                             query_vector, self.embedder, *rankings)
+
+    def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
+                         asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
+        """Pseudo-relevance feedback for the keyword component: the words ``components.feedback_terms`` picks from
+        a first fusion of the direct components (``rankings``) searched as a second keyword query (demoted areas
+        last). Empty when the first fusion found nothing or no word is left."""
         rc = self.config.retrieval
-        if view is None or rc.class_scope_top <= 0:
+        if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
             return []
-        skip = set(named)
-        classes: dict[str, None] = {}
-        for ranking in rankings:
-            for sid, _ in ranking[: rc.class_scope_top]:
-                card = view.cards.get(sid)
-                if card is not None and card.kind == "class" and sid not in skip:
-                    classes.setdefault(sid)
-        if not classes:
-            return []
-        members = self.tables(view).members
-        best: dict[str, tuple[float, float]] = {}
-        for ranking in rankings:
-            for rank, (sid, _) in enumerate(ranking, 1):
-                if sid.rsplit(".", 1)[0] in classes:
-                    found = best.get(sid, (0.0, 0.0))
-                    best[sid] = (max(found[0], 1.0 / rank), found[1])
-        if similarity is not None:
-            for cls in classes:
-                for sid in members.get(cls, ()):
-                    best[sid] = (best.get(sid, (0.0, 0.0))[0], float(similarity(sid)))
-        ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[: rc.candidate_pool]
-        return [(sid, found or sim) for sid, (found, sim) in ordered]
+        direct = weights(self.config, (c for c in COMPONENTS if c.direct))
+        first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
+        tables = self.tables(view)
+        terms = feedback_terms(first, view.cards, tables, self._tables.feedback_words(view), query, asked, rc)
+        found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
+        return tables.areas_last(found, asked, rc) if rc.area_weights else found
 
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
@@ -416,48 +391,18 @@ class Retriever:
         view = self.index
         if view is None:
             return RetrievalSet.create(query, (), notes=(NOTE_NOT_INDEXED,))
-        notes: list[str] = []
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        semantic_available = False
-        similarity = None
-        query_vector = None
-        if "semantic" in sources:
-            ranking, note, similarity, query_vector = self._semantic(query, rc.candidate_pool)
-            if note:
-                notes.append(note)
-            else:
-                semantic_available = True
-                rankings["semantic"] = ranking
-        if "keyword" in sources:
-            rankings["keyword"] = self.keyword_ranking(query, rc.candidate_pool)
-        if "name" in sources:
-            rankings["name"] = self.name_ranking(query)
-            rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
-                                                   rankings.get("keyword", ()))
-            if rc.class_scope_weight > 0:
-                rankings["class_scope"] = self.class_member_ranking(
-                    similarity, rankings.get("semantic", ()), rankings.get("keyword", ()),
-                    named=[sid for sid, _ in rankings["name"]])
-        if "phrase" in sources and rc.phrase_weight > 0:
-            rankings["phrase"] = self.phrase_ranking(query, rc.candidate_pool)
+        semantic = self._semantic(query, rc.candidate_pool) if "semantic" in sources else SemanticAnswer()
+        notes = [semantic.note] if semantic.note else []
+        semantic_available = semantic.available
+        similarity, query_vector = semantic.similarity, semantic.vector
         asked = asks_for(query_terms(query))
-        if rc.areas_last_in_components and rc.area_weights:
-            for component in ("semantic", "keyword"):
-                if component in rankings:
-                    rankings[component] = self.tables(view).areas_last(rankings[component], asked, rc)
-        feedback: list[tuple[str, float]] = []
-        if rc.prf_keyword_weight > 0 and "keyword" in rankings:
-            feedback = self.feedback_ranking(view, query, rankings, asked)
-        cc = self.config.capsules
+        question = Question(query, view, self.tables(view), asked, semantic, self)
+        found_by = rank_components(question, sources, self.config)
+        rankings = {name: ranking for name, ranking in found_by.items() if BY_NAME[name].fused}
+        feedback = found_by.get(FEEDBACK, [])
         capsules = view.capsules if "capsule" in sources else ()
-        if capsules and cc.retrieval_weight > 0:
-            rankings["capsule"] = self._capsules.member_ranking(
-                view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
-                rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
-        weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "capsule": cc.retrieval_weight,
-                   "phrase": rc.phrase_weight}
-        fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
+        fusion_weights = weights(self.config, (c for c in COMPONENTS if c.fused))
+        fused = {f.symbol: f for f in fuse(rankings, fusion_weights, method=rc.fusion, rrf_k=rc.rrf_k)}
         unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
         self._apply_kind_weights(view, fused, asked)
         support_notes: dict[str, str] = {}
@@ -535,7 +480,7 @@ class Retriever:
             keyword_evidence = set(keyword_ids)
 
         def direct(entry: Fused) -> bool:
-            if any(c in entry.scores for c in ("name", "scope", "phrase", "pin", "mentioned")):
+            if any(c in entry.scores for c in (*EVIDENCE, "pin", "mentioned")):
                 return True
             if entry.scores.get("semantic", float("-inf")) >= minimum:
                 return True
@@ -560,7 +505,7 @@ class Retriever:
             if seed_entry is not None:
                 if direct(seed_entry):
                     continue
-                out[entry.symbol] = f"below the relevance floor: neighbour of {_short(seed)}, itself below it"
+                out[entry.symbol] = f"below the relevance floor: neighbour of {short_name(seed)}, itself below it"
             else:
                 out[entry.symbol] = f"below the relevance floor: {missing(entry)}"
         return out
@@ -577,39 +522,6 @@ class Retriever:
                 entry.scores["personalized"] = closeness
         kinds = [words for words, given in (("pinned", pins), ("mentioned", mentioned), ("active", active)) if given]
         return "near " + "/".join(kinds) + " code"
-
-    def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
-                         asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
-        """Pseudo-relevance feedback for the keyword component: the first ``feedback_hits`` symbols of a first
-        fusion of the direct components (kind and area weighted, modules left out) lend their most distinctive
-        words — those of their ids and signatures that the query does not hold, by IDF over the repository's
-        cards, weighted 1 / rank — and the ``feedback_terms`` best are searched as a second keyword query (demoted
-        areas last). Empty when the first fusion found nothing or no word is left."""
-        rc = self.config.retrieval
-        if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
-            return []
-        direct = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                  "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "phrase": rc.phrase_weight}
-        first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
-        weighted = sorted(((f.score * self.tables(view).weight_of(f.symbol, asked, rc), f.symbol) for f in first
-                           if f.symbol in view.cards and view.cards[f.symbol].kind != "module"),
-                          key=lambda sf: (-sf[0], sf[1]))
-        feedback = [sid for _, sid in weighted[: rc.feedback_hits]]
-        if not feedback:
-            return []
-        table = self._tables.feedback_words(view)
-        card_words, df, n = table.words, table.df, table.cards
-        stop = set(rc.keyword_stopwords)
-        asked_words = {_stem(w) for w in query_terms(query)}
-        gain: dict[str, float] = {}
-        for rank, sid in enumerate(feedback, 1):
-            for w in card_words.get(sid, ()):
-                if w in stop or len(w) < 3 or w.isdigit() or _stem(w) in asked_words:
-                    continue
-                gain[w] = gain.get(w, 0.0) + math.log(n / df.get(w, 1)) / rank
-        terms = [w for w, _ in sorted(gain.items(), key=lambda kv: (-kv[1], kv[0]))[: rc.feedback_terms]]
-        found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
-        return self.tables(view).areas_last(found, asked, rc) if rc.area_weights else found
 
     def _add_feedback(self, view: IndexView, fused: dict[str, Fused], feedback: Sequence[tuple[str, float]],
                       asked: frozenset[str], found: set[str]) -> None:
@@ -671,7 +583,7 @@ class Retriever:
                 gain = relation_weight.get(nb.kind, 0.0) * strength
                 if gain > best.get(nb.symbol, (0.0, ""))[0]:
                     words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
-                    best[nb.symbol] = (gain, f"{words} {_short(seed.symbol)}")
+                    best[nb.symbol] = (gain, f"{words} {short_name(seed.symbol)}")
         for sid, (gain, words) in best.items():
             entry = fused[sid]
             entry.score += rc.graph_support_weight * unit * gain
@@ -724,7 +636,7 @@ class Retriever:
                 entry = fused[sid] = Fused(sid)
             entry.score += gain
             entry.scores["graph"] = gain
-            graph_notes[sid] = (f"{words} {_short(seed)}", seed)
+            graph_notes[sid] = (f"{words} {short_name(seed)}", seed)
 
     def _score_words(self, score: float) -> str:
         """The hit's fused score and its scale, first in its why: the number the overlay's score column shows."""
@@ -763,31 +675,11 @@ class Retriever:
         chosen = self._excerpt(view, card, words, width)
         components: list[tuple[str, float]] = []
         why: list[str] = []
-        if "semantic" in f.scores:
-            components.append(("semantic", round(f.scores["semantic"], 4)))
-            why.append(f"semantic {f.scores['semantic']:.2f}")
-        if "keyword" in f.scores:
-            components.append(("keyword", round(f.scores["keyword"], 4)))
-            components.append(("keyword_rank", float(f.ranks["keyword"])))
-            why.append(f"keyword rank {f.ranks['keyword']}")
-        if "name" in f.scores:
-            components.append(("name", 1.0))
-            why.append("named in the query")
-        if "scope" in f.scores:
-            components.append(("scope", round(f.scores["scope"], 4)))
-            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
-        if "class_scope" in f.scores:
-            components.append(("class_scope", round(f.scores["class_scope"], 4)))
-            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}, a class the query is about")
-        if "phrase" in f.scores:
-            components.append(("phrase", round(f.scores["phrase"], 4)))
-            why.append("holds the quoted text")
-        if "capsule" in f.scores:
-            components.append(("capsule", round(f.scores["capsule"], 4)))
-            why.append("in a capsule the query is about")
-        if "prf_keyword" in f.scores:
-            components.append(("prf_keyword", round(f.scores["prf_keyword"], 4)))
-            why.append(f"feedback keyword rank {f.ranks['prf_keyword']} (words of the first hits)")
+        for c in COMPONENTS:
+            if c.name in f.scores:
+                score, rank = f.scores[c.name], f.ranks.get(c.name, 0)
+                components.extend(c.shown(score, rank))
+                why.append(c.why(score, rank, f.symbol))
         if "feedback_head" in f.scores:
             components.append(("feedback_head", round(f.scores["feedback_head"], 6)))
             why.append(f"kept among the first {self.config.retrieval.feedback_head} "
@@ -805,10 +697,10 @@ class Retriever:
             if key in f.scores:
                 components.append((key, round(f.scores[key], 4)))
                 why.append(words)
-        direct = [c for c in ("semantic", "keyword", "name") if c in f.scores]
+        direct = [c.name for c in COMPONENTS if c.provenance and c.name in f.scores]
         if direct:
             best = max(direct, key=lambda c: (f.ranks.get(c, 10**9) * -1, c))
-            provenance = "keyword" if best == "name" else best
+            provenance = BY_NAME[best].provenance
         elif "graph" in f.scores:
             provenance = "graph"
         elif "pin" in f.scores:
@@ -832,9 +724,3 @@ class Retriever:
             neighbour_of=graph_note[1] if provenance == "graph" else "",
             below_threshold=below_threshold,
         )
-
-
-def _short(symbol: str) -> str:
-    """``widgets._data_table.DataTable.sort`` -> ``DataTable.sort`` (class.member or the bare name)."""
-    parts = symbol.split(".")
-    return ".".join(parts[-2:]) if len(parts) > 1 else symbol
