@@ -47,7 +47,9 @@ from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
 from ctxbench.retrieval.areas import asks_for
+from ctxbench.retrieval import stages
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
+from ctxbench.retrieval.stages import FEEDBACK_HEAD_MARGIN, Boosts  # noqa: F401
 from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, query_terms, symbols_matching,
                                        sync_keyword_index)
 from ctxbench.retrieval.components import (BY_NAME, COMPONENTS, EVIDENCE, FEEDBACK, FEEDBACK_TAKERS, SOURCES,
@@ -67,7 +69,6 @@ NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
-FEEDBACK_HEAD_MARGIN = 1e-6  # how far above the best lifted hit the feedback head is raised (RRF units)
 QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
 
 
@@ -381,6 +382,16 @@ class Retriever:
         found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
         return tables.areas_last(found, asked, rc) if rc.area_weights else found
 
+    def boosts(self, pins: Iterable[Any] = (), activation: Mapping[str, float] | None = None,
+               mentioned: Iterable[str] = ()) -> Boosts:
+        """The pinned, mentioned and active symbols of a turn as the index's ids (an activation target that names
+        several symbols gives each its score; a symbol named twice keeps the higher)."""
+        active: dict[str, float] = {}
+        for target, score in sorted((activation or {}).items()):
+            for sid in self.resolve_targets((target,)):
+                active[sid] = max(active.get(sid, 0.0), float(score))
+        return Boosts(frozenset(self.resolve_targets(pins)), frozenset(self.resolve_mentions(mentioned)), active)
+
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
                  activation: Mapping[str, float] | None = None, mentioned: Iterable[str] = (),
@@ -401,49 +412,25 @@ class Retriever:
         rankings = {name: ranking for name, ranking in found_by.items() if BY_NAME[name].fused}
         feedback = found_by.get(FEEDBACK, [])
         capsules = view.capsules if "capsule" in sources else ()
-        fusion_weights = weights(self.config, (c for c in COMPONENTS if c.fused))
-        fused = {f.symbol: f for f in fuse(rankings, fusion_weights, method=rc.fusion, rrf_k=rc.rrf_k)}
-        unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
-        self._apply_kind_weights(view, fused, asked)
+        tables = question.tables
+        fused = stages.fuse_components(rankings, weights(self.config, (c for c in COMPONENTS if c.fused)), rc)
+        fused = stages.weigh_kinds(fused, tables, asked, rc)
         support_notes: dict[str, str] = {}
-        with_graph = "graph" in sources
-        if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if with_graph else rc.graph_support_light):
-            self._graph_support(view, fused, support_notes, unit)
-
-        pin_ids = set(self.resolve_targets(pins))
-        mentioned_ids = set(self.resolve_mentions(mentioned))
-        active: dict[str, float] = {}
-        for target, score in sorted((activation or {}).items()):
-            for sid in self.resolve_targets((target,)):
-                active[sid] = max(active.get(sid, 0.0), float(score))
-        near_label = ""
-        if fused and rc.personalized_weight > 0 and (pin_ids or active or (mentioned_ids and rc.personalize_mentions_alone)):
-            near_label = self._personalize(fused, pin_ids, mentioned_ids, active, unit)
-
+        if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if "graph" in sources
+                                                      else rc.graph_support_light):
+            fused, support_notes = stages.graph_support(fused, view.graph, rc)
+        boosts = self.boosts(pins, activation, mentioned)
+        if fused and rc.personalized_weight > 0 and boosts.personalizes(rc):
+            near = self.personalized_closeness(boosts.pins, boosts.mentioned, boosts.active)
+            fused = stages.personalize(fused, near, rc)
         graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
         if "graph" in sources and fused and rc.graph_weight > 0:
-            self._expand_graph(view, fused, graph_notes, unit, asked, similarity)
-
-        # the hits the keyword, name, scope or phrase components found (the feedback reorders those)
-        found = {sid for sid, f in fused.items() if any(c in f.scores for c in FEEDBACK_TAKERS)} if feedback else set()
-        for sid in sorted(pin_ids | mentioned_ids):
-            if sid not in fused:
-                fused[sid] = Fused(sid)
-        for sid, entry in fused.items():
-            if sid in pin_ids:
-                entry.score += rc.pin_boost
-                entry.scores["pin"] = 1.0
-            if sid in mentioned_ids:
-                entry.scores["mentioned"] = 1.0
-                if "name" not in entry.scores:  # named in the query: the name component counted it already
-                    entry.score += rc.mention_boost
-            if active.get(sid):
-                entry.score += rc.activation_boost * active[sid]
-                entry.scores["activation"] = active[sid]
-
+            fused, graph_notes = stages.expand_graph(fused, view.graph, view.cards, tables, asked, similarity, rc)
+        fused = stages.add_boosts(fused, boosts, rc)
         if feedback:  # added last, below the first feedback_head hits, which keep their places
-            self._add_feedback(view, fused, feedback, asked, found)
-        ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
+            fused = stages.add_feedback(fused, feedback, view.cards, tables, asked, rc)
+        ranked = stages.ranked(fused, view.cards, k)
+        near_label = boosts.label()
         floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
         words = self._excerpt_words(query)
         top_width = (rc.excerpt_top_lines, rc.excerpt_top_hits) if rc.excerpt_top_lines > 0 else (0, 0)
@@ -509,134 +496,6 @@ class Retriever:
             else:
                 out[entry.symbol] = f"below the relevance floor: {missing(entry)}"
         return out
-
-    def _personalize(self, fused: dict[str, Fused], pins: set[str], mentioned: set[str], active: dict[str, float],
-                     unit: float) -> str:
-        """Boost the fused hits close to the pinned, mentioned and active symbols; the words for their why."""
-        rc = self.config.retrieval
-        near = self.personalized_closeness(pins, mentioned, active)
-        for sid, entry in fused.items():
-            closeness = near.get(sid, 0.0)
-            if closeness >= rc.personalized_min:
-                entry.score += rc.personalized_weight * unit * closeness
-                entry.scores["personalized"] = closeness
-        kinds = [words for words, given in (("pinned", pins), ("mentioned", mentioned), ("active", active)) if given]
-        return "near " + "/".join(kinds) + " code"
-
-    def _add_feedback(self, view: IndexView, fused: dict[str, Fused], feedback: Sequence[tuple[str, float]],
-                      asked: frozenset[str], found: set[str]) -> None:
-        """Add the feedback ranking's RRF share (``prf_keyword_weight``, kind and area weighted as fused scores
-        are) to the hits in ``found``: those the keyword, name, scope or phrase components found, which have
-        evidence of their own for the relevance floor whatever its settings (so the floor still never changes the
-        order). It adds no hit (on the twelve tuning repositories adding the symbols only it found changed no figure).
-
-        The first ``feedback_head`` hits keep their places: they get no share, and when a lifted hit would pass the
-        last of them they are all raised by the same amount, just above it (their order and gaps unchanged, so the
-        score the planner orders cards by still agrees with the hits' order).
-        """
-        rc = self.config.retrieval
-        head = sorted((f for f in fused.values() if f.symbol in view.cards),
-                      key=lambda f: (-f.score, f.symbol))[: max(0, rc.feedback_head)]
-        taken = {f.symbol for f in head}
-        for f in fuse({"prf_keyword": feedback}, {"prf_keyword": rc.prf_keyword_weight}, method=rc.fusion,
-                      rrf_k=rc.rrf_k):
-            entry = fused.get(f.symbol)
-            if entry is None or f.symbol not in found or f.symbol in taken:  # the feedback words alone do not tie
-                continue  # a symbol to the query; the head keeps its places
-            entry.score += f.score if "name" in entry.scores else f.score * self.tables(view).weight_of(f.symbol, asked, rc)
-            entry.scores.update(f.scores)
-            entry.ranks.update(f.ranks)
-        if head:
-            floor = min(f.score for f in head)
-            best = max((f.score for sid, f in fused.items() if sid not in taken and sid in view.cards), default=None)
-            if best is not None and best >= floor:
-                lift = best - floor + FEEDBACK_HEAD_MARGIN
-                for f in head:
-                    f.score += lift
-                    f.scores["feedback_head"] = lift
-
-    def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
-                            ) -> None:
-        for sid, entry in fused.items():
-            if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind or area
-                entry.score *= self.tables(view).weight_of(sid, asked, self.config.retrieval)
-
-    def _graph_support(self, view: IndexView, fused: dict[str, Fused], notes: dict[str, str], unit: float) -> None:
-        """Hits the direct components found that are linked in the code graph to the strongest hits (callers,
-        callees, members, bases) gain support: ``graph_support_weight`` x the relation's weight x the seed's
-        strength relative to the best hit, the best link counting. Nothing is added: only candidates with
-        their own evidence move, so a mode without graph neighbours keeps showing direct hits only."""
-        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
-
-        rc = self.config.retrieval
-        relation_weight = dict(rc.graph_relation_weights)
-        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_support_seeds]
-        top = seeds[0].score if seeds else 0.0
-        if top <= 0:
-            return
-        best: dict[str, tuple[float, str]] = {}
-        for seed in seeds:
-            strength = seed.score / top
-            for nb in neighbours(view.graph, seed.symbol):
-                if nb.symbol == seed.symbol or nb.symbol not in fused:
-                    continue
-                gain = relation_weight.get(nb.kind, 0.0) * strength
-                if gain > best.get(nb.symbol, (0.0, ""))[0]:
-                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
-                    best[nb.symbol] = (gain, f"{words} {short_name(seed.symbol)}")
-        for sid, (gain, words) in best.items():
-            entry = fused[sid]
-            entry.score += rc.graph_support_weight * unit * gain
-            entry.scores["support"] = gain
-            notes[sid] = words
-
-    def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
-                      unit: float, asked: frozenset[str] = frozenset(), similarity: Any = None) -> None:
-        """Neighbours of the strongest hits (callers, callees, members, bases) scored as hop targets: the
-        seed's strength times the relation's weight times, blended by ``graph_hop_relevance``, how much the
-        neighbour itself is about the query (its cosine to the query, or its own fused score, relative to
-        the best neighbour); the ``graph_neighbours`` best of each seed gain that score."""
-        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
-
-        rc = self.config.retrieval
-        relation_weight = dict(rc.graph_relation_weights)
-        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_seeds]
-        top = seeds[0].score if seeds else 0.0
-        blend = rc.graph_hop_relevance
-        candidates = {seed.symbol: [(relation_weight.get(nb.kind, 0.0), nb) for nb in neighbours(view.graph, seed.symbol)
-                                    if nb.symbol != seed.symbol and nb.symbol in view.cards]
-                      for seed in seeds}
-        relevance: dict[str, float] = {}
-        if blend > 0:
-            pool = {nb.symbol for near in candidates.values() for _, nb in near}
-            raw = {sid: max(0.0, similarity(sid)) if similarity is not None else 0.0 for sid in pool}
-            best_sim = max(raw.values(), default=0.0)
-            for sid in pool:
-                own = fused[sid].score / top if sid in fused and top > 0 else 0.0
-                relevance[sid] = max(raw[sid] / best_sim if best_sim > 0 else 0.0, min(1.0, own))
-        gains: dict[str, tuple[float, str, str]] = {}
-        for seed in seeds:
-            # the seed's neighbours by hop score (relation weight x relevance), at most graph_neighbours of them
-            near = sorted(((w * ((1.0 - blend) + blend * relevance.get(nb.symbol, 0.0)), nb)
-                           for w, nb in candidates[seed.symbol]),
-                          key=lambda wn: (-wn[0], wn[1].symbol))
-            for weight, nb in near[: rc.graph_neighbours]:
-                if weight <= 0:
-                    continue
-                gain = rc.graph_weight * unit * weight * (seed.score / top if top > 0 else 0.0)
-                if gain > gains.get(nb.symbol, (0.0, "", ""))[0]:
-                    # how the neighbour relates to the seed: the seed calls it -> it is "called by" the seed
-                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
-                    gains[nb.symbol] = (gain, words, seed.symbol)
-        for sid, (gain, words, seed) in gains.items():
-            entry = fused.get(sid)
-            if entry is None or "name" not in entry.scores:
-                gain *= self.tables(view).weight_of(sid, asked, self.config.retrieval)
-            if entry is None:
-                entry = fused[sid] = Fused(sid)
-            entry.score += gain
-            entry.scores["graph"] = gain
-            graph_notes[sid] = (f"{words} {short_name(seed)}", seed)
 
     def _score_words(self, score: float) -> str:
         """The hit's fused score and its scale, first in its why: the number the overlay's score column shows."""
