@@ -14,16 +14,18 @@ cache the retriever keeps of per-query results (personalized closeness, query ve
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Iterable, Mapping, Sequence
 
 import networkx as nx
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.retrieval.areas import area_of, area_weight
+from ctxbench.retrieval.mentions import SOURCE_SUFFIXES
 from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
 
 if TYPE_CHECKING:
@@ -51,6 +53,38 @@ class IndexTables:
             return list(self.modules[path])
         matches = [sid for p in sorted(self.modules) if p.endswith("/" + path) for sid in self.modules[p]]
         return matches if len(matches) == 1 else []
+
+    def resolve_targets(self, cards: Mapping[str, SymbolCard], targets: Iterable[Any]) -> list[str]:
+        """Symbol ids of pin or activation targets (``card:<id>``, ``path:<file>``, a bare id, or a ``Pin``)."""
+        out: dict[str, None] = {}
+        for target in targets:
+            text = target if isinstance(target, str) else getattr(target, "target", "")
+            kind, sep, name = text.partition(":")
+            if not sep:
+                kind, name = "card", text
+            if kind == "card" and name in cards:
+                out[name] = None
+            elif kind == "path":
+                out.update(dict.fromkeys(self.path_symbols(name)))
+        return list(out)
+
+    def resolve_mentions(self, cards: Mapping[str, SymbolCard], mentioned: Iterable[str], limit: int) -> list[str]:
+        """Symbol ids of what a turn mentions: exact ids, file paths (their modules), dotted tails, or bare
+        names (every symbol so named, unless more than ``limit`` are)."""
+        out: dict[str, None] = {}
+        for raw in mentioned:
+            name = raw.strip().strip("`").removeprefix("card:").rstrip("()")
+            if name in cards:
+                out[name] = None
+                continue
+            if name.startswith("path:") or "/" in name or name.endswith(SOURCE_SUFFIXES):
+                out.update(dict.fromkeys(self.path_symbols(name.removeprefix("path:"))))
+                continue
+            parts = name.split(".")
+            matches = [sid for sid in self.names.get(parts[-1], ()) if len(parts) == 1 or sid.endswith("." + name)]
+            if 0 < len(matches) <= limit:
+                out.update(dict.fromkeys(sorted(matches)))
+        return list(out)
 
     def weight_of(self, sid: str, asked: frozenset[str], rc: RetrievalConfig) -> float:
         """The kind weight times the area weight of a symbol (an area the question asks for weighs 1)."""
@@ -147,6 +181,24 @@ class GraphWalk:
     version: str
     graph: nx.DiGraph
     plain: Mapping[str, float]
+
+    def closeness(self, weights: Mapping[str, float], given: Iterable[str], icfg: IndexConfig) -> dict[str, float]:
+        """Symbol -> closeness in (0, 1] to the symbols the walk restarts at (``weights``: the personalization):
+        its personalized PageRank over its plain PageRank (so hubs every walk reaches do not win), relative to the
+        best symbol the walk does not restart at, capped at 1; the ``given`` symbols left out."""
+        from ctxbench.codegraph import graph as graphmod
+
+        given = set(given)
+        plain = self.plain
+        scores = graphmod.pagerank(self.graph, weights, dataclasses.replace(icfg, personalize_base_weight=0.0))
+        lift = {sid: v / plain[sid] for sid, v in scores.items()
+                if v > 0 and plain.get(sid, 0.0) > 0 and sid not in weights and sid not in given}
+        top = max(lift.values(), default=0.0)
+        near = {sid: min(1.0, v / top) for sid, v in lift.items()} if top > 0 else {}
+        for sid in weights:  # what a pinned or mentioned file contains: as close as can be
+            if sid not in given:
+                near[sid] = 1.0
+        return near
 
 
 def build_walk(view: IndexView, icfg: IndexConfig) -> GraphWalk:
