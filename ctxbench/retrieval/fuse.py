@@ -21,7 +21,7 @@ FUSIONS = ("rrf", "score")
 Ranking = Sequence[tuple[str, float]]  # (symbol id, raw score), best first
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Fused:
     """One symbol's fused score, with the raw score and rank of every component that found it (never changed:
     a fusion stage makes a new entry)."""

@@ -58,9 +58,14 @@ def fuse_components(rankings: Mapping[str, Sequence[tuple[str, float]]], weights
 
 def weigh_kinds(entries: Entries, tables: IndexTables, asked: frozenset[str], rc: Any) -> dict[str, Fused]:
     """Each entry times its kind and area weight, but a symbol named in the query: wanted whatever its kind or
-    area."""
-    return {sid: entry if "name" in entry.scores else entry.times(tables.weight_of(sid, asked, rc))
-            for sid, entry in entries.items()}
+    area. (An entry of weight 1 is kept as it is: x * 1.0 is x.)"""
+    out = dict(entries)
+    for sid, entry in entries.items():
+        if "name" not in entry.scores:
+            weight = tables.weight_of(sid, asked, rc)
+            if weight != 1.0:
+                out[sid] = entry.times(weight)
+    return out
 
 
 def _strongest(entries: Entries, count: int) -> list[Fused]:
