@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 Ranking = Sequence[tuple[str, float]]  # (symbol id, raw score), best first
 
 SOURCES = ("semantic", "keyword", "name", "phrase", "graph", "capsule")  # the switches of ``retrieve(sources=...)``
+# the components the stages and the explainer name: a symbol NAME found is wanted whatever its kind or area (the
+# kind, area and feedback weights and the mention boost leave it alone); SEMANTIC and KEYWORD are the floor's evidence
+SEMANTIC, KEYWORD, NAME = "semantic", "keyword", "name"
 
 
 @dataclass(frozen=True)
@@ -70,10 +73,6 @@ def short_name(symbol: str) -> str:
     return ".".join(parts[-2:]) if len(parts) > 1 else symbol
 
 
-def _rounded(name: str) -> Callable[[float, int], tuple[tuple[str, float], ...]]:
-    return lambda score, rank: ((name, round(score, 4)),)
-
-
 @dataclass(frozen=True)
 class Component:
     name: str
@@ -95,7 +94,10 @@ class Component:
         return getattr(getattr(config, section), name)
 
     def shown(self, score: float, rank: int) -> tuple[tuple[str, float], ...]:
-        return (self.figures or _rounded(self.name))(score, rank)
+        """Its entries in a hit's ``components``: its raw score rounded, unless it has figures of its own."""
+        if self.figures is not None:
+            return self.figures(score, rank)
+        return ((self.name, round(score, 4)),)
 
     @property
     def direct(self) -> bool:
@@ -107,35 +109,35 @@ def _capsule_ranking(q: Question, got: Mapping[str, Ranking]) -> Ranking | None:
     view = q.view
     if not view.capsules:
         return None
-    return q.searcher.capsule_ranking(view, q.text, q.semantic.vector, got.get("semantic", ()),
-                                      got.get("keyword", ()), got.get("name", ()))
+    return q.searcher.capsule_ranking(view, q.text, q.semantic.vector, got.get(SEMANTIC, ()),
+                                      got.get(KEYWORD, ()), got.get(NAME, ()))
 
 
 COMPONENTS: tuple[Component, ...] = (
-    Component("semantic", "semantic", ("retrieval", "semantic_weight"),
+    Component(SEMANTIC, "semantic", ("retrieval", "semantic_weight"),
               why=lambda score, rank, sid: f"semantic {score:.2f}",
               rank=lambda q, got: q.semantic.ranking if q.semantic.available else None,
               read_by_others=True, areas_last=True, provenance="semantic"),
-    Component("keyword", "keyword", ("retrieval", "keyword_weight"),
+    Component(KEYWORD, "keyword", ("retrieval", "keyword_weight"),
               why=lambda score, rank, sid: f"keyword rank {rank}",
               rank=lambda q, got: q.searcher.keyword_ranking(q.text, q.searcher.config.retrieval.candidate_pool),
-              figures=lambda score, rank: (("keyword", round(score, 4)), ("keyword_rank", float(rank))),
+              figures=lambda score, rank: ((KEYWORD, round(score, 4)), ("keyword_rank", float(rank))),
               read_by_others=True, areas_last=True, takes_feedback=True, provenance="keyword"),
-    Component("name", "name", ("retrieval", "name_weight"),
+    Component(NAME, "name", ("retrieval", "name_weight"),
               why=lambda score, rank, sid: "named in the query",
               rank=lambda q, got: name_ranking(q.tables, q.text),
-              figures=lambda score, rank: (("name", 1.0),),
+              figures=lambda score, rank: ((NAME, 1.0),),
               read_by_others=True, takes_feedback=True, evidence=True, provenance="keyword"),
     Component("scope", "name", ("retrieval", "scope_weight"),
               why=lambda score, rank, sid: f"member of {short_name(sid.rsplit('.', 1)[0])}",
-              rank=lambda q, got: scope_ranking(q.view.cards, got["name"], got.get("semantic", ()),
-                                                got.get("keyword", ())),
+              rank=lambda q, got: scope_ranking(q.view.cards, got[NAME], got.get(SEMANTIC, ()),
+                                                got.get(KEYWORD, ())),
               takes_feedback=True, evidence=True),
     Component("class_scope", "name", ("retrieval", "class_scope_weight"),
               why=lambda score, rank, sid: f"member of {short_name(sid.rsplit('.', 1)[0])}, a class the query is about",
               rank=lambda q, got: class_member_ranking(
-                  q.view.cards, q.tables, q.searcher.config.retrieval, q.semantic.similarity, got.get("semantic", ()),
-                  got.get("keyword", ()), named=[sid for sid, _ in got["name"]])),
+                  q.view.cards, q.tables, q.searcher.config.retrieval, q.semantic.similarity, got.get(SEMANTIC, ()),
+                  got.get(KEYWORD, ()), named=[sid for sid, _ in got[NAME]])),
     Component("phrase", "phrase", ("retrieval", "phrase_weight"),
               why=lambda score, rank, sid: "holds the quoted text",
               rank=lambda q, got: q.searcher.phrase_ranking(q.text, q.searcher.config.retrieval.candidate_pool),
@@ -149,6 +151,7 @@ COMPONENTS: tuple[Component, ...] = (
               after_areas=True, fused=False),
 )
 BY_NAME: Mapping[str, Component] = {c.name: c for c in COMPONENTS}
+PROVENANCE = tuple((c.name, c.provenance) for c in COMPONENTS if c.provenance)  # (component, the provenance it gives)
 FEEDBACK = "prf_keyword"  # the component the feedback stage adds
 FEEDBACK_TAKERS = tuple(c.name for c in COMPONENTS if c.takes_feedback)
 EVIDENCE = tuple(c.name for c in COMPONENTS if c.evidence)

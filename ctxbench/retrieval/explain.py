@@ -13,7 +13,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 from ctxbench.records.code import SymbolCard
 from ctxbench.records.retrieval import RetrievalHit
-from ctxbench.retrieval.components import BY_NAME, COMPONENTS, EVIDENCE, short_name
+from ctxbench.retrieval.components import COMPONENTS, EVIDENCE, KEYWORD, PROVENANCE, SEMANTIC, short_name
 from ctxbench.retrieval.fuse import Fused, rrf_unit
 from ctxbench.retrieval.keyword import query_terms
 
@@ -49,10 +49,9 @@ def score_words(score: float, rc: Any) -> str:
 
 def provenance_of(f: Fused) -> str:
     """The strongest source of a hit: its best-ranked direct component, else graph, pin or activation."""
-    direct = [c.name for c in COMPONENTS if c.provenance and c.name in f.scores]
+    direct = [(name, given) for name, given in PROVENANCE if name in f.scores]
     if direct:
-        best = max(direct, key=lambda c: (f.ranks.get(c, 10**9) * -1, c))
-        return BY_NAME[best].provenance
+        return max(direct, key=lambda c: (f.ranks.get(c[0], 10**9) * -1, c[0]))[1]
     if "graph" in f.scores:
         return "graph"
     if "pin" in f.scores:
@@ -87,7 +86,7 @@ def below_floor(query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
     words). A graph neighbour has the evidence of the hit it neighbours.
     """
     minimum = rc.min_semantic_similarity
-    keyword_ids = sorted(sid for sid, f in fused.items() if "keyword" in f.scores)
+    keyword_ids = sorted(sid for sid, f in fused.items() if KEYWORD in f.scores)
     stop = tuple(rc.keyword_stopwords)
     content_terms = query_terms(query, stop + tuple(rc.chat_words))
     if keyword_ids and len(content_terms) < len(query_terms(query, stop)):
@@ -99,18 +98,18 @@ def below_floor(query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
     def direct(entry: Fused) -> bool:
         if any(c in entry.scores for c in (*EVIDENCE, "pin", "mentioned")):
             return True
-        if entry.scores.get("semantic", float("-inf")) >= minimum:
+        if entry.scores.get(SEMANTIC, float("-inf")) >= minimum:
             return True
         return entry.symbol in keyword_evidence
 
     def missing(entry: Fused) -> str:
         if not semantic_available:
             semantic = "semantic search off" if semantic_off else "semantic search not available"
-        elif "semantic" in entry.scores:
-            semantic = f"semantic {entry.scores['semantic']:.2f} < {minimum:.2f}"
+        elif SEMANTIC in entry.scores:
+            semantic = f"semantic {entry.scores[SEMANTIC]:.2f} < {minimum:.2f}"
         else:
             semantic = f"semantic < {minimum:.2f}"
-        keyword = "keyword hits only on chat words" if "keyword" in entry.scores else "no keyword hit"
+        keyword = "keyword hits only on chat words" if KEYWORD in entry.scores else "no keyword hit"
         return f"{semantic}, {keyword}, not named in the query"
 
     out: dict[str, str] = {}

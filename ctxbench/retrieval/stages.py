@@ -19,7 +19,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import networkx as nx
 
-from ctxbench.retrieval.components import FEEDBACK, FEEDBACK_TAKERS, short_name
+from ctxbench.retrieval.components import FEEDBACK, FEEDBACK_TAKERS, NAME, short_name
 from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
 from ctxbench.retrieval.tables import IndexTables
 
@@ -61,7 +61,7 @@ def weigh_kinds(entries: Entries, tables: IndexTables, asked: frozenset[str], rc
     area. (An entry of weight 1 is kept as it is: x * 1.0 is x.)"""
     out = dict(entries)
     for sid, entry in entries.items():
-        if "name" not in entry.scores:
+        if NAME not in entry.scores:
             weight = tables.weight_of(sid, asked, rc)
             if weight != 1.0:
                 out[sid] = entry.times(weight)
@@ -158,7 +158,7 @@ def expand_graph(entries: Entries, graph: nx.DiGraph, cards: Mapping[str, Any], 
     notes: dict[str, tuple[str, str]] = {}
     for sid, (gain, words, seed) in gains.items():
         entry = out.get(sid)
-        if entry is None or "name" not in entry.scores:
+        if entry is None or NAME not in entry.scores:
             gain *= tables.weight_of(sid, asked, rc)
         out[sid] = (entry if entry is not None else Fused(sid)).plus(gain, {"graph": gain})
         notes[sid] = (f"{words} {short_name(seed)}", seed)
@@ -177,7 +177,7 @@ def add_boosts(entries: Entries, boosts: Boosts, rc: Any) -> dict[str, Fused]:
         if sid in boosts.pins:
             entry = entry.plus(rc.pin_boost, {"pin": 1.0})
         if sid in boosts.mentioned:  # named in the query: the name component counted it already
-            entry = (Fused(sid, entry.score, {**entry.scores, "mentioned": 1.0}, entry.ranks) if "name" in entry.scores
+            entry = (Fused(sid, entry.score, {**entry.scores, "mentioned": 1.0}, entry.ranks) if NAME in entry.scores
                      else entry.plus(rc.mention_boost, {"mentioned": 1.0}))
         if boosts.active.get(sid):
             entry = entry.plus(rc.activation_boost * boosts.active[sid], {"activation": boosts.active[sid]})
@@ -205,7 +205,7 @@ def add_feedback(entries: Entries, feedback: Sequence[tuple[str, float]], cards:
         entry = out.get(f.symbol)
         if entry is None or f.symbol not in found or f.symbol in taken:  # the feedback words alone do not tie
             continue  # a symbol to the query; the head keeps its places
-        gain = f.score if "name" in entry.scores else f.score * tables.weight_of(f.symbol, asked, rc)
+        gain = f.score if NAME in entry.scores else f.score * tables.weight_of(f.symbol, asked, rc)
         out[f.symbol] = entry.plus(gain, f.scores, f.ranks)
     if head:
         floor = min(f.score for f in head)

@@ -88,9 +88,9 @@ class IndexTables:
 
     def weight_of(self, sid: str, asked: frozenset[str], rc: RetrievalConfig) -> float:
         """The kind weight times the area weight of a symbol (an area the question asks for weighs 1)."""
-        weight = dict(rc.kind_weights).get(self.kinds.get(sid, ""), 1.0)
+        weight = _as_dict(rc.kind_weights).get(self.kinds.get(sid, ""), 1.0)
         if sid in self.areas and rc.area_weights:
-            weight *= area_weight(self.areas[sid], asked, dict(rc.area_weights))
+            weight *= area_weight(self.areas[sid], asked, _as_dict(rc.area_weights))
         return weight
 
     def areas_last(self, ranking: Sequence[tuple[str, float]], asked: frozenset[str], rc: RetrievalConfig
@@ -98,13 +98,26 @@ class IndexTables:
         """``ranking`` with the symbols of a demoted area (tests, platform shims, generated, vendored code the
         question does not ask for) moved after the others, each part in its order: they no longer take the ranks
         (and so the RRF share) of the symbols a question is about."""
-        weights = dict(rc.area_weights)
+        weights = _as_dict(rc.area_weights)
         kept: list[tuple[str, float]] = []
         demoted: list[tuple[str, float]] = []
         for sid, score in ranking:
             area = self.areas.get(sid, "")
             (demoted if area and area_weight(area, asked, weights) < 1.0 else kept).append((sid, score))
         return kept + demoted
+
+
+def _as_dict(pairs: Any) -> Mapping[str, float]:
+    """A config's (name, weight) pairs as a mapping, made once per tuple (read, never changed)."""
+    try:
+        return _pairs_dict(pairs)
+    except TypeError:  # not hashable (a dict or a list given in code): made each time
+        return dict(pairs)
+
+
+@lru_cache(maxsize=32)
+def _pairs_dict(pairs: tuple[tuple[str, float], ...]) -> Mapping[str, float]:
+    return dict(pairs)
 
 
 def build_tables(view: IndexView) -> IndexTables:
