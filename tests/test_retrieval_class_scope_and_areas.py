@@ -77,7 +77,7 @@ def test_demoted_areas_go_last_in_the_component_rankings(tmp_path, conn):
     query = "evict the oldest cache entry when full"
     keyword = plain.keyword_ranking(query, 50)
     assert keyword[0][0] == test_id  # the test's name holds every word
-    moved = last._areas_last(index, keyword, frozenset())
+    moved = last.tables(index).areas_last(keyword, frozenset(), last.config.retrieval)
     assert sorted(moved) == sorted(keyword)
     in_tests = [sid.startswith("tests.") for sid, _ in moved]
     assert in_tests == sorted(in_tests) and moved[in_tests.index(True)][0] == test_id  # tests last, in order

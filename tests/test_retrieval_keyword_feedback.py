@@ -7,6 +7,7 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.retrieval.retriever import Retriever
+from ctxbench.retrieval.tables import build_feedback_words
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, with_retrieval, write_repo
@@ -40,7 +41,7 @@ def test_the_first_hits_words_find_their_relatives_below_the_head(tmp_path, conn
     assert before[0].symbol == "render.table.TableRenderer._render_line"
     feedback = on.feedback_ranking(index, QUESTION, {"keyword": on.keyword_ranking(QUESTION, 50)})
     assert feedback and feedback[0][0].startswith("render.table.TableRenderer")
-    terms = on._word_table(index)[1]  # word -> document frequency
+    terms = build_feedback_words(index).df  # word -> how many cards hold it
     assert {"table", "renderer"} <= set(terms)
     after = on.retrieve(QUESTION, k=20, sources=DIRECT).hits
     assert after[0].symbol == before[0].symbol  # the head keeps its place

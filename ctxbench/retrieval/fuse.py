@@ -21,12 +21,25 @@ FUSIONS = ("rrf", "score")
 Ranking = Sequence[tuple[str, float]]  # (symbol id, raw score), best first
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Fused:
+    """One symbol's fused score, with the raw score and rank of every component that found it (never changed:
+    a fusion stage makes a new entry)."""
+
     symbol: str
     score: float = 0.0
-    scores: dict[str, float] = field(default_factory=dict)  # component -> raw score
-    ranks: dict[str, int] = field(default_factory=dict)  # component -> 1-based rank
+    scores: Mapping[str, float] = field(default_factory=dict)  # component -> raw score
+    ranks: Mapping[str, int] = field(default_factory=dict)  # component -> 1-based rank
+
+    def plus(self, gain: float, scores: Mapping[str, float] | None = None, ranks: Mapping[str, int] | None = None
+             ) -> Fused:
+        """This entry with ``gain`` added to its score and ``scores`` / ``ranks`` merged into its own."""
+        return Fused(self.symbol, self.score + gain, {**self.scores, **scores} if scores else self.scores,
+                     {**self.ranks, **ranks} if ranks else self.ranks)
+
+    def times(self, weight: float) -> Fused:
+        """This entry with its score multiplied by ``weight``."""
+        return Fused(self.symbol, self.score * weight, self.scores, self.ranks)
 
 
 def fuse(rankings: Mapping[str, Ranking], weights: Mapping[str, float], *, method: str = "rrf",
@@ -34,7 +47,9 @@ def fuse(rankings: Mapping[str, Ranking], weights: Mapping[str, float], *, metho
     """Fuse component rankings; best first, ties broken by symbol id for a stable order."""
     if method not in FUSIONS:
         raise ValueError(f"unknown fusion {method!r}; known: {', '.join(FUSIONS)}")
-    fused: dict[str, Fused] = {}
+    score: dict[str, float] = {}
+    scores: dict[str, dict[str, float]] = {}
+    ranks: dict[str, dict[str, int]] = {}
     for component in sorted(rankings):
         ranking = rankings[component]
         weight = float(weights.get(component, 1.0))
@@ -48,16 +63,16 @@ def fuse(rankings: Mapping[str, Ranking], weights: Mapping[str, float], *, metho
                 continue
             seen.add(symbol)
             rank += 1
-            entry = fused.get(symbol)
-            if entry is None:
-                entry = fused[symbol] = Fused(symbol)
-            entry.scores[component] = raw
-            entry.ranks[component] = rank
+            if symbol not in score:
+                score[symbol], scores[symbol], ranks[symbol] = 0.0, {}, {}
+            scores[symbol][component] = raw
+            ranks[symbol][component] = rank
             if method == "rrf":
-                entry.score += weight / (rrf_k + rank)
+                score[symbol] += weight / (rrf_k + rank)
             else:
-                entry.score += weight * (raw / top if top > 0 else 0.0)
-    return sorted(fused.values(), key=lambda f: (-f.score, f.symbol))
+                score[symbol] += weight * (raw / top if top > 0 else 0.0)
+    fused = [Fused(symbol, total, scores[symbol], ranks[symbol]) for symbol, total in score.items()]
+    return sorted(fused, key=lambda f: (-f.score, f.symbol))
 
 
 def rrf_unit(rrf_k: int) -> float:

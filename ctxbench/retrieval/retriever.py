@@ -1,72 +1,51 @@
 """Hybrid code retrieval: semantic (FAISS) + keyword (FTS5) + exact identifiers + the code graph.
 
-``Retriever.retrieve(query)`` returns a ``RetrievalSet``: the fused ranking of the symbols of one
-indexed repository, each hit with its component scores and a ``why`` in words. Components:
+``Retriever.retrieve(query)`` returns a ``RetrievalSet``: the fused ranking of the symbols of one indexed
+repository, each hit with its component scores and a ``why`` in words. It is a short pipeline:
 
-- semantic: cosine similarity of the query to each card's embedded text (FAISS), only when the
-  embedder is loaded; until then the set says semantic search was not available;
-- keyword: BM25 over identifier-aware tokens (``keyword``);
-- name: symbols whose name is a code identifier written in the query (``push_screen``, ``Region``);
-- class scope: the methods of the classes the semantic or keyword component ranks first (the class is the
-  clue to a generically named method), in the order found, then by cosine to the query;
-- phrase: symbols whose source lines hold text the query quotes (an error message: ``phrases``);
-- keyword feedback: the words of the first hits' ids and signatures that the query lacks (the most distinctive
-  ones, by IDF) searched again; its share reorders the keyword, name, scope and phrase hits below the first
-  ``feedback_head`` hits, which keep their places (``feedback_ranking``);
-- personalized: closeness in the code graph (personalized PageRank) to the symbols the session pins
-  or recently used (activation), together with what the query mentions (names and paths; alone they
-  do not personalize, see ``RetrievalConfig.personalize_mentions_alone``), before graph expansion so
-  that it also picks the seeds expanded;
-- graph: neighbours (callers, callees, members, bases) of the strongest fused hits;
-- pins, activation and mentioned symbols: small boosts on top;
-- areas: tests, platform shims, generated and vendored code go after the other symbols in the semantic and
-  keyword rankings and weigh less once fused, unless the question asks for them (``areas``);
-- capsule: the symbols in the files of the capsules the query is most about (``retrieval.capsules``),
-  only when ``[capsules] retrieval_weight`` is above 0 (it is 0 by default).
+1. the components rank the symbols (``components.COMPONENTS``: semantic, keyword, name, scope, class scope,
+   phrase, capsule and the keyword feedback; tests, shims, generated and vendored code go last in the semantic and
+   keyword rankings unless the question asks for them, ``areas``);
+2. the fusion stages (``stages``) fuse those rankings and move the fused entries: kind and area weights, graph
+   support, closeness in the code graph to what the turn pins, mentions or has active (personalized PageRank),
+   graph neighbours of the strongest hits, the pin, mention and activation boosts, the keyword feedback;
+3. the explainer (``explain``) turns the best ``k`` into hits: their why, provenance, excerpt for the query and,
+   for the hits nothing ties to the query (no name, weak similarity, keyword hits only on chat words like
+   "thanks"), why they are below the relevance floor (they stay in the set; the planner leaves their cards out).
 
-Beside the hits, the set offers the capsules of code the query is about (``RetrievalSet.capsules``,
-at most ``[capsules] max_hits``), each with its score and why; a stale one says so.
+Beside the hits, the set offers the capsules of code the query is about (``RetrievalSet.capsules``, at most
+``[capsules] max_hits``), each with its score and why; a stale one says so.
 
-Pins and activation are named like pin targets (``card:pkg.mod.f``, ``path:pkg/mod.py``; other
-targets such as ``group:12`` are not code and are ignored); mentions are the strings
-``retrieval.mentions.mentions`` finds in the query, resolved here to the index's symbol ids.
-
-A relevance floor marks the hits nothing ties to the query (no name, weak similarity, keyword hits
-only on chat words like "thanks" or "all"): they stay in the set, with ``below_threshold`` saying
-why, and the planner leaves their cards out (reason ``below_threshold``).
+What the retriever derives from an index version (names, modules, members, kinds, areas, the feedback's words, the
+graph walk) is built once per version into frozen records (``tables``). Pins and activation are named like pin
+targets (``card:pkg.mod.f``, ``path:pkg/mod.py``; other targets such as ``group:12`` are not code and are
+ignored); mentions are the strings ``retrieval.mentions.mentions`` finds in the query, resolved to symbol ids.
 """
 from __future__ import annotations
 
-import dataclasses
-import math
 import sqlite3
 import threading
-from collections import OrderedDict
-from functools import lru_cache
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Sequence
+from typing import Any, Callable, Iterable, Mapping, Sequence
 
-import networkx as nx
-
-from ctxbench.records.capsules import Capsule
 from ctxbench.records.code import SymbolCard
 from ctxbench.config import Config
 from ctxbench.retrieval.capsules import CapsuleSearch
-from ctxbench.retrieval.areas import area_of, area_weight, asks_for
-from ctxbench.retrieval.fuse import Fused, fuse, rrf_unit
+from ctxbench.retrieval.areas import asks_for
+from ctxbench.retrieval import stages
+from ctxbench.retrieval.explain import HitNotes, below_floor, explain
+from ctxbench.retrieval.fuse import Fused, fuse
+from ctxbench.retrieval.stages import FEEDBACK_HEAD_MARGIN, Boosts  # noqa: F401
 from ctxbench.retrieval.keyword import (keyword_search, keyword_search_terms, query_terms, symbols_matching,
                                        sync_keyword_index)
-from ctxbench.retrieval.stemming import stem as _stem
-from ctxbench.retrieval.mentions import SOURCE_SUFFIXES, code_identifiers
+from ctxbench.retrieval.components import (BY_NAME, COMPONENTS, FEEDBACK, SOURCES, Question, SemanticAnswer,
+                                          class_member_ranking, feedback_terms, name_ranking, rank_components,
+                                          scope_ranking, weights)
 from ctxbench.retrieval.query_vector import encode_query, query_key
-from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
-from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
+from ctxbench.retrieval.index_view import IndexView, load_index_view, view_of  # noqa: F401 (the public names)
+from ctxbench.retrieval.tables import NESTED, IndexTables, Recent, VersionedTables  # noqa: F401
+from ctxbench.records.retrieval import RetrievalSet
 
-if TYPE_CHECKING:
-    from ctxbench.codegraph.index import CodeIndex
-
-SOURCES = ("semantic", "keyword", "name", "phrase", "graph", "capsule")
 NOTE_LOADING = "semantic search not available: model loading"
 NOTE_EMBEDDING = "semantic search not available: embedding cards"
 NOTE_NO_EMBEDDER = "semantic search not available: no embedding model"
@@ -74,40 +53,8 @@ NOTE_OFF = "semantic search off ({reason})"  # the user turned it off (``--no-se
 NOTE_FAILED = "semantic search not available: {error}"
 NOTE_NOT_INDEXED = "repository not indexed"
 
-NESTED = "nested"  # pseudo-kind for kind_weights: a function defined inside another function
 PERSONALIZED_CACHE_SIZE = 16  # personalized PageRank results kept per retriever (activation changes per turn)
-FEEDBACK_TAKERS = ("keyword", "name", "scope", "phrase")  # hits found by these get the keyword feedback's share
-FEEDBACK_HEAD_MARGIN = 1e-6  # how far above the best lifted hit the feedback head is raised (RRF units)
 QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a query reuses retrieval's encoding
-
-
-@dataclass(frozen=True)
-class IndexView:
-    """What retrieval needs of a code index: cards by symbol id, the graph, a repository key, the scaffold.
-
-    ``scaffold`` is the scaffold at the default budget; ``scaffold_at(tokens)`` folds it to any other
-    size (``service.attach.ModeRetrieval`` fits it to each plan's share).
-    """
-
-    repo_key: str
-    cards: Mapping[str, SymbolCard]
-    graph: nx.DiGraph
-    scaffold: str = ""
-    version: str = ""  # changes whenever the indexed cards (or the repository's capsules) change
-    scaffold_at: Callable[[int], str] | None = dataclasses.field(default=None, compare=False, repr=False)
-    # builds ``scaffold`` on first use when it was not given (a one-shot ``retrieve`` never needs it, and
-    # building it costs the tokenizer's load and a PageRank)
-    default_scaffold: Callable[[], str] | None = dataclasses.field(default=None, compare=False, repr=False)
-    _built: dict = dataclasses.field(default_factory=dict, compare=False, repr=False)
-    capsules: tuple[Capsule, ...] = ()  # the repository's capsules of code (stale ones too)
-
-    def scaffold_text(self) -> str:
-        """The scaffold at the default budget: ``scaffold``, or built once by ``default_scaffold``."""
-        if self.scaffold or self.default_scaffold is None:
-            return self.scaffold
-        if "scaffold" not in self._built:
-            self._built["scaffold"] = self.default_scaffold()
-        return self._built["scaffold"]
 
 
 class Retriever:
@@ -121,23 +68,14 @@ class Retriever:
         self.embedder = embedder
         self.semantic_off = ""  # why the user turned semantic search off (``--no-semantic``); "" when they did not
         self._index = index
-        self._lock = threading.RLock()
-        self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
+        self._tables = VersionedTables()  # what is derived from the index, one frozen record per version
+        self._keyword_lock = threading.Lock()  # held while the keyword index is brought up to date
         self._keyword_version: str | None = None
-        self._vectors: Any = None
-        self._vectors_version: str | None = None
-        self._names: dict[str, list[str]] | None = None
-        self._module_paths: dict[str, list[str]] | None = None
-        self._members: dict[str, list[str]] | None = None
-        # (index version, symbol -> the words of its id and signature, word -> how many cards hold it): feedback
-        self._words: tuple[str, dict[str, frozenset[str]], dict[str, int]] | None = None
-        self._personalized: OrderedDict[tuple, dict[str, float]] = OrderedDict()
-        self._walk: tuple[str, nx.DiGraph, dict[str, float]] | None = None
-        self._source: Any = None  # excerpts.SourceLines of the repository, made on first use
-        self._areas: dict[str, str] = {}  # file path -> its area (retrieval.areas)
+        self._vector_lock = threading.Lock()  # held while cards are embedded and the FAISS index is built
+        self._vectors: tuple[str, Any] | None = None  # (index version, its FAISS index)
+        self._personalized = Recent(PERSONALIZED_CACHE_SIZE)  # (version, personalization) -> closeness
+        self._query_vectors = Recent(QUERY_VECTOR_CACHE_SIZE)  # (embedder key, query) -> vector
         self._capsules = CapsuleSearch(conn, self.config)
-        self._phrases: Any = None  # phrases.PhraseIndexes of the repository, made on first quoted query
-        self._query_vectors: OrderedDict[tuple[str, str], Any] = OrderedDict()  # (embedder key, query) -> vector
         self.last_embed_stats: Any = None
 
     # -- index ------------------------------------------------------------------------------------
@@ -157,9 +95,9 @@ class Retriever:
             return
         self._sync_keyword(view)
         if walk:
-            self._walk_graph(view)  # for personalized retrieval: built here, not on the first turn with a pin
+            self._tables.walk(view, self.config.index)  # personalized retrieval's, not on the first turn with a pin
             if self.config.retrieval.prf_keyword_weight > 0:
-                self._word_table(view)  # the keyword feedback's word table, here rather than on the first turn
+                self._tables.feedback_words(view)  # the keyword feedback's, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
                 if not self.embedder.ready and self.config.retrieval.query_excerpts:
@@ -179,11 +117,16 @@ class Retriever:
         """True once the embedder is loaded and the vector index of the current cards is built."""
         view = self._index
         embedder = self.embedder
-        return bool(embedder is not None and embedder.ready and view is not None and self._vectors is not None
-                    and self._vectors_version == view.version)
+        vectors = self._vectors
+        return bool(embedder is not None and embedder.ready and view is not None and vectors is not None
+                    and vectors[0] == view.version)
+
+    def tables(self, view: IndexView) -> IndexTables:
+        """The name, module, member, kind and area tables of ``view``'s version (built on first use)."""
+        return self._tables.tables(view)
 
     def _sync_keyword(self, view: IndexView) -> None:
-        with self._lock:
+        with self._keyword_lock:
             if self._keyword_version != view.version:
                 lines = self.config.retrieval.keyword_body_lines
                 body = None
@@ -206,12 +149,11 @@ class Retriever:
         return "\n".join(lines[card.line - 1: min(card.end_line, card.line - 1 + limit)])
 
     def _source_lines(self, view: IndexView) -> Any:
+        """The masked lines of the repository's files (an ``excerpts.SourceLines``, made once)."""
         from ctxbench.retrieval.excerpts import SourceLines
 
-        if self._source is None:
-            self._source = SourceLines(self.root or view.repo_key, self.config.index.secret_file_globs,
-                                       self.config.retrieval.excerpt_files_cached)
-        return self._source
+        return self._tables.get("source", view, lambda v: SourceLines(
+            self.root or v.repo_key, self.config.index.secret_file_globs, self.config.retrieval.excerpt_files_cached))
 
     def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
                       block: bool = True):
@@ -219,65 +161,25 @@ class Retriever:
         another thread is building it right now."""
         from ctxbench.retrieval.vectors import load_or_build_index
 
-        if self._vectors is not None and self._vectors_version == view.version:
-            return self._vectors
+        built = self._vectors
+        if built is not None and built[0] == view.version:
+            return built[1]
         if not self._vector_lock.acquire(blocking=block):
             return None
         try:
-            if self._vectors is None or self._vectors_version != view.version:
+            if self._vectors is None or self._vectors[0] != view.version:
                 vectors, self.last_embed_stats = load_or_build_index(
                     self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.config.embedding,
                     progress)
-                self._vectors, self._vectors_version = vectors, view.version
-            return self._vectors
+                self._vectors = (view.version, vectors)
+            return self._vectors[1]
         finally:
             self._vector_lock.release()
-
-    def _name_table(self, view: IndexView) -> dict[str, list[str]]:
-        """Symbol name -> ids, for every symbol but modules (a module named in passing is too broad a hit)."""
-        if self._names is None:
-            names: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind != "module":
-                    names.setdefault(sid.rsplit(".", 1)[-1], []).append(sid)
-            self._names = names
-        return self._names
-
-    def _module_table(self, view: IndexView) -> dict[str, list[str]]:
-        """File path -> the ids of its module symbols."""
-        if self._module_paths is None:
-            table: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind == "module":
-                    table.setdefault(card.path, []).append(sid)
-            self._module_paths = table
-        return self._module_paths
-
-    def _path_symbols(self, view: IndexView, path: str) -> list[str]:
-        """The module symbols of the file ``path`` (exact, or the one file whose path ends with it)."""
-        table = self._module_table(view)
-        path = path.removeprefix("./")
-        if path in table:
-            return list(table[path])
-        matches = [sid for p in sorted(table) if p.endswith("/" + path) for sid in table[p]]
-        return matches if len(matches) == 1 else []
 
     def resolve_targets(self, targets: Iterable[Any]) -> list[str]:
         """Symbol ids of pin or activation targets (``card:<id>``, ``path:<file>``, a bare id, or a ``Pin``)."""
         view = self.index
-        if view is None:
-            return []
-        out: dict[str, None] = {}
-        for target in targets:
-            text = target if isinstance(target, str) else getattr(target, "target", "")
-            kind, sep, name = text.partition(":")
-            if not sep:
-                kind, name = "card", text
-            if kind == "card" and name in view.cards:
-                out[name] = None
-            elif kind == "path":
-                out.update(dict.fromkeys(self._path_symbols(view, name)))
-        return list(out)
+        return [] if view is None else self.tables(view).resolve_targets(view.cards, targets)
 
     def resolve_mentions(self, mentioned: Iterable[str]) -> list[str]:
         """Symbol ids of what a turn mentions: exact ids, file paths (their modules), dotted tails, or bare
@@ -285,54 +187,14 @@ class Retriever:
         view = self.index
         if view is None:
             return []
-        limit = self.config.retrieval.mention_max_symbols
-        names = self._name_table(view)
-        out: dict[str, None] = {}
-        for raw in mentioned:
-            name = raw.strip().strip("`").removeprefix("card:").rstrip("()")
-            if name in view.cards:
-                out[name] = None
-                continue
-            if name.startswith("path:") or "/" in name or name.endswith(SOURCE_SUFFIXES):
-                out.update(dict.fromkeys(self._path_symbols(view, name.removeprefix("path:"))))
-                continue
-            parts = name.split(".")
-            matches = [sid for sid in names.get(parts[-1], ()) if len(parts) == 1 or sid.endswith("." + name)]
-            if 0 < len(matches) <= limit:
-                out.update(dict.fromkeys(sorted(matches)))
-        return list(out)
-
-    def _walk_graph(self, view: IndexView) -> tuple[nx.DiGraph, dict[str, float]]:
-        """The code graph with every edge both ways (callers as well as callees are close), and its plain
-        PageRank; built once per index version."""
-        from ctxbench.codegraph import graph as graphmod
-
-        with self._lock:
-            if self._walk is not None and self._walk[0] == view.version:
-                return self._walk[1], self._walk[2]
-        both = nx.DiGraph()
-        both.add_nodes_from(view.graph.nodes(data=True))
-        for a, b, data in view.graph.edges(data=True):
-            for x, y in ((a, b), (b, a)):
-                if both.has_edge(x, y):
-                    kinds = tuple(sorted(set(both.edges[x, y]["kinds"]) | set(data["kinds"])))
-                    both.edges[x, y]["kinds"] = kinds
-                else:
-                    both.add_edge(x, y, kinds=tuple(data["kinds"]))
-        plain = graphmod.pagerank(both, None, self.config.index)
-        with self._lock:
-            self._walk = (view.version, both, plain)
-        return both, plain
+        return self.tables(view).resolve_mentions(view.cards, mentioned, self.config.retrieval.mention_max_symbols)
 
     def personalized_closeness(self, pins: Iterable[str] = (), mentioned: Iterable[str] = (),
                                activation: Mapping[str, float] | None = None) -> dict[str, float]:
-        """Symbol -> closeness in (0, 1] to the given symbols in the code graph, by personalized PageRank.
-
-        The walk follows edges both ways and restarts only at the pinned, mentioned and active symbols
-        (weights from the index config; a module spreads its weight over what it contains). A symbol's
-        closeness is its personalized PageRank over its plain PageRank (so hubs every walk reaches do not
-        win), relative to the best symbol the walk does not restart at, capped at 1. The given symbols are
-        left out (they have boosts of their own). Cached per index version and personalization.
+        """Symbol -> closeness in (0, 1] to the given symbols in the code graph, by personalized PageRank
+        (``GraphWalk.closeness``). The walk follows edges both ways and restarts only at the pinned, mentioned and
+        active symbols (weights from the index config; a module spreads its weight over what it contains); the
+        given symbols are left out (they have boosts of their own). Cached per index version and personalization.
         """
         from ctxbench.codegraph import graph as graphmod
 
@@ -340,80 +202,61 @@ class Retriever:
         if view is None:
             return {}
         icfg = self.config.index
-        given = set(pins) | set(mentioned) | set(activation or {})
-        weights = graphmod.personalization(view.graph, pins=sorted(set(pins)), mentioned=sorted(set(mentioned)),
+        restart = graphmod.personalization(view.graph, pins=sorted(set(pins)), mentioned=sorted(set(mentioned)),
                                            activation=activation, config=icfg)
-        if not weights:
+        if not restart:
             return {}
-        key = (view.version, tuple(sorted(weights.items())))
-        with self._lock:
-            cached = self._personalized.get(key)
-            if cached is not None:
-                self._personalized.move_to_end(key)
-                return cached
-        both, plain = self._walk_graph(view)
-        scores = graphmod.pagerank(both, weights, dataclasses.replace(icfg, personalize_base_weight=0.0))
-        lift = {sid: v / plain[sid] for sid, v in scores.items()
-                if v > 0 and plain.get(sid, 0.0) > 0 and sid not in weights and sid not in given}
-        top = max(lift.values(), default=0.0)
-        near = {sid: min(1.0, v / top) for sid, v in lift.items()} if top > 0 else {}
-        for sid in weights:  # what a pinned or mentioned file contains: as close as can be
-            if sid not in given:
-                near[sid] = 1.0
-        with self._lock:
-            self._personalized[key] = near
-            while len(self._personalized) > PERSONALIZED_CACHE_SIZE:
-                self._personalized.popitem(last=False)
+        key = (view.version, tuple(sorted(restart.items())))
+        near = self._personalized.get(key)
+        if near is None:
+            given = set(pins) | set(mentioned) | set(activation or {})
+            near = self._tables.walk(view, icfg).closeness(restart, given, icfg)
+            self._personalized.put(key, near)
         return near
 
     # -- components -------------------------------------------------------------------------------
     def semantic_ranking(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str]:
         """(symbol, cosine) best first, or an empty list and the note saying why semantic search was not used."""
-        ranking, note, _, _ = self._semantic(query, pool)
-        return ranking, note
+        answer = self._semantic(query, pool)
+        return list(answer.ranking), answer.note
 
-    def _semantic(self, query: str, pool: int) -> tuple[list[tuple[str, float]], str, Any, Any]:
-        """``semantic_ranking`` with a function giving the cosine of any symbol to the query and the query's
-        vector (None and None without)."""
+    def _semantic(self, query: str, pool: int) -> SemanticAnswer:
+        """The semantic component's answer: its ranking (or the note saying why there is none), the cosine of any
+        symbol to the query and the query's vector."""
         view = self.index
         if view is None:
-            return [], NOTE_NOT_INDEXED, None, None
+            return SemanticAnswer(note=NOTE_NOT_INDEXED)
         if self.embedder is None:
-            return [], NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off else NOTE_NO_EMBEDDER, None, None
+            return SemanticAnswer(note=NOTE_OFF.format(reason=self.semantic_off) if self.semantic_off
+                                  else NOTE_NO_EMBEDDER)
         error = getattr(self.embedder, "error", None)
         if error is not None:
-            return [], NOTE_FAILED.format(error=error), None, None
+            return SemanticAnswer(note=NOTE_FAILED.format(error=error))
         if not self.embedder.ready:
             self.embedder.start_loading()
-            return [], NOTE_LOADING, None, None
+            return SemanticAnswer(note=NOTE_LOADING)
         vectors = self._vector_index(view, block=False)
         if vectors is None:  # another thread is embedding the cards: answer without waiting for it
-            return [], NOTE_EMBEDDING, None, None
+            return SemanticAnswer(note=NOTE_EMBEDDING)
         query_vector = self._encode_query(query)
-        return (vectors.search(query_vector, pool), "", lambda sid: vectors.similarity(query_vector, sid),
-                query_vector)
+        return SemanticAnswer(True, vectors.search(query_vector, pool), "",
+                              lambda sid: vectors.similarity(query_vector, sid), query_vector)
 
     def _encode_query(self, query: str) -> Any:
         """The embedding of ``query`` (kept for the last ``QUERY_VECTOR_CACHE_SIZE`` queries: retrieval and the
         query's cluster share one encoding)."""
         key = (query_key(self.embedder), query)
-        with self._lock:
-            found = self._query_vectors.get(key)
-            if found is not None:
-                self._query_vectors.move_to_end(key)
-                return found
+        found = self._query_vectors.get(key)
+        if found is not None:
+            return found
         vector = encode_query(self.embedder, query, self.config.embedding.query_max_seq_length)
-        with self._lock:
-            self._query_vectors[key] = vector
-            while len(self._query_vectors) > QUERY_VECTOR_CACHE_SIZE:
-                self._query_vectors.popitem(last=False)
+        self._query_vectors.put(key, vector)
         return vector
 
     def forget_query_vectors(self) -> None:
         """Drop the kept query vectors: the next search of any text encodes it, as a new question does (the
         warm-latency benches call this before each timed query, so a repeated text is not free)."""
-        with self._lock:
-            self._query_vectors.clear()
+        self._query_vectors.clear()
 
     def query_vector(self, query: str) -> Any:
         """The query's embedding as semantic retrieval uses it (encoded once, then kept), or None while semantic
@@ -433,18 +276,7 @@ class Retriever:
     def name_ranking(self, query: str) -> list[tuple[str, float]]:
         """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
         view = self.index
-        if view is None:
-            return []
-        names = self._name_table(view)
-        found: dict[str, float] = {}
-        for token in code_identifiers(query):
-            parts = token.split(".")
-            for sid in names.get(parts[-1], ()):
-                # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
-                if len(parts) > 1 and not sid.endswith("." + token) and sid != token:
-                    continue
-                found[sid] = max(found.get(sid, 0.0), float(len(parts)))
-        return sorted(found.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))
+        return [] if view is None else name_ranking(self.tables(view), query)
 
     def phrase_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         """Symbols whose source lines hold text the query quotes, most of it first (``phrases``)."""
@@ -454,73 +286,55 @@ class Retriever:
         phrases = quoted_phrases(query)
         if view is None or not phrases:
             return []
-        with self._lock:
-            if self._phrases is None:
-                self._phrases = PhraseIndexes(self.root or view.repo_key, self.config.index.secret_file_globs)
-        return self._phrases.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
+        indexes = self._tables.get("phrases", view, lambda v: PhraseIndexes(self.root or v.repo_key,
+                                                                             self.config.index.secret_file_globs))
+        return indexes.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
 
     def scope_ranking(self, named: Sequence[tuple[str, float]], *rankings: Sequence[tuple[str, float]]
                       ) -> list[tuple[str, float]]:
         """Members of the classes named in the query, in the order the other components ranked them."""
         view = self.index
-        if view is None or not named:
-            return []
-        scopes = {sid for sid, _ in named if view.cards[sid].kind == "class"}
-        if not scopes:
-            return []
-        best: dict[str, float] = {}
-        for ranking in rankings:
-            for rank, (sid, _) in enumerate(ranking, 1):
-                if sid.rsplit(".", 1)[0] in scopes:
-                    best[sid] = max(best.get(sid, 0.0), 1.0 / rank)
-        return sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))
+        return [] if view is None else scope_ranking(view.cards, named, *rankings)
 
     def class_member_ranking(self, similarity: Any, *rankings: Sequence[tuple[str, float]],
                              named: Iterable[str] = ()) -> list[tuple[str, float]]:
-        """Members of the classes the semantic or keyword component ranks among its first ``class_scope_top``
-        (a question about "the sorted list's add" finds the class by its words, not the generic method): the
-        members those components found, in their order, then the class's other members by their cosine to the
-        query (when semantic search is available), at most ``candidate_pool`` of them. A class ``named`` in the
-        query is left to the scope component (its members are counted there once)."""
+        """``components.class_member_ranking`` over this retriever's index."""
         view = self.index
-        rc = self.config.retrieval
-        if view is None or rc.class_scope_top <= 0:
+        if view is None:
             return []
-        skip = set(named)
-        classes: dict[str, None] = {}
-        for ranking in rankings:
-            for sid, _ in ranking[: rc.class_scope_top]:
-                card = view.cards.get(sid)
-                if card is not None and card.kind == "class" and sid not in skip:
-                    classes.setdefault(sid)
-        if not classes:
-            return []
-        members = self._member_table(view)
-        best: dict[str, tuple[float, float]] = {}
-        for ranking in rankings:
-            for rank, (sid, _) in enumerate(ranking, 1):
-                if sid.rsplit(".", 1)[0] in classes:
-                    found = best.get(sid, (0.0, 0.0))
-                    best[sid] = (max(found[0], 1.0 / rank), found[1])
-        if similarity is not None:
-            for cls in classes:
-                for sid in members.get(cls, ()):
-                    best[sid] = (best.get(sid, (0.0, 0.0))[0], float(similarity(sid)))
-        ordered = sorted(best.items(), key=lambda kv: (-kv[1][0], -kv[1][1], kv[0]))[: rc.candidate_pool]
-        return [(sid, found or sim) for sid, (found, sim) in ordered]
+        return class_member_ranking(view.cards, self.tables(view), self.config.retrieval, similarity, *rankings,
+                                    named=named)
 
-    def _member_table(self, view: IndexView) -> dict[str, list[str]]:
-        """Class id -> the ids of its methods (made once per retriever)."""
-        if self._members is None:
-            table: dict[str, list[str]] = {}
-            for sid, card in view.cards.items():
-                if card.kind == "method":
-                    parent = sid.rsplit(".", 1)[0]
-                    owner = view.cards.get(parent)
-                    if owner is not None and owner.kind == "class":
-                        table.setdefault(parent, []).append(sid)
-            self._members = table
-        return self._members
+    def capsule_ranking(self, view: IndexView, query: str, query_vector: Any, *rankings: Sequence[tuple[str, float]]
+                        ) -> list[tuple[str, float]]:
+        """The symbols of the capsules ``query`` is most about (``rankings``: semantic, keyword, name)."""
+        return self._capsules.member_ranking(view.repo_key, view.version, view.capsules, view.cards, query,
+                                             query_vector, self.embedder, *rankings)
+
+    def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
+                         asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
+        """Pseudo-relevance feedback for the keyword component: the words ``components.feedback_terms`` picks from
+        a first fusion of the direct components (``rankings``) searched as a second keyword query (demoted areas
+        last). Empty when the first fusion found nothing or no word is left."""
+        rc = self.config.retrieval
+        if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
+            return []
+        direct = weights(self.config, (c for c in COMPONENTS if c.direct))
+        first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
+        tables = self.tables(view)
+        terms = feedback_terms(first, view.cards, tables, self._tables.feedback_words(view), query, asked, rc)
+        found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
+        return tables.areas_last(found, asked, rc) if rc.area_weights else found
+
+    def boosts(self, pins: Iterable[Any] = (), activation: Mapping[str, float] | None = None,
+               mentioned: Iterable[str] = ()) -> Boosts:
+        """The pinned, mentioned and active symbols of a turn as the index's ids (an activation target that names
+        several symbols gives each its score; a symbol named twice keeps the higher)."""
+        active: dict[str, float] = {}
+        for target, score in sorted((activation or {}).items()):
+            for sid in self.resolve_targets((target,)):
+                active[sid] = max(active.get(sid, 0.0), float(score))
+        return Boosts(frozenset(self.resolve_targets(pins)), frozenset(self.resolve_mentions(mentioned)), active)
 
     # -- retrieval --------------------------------------------------------------------------------
     def retrieve(self, query: str, k: int | None = None, *, pins: Iterable[Any] = (),
@@ -528,546 +342,45 @@ class Retriever:
                  sources: Sequence[str] = SOURCES, scaffold: str | None = None) -> RetrievalSet:
         """The fused RetrievalSet for ``query``; ``scaffold`` replaces the view's default-budget scaffold."""
         rc = self.config.retrieval
-        k = rc.default_k if k is None else k
         view = self.index
         if view is None:
             return RetrievalSet.create(query, (), notes=(NOTE_NOT_INDEXED,))
-        notes: list[str] = []
-        rankings: dict[str, list[tuple[str, float]]] = {}
-        semantic_available = False
-        similarity = None
-        query_vector = None
-        if "semantic" in sources:
-            ranking, note, similarity, query_vector = self._semantic(query, rc.candidate_pool)
-            if note:
-                notes.append(note)
-            else:
-                semantic_available = True
-                rankings["semantic"] = ranking
-        if "keyword" in sources:
-            rankings["keyword"] = self.keyword_ranking(query, rc.candidate_pool)
-        if "name" in sources:
-            rankings["name"] = self.name_ranking(query)
-            rankings["scope"] = self.scope_ranking(rankings["name"], rankings.get("semantic", ()),
-                                                   rankings.get("keyword", ()))
-            if rc.class_scope_weight > 0:
-                rankings["class_scope"] = self.class_member_ranking(
-                    similarity, rankings.get("semantic", ()), rankings.get("keyword", ()),
-                    named=[sid for sid, _ in rankings["name"]])
-        if "phrase" in sources and rc.phrase_weight > 0:
-            rankings["phrase"] = self.phrase_ranking(query, rc.candidate_pool)
-        asked = asks_for(query_terms(query))
-        if rc.areas_last_in_components and rc.area_weights:
-            for component in ("semantic", "keyword"):
-                if component in rankings:
-                    rankings[component] = self._areas_last(view, rankings[component], asked)
-        feedback: list[tuple[str, float]] = []
-        if rc.prf_keyword_weight > 0 and "keyword" in rankings:
-            feedback = self.feedback_ranking(view, query, rankings, asked)
-        cc = self.config.capsules
+        semantic = self._semantic(query, rc.candidate_pool) if "semantic" in sources else SemanticAnswer()
+        question = Question(query, view, self.tables(view), asks_for(query_terms(query)), semantic, self)
+        rankings = rank_components(question, sources, self.config)
+        fused, notes = self._fuse(question, rankings, self.boosts(pins, activation, mentioned), sources)
+        ranked = stages.ranked(fused, view.cards, rc.default_k if k is None else k)
+        below = below_floor(query, ranked, fused, notes, semantic.available, self.semantic_off,
+                            lambda terms, ids: symbols_matching(self.conn, view.repo_key, terms, ids), rc)
+        hits = explain(query, view.cards, ranked, notes, below, self.config, self._source_lines(view))
         capsules = view.capsules if "capsule" in sources else ()
-        if capsules and cc.retrieval_weight > 0:
-            rankings["capsule"] = self._capsules.member_ranking(
-                view.repo_key, view.version, capsules, view.cards, query, query_vector, self.embedder,
-                rankings.get("semantic", ()), rankings.get("keyword", ()), rankings.get("name", ()))
-        weights = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                   "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "capsule": cc.retrieval_weight,
-                   "phrase": rc.phrase_weight}
-        fused = {f.symbol: f for f in fuse(rankings, weights, method=rc.fusion, rrf_k=rc.rrf_k)}
-        unit = rrf_unit(rc.rrf_k) if rc.fusion == "rrf" else 1.0
-        self._apply_kind_weights(view, fused, asked)
-        support_notes: dict[str, str] = {}
-        with_graph = "graph" in sources
-        if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if with_graph else rc.graph_support_light):
-            self._graph_support(view, fused, support_notes, unit)
+        offered = self._capsules.hits(view.repo_key, view.version, capsules, view.cards, query, semantic.vector,
+                                      self.embedder, [(f.symbol, f.score) for f in ranked if f.symbol not in below]
+                                      ) if capsules else ()
+        return RetrievalSet.create(query, hits, view.version, semantic_available=semantic.available,
+                                   notes=(semantic.note,) if semantic.note else (),
+                                   scaffold=view.scaffold_text() if scaffold is None else scaffold, capsules=offered)
 
-        pin_ids = set(self.resolve_targets(pins))
-        mentioned_ids = set(self.resolve_mentions(mentioned))
-        active: dict[str, float] = {}
-        for target, score in sorted((activation or {}).items()):
-            for sid in self.resolve_targets((target,)):
-                active[sid] = max(active.get(sid, 0.0), float(score))
-        near_label = ""
-        if fused and rc.personalized_weight > 0 and (pin_ids or active or (mentioned_ids and rc.personalize_mentions_alone)):
-            near_label = self._personalize(fused, pin_ids, mentioned_ids, active, unit)
-
-        graph_notes: dict[str, tuple[str, str]] = {}  # symbol -> (why in words, the seed it neighbours)
+    def _fuse(self, q: Question, rankings: Mapping[str, Sequence[tuple[str, float]]], boosts: Boosts,
+              sources: Sequence[str]) -> tuple[Mapping[str, Fused], HitNotes]:
+        """The fusion stages in order (``stages``), as ``sources`` and the weights turn them on: the fused entries
+        and what the stages noted of them."""
+        rc, view, tables = self.config.retrieval, q.view, q.tables
+        fused = stages.fuse_components({name: r for name, r in rankings.items() if BY_NAME[name].fused},
+                                       weights(self.config, (c for c in COMPONENTS if c.fused)), rc)
+        fused = stages.weigh_kinds(fused, tables, q.asked, rc)
+        support: Mapping[str, str] = {}
+        if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if "graph" in sources
+                                                      else rc.graph_support_light):
+            fused, support = stages.graph_support(fused, view.graph, rc)
+        if fused and rc.personalized_weight > 0 and boosts.personalizes(rc):
+            near = self.personalized_closeness(boosts.pins, boosts.mentioned, boosts.active)
+            fused = stages.personalize(fused, near, rc)
+        graph: Mapping[str, tuple[str, str]] = {}
         if "graph" in sources and fused and rc.graph_weight > 0:
-            self._expand_graph(view, fused, graph_notes, unit, asked, similarity)
-
-        # the hits the keyword, name, scope or phrase components found (the feedback reorders those)
-        found = {sid for sid, f in fused.items() if any(c in f.scores for c in FEEDBACK_TAKERS)} if feedback else set()
-        for sid in sorted(pin_ids | mentioned_ids):
-            if sid not in fused:
-                fused[sid] = Fused(sid)
-        for sid, entry in fused.items():
-            if sid in pin_ids:
-                entry.score += rc.pin_boost
-                entry.scores["pin"] = 1.0
-            if sid in mentioned_ids:
-                entry.scores["mentioned"] = 1.0
-                if "name" not in entry.scores:  # named in the query: the name component counted it already
-                    entry.score += rc.mention_boost
-            if active.get(sid):
-                entry.score += rc.activation_boost * active[sid]
-                entry.scores["activation"] = active[sid]
-
+            fused, graph = stages.expand_graph(fused, view.graph, view.cards, tables, q.asked, q.semantic.similarity, rc)
+        fused = stages.add_boosts(fused, boosts, rc)
+        feedback = rankings.get(FEEDBACK)
         if feedback:  # added last, below the first feedback_head hits, which keep their places
-            self._add_feedback(view, fused, feedback, asked, found)
-        ranked = sorted((f for f in fused.values() if f.symbol in view.cards), key=lambda f: (-f.score, f.symbol))[:k]
-        floor = self._relevance_floor(view, query, ranked, fused, graph_notes, semantic_available)
-        words = self._excerpt_words(query)
-        top_width = (rc.excerpt_top_lines, rc.excerpt_top_hits) if rc.excerpt_top_lines > 0 else (0, 0)
-        hits = tuple(self._hit(view, f, graph_notes.get(f.symbol, ("", "")), floor.get(f.symbol, ""), near_label,
-                               words, top_width[0] if rank < top_width[1] else 0, support_notes.get(f.symbol, ""))
-                     for rank, f in enumerate(ranked))
-        offered = ()
-        if capsules:
-            support = [(f.symbol, f.score) for f in ranked if f.symbol not in floor]
-            offered = self._capsules.hits(view.repo_key, view.version, capsules, view.cards, query, query_vector,
-                                          self.embedder, support)
-        return RetrievalSet.create(query, hits, view.version, semantic_available=semantic_available,
-                                   notes=tuple(notes), scaffold=view.scaffold_text() if scaffold is None else scaffold,
-                                   capsules=offered)
-
-    def _relevance_floor(self, view: IndexView, query: str, ranked: Sequence[Fused], fused: Mapping[str, Fused],
-                         graph_notes: Mapping[str, tuple[str, str]], semantic_available: bool) -> dict[str, str]:
-        """Symbol -> why it is below the relevance floor, for the ranked hits that are (see RetrievalConfig).
-
-        Evidence that a hit is about the query: named in it (or a member of a class named there), pinned or
-        mentioned, a semantic similarity of at least ``min_semantic_similarity``, or a keyword hit on a word
-        that is neither a stop word nor a chat word. A graph neighbour has the evidence of the hit it
-        neighbours.
-        """
-        rc = self.config.retrieval
-        minimum = rc.min_semantic_similarity
-        keyword_ids = sorted(sid for sid, f in fused.items() if "keyword" in f.scores)
-        stop = tuple(rc.keyword_stopwords)
-        content_terms = query_terms(query, stop + tuple(rc.chat_words))
-        if keyword_ids and len(content_terms) < len(query_terms(query, stop)):
-            # some words of the query are chat words: which keyword hits match one of the others?
-            keyword_evidence = symbols_matching(self.conn, view.repo_key, content_terms, keyword_ids)
-        else:
-            keyword_evidence = set(keyword_ids)
-
-        def direct(entry: Fused) -> bool:
-            if any(c in entry.scores for c in ("name", "scope", "phrase", "pin", "mentioned")):
-                return True
-            if entry.scores.get("semantic", float("-inf")) >= minimum:
-                return True
-            return entry.symbol in keyword_evidence
-
-        def missing(entry: Fused) -> str:
-            if not semantic_available:
-                semantic = "semantic search off" if self.semantic_off else "semantic search not available"
-            elif "semantic" in entry.scores:
-                semantic = f"semantic {entry.scores['semantic']:.2f} < {minimum:.2f}"
-            else:
-                semantic = f"semantic < {minimum:.2f}"
-            keyword = "keyword hits only on chat words" if "keyword" in entry.scores else "no keyword hit"
-            return f"{semantic}, {keyword}, not named in the query"
-
-        out: dict[str, str] = {}
-        for entry in ranked:
-            if direct(entry):
-                continue
-            seed = graph_notes.get(entry.symbol, ("", ""))[1]
-            seed_entry = fused.get(seed) if seed else None
-            if seed_entry is not None:
-                if direct(seed_entry):
-                    continue
-                out[entry.symbol] = f"below the relevance floor: neighbour of {_short(seed)}, itself below it"
-            else:
-                out[entry.symbol] = f"below the relevance floor: {missing(entry)}"
-        return out
-
-    def _personalize(self, fused: dict[str, Fused], pins: set[str], mentioned: set[str], active: dict[str, float],
-                     unit: float) -> str:
-        """Boost the fused hits close to the pinned, mentioned and active symbols; the words for their why."""
-        rc = self.config.retrieval
-        near = self.personalized_closeness(pins, mentioned, active)
-        for sid, entry in fused.items():
-            closeness = near.get(sid, 0.0)
-            if closeness >= rc.personalized_min:
-                entry.score += rc.personalized_weight * unit * closeness
-                entry.scores["personalized"] = closeness
-        kinds = [words for words, given in (("pinned", pins), ("mentioned", mentioned), ("active", active)) if given]
-        return "near " + "/".join(kinds) + " code"
-
-    def _kind_of(self, view: IndexView, sid: str) -> str:
-        card = view.cards.get(sid)
-        if card is None:
-            return ""
-        if card.kind in ("function", "method"):
-            parent = view.cards.get(sid.rsplit(".", 1)[0])
-            if parent is not None and parent.kind in ("function", "method"):
-                return NESTED
-        return card.kind
-
-    def _weight_of(self, view: IndexView, sid: str, asked: frozenset[str]) -> float:
-        """The kind weight times the area weight of a symbol (an area the question asks for weighs 1)."""
-        rc = self.config.retrieval
-        weight = dict(rc.kind_weights).get(self._kind_of(view, sid), 1.0)
-        card = view.cards.get(sid)
-        if card is not None and rc.area_weights:
-            weight *= area_weight(self._area(card), asked, dict(rc.area_weights))
-        return weight
-
-    def _area(self, card: SymbolCard) -> str:
-        """The area of the card's file (``areas.area_of``; "" for ordinary code), worked out once per file."""
-        area = self._areas.get(card.path)
-        if area is None:
-            area = self._areas[card.path] = area_of(card.path)
-        return area
-
-    def feedback_ranking(self, view: IndexView, query: str, rankings: Mapping[str, Sequence[tuple[str, float]]],
-                         asked: frozenset[str] = frozenset()) -> list[tuple[str, float]]:
-        """Pseudo-relevance feedback for the keyword component: the first ``feedback_hits`` symbols of a first
-        fusion of the direct components (kind and area weighted, modules left out) lend their most distinctive
-        words — those of their ids and signatures that the query does not hold, by IDF over the repository's
-        cards, weighted 1 / rank — and the ``feedback_terms`` best are searched as a second keyword query (demoted
-        areas last). Empty when the first fusion found nothing or no word is left."""
-        rc = self.config.retrieval
-        if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
-            return []
-        direct = {"semantic": rc.semantic_weight, "keyword": rc.keyword_weight, "name": rc.name_weight,
-                  "scope": rc.scope_weight, "class_scope": rc.class_scope_weight, "phrase": rc.phrase_weight}
-        first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
-        weighted = sorted(((f.score * self._weight_of(view, f.symbol, asked), f.symbol) for f in first
-                           if f.symbol in view.cards and view.cards[f.symbol].kind != "module"),
-                          key=lambda sf: (-sf[0], sf[1]))
-        feedback = [sid for _, sid in weighted[: rc.feedback_hits]]
-        if not feedback:
-            return []
-        card_words, df, n = self._word_table(view)
-        stop = set(rc.keyword_stopwords)
-        asked_words = {_stem(w) for w in query_terms(query)}
-        gain: dict[str, float] = {}
-        for rank, sid in enumerate(feedback, 1):
-            for w in card_words.get(sid, ()):
-                if w in stop or len(w) < 3 or w.isdigit() or _stem(w) in asked_words:
-                    continue
-                gain[w] = gain.get(w, 0.0) + math.log(n / df.get(w, 1)) / rank
-        terms = [w for w, _ in sorted(gain.items(), key=lambda kv: (-kv[1], kv[0]))[: rc.feedback_terms]]
-        found = keyword_search_terms(self.conn, view.repo_key, terms, rc.candidate_pool, rc)
-        return self._areas_last(view, found, asked) if rc.area_weights else found
-
-    def _add_feedback(self, view: IndexView, fused: dict[str, Fused], feedback: Sequence[tuple[str, float]],
-                      asked: frozenset[str], found: set[str]) -> None:
-        """Add the feedback ranking's RRF share (``prf_keyword_weight``, kind and area weighted as fused scores
-        are) to the hits in ``found``: those the keyword, name, scope or phrase components found, which have
-        evidence of their own for the relevance floor whatever its settings (so the floor still never changes the
-        order). It adds no hit (on the twelve tuning repositories adding the symbols only it found changed no figure).
-
-        The first ``feedback_head`` hits keep their places: they get no share, and when a lifted hit would pass the
-        last of them they are all raised by the same amount, just above it (their order and gaps unchanged, so the
-        score the planner orders cards by still agrees with the hits' order).
-        """
-        rc = self.config.retrieval
-        head = sorted((f for f in fused.values() if f.symbol in view.cards),
-                      key=lambda f: (-f.score, f.symbol))[: max(0, rc.feedback_head)]
-        taken = {f.symbol for f in head}
-        for f in fuse({"prf_keyword": feedback}, {"prf_keyword": rc.prf_keyword_weight}, method=rc.fusion,
-                      rrf_k=rc.rrf_k):
-            entry = fused.get(f.symbol)
-            if entry is None or f.symbol not in found or f.symbol in taken:  # the feedback words alone do not tie
-                continue  # a symbol to the query; the head keeps its places
-            entry.score += f.score if "name" in entry.scores else f.score * self._weight_of(view, f.symbol, asked)
-            entry.scores.update(f.scores)
-            entry.ranks.update(f.ranks)
-        if head:
-            floor = min(f.score for f in head)
-            best = max((f.score for sid, f in fused.items() if sid not in taken and sid in view.cards), default=None)
-            if best is not None and best >= floor:
-                lift = best - floor + FEEDBACK_HEAD_MARGIN
-                for f in head:
-                    f.score += lift
-                    f.scores["feedback_head"] = lift
-
-    def _word_table(self, view: IndexView) -> tuple[dict[str, frozenset[str]], dict[str, int], int]:
-        """Symbol -> the words of its id and signature, word -> the number of the view's cards holding it, and the
-        number of cards (made once per index version)."""
-        with self._lock:
-            if self._words is None or self._words[0] != view.version:
-                words = {sid: _card_words(card) for sid, card in view.cards.items()}
-                df: dict[str, int] = {}
-                for found in words.values():
-                    for w in found:
-                        df[w] = df.get(w, 0) + 1
-                self._words = (view.version, words, df)
-            return self._words[1], self._words[2], max(1, len(view.cards))
-
-    def _areas_last(self, view: IndexView, ranking: Sequence[tuple[str, float]], asked: frozenset[str]
-                    ) -> list[tuple[str, float]]:
-        """``ranking`` with the symbols of a demoted area (tests, platform shims, generated, vendored code the
-        question does not ask for) moved after the others, each part in its order: they no longer take the ranks
-        (and so the RRF share) of the symbols a question is about."""
-        weights = dict(self.config.retrieval.area_weights)
-        kept: list[tuple[str, float]] = []
-        demoted: list[tuple[str, float]] = []
-        for sid, score in ranking:
-            card = view.cards.get(sid)
-            area = self._area(card) if card is not None else ""
-            (demoted if area and area_weight(area, asked, weights) < 1.0 else kept).append((sid, score))
-        return kept + demoted
-
-    def _apply_kind_weights(self, view: IndexView, fused: dict[str, Fused], asked: frozenset[str] = frozenset()
-                            ) -> None:
-        for sid, entry in fused.items():
-            if "name" not in entry.scores:  # a symbol named in the query is wanted whatever its kind or area
-                entry.score *= self._weight_of(view, sid, asked)
-
-    def _graph_support(self, view: IndexView, fused: dict[str, Fused], notes: dict[str, str], unit: float) -> None:
-        """Hits the direct components found that are linked in the code graph to the strongest hits (callers,
-        callees, members, bases) gain support: ``graph_support_weight`` x the relation's weight x the seed's
-        strength relative to the best hit, the best link counting. Nothing is added: only candidates with
-        their own evidence move, so a mode without graph neighbours keeps showing direct hits only."""
-        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
-
-        rc = self.config.retrieval
-        relation_weight = dict(rc.graph_relation_weights)
-        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_support_seeds]
-        top = seeds[0].score if seeds else 0.0
-        if top <= 0:
-            return
-        best: dict[str, tuple[float, str]] = {}
-        for seed in seeds:
-            strength = seed.score / top
-            for nb in neighbours(view.graph, seed.symbol):
-                if nb.symbol == seed.symbol or nb.symbol not in fused:
-                    continue
-                gain = relation_weight.get(nb.kind, 0.0) * strength
-                if gain > best.get(nb.symbol, (0.0, ""))[0]:
-                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
-                    best[nb.symbol] = (gain, f"{words} {_short(seed.symbol)}")
-        for sid, (gain, words) in best.items():
-            entry = fused[sid]
-            entry.score += rc.graph_support_weight * unit * gain
-            entry.scores["support"] = gain
-            notes[sid] = words
-
-    def _expand_graph(self, view: IndexView, fused: dict[str, Fused], graph_notes: dict[str, tuple[str, str]],
-                      unit: float, asked: frozenset[str] = frozenset(), similarity: Any = None) -> None:
-        """Neighbours of the strongest hits (callers, callees, members, bases) scored as hop targets: the
-        seed's strength times the relation's weight times, blended by ``graph_hop_relevance``, how much the
-        neighbour itself is about the query (its cosine to the query, or its own fused score, relative to
-        the best neighbour); the ``graph_neighbours`` best of each seed gain that score."""
-        from ctxbench.codegraph.graph import IN_RELATION, OUT_RELATION, neighbours
-
-        rc = self.config.retrieval
-        relation_weight = dict(rc.graph_relation_weights)
-        seeds = sorted(fused.values(), key=lambda f: (-f.score, f.symbol))[: rc.graph_seeds]
-        top = seeds[0].score if seeds else 0.0
-        blend = rc.graph_hop_relevance
-        candidates = {seed.symbol: [(relation_weight.get(nb.kind, 0.0), nb) for nb in neighbours(view.graph, seed.symbol)
-                                    if nb.symbol != seed.symbol and nb.symbol in view.cards]
-                      for seed in seeds}
-        relevance: dict[str, float] = {}
-        if blend > 0:
-            pool = {nb.symbol for near in candidates.values() for _, nb in near}
-            raw = {sid: max(0.0, similarity(sid)) if similarity is not None else 0.0 for sid in pool}
-            best_sim = max(raw.values(), default=0.0)
-            for sid in pool:
-                own = fused[sid].score / top if sid in fused and top > 0 else 0.0
-                relevance[sid] = max(raw[sid] / best_sim if best_sim > 0 else 0.0, min(1.0, own))
-        gains: dict[str, tuple[float, str, str]] = {}
-        for seed in seeds:
-            # the seed's neighbours by hop score (relation weight x relevance), at most graph_neighbours of them
-            near = sorted(((w * ((1.0 - blend) + blend * relevance.get(nb.symbol, 0.0)), nb)
-                           for w, nb in candidates[seed.symbol]),
-                          key=lambda wn: (-wn[0], wn[1].symbol))
-            for weight, nb in near[: rc.graph_neighbours]:
-                if weight <= 0:
-                    continue
-                gain = rc.graph_weight * unit * weight * (seed.score / top if top > 0 else 0.0)
-                if gain > gains.get(nb.symbol, (0.0, "", ""))[0]:
-                    # how the neighbour relates to the seed: the seed calls it -> it is "called by" the seed
-                    words = (IN_RELATION if nb.direction == "out" else OUT_RELATION).get(nb.kind, nb.kind)
-                    gains[nb.symbol] = (gain, words, seed.symbol)
-        for sid, (gain, words, seed) in gains.items():
-            entry = fused.get(sid)
-            if entry is None or "name" not in entry.scores:
-                gain *= self._weight_of(view, sid, asked)
-            if entry is None:
-                entry = fused[sid] = Fused(sid)
-            entry.score += gain
-            entry.scores["graph"] = gain
-            graph_notes[sid] = (f"{words} {_short(seed)}", seed)
-
-    def _score_words(self, score: float) -> str:
-        """The hit's fused score and its scale, first in its why: the number the overlay's score column shows."""
-        rc = self.config.retrieval
-        if rc.fusion == "rrf":
-            return f"score {score:.3f} (RRF: a first place in one source = {rrf_unit(rc.rrf_k):.3f})"
-        return f"score {score:.3f} (sum of per-source scores, each at most its weight)"
-
-    def _excerpt_words(self, query: str) -> Any:
-        """The query's words for choosing excerpts, as the ``excerpts.WordMatcher`` every hit of the query shares
-        (None when excerpts are the stored heads)."""
-        rc = self.config.retrieval
-        if not rc.query_excerpts:
-            return None
-        from ctxbench.retrieval.excerpts import WordMatcher, query_words
-
-        return WordMatcher(query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words))))
-
-    def _excerpt(self, view: IndexView, card: SymbolCard, words: Any, width: int = 0) -> Any:
-        if words is None:
-            return None
-        from ctxbench.retrieval.excerpts import query_excerpt
-
-        icfg = self.config.index
-        width = width or self.config.retrieval.excerpt_lines or icfg.excerpt_lines
-        rc = self.config.retrieval
-        return query_excerpt(card, self._source_lines(view), words.words, width, rc.excerpt_context_lines,
-                             icfg.card_line_max_chars, words, slack=rc.excerpt_whole_slack,
-                             statement_lines=rc.excerpt_statement_lines, blank=rc.excerpt_blank_lines,
-                             occurrence=rc.excerpt_occurrence_share)
-
-    def _hit(self, view: IndexView, f: Fused, graph_note: tuple[str, str], below_threshold: str = "",
-             near_label: str = "", words: Any = None, width: int = 0,
-             support_note: str = "") -> RetrievalHit:
-        card = view.cards[f.symbol]
-        chosen = self._excerpt(view, card, words, width)
-        components: list[tuple[str, float]] = []
-        why: list[str] = []
-        if "semantic" in f.scores:
-            components.append(("semantic", round(f.scores["semantic"], 4)))
-            why.append(f"semantic {f.scores['semantic']:.2f}")
-        if "keyword" in f.scores:
-            components.append(("keyword", round(f.scores["keyword"], 4)))
-            components.append(("keyword_rank", float(f.ranks["keyword"])))
-            why.append(f"keyword rank {f.ranks['keyword']}")
-        if "name" in f.scores:
-            components.append(("name", 1.0))
-            why.append("named in the query")
-        if "scope" in f.scores:
-            components.append(("scope", round(f.scores["scope"], 4)))
-            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}")
-        if "class_scope" in f.scores:
-            components.append(("class_scope", round(f.scores["class_scope"], 4)))
-            why.append(f"member of {_short(f.symbol.rsplit('.', 1)[0])}, a class the query is about")
-        if "phrase" in f.scores:
-            components.append(("phrase", round(f.scores["phrase"], 4)))
-            why.append("holds the quoted text")
-        if "capsule" in f.scores:
-            components.append(("capsule", round(f.scores["capsule"], 4)))
-            why.append("in a capsule the query is about")
-        if "prf_keyword" in f.scores:
-            components.append(("prf_keyword", round(f.scores["prf_keyword"], 4)))
-            why.append(f"feedback keyword rank {f.ranks['prf_keyword']} (words of the first hits)")
-        if "feedback_head" in f.scores:
-            components.append(("feedback_head", round(f.scores["feedback_head"], 6)))
-            why.append(f"kept among the first {self.config.retrieval.feedback_head} "
-                       f"(+{f.scores['feedback_head']:.3f} over the hits the feedback lifted)")
-        if "personalized" in f.scores:
-            components.append(("personalized", round(f.scores["personalized"], 4)))
-            why.append(f"{near_label} {f.scores['personalized']:.2f}")
-        if "support" in f.scores:
-            components.append(("support", round(f.scores["support"], 4)))
-            why.append(f"supported: {support_note}")
-        if "graph" in f.scores:
-            components.append(("graph", round(f.scores["graph"], 6)))
-            why.append(graph_note[0])
-        for key, words in (("pin", "pinned"), ("mentioned", "mentioned"), ("activation", "recently active")):
-            if key in f.scores:
-                components.append((key, round(f.scores[key], 4)))
-                why.append(words)
-        direct = [c for c in ("semantic", "keyword", "name") if c in f.scores]
-        if direct:
-            best = max(direct, key=lambda c: (f.ranks.get(c, 10**9) * -1, c))
-            provenance = "keyword" if best == "name" else best
-        elif "graph" in f.scores:
-            provenance = "graph"
-        elif "pin" in f.scores:
-            provenance = "pin"
-        else:
-            provenance = "activation"
-        return RetrievalHit(
-            symbol=f.symbol,
-            path=card.path,
-            line=card.line,
-            score=round(f.score, 8),
-            components=tuple(components),
-            why=" · ".join([self._score_words(f.score), *why]),
-            provenance=provenance,
-            card_text=card.render(with_excerpt=False),
-            excerpt=chosen.text if chosen is not None else card.excerpt,
-            excerpt_lines=((chosen.first, chosen.last) if chosen is not None
-                           else (card.line, card.line + card.excerpt.count("\n")) if card.excerpt else (0, 0)),
-            card_head=card.head() if chosen is not None else "",
-            card_hash=card.card_hash,
-            neighbour_of=graph_note[1] if provenance == "graph" else "",
-            below_threshold=below_threshold,
-        )
-
-
-@lru_cache(maxsize=200_000)
-def _token_words(token: str) -> tuple[str, ...]:
-    """One identifier token's words, remembered (ids and signatures repeat their tokens)."""
-    return tuple(split_identifier(token))
-
-
-def _card_words(card: SymbolCard) -> frozenset[str]:
-    """The words of a card's id and signature, identifiers split as the keyword index splits them."""
-    out: set[str] = set()
-    for text in (card.symbol_id, card.signature):
-        for token in _NON_WORD.split(text):
-            if token:
-                out.update(_token_words(token))
-    return frozenset(out)
-
-
-def _short(symbol: str) -> str:
-    """``widgets._data_table.DataTable.sort`` -> ``DataTable.sort`` (class.member or the bare name)."""
-    parts = symbol.split(".")
-    return ".".join(parts[-2:]) if len(parts) > 1 else symbol
-
-
-def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None = None) -> IndexView | None:
-    """The index of ``root`` from the store as an ``IndexView``, or None when it was never indexed."""
-    from ctxbench.codegraph.index import IndexNotFound, load_index
-
-    try:
-        code_index = load_index(root, conn, config)
-    except IndexNotFound:
-        return None
-    return view_of(code_index, config)
-
-
-def view_of(code_index: CodeIndex, config: Config | None = None, tokenizer: Any = None) -> IndexView:
-    """Adapt the code graph's ``CodeIndex`` to what retrieval needs (the one place a view is made).
-
-    The view's default scaffold is the scaffold at the largest scaffold share of any mode of the default
-    budget (what a caller that names no budget gets), built on first use; ``scaffold_at(tokens)`` builds
-    it for any size, counted with ``tokenizer`` (a Tokenizer, a callable returning one, or None for the
-    configured one, loaded only when a scaffold is built), so each plan can get its own share's worth.
-    """
-    config = config or Config()
-    chosen: dict[str, Any] = {}
-
-    def counter() -> Any:
-        if "tokenizer" not in chosen:
-            if tokenizer is None:
-                from ctxbench.tokens import get_tokenizer
-
-                chosen["tokenizer"] = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
-            else:
-                chosen["tokenizer"] = tokenizer() if callable(tokenizer) and not hasattr(tokenizer, "count") \
-                    else tokenizer
-        return chosen["tokenizer"]
-
-    def scaffold_at(tokens: int) -> str:
-        return code_index.scaffold(tokens, counter()) if tokens > 0 else ""
-
-    planner = config.planner
-    share = max((m.scaffold_share for m in planner.modes), default=0.0)
-    return IndexView(
-        repo_key=code_index.root,
-        cards=code_index.cards,
-        graph=code_index.graph,
-        version=code_index.version,
-        scaffold_at=scaffold_at,
-        default_scaffold=lambda: scaffold_at(max(1, int(config.default_budget_tokens() * share))),
-        capsules=code_index.capsules,
-    )
+            fused = stages.add_feedback(fused, feedback, view.cards, tables, q.asked, rc)
+        return fused, HitNotes(support, graph, boosts.label())
