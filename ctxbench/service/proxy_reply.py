@@ -35,6 +35,8 @@ class ReplyRecorder:
         self.bytes_seen = 0
         self.response_id = ""
         self.cached: int | None = None
+        self.written: int | None = None  # prompt tokens written to the cache (Anthropic)
+        self.written_1h: int | None = None  # of those, to the 1-hour cache
 
     # -- feeding -----------------------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -207,6 +209,11 @@ class ReplyRecorder:
             self.prompt = sum(int(usage.get(f) or 0) for f in fields)
         if usage.get("cache_read_input_tokens") is not None:
             self.cached = int(usage["cache_read_input_tokens"])
+        if usage.get("cache_creation_input_tokens") is not None:
+            self.written = int(usage["cache_creation_input_tokens"])
+        creation = usage.get("cache_creation")
+        if isinstance(creation, dict) and creation.get("ephemeral_1h_input_tokens") is not None:
+            self.written_1h = int(creation["ephemeral_1h_input_tokens"])
         if usage.get("output_tokens") is not None:
             self.completion = int(usage["output_tokens"])
 
@@ -216,7 +223,7 @@ class ReplyRecorder:
             self._parse_body(bytes(self._pending))
             self._pending.clear()
         return ReplyRecord("".join(self._text), self.cut, self.prompt, self.completion, self.model, self.stop,
-                           self.complete, self.response_id, self.cached)
+                           self.complete, self.response_id, self.cached, self.written, self.written_1h)
 
     def _parse_body(self, body: bytes) -> None:
         try:

@@ -31,6 +31,7 @@ from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, Dif
 from ctxbench.service.proxy_body import BodyCut
 from ctxbench.service.proxy_masking import Masker, mask
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
+from ctxbench.service.proxy_pricing import billed_usage, breakpoints
 from ctxbench.service.proxy_reply import ReplyRecorder
 from ctxbench.service.proxy_wire import (
     WireError,
@@ -123,6 +124,8 @@ class ProxyService:
             shared, tokens = shared_prefix(previous, blocks)
             self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
                                                             previous is None), blocks)
+            self.wb.proxy_billing.add(exchange_id, session_id, request.model, sum(t for _h, t in blocks),
+                                      breakpoints(sent))
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
 
@@ -170,6 +173,9 @@ class ProxyService:
             self.wb.proxy.set_last_reply(exchange.session_id, text)
         if reply.prompt_tokens is not None or reply.cached_tokens is not None:
             self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
+        usage = billed_usage(reply)
+        if usage is not None:
+            self.wb.proxy_billing.set_usage(exchange.id, usage)
         if outcome == "ok" and reply.response_id:
             self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(

@@ -14,10 +14,12 @@ from dataclasses import dataclass, field
 
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
+from ctxbench.records.proxy_cost import RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
@@ -36,6 +38,7 @@ class WatchPoll:
     # note: its size, cut by steering or sent whole, or left out), never the planner's tiers
     sent: dict[int, str] = field(default_factory=dict)
     cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
+    cost: str = ""  # the request's price from its billed usage (or the billed tokens where the model has no price)
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -71,7 +74,21 @@ class ProxyWatchSession(WorkbenchSession):
         view = self.view_of(plan, None)
         snapshot = self.snapshot()
         return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
-                         self.wb.proxy_cache.get(latest.id))
+                         self.wb.proxy_cache.get(latest.id), self.cost_text(latest))
+
+    def cost(self, exchange: ProxyExchange) -> RequestCost | None:
+        """The price of ``exchange`` from its billed usage and the price table, or None (no usage, no price)."""
+        usage = self.wb.proxy_billing.usage(exchange.id)
+        price = self.config.llm.price_for_model(exchange.model, self.wb.proxy_billing.model(exchange.id))
+        return request_cost(usage, price) if usage is not None and price is not None else None
+
+    def cost_text(self, exchange: ProxyExchange) -> str:
+        """The watch's cost line of ``exchange``: its price in parts, or its billed tokens without a price."""
+        usage = self.wb.proxy_billing.usage(exchange.id)
+        if usage is None:
+            return ""
+        cost = self.cost(exchange)
+        return cost_line(cost) if cost is not None else usage_line(usage)
 
     def steering(self) -> str:
         """What steering will change in the conversation's next request, in one line."""

@@ -48,6 +48,7 @@ from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
 from ctxbench.store.proxy import ProxyStore
+from ctxbench.store.proxy_billing import Billing
 from ctxbench.store.proxy_cache import CacheReports
 from ctxbench.store.proxy_chains import ResponseChains
 from ctxbench.store.query_clusters import QueryClusters
@@ -126,6 +127,7 @@ class Workbench:
         self.proxy = ProxyStore(self)
         self.proxy_chains = ResponseChains(self)
         self.proxy_cache = CacheReports(self)
+        self.proxy_billing = Billing(self)  # each request's billed usage, priced and used to calibrate counts
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
         self.capsules = Capsules(self)

@@ -1,0 +1,92 @@
+"""Prices, not just tokens: each proxied request is priced from the usage the provider billed (uncached input,
+cache writes of the 5-minute and the 1-hour cache, cache reads, output) and the model's entry in the price
+table, and the watch shows the price beside the tokens."""
+from __future__ import annotations
+
+from test_proxy import anthropic_client, openai_client, proxied, settled
+from test_proxy_anatomy import claude_code_body
+from upstream_server import Answer
+
+from ctxbench.config import Config, LLMConfig, ModelPrice, config_from
+from ctxbench.records.proxy import PlanDiff
+from ctxbench.records.proxy_cost import BilledUsage
+from ctxbench.records.views import PlanView
+from ctxbench.service.options import LaunchOptions
+from ctxbench.service.proxy_session import ProxyWatchSession
+from ctxbench.tui.watch import exchange_note
+
+
+def _watch(wb, session: str) -> ProxyWatchSession:
+    """The watch's session on ``wb``'s database (closed with the test's workbench: it holds no lock)."""
+    watch = ProxyWatchSession(LaunchOptions(db_path=wb.db_path, session_id=session, watch=True, index_repo=False),
+                              wb.config)
+    watch.open()
+    return watch
+
+
+def test_a_dated_model_name_is_priced_by_the_longest_entry_it_starts_with():
+    llm = LLMConfig()
+    assert llm.price_for_model("claude-sonnet-4-5-20250929").name == "claude-sonnet-4-5"
+    assert llm.price_for_model("gpt-4o-mini-2024-07-18").name == "gpt-4o-mini"
+    assert llm.price_for_model("gpt-4o").name == "gpt-4o"
+    assert llm.price_for_model("claude-sonnet-4x") is None  # a prefix must end at a "-" or "@"
+    assert llm.price_for_model("qwen2.5-coder") is None
+    sonnet = llm.price_for_model("claude-sonnet-4-5")
+    assert [round(p, 9) for p in (sonnet.cache_write_per_mtok, sonnet.cache_write_1h_per_mtok,
+                                  sonnet.cache_read_per_mtok)] == [3.75, 6.0, 0.3]
+
+
+def test_the_price_table_takes_cache_ratios_per_model_from_the_config():
+    config = config_from({"llm": {"prices": [{"name": "house-model", "input_per_mtok": 2.0, "output_per_mtok": 4.0,
+                                              "cache_read_ratio": 0.25},
+                                             {"name": "gpt-4o", "cache_write_ratio": 1.0}]}})
+    house = config.llm.price_for_model("house-model")
+    assert (round(house.cache_read_per_mtok, 9), round(house.cache_write_per_mtok, 9)) == (0.5, 2.5)
+    gpt = config.llm.price_for_model("gpt-4o")
+    assert (gpt.input_per_mtok, gpt.cache_write_ratio, gpt.cache_read_ratio) == (2.5, 1.0, 0.5)
+
+
+def test_an_anthropic_request_is_priced_from_its_writes_reads_and_output(tmp_path):
+    answer = Answer(prompt_tokens=200, cache_write_tokens=600, cache_write_1h_tokens=400, cached_tokens=3000,
+                    completion_tokens=50)
+    with proxied(tmp_path, [answer]) as (up, wb, proxy):
+        body = dict(claude_code_body(), model="claude-sonnet-4-5-20250929", max_tokens=1000)
+        anthropic_client(proxy).messages.create(**{k: v for k, v in body.items() if k != "stream"})
+        (exchange,) = settled(wb)
+        assert wb.proxy_billing.usage(exchange.id) == BilledUsage(200, 600, 400, 3000, 50)
+        watch = _watch(wb, exchange.session_id)
+        cost = watch.cost(exchange)
+        assert cost.price_name == "claude-sonnet-4-5"
+        expected = (200 * 3.0 + 600 * 3.75 + 400 * 6.0 + 3000 * 0.3 + 50 * 15.0) / 1e6
+        assert abs(cost.total_usd - expected) < 1e-12
+        assert abs(cost.uncached_usd - 4200 * 3.0 / 1e6) < 1e-12
+        poll = watch.poll()
+        assert poll.cost == watch.cost_text(exchange)
+        assert poll.cost.startswith(f"cost ${expected:.4f} (claude-sonnet-4-5): in 200 $0.0006 + cache write 1,000 "
+                                    f"${(600 * 3.75 + 400 * 6.0) / 1e6:.4f} + cache read 3,000 $0.0009 + out 50 "
+                                    f"$0.0008")
+        note = str(exchange_note(exchange, PlanDiff(), PlanView(wb.plans.get(exchange.plan_id), None, (), (), None),
+                                 poll.cache, poll.cost))
+        assert poll.cost in note
+
+
+def test_an_openai_prompt_is_billed_uncached_apart_from_its_cached_tokens(tmp_path):
+    with proxied(tmp_path, [Answer(prompt_tokens=5000, cached_tokens=4096, completion_tokens=20)]) as (up, wb, proxy):
+        openai_client(proxy).chat.completions.create(model="gpt-4.1", messages=[{"role": "user", "content": "x"}])
+        (exchange,) = settled(wb)
+        assert wb.proxy_billing.usage(exchange.id) == BilledUsage(904, 0, 0, 4096, 20)
+        cost = _watch(wb, exchange.session_id).cost(exchange)
+        assert abs(cost.total_usd - (904 * 2.0 + 4096 * 0.5 + 20 * 8.0) / 1e6) < 1e-12
+        assert cost.cache_saved_usd > 0
+
+
+def test_a_model_without_a_price_shows_its_billed_tokens_and_no_cost(tmp_path):
+    config = Config(llm=LLMConfig(prices=(ModelPrice("other", 1.0, 1.0),)))
+    with proxied(tmp_path, [Answer(prompt_tokens=300, cached_tokens=100)], config=config) as (up, wb, proxy):
+        openai_client(proxy).chat.completions.create(model="local-model", messages=[{"role": "user", "content": "x"}])
+        (exchange,) = settled(wb)
+        watch = _watch(wb, exchange.session_id)
+        assert watch.cost(exchange) is None
+        text = watch.cost_text(exchange)
+        assert text.startswith("billed: in 200 + cache write 0 + cache read 100 + out 7 tok")
+        assert "$" not in text
