@@ -53,8 +53,10 @@ class SteerCost:
     tokens re-sent at the write (or uncached) price, and the turns it takes to pay that back."""
 
     changed: bool  # the steer changes the next request at all
-    break_block: int | None  # the first block (0-based, in cache order) the steer changes; None: none changes
-    break_label: str  # the item that block belongs to
+    # the blocks (in cache order: tool definitions, system blocks, messages) before the first one the steer
+    # changes: the cache breaks after item ``break_block``; None: nothing changes
+    break_block: int | None
+    break_label: str  # the block of the request last sent where the change starts
     kept_tokens: int  # tokens before the break: they stay cached
     rewritten_tokens: int  # tokens after the break in the steered request: written again (or read uncached)
     saved_tokens: int  # tokens the steered request has fewer than the unsteered one (negative: a pin adds)

@@ -21,6 +21,7 @@ from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
 from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
+from ctxbench.service.proxy_steer_cost import SteerPreview, preview_steer
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
@@ -148,11 +149,30 @@ class ProxyWatchSession(WorkbenchSession):
     def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
         if item_id.startswith(("atom:", "file:", "tool:")):
             self.wb.proxy.drop(self.session_id, item_id)
+            cost = self._cost_of_pending()
             if item_id.startswith("tool:"):
                 return (f"dropped the definition {item_id} from the next requests (kept while the conversation "
-                        "calls it; a changed tool list re-reads the prompt cache after it)")
-            return f"dropped {item_id} from the next requests"
+                        f"calls it){': ' + cost if cost else ''}")
+            return f"dropped {item_id} from the next requests{': ' + cost if cost else ''}"
         return super().drop(item_id, plan)
+
+    def preview(self) -> SteerPreview | None:
+        """The next request as the user's controls would steer it: a diff against what the client sent, with
+        what the steer costs and saves given the prompt cache (None before the first request)."""
+        return preview_steer(self.wb, self.session_id, proxy_steers=self.proxy_steers(), config=self.config)
+
+    def preview_text(self) -> str:
+        preview = self.preview()
+        if preview is None:
+            return "no proxied request to preview yet"
+        return preview.text(self.config.proxy.preview_diff_lines)
+
+    def _cost_of_pending(self) -> str:
+        """What the steer now pending costs, in a line or two (empty when nothing is pending)."""
+        preview = self.preview()
+        if preview is None or not preview.cost.changed:
+            return ""
+        return " · ".join(preview.cost.lines()[:2])
 
     def restore_item(self, item_id: str) -> bool:
         return self.wb.proxy.restore(self.session_id, item_id)

@@ -107,7 +107,7 @@ def steer_cost(provider: str, sent: WireRequest, sent_marks: tuple[int, ...], st
     else:
         payback = 0 if extra <= 0 else math.ceil(extra / per_turn - 1e-9)
     break_block = shared if changed else None
-    labels = block_labels(steered) if break_block is not None and break_block < len(after) else block_labels(sent)
+    labels = block_labels(sent)  # what the request last sent holds where the steer first changes it
     label = labels[break_block] if break_block is not None and break_block < len(labels) else "the end"
     return SteerCost(changed=changed, break_block=break_block, break_label=label, kept_tokens=kept,
                      rewritten_tokens=rewritten if changed else 0, saved_tokens=saved, cached_estimate=cached_now,

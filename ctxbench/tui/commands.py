@@ -55,6 +55,8 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("task start", "NAME", "start a task with the next turn (task leases live as long as it)"),
     SlashCommand("task end", "", "end the open task and its task leases"),
     SlashCommand("task", "", "list this branch's tasks"),
+    SlashCommand("steer preview", "", "proxied conversation: the next request as steering will send it (a diff) "
+                                      "and what it costs the prompt cache"),
     SlashCommand("mode", "|".join(m.name for m in DEFAULT_MODES), "set the Context Mode"),
     SlashCommand("budget", "N", "set the token budget of the plan"),
     SlashCommand("strategy", "|".join(STRATEGIES), "choose the history strategy"),
