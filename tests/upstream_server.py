@@ -82,6 +82,9 @@ class Upstream:
                 if answer.prompt_of is not None:
                     answer = dataclasses.replace(answer, prompt_tokens=answer.prompt_of(payload), prompt_of=None)
                 path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/messages/count_tokens"):  # Anthropic's token counting: the prompt, no reply
+                    self._send(200, json.dumps({"input_tokens": answer.prompt_tokens}).encode())
+                    return
                 if path.endswith("/responses"):
                     response_id = f"resp_{len(upstream.seen)}"
                     if payload.get("stream"):

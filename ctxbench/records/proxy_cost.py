@@ -105,3 +105,19 @@ class Finding:
     tokens: int  # tokens the waste takes in each request
     saved_tokens: int = 0  # what the steer it suggests would save a turn
     steer: str = ""  # the steer it suggests, in words
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """How the proxy's token counts (tiktoken) relate to a model's own tokenizer: billed or counted tokens per
+    estimated token, from the provider's own figures for earlier requests."""
+
+    model: str
+    ratio: float  # the provider's tokens per estimated token
+    samples: int  # requests it was measured on
+    source: str  # "count_tokens" (the upstream counted the same request) or "billed usage" (recorded replies)
+
+    def describe(self) -> str:
+        return (f"calibrated for {self.model}: ×{self.ratio:.3f} from {self.samples} "
+                f"{'count_tokens answer' if self.source == 'count_tokens' else 'billed request'}"
+                f"{'s' if self.samples != 1 else ''}")

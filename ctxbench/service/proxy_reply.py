@@ -15,6 +15,8 @@ from typing import Any
 
 from ctxbench.records.proxy import ReplyRecord
 
+COUNT_TOKENS = "count_tokens"  # an Anthropic count_tokens answer: the prompt tokens of a request, no reply
+
 
 class ReplyRecorder:
     def __init__(self, provider: str, *, stream: bool, max_chars: int, max_body_bytes: int) -> None:
@@ -237,6 +239,11 @@ class ReplyRecorder:
             self.complete = self.complete or (isinstance(data, (dict, list)) and "error" not in data)
             return
         if not isinstance(data, dict):
+            return
+        if self.provider == COUNT_TOKENS:  # {"input_tokens": N}: what the upstream counts for the request
+            if isinstance(data.get("input_tokens"), int):
+                self.prompt = int(data["input_tokens"])
+            self.complete = "error" not in data
             return
         self.model = str(data.get("model") or "")
         if self.provider == "responses":

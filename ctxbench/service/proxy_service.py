@@ -32,7 +32,8 @@ from ctxbench.service.proxy_body import BodyCut
 from ctxbench.service.proxy_masking import Masker, mask
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
 from ctxbench.service.proxy_pricing import billed_usage, breakpoints
-from ctxbench.service.proxy_reply import ReplyRecorder
+from ctxbench.service.proxy_calibration import COUNT_TOKENS_PATH, record_count
+from ctxbench.service.proxy_reply import COUNT_TOKENS, ReplyRecorder
 from ctxbench.service.proxy_wire import (
     WireError,
     apply_edits,
@@ -86,6 +87,9 @@ class ProxyService:
         """Record a request. ``forwarded``: it went upstream as the client sent it already (nothing steers it);
         ``cut``: ``body`` is a large request's copy with its long texts cut (the plan says so)."""
         provider = provider_for_path(path)
+        if provider is None and path.rstrip("/").endswith(COUNT_TOKENS_PATH):
+            # not recorded as an exchange: its answer calibrates the proxy's counts (finish)
+            return Exchange(None, "", COUNT_TOKENS, False, body, note="count_tokens: calibrates the token counts")
         if provider is None:
             return Exchange(None, "", None, False, body, note="not a chat request")
         if len(body) > self.config.proxy.max_request_bytes:
@@ -158,6 +162,8 @@ class ProxyService:
                error: str = "") -> None:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
         if exchange.id is None:
+            if exchange.provider == COUNT_TOKENS and outcome == "ok" and reply.prompt_tokens is not None:
+                record_count(self.wb, exchange.forward_body, reply.prompt_tokens)
             return
         if exchange.new_session and outcome in FAILED_UPSTREAM:
             # the conversation's first request never reached a model: no session is left for it (the client got

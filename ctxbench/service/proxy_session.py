@@ -19,6 +19,7 @@ from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy_calibration import calibration_line
 from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
 from ctxbench.service.proxy_steer_cost import SteerPreview, preview_steer
@@ -40,6 +41,7 @@ class WatchPoll:
     sent: dict[int, str] = field(default_factory=dict)
     cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
     cost: str = ""  # the request's price from its billed usage (or the billed tokens where the model has no price)
+    counts: str = ""  # whether the request's token counts are calibrated for its model, and against the bill
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -75,7 +77,8 @@ class ProxyWatchSession(WorkbenchSession):
         view = self.view_of(plan, None)
         snapshot = self.snapshot()
         return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
-                         self.wb.proxy_cache.get(latest.id), self.cost_text(latest))
+                         self.wb.proxy_cache.get(latest.id), self.cost_text(latest),
+                         calibration_line(self.wb, latest, plan) if latest.outcome != "pending" else "")
 
     def cost(self, exchange: ProxyExchange) -> RequestCost | None:
         """The price of ``exchange`` from its billed usage and the price table, or None (no usage, no price)."""

@@ -1,6 +1,8 @@
 """The ``proxy_billing`` component of the store: what each proxied request was billed, and what it takes to
 price it and to calibrate the proxy's token counts.
 
+- ``proxy_token_counts``: what an upstream's ``count_tokens`` endpoint answered for a request a client asked it
+  about, beside the proxy's estimate of the same request (not an exchange: such requests are not recorded).
 - ``proxy_billing``: one row per recorded exchange: the model, the request's estimated tokens as it went
   upstream (tiktoken, item by item), the blocks (in cache order) that carry an Anthropic ``cache_control``
   breakpoint, and once the reply ended, the usage the provider billed split as it bills it: uncached input,
@@ -15,6 +17,7 @@ import sqlite3
 
 from ctxbench.records.proxy_cost import BilledUsage
 from ctxbench.store import db
+from ctxbench.store.clock import now_iso
 
 COMPONENT = "proxy_billing"
 
@@ -33,6 +36,17 @@ CREATE TABLE proxy_billing (
 );
 CREATE INDEX proxy_billing_by_model ON proxy_billing (model, exchange_id);
 CREATE INDEX proxy_billing_by_session ON proxy_billing (session_id, exchange_id);
+
+-- the token counts an upstream's count_tokens endpoint gave for requests a client asked it about, beside the
+-- proxy's estimate of the same request: the exact calibration of the proxy's counts for that model
+CREATE TABLE proxy_token_counts (
+    n          INTEGER PRIMARY KEY AUTOINCREMENT,
+    model      TEXT NOT NULL,
+    estimated  INTEGER NOT NULL,
+    counted    INTEGER NOT NULL,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX proxy_token_counts_by_model ON proxy_token_counts (model, n);
 """
 
 MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
@@ -89,3 +103,15 @@ class Billing:
                 "AND exchange_id < ? ORDER BY exchange_id DESC LIMIT ?",
                 (model, before if before is not None else 2 ** 62, limit)).fetchall()
         return tuple((int(e), int(b)) for e, b in rows)
+
+    def add_count(self, model: str, estimated: int, counted: int) -> None:
+        with self._db.transaction() as conn:
+            conn.execute("INSERT INTO proxy_token_counts (model, estimated, counted, created_at) VALUES (?, ?, ?, ?)",
+                         (model, estimated, counted, now_iso()))
+
+    def counts(self, model: str, *, limit: int = 50) -> tuple[tuple[int, int], ...]:
+        """(estimated, counted) of the latest count_tokens answers for ``model``."""
+        with self._db.connection() as conn:
+            rows = conn.execute("SELECT estimated, counted FROM proxy_token_counts WHERE model = ? AND estimated > 0 "
+                                "ORDER BY n DESC LIMIT ?", (model, limit)).fetchall()
+        return tuple((int(e), int(c)) for e, c in rows)

@@ -64,7 +64,7 @@ class WatchController:
         exchange = found.update.exchange
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache,
-                                                        found.cost),
+                                                        found.cost, found.counts),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
         if len(history) != self._history_size or found.sent != self._sent:
@@ -94,7 +94,7 @@ def toggle_steer(host: Any) -> None:
 
 
 def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None,
-                  cost: str = "") -> Text:
+                  cost: str = "", counts: str = "") -> Text:
     """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), its price, the
     plan diff, steering's changes and the reply."""
     plan = view.plan
@@ -105,6 +105,8 @@ def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache
         text.append(f"{cache.summary()}\n")
     if cost:
         text.append(f"{cost}\n")
+    if counts:
+        text.append(f"{counts}\n")
     text.append(f"plan diff: {diff.summary()}\n")
     for sign, entries, pick in (("+", diff.entered, lambda e: e.after), ("-", diff.left, lambda e: e.before),
                                 ("~", diff.changed, lambda e: e.after - e.before)):
