@@ -750,6 +750,13 @@ class ProxyConfig:
     cache_min_tokens: int = 1024
     preview_context_lines: int = 2  # unchanged lines shown around each change in a steer preview's diff
     preview_diff_lines: PositiveInt = 400  # diff lines a steer preview shows (the rest are counted)
+    # findings (waste the watch flags, each with what a steer would save and cost):
+    finding_result_tokens: PositiveInt = 1000  # a past tool result at least this large ...
+    finding_repeats: PositiveInt = 3  # ... sent in each of this many latest requests is flagged
+    finding_unused_requests: PositiveInt = 3  # tool definitions the conversation never called after this many requests
+    finding_block_tokens: PositiveInt = 200  # the same tool result or file sent twice in one request, at least this large
+    overflow_requests: PositiveInt = 5  # flag an overflow this many requests ahead (at the recent growth a request)
+    overflow_window: PositiveInt = 4  # the latest requests the growth a request is measured on
 
     def tiers_for(self, mode: str) -> tuple[str, ...]:
         """The truncation tiers steering applies in ``mode`` (none for a mode not listed)."""

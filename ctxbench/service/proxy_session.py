@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
-from ctxbench.records.proxy_cost import RequestCost
+from ctxbench.records.proxy_cost import Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
 from ctxbench.service.proxy_calibration import calibration_line
+from ctxbench.service.proxy_findings import findings
 from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
 from ctxbench.service.proxy_steer_cost import SteerPreview, preview_steer
@@ -42,6 +43,7 @@ class WatchPoll:
     cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
     cost: str = ""  # the request's price from its billed usage (or the billed tokens where the model has no price)
     counts: str = ""  # whether the request's token counts are calibrated for its model, and against the bill
+    findings: tuple[Finding, ...] = ()  # waste in the request, each with what a steer would save and cost
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -78,7 +80,18 @@ class ProxyWatchSession(WorkbenchSession):
         snapshot = self.snapshot()
         return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
                          self.wb.proxy_cache.get(latest.id), self.cost_text(latest),
-                         calibration_line(self.wb, latest, plan) if latest.outcome != "pending" else "")
+                         calibration_line(self.wb, latest, plan) if latest.outcome != "pending" else "",
+                         self.findings() if latest.outcome != "pending" else ())
+
+    def findings(self) -> tuple[Finding, ...]:
+        """Waste in the conversation's latest request, each with what the steer it suggests saves and costs."""
+        return findings(self.wb, self.session_id, proxy_steers=self.proxy_steers())
+
+    def findings_text(self) -> str:
+        found = self.findings()
+        if not found:
+            return "no waste found in the latest request"
+        return "\n\n".join(f"{f.kind}: {f.message}\n  steer: {f.steer}" for f in found)
 
     def cost(self, exchange: ProxyExchange) -> RequestCost | None:
         """The price of ``exchange`` from its billed usage and the price table, or None (no usage, no price)."""

@@ -129,9 +129,11 @@ def _pretty(body: bytes) -> list[str]:
         return body.decode("utf-8", "replace").splitlines()
 
 
-def preview_steer(wb: Workbench, session_id: str, *, proxy_steers: bool, config: Config | None = None) -> SteerPreview | None:
+def preview_steer(wb: Workbench, session_id: str, *, proxy_steers: bool, config: Config | None = None,
+                  extra_drops: frozenset[str] = frozenset()) -> SteerPreview | None:
     """The conversation's next request as the user's controls would steer it, or None before its first request
-    (or when the latest one cannot be read)."""
+    (or when the latest one cannot be read). ``extra_drops``: items to weigh as dropped too (a steer a finding
+    suggests), without storing anything."""
     config = config or wb.config
     latest = wb.proxy.latest_exchange(session_id)
     state = wb.proxy.conversation(session_id)
@@ -145,8 +147,7 @@ def preview_steer(wb: Workbench, session_id: str, *, proxy_steers: bool, config:
         return None
     controls = ProxyService(wb, steer=proxy_steers).controls(session_id, state)
     applies = controls.steer
-    if not applies:
-        controls = replace(controls, steer=True)
+    controls = replace(controls, steer=True, dropped_items=controls.dropped_items | extra_drops)
     n = len(request.history)
     planned = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
                          state.message_ids[len(state.message_ids) - n:], controls, proxy=config.proxy,

@@ -57,6 +57,8 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("task", "", "list this branch's tasks"),
     SlashCommand("steer preview", "", "proxied conversation: the next request as steering will send it (a diff) "
                                       "and what it costs the prompt cache"),
+    SlashCommand("steer findings", "", "proxied conversation: waste in the latest request (repeated results, unused "
+                                       "tools, repeated blocks, an overflow coming) and what a steer saves and costs"),
     SlashCommand("mode", "|".join(m.name for m in DEFAULT_MODES), "set the Context Mode"),
     SlashCommand("budget", "N", "set the token budget of the plan"),
     SlashCommand("strategy", "|".join(STRATEGIES), "choose the history strategy"),

@@ -27,3 +27,12 @@ class ProxyCommands(SlashBase):
                                 "diff", "the next request: what steering changes, what it costs the cache", False)
 
         self.host.link.read(read)
+
+    @handles("steer findings")
+    def steer_findings(self, args: tuple[str, ...]) -> None:
+        self._need_watch()
+
+        def read(session: "WorkbenchSession") -> str:
+            return session.findings_text()  # type: ignore[attr-defined]
+
+        self._read("Findings", read, "waste in the latest request, each with what a steer would save and cost")

@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.timer import Timer
 
 from ctxbench.records.proxy import CacheReport, DiffEntry, PlanDiff, ProxyExchange
+from ctxbench.records.proxy_cost import Finding
 from ctxbench.records.views import PlanView, Progress
 from ctxbench.tui.host import WatchHost
 from ctxbench.tui.present import tok
@@ -64,7 +65,7 @@ class WatchController:
         exchange = found.update.exchange
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache,
-                                                        found.cost, found.counts),
+                                                        found.cost, found.counts, found.findings),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
         if len(history) != self._history_size or found.sent != self._sent:
@@ -94,7 +95,7 @@ def toggle_steer(host: Any) -> None:
 
 
 def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None,
-                  cost: str = "", counts: str = "") -> Text:
+                  cost: str = "", counts: str = "", findings: tuple[Finding, ...] = ()) -> Text:
     """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), its price, the
     plan diff, steering's changes and the reply."""
     plan = view.plan
@@ -107,6 +108,8 @@ def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache
         text.append(f"{cost}\n")
     if counts:
         text.append(f"{counts}\n")
+    for finding in findings:
+        text.append(f"  finding ({finding.kind}): {finding.message}\n    → {finding.steer}\n", style="bold")
     text.append(f"plan diff: {diff.summary()}\n")
     for sign, entries, pick in (("+", diff.entered, lambda e: e.after), ("-", diff.left, lambda e: e.before),
                                 ("~", diff.changed, lambda e: e.after - e.before)):
