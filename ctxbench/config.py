@@ -748,6 +748,9 @@ class ProxyConfig:
     # a prefix shorter than this is not cached by the provider (OpenAI and Anthropic cache from 1,024 tokens):
     # the steer cost's estimate of what stays cached counts nothing below it
     cache_min_tokens: int = 1024
+    # a prompt cache entry lives this long without a hit (Anthropic's default cache: 5 minutes): a drop held back
+    # for the cache applies once the conversation's previous answered request is older than this
+    cache_ttl_s: PositiveFloat = 300.0
     preview_context_lines: int = 2  # unchanged lines shown around each change in a steer preview's diff
     preview_diff_lines: PositiveInt = 400  # diff lines a steer preview shows (the rest are counted)
     # findings (waste the watch flags, each with what a steer would save and cost):

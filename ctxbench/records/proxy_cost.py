@@ -121,3 +121,25 @@ class Calibration:
         return (f"calibrated for {self.model}: ×{self.ratio:.3f} from {self.samples} "
                 f"{'count_tokens answer' if self.source == 'count_tokens' else 'billed request'}"
                 f"{'s' if self.samples != 1 else ''}")
+
+
+@dataclass(frozen=True)
+class PolicyRule:
+    """Steering set once for every proxied conversation (``proxy_policy``)."""
+
+    n: int
+    kind: str  # drop | pin | mode | budget
+    target: str  # drop: tool:NAME (``*`` for any characters); pin: what it pins; mode: a mode; budget: tokens
+    label: str = ""
+    content: str = ""  # a pin's text
+    origin: str = ""  # a pin's conversation (where its target names an item; elsewhere only its text counts)
+
+    def describe(self) -> str:
+        if self.kind == "drop":
+            return f"#{self.n} drop {self.target} from every request (kept where a conversation calls it)"
+        if self.kind == "pin":
+            return (f"#{self.n} pin {self.label or self.target} ({len(self.content):,} chars) in every conversation: "
+                    "added back wherever a request does not carry it")
+        if self.kind == "mode":
+            return f"#{self.n} mode {self.target} where a conversation has none of its own (cuts long tool results)"
+        return f"#{self.n} budget {int(self.target):,} tok for every proxied conversation"

@@ -23,6 +23,7 @@ exchange's ``changes``. Pure: no store, no I/O.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -279,7 +280,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     held: list[str] = []  # drops steering did not make, and why
     for item in sorted(b.items.values(), key=lambda i: i.order):
         pin = pinned.get(item.id)
-        if controls.steer and item.section == "tools" and item.id in controls.dropped_items:
+        if controls.steer and item.section == "tools" and _dropped_tool(item.id, controls.dropped_items):
             name = item.id.removeprefix("tool:")
             if name in called:  # the upstream must know a tool the conversation has called
                 held.append(f"kept {item.id}: you dropped it, but the conversation calls {name}")
@@ -323,6 +324,11 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     notes.extend(held)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
+
+
+def _dropped_tool(item_id: str, dropped: frozenset[str]) -> bool:
+    """Whether a tool definition's item is dropped: by its id, or by a pattern (``tool:mcp__*``, the policy's)."""
+    return item_id in dropped or any("*" in d and fnmatch.fnmatchcase(item_id, d) for d in dropped)
 
 
 def _pinned(b: _Builder, pins: tuple[Pin, ...]) -> dict[str, str]:

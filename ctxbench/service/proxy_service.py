@@ -27,10 +27,12 @@ from dataclasses import dataclass
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
-from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.records.proxy import (CacheReport, ConversationState, DiffEntry, PlanDiff, ProxyExchange, ReplyRecord,
+                                    WireRequest)
 from ctxbench.service.proxy_body import BodyCut
 from ctxbench.service.proxy_masking import Masker, mask
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
+from ctxbench.service.proxy_policy import due_deferred, with_policy
 from ctxbench.service.proxy_pricing import billed_usage, breakpoints
 from ctxbench.service.proxy_calibration import COUNT_TOKENS_PATH, record_count
 from ctxbench.service.proxy_reply import COUNT_TOKENS, ReplyRecorder
@@ -105,18 +107,35 @@ class ProxyService:
             if forwarded:
                 controls = dataclasses.replace(controls, steer=False)
             n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
-            steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
-                                 state.message_ids[len(state.message_ids) - n:], controls,
-                                 proxy=self.config.proxy, truncation=self.config.planner.truncation,
-                                 tokenizer=self.wb.tokenizer)
-            forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+
+            def steer(controls: SteerControls) -> tuple[SteeredPlan, bytes, WireRequest]:
+                steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
+                                     state.message_ids[len(state.message_ids) - n:], controls,
+                                     proxy=self.config.proxy, truncation=self.config.planner.truncation,
+                                     tokenizer=self.wb.tokenizer)
+                forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+                return steered, forward, request if forward is body else parse_request(provider, forward,
+                                                                                       self.wb.tokenizer, path)
+
+            steered, forward, sent = steer(controls)
+            answered = None if created else self._previous_answered(session_id)
+            previous = self.wb.proxy_cache.fingerprint(answered.id) if answered is not None else None
+            due = due_deferred(self.wb, session_id, sent, previous, answered, self.config.proxy.cache_ttl_s) \
+                if controls.steer and not created else ()
+            if due:  # drops the user held back for the cache, now that it breaks (or expired) anyway
+                for item_id in due:
+                    self.wb.proxy.drop(session_id, item_id)
+                    self.wb.proxy_policy.undefer(session_id, item_id)
+                controls = self.controls(session_id, state)
+                steered, forward, sent = steer(controls)
+                held = tuple(f"applied the drop of {i} you held back: the prompt cache broke before it anyway "
+                             "(or expired)" for i in due)
+                steered = dataclasses.replace(steered, changes=(*held, *steered.changes))
             plan = steered.plan
             notes = ((FORWARDED_UNSTEERED,) if forwarded and self.steer else ()) + ((cut.note(),) if cut else ())
             if notes:
                 plan = dataclasses.replace(plan, notes=(*plan.notes, *notes), estimated=plan.estimated or cut is not None)
                 steered = dataclasses.replace(steered, plan=plan)
-            previous = None if created else self._previous_blocks(session_id)
-            sent = request if forward is body else parse_request(provider, forward, self.wb.tokenizer, path)
             blocks = cache_blocks(sent)
             # what is stored is masked; what is forwarded is not (proxy_masking)
             self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)), masker.plan(plan))
@@ -133,15 +152,14 @@ class ProxyService:
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
 
-    def _previous_blocks(self, session_id: str) -> tuple[tuple[str, int], ...] | None:
-        """The cache blocks of the conversation's latest request a model answered (what the provider may have
-        cached), or None."""
+    def _previous_answered(self, session_id: str) -> ProxyExchange | None:
+        """The conversation's latest request a model answered (whose prefix the provider may have cached), or None."""
         before = self.wb.proxy.latest_exchange(session_id)
         for _ in range(PREVIOUS_LOOKBACK):
             if before is None or before.outcome == "ok":
                 break
             before = self.wb.proxy.latest_exchange(session_id, before=before.id)
-        return self.wb.proxy_cache.fingerprint(before.id) if before is not None and before.outcome == "ok" else None
+        return before if before is not None and before.outcome == "ok" else None
 
     def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
         p = self.config.proxy
@@ -277,10 +295,11 @@ class ProxyService:
         for m in wb.messages.all(session_id):
             status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
         steer = self.steer and not (state.passthrough if state is not None else False)
-        return SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
-                             mode_set="mode" in wb.sessions.overrides(session_id),
-                             dropped_groups=frozenset(g for g, active in status.items() if not active),
-                             dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
+        own = SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
+                            mode_set="mode" in wb.sessions.overrides(session_id),
+                            dropped_groups=frozenset(g for g, active in status.items() if not active),
+                            dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
+        return with_policy(wb, own, session_id)  # the rules set once for every proxied conversation
 
     def _inputs(self, request: WireRequest, session_id: str, controls: SteerControls,
                 steered: SteeredPlan) -> PlanInputs:

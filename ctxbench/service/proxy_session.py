@@ -165,7 +165,10 @@ class ProxyWatchSession(WorkbenchSession):
     def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
         if item_id.startswith(("atom:", "file:", "tool:")):
             self.wb.proxy.drop(self.session_id, item_id)
-            cost = self._cost_of_pending()
+            preview = self.preview()
+            cost = " · ".join(preview.cost.lines()[:2]) if preview is not None and preview.cost.changed else ""
+            if preview is not None and preview.cost.changed and not preview.cost.tail:
+                cost += f" · to keep the cache: /steer defer {item_id} (drops it once the cache breaks anyway)"
             if item_id.startswith("tool:"):
                 return (f"dropped the definition {item_id} from the next requests (kept while the conversation "
                         f"calls it){': ' + cost if cost else ''}")
@@ -183,12 +186,55 @@ class ProxyWatchSession(WorkbenchSession):
             return "no proxied request to preview yet"
         return preview.text(self.config.proxy.preview_diff_lines)
 
-    def _cost_of_pending(self) -> str:
-        """What the steer now pending costs, in a line or two (empty when nothing is pending)."""
-        preview = self.preview()
-        if preview is None or not preview.cost.changed:
-            return ""
-        return " · ".join(preview.cost.lines()[:2])
+    def defer(self, item_id: str) -> str:
+        """Hold a drop back until it keeps the prompt cache: it applies once a request breaks the cache before
+        the item anyway, or the cache has expired."""
+        if not item_id.startswith(("atom:", "file:", "tool:")):
+            raise ValueError("a tool call with its result (atom:…), a file (file:…) or a tool definition (tool:…)")
+        self.wb.proxy.restore(self.session_id, item_id)  # dropped already: it waits now
+        self.wb.proxy_policy.defer(self.session_id, item_id)
+        return (f"{item_id} is dropped once the prompt cache breaks before it anyway, or expires "
+                f"({self.config.proxy.cache_ttl_s:,.0f} s without a request); the cache is kept until then")
+
+    # -- one policy for every proxied conversation ---------------------------------------------------------
+    def policy_text(self) -> str:
+        rules = self.wb.proxy_policy.rules()
+        if not rules:
+            return "no policy: each conversation has only its own drops, pins and mode"
+        return "\n".join(r.describe() for r in rules)
+
+    def everywhere(self, kind: str, target: str, plan: ContextPlan | None = None) -> str:
+        """Add a rule for every proxied conversation (``drop tool:NAME``, ``pin ITEM``, ``mode M``, ``budget N``),
+        or ``remove N``."""
+        policy = self.wb.proxy_policy
+        if kind == "remove":
+            if not target.lstrip("#").isdigit() or not policy.remove(int(target.lstrip("#"))):
+                raise LookupError(f"no policy rule {target} (/steer policy lists them)")
+            return f"removed policy rule {target}"
+        if kind == "drop":
+            if not target.startswith("tool:"):
+                raise ValueError("a policy drops tool definitions: tool:NAME (* for any characters)")
+            return policy.add("drop", target).describe()
+        if kind == "mode":
+            if target not in self.config.planner.mode_names:
+                raise ValueError(f"unknown mode {target!r}; known: {', '.join(self.config.planner.mode_names)}")
+            return policy.add("mode", target).describe()
+        if kind == "budget":
+            if not target.isdigit() or int(target) <= 0:
+                raise ValueError("a budget is a number of tokens")
+            return policy.add("budget", target).describe()
+        if kind == "pin":
+            item = next((i for i in plan.items if i.id == target), None) if plan is not None else None
+            if item is None or not item.messages:
+                raise LookupError(f"{target} is not an item of the latest request with text to pin")
+            if item.kind == "attached_file":
+                rule_target = f"path:{item.label.removeprefix('file ')}"
+                content = "\n".join(str(m.get("content", "")) for m in item.messages)
+            else:
+                rule_target, content = target, render_messages(item.messages)
+            return policy.add("pin", rule_target, label=item.label, content=content,
+                              origin=self.session_id).describe()
+        raise ValueError("drop tool:NAME | pin ITEM | mode MODE | budget N | remove N")
 
     def restore_item(self, item_id: str) -> bool:
         return self.wb.proxy.restore(self.session_id, item_id)

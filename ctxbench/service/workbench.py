@@ -51,6 +51,7 @@ from ctxbench.store.proxy import ProxyStore
 from ctxbench.store.proxy_billing import Billing
 from ctxbench.store.proxy_cache import CacheReports
 from ctxbench.store.proxy_chains import ResponseChains
+from ctxbench.store.proxy_policy import ProxyPolicy
 from ctxbench.store.query_clusters import QueryClusters
 from ctxbench.store.search import GroupSearch
 from ctxbench.store.branches import Branches
@@ -128,6 +129,7 @@ class Workbench:
         self.proxy_chains = ResponseChains(self)
         self.proxy_cache = CacheReports(self)
         self.proxy_billing = Billing(self)  # each request's billed usage, priced and used to calibrate counts
+        self.proxy_policy = ProxyPolicy(self)  # steering for every proxied conversation; drops held for the cache
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
         self.capsules = Capsules(self)

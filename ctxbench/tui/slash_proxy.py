@@ -36,3 +36,27 @@ class ProxyCommands(SlashBase):
             return session.findings_text()  # type: ignore[attr-defined]
 
         self._read("Findings", read, "waste in the latest request, each with what a steer would save and cost")
+
+    @handles("steer defer")
+    def steer_defer(self, args: tuple[str, ...]) -> None:
+        if len(args) != 1:
+            raise ValueError("expected an item id (atom:…, file:…, tool:…)")
+        self._need_watch()
+        self.host.link.act(lambda session: session.defer(args[0]), history=True)  # type: ignore[attr-defined]
+
+    @handles("steer policy")
+    def steer_policy(self, args: tuple[str, ...]) -> None:
+        self._need_watch()
+
+        def read(session: "WorkbenchSession") -> str:
+            return session.policy_text()  # type: ignore[attr-defined]
+
+        self._read("Steering policy", read, "rules for every proxied conversation · /steer everywhere …")
+
+    @handles("steer everywhere")
+    def steer_everywhere(self, args: tuple[str, ...]) -> None:
+        if len(args) != 2:
+            raise ValueError("expected drop tool:NAME | pin ITEM | mode MODE | budget N | remove N")
+        self._need_watch()
+        plan = self._plan()
+        self.host.link.act(lambda session: session.everywhere(args[0], args[1], plan))  # type: ignore[attr-defined]
