@@ -156,3 +156,25 @@ async def test_the_steer_preview_command_shows_the_diff_and_its_cost_in_the_watc
             assert isinstance(app.screen, ViewerScreen), app.main_screen.slash.last_error
             assert app.screen.body == expected
             assert "breaks the cache after item" in app.screen.body and "-     \"id\": \"call_2\"," in app.screen.body
+
+
+def test_each_request_shows_what_the_provider_s_rule_caches_beside_what_it_reported(tmp_path):
+    script = [Answer(cached_tokens=0), Answer(cached_tokens=777)]
+    with proxied(tmp_path, script, config=NO_MINIMUM) as (up, wb, proxy):
+        client = anthropic_client(proxy)
+        body = _claude_turns()
+        body["messages"][-1]["content"][0].pop("cache_control")  # the client marks only its system prompt
+        client.messages.create(**body)
+        body["messages"] += [{"role": "assistant", "content": "Hello from upstream."},
+                             {"role": "user", "content": "and then?"}]
+        client.messages.create(**body)
+        first, second = settled(wb)
+        sent = parse_request("anthropic", up.seen[1].body, get_tokenizer())
+        blocks = cache_blocks(sent)
+        report = wb.proxy_cache.get(second.id)
+        assert report.prefix_blocks == 7  # the naive estimate: the whole first request is an unchanged prefix
+        watch = _watch(wb, first.session_id)
+        line = watch.poll().cached
+        # but Anthropic caches only where the first request wrote a breakpoint: tools and the system prompt
+        assert line == (f"cache by the provider's rule (cache_control breakpoints): est. "
+                        f"{blocks[0][1] + blocks[1][1]:,} tok cached · reported 777")

@@ -23,7 +23,7 @@ from ctxbench.service.proxy_calibration import calibration_line
 from ctxbench.service.proxy_findings import findings
 from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
-from ctxbench.service.proxy_steer_cost import SteerPreview, preview_steer
+from ctxbench.service.proxy_steer_cost import SteerPreview, cache_estimate_line, preview_steer
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
@@ -44,6 +44,7 @@ class WatchPoll:
     cost: str = ""  # the request's price from its billed usage (or the billed tokens where the model has no price)
     counts: str = ""  # whether the request's token counts are calibrated for its model, and against the bill
     findings: tuple[Finding, ...] = ()  # waste in the request, each with what a steer would save and cost
+    cached: str = ""  # the request's cached tokens by the provider's rule (breakpoints, prefix), beside the reported
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -81,7 +82,9 @@ class ProxyWatchSession(WorkbenchSession):
         return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
                          self.wb.proxy_cache.get(latest.id), self.cost_text(latest),
                          calibration_line(self.wb, latest, plan) if latest.outcome != "pending" else "",
-                         self.findings() if latest.outcome != "pending" else ())
+                         self.findings() if latest.outcome != "pending" else (),
+                         cache_estimate_line(self.wb, latest.id, self.session_id, latest.provider,
+                                             self.config.proxy.cache_min_tokens))
 
     def findings(self) -> tuple[Finding, ...]:
         """Waste in the conversation's latest request, each with what the steer it suggests saves and costs."""

@@ -162,3 +162,22 @@ def preview_steer(wb: Workbench, session_id: str, *, proxy_steers: bool, config:
     diff = tuple(difflib.unified_diff(_pretty(original), _pretty(steered_body), "sent by the client",
                                       "to be sent upstream", n=config.proxy.preview_context_lines, lineterm=""))
     return SteerPreview(latest.id, original, steered_body, diff, planned.changes, cost, applies)
+
+
+def cache_estimate_line(wb: Workbench, exchange_id: int, session_id: str, provider: str, min_tokens: int) -> str:
+    """The tokens of a recorded request a provider could serve from its cache, by its own rule (Anthropic: up to
+    the latest breakpoint the previous answered request wrote inside the unchanged prefix; the others: the whole
+    unchanged prefix), beside the cached tokens it reported; empty when the request was not recorded."""
+    report = wb.proxy_cache.get(exchange_id)
+    blocks = wb.proxy_cache.fingerprint(exchange_id)
+    if report is None or blocks is None:
+        return ""
+    previous = wb.proxy.latest_exchange(session_id, before=exchange_id)
+    while previous is not None and previous.outcome != "ok":
+        previous = wb.proxy.latest_exchange(session_id, before=previous.id)
+    marks = wb.proxy_billing.breakpoints(previous.id) if previous is not None else ()
+    _n, tokens = cached_tokens(provider, blocks, marks, report.prefix_blocks if previous is not None else 0,
+                               min_tokens)
+    rule = "cache_control breakpoints" if provider == "anthropic" else "longest unchanged prefix"
+    reported = f"{report.reported_cached:,}" if report.reported_cached is not None else "not reported"
+    return f"cache by the provider's rule ({rule}): est. {tokens:,} tok cached · reported {reported}"

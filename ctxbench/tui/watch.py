@@ -65,7 +65,8 @@ class WatchController:
         exchange = found.update.exchange
         if exchange.outcome != "pending":
             self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache,
-                                                        found.cost, found.counts, found.findings),
+                                                        found.cost, found.counts, found.findings,
+                                                        found.cached),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
         if len(history) != self._history_size or found.sent != self._sent:
@@ -95,7 +96,7 @@ def toggle_steer(host: Any) -> None:
 
 
 def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None,
-                  cost: str = "", counts: str = "", findings: tuple[Finding, ...] = ()) -> Text:
+                  cost: str = "", counts: str = "", findings: tuple[Finding, ...] = (), cached: str = "") -> Text:
     """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), its price, the
     plan diff, steering's changes and the reply."""
     plan = view.plan
@@ -104,6 +105,8 @@ def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache
                 f"{exchange.outcome} · est {tok(plan.used_tokens)}{reported} prompt tok\n", style="bold")
     if cache is not None:
         text.append(f"{cache.summary()}\n")
+    if cached:
+        text.append(f"{cached}\n")
     if cost:
         text.append(f"{cost}\n")
     if counts:
