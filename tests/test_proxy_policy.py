@@ -29,6 +29,7 @@ def test_a_policy_set_once_steers_every_assistant(tmp_path):
         (first,) = settled(wb)
         watch = _watch(wb, first.session_id)
         assert watch.everywhere("drop", "tool:mcp__*").startswith("#1 drop tool:mcp__* from every request")
+        assert "leaves out tool definitions matching 1 pattern" in watch.steering()  # the status line says it
         assert watch.everywhere("mode", "light").startswith("#2 mode light")
         with_text = next(i for i in wb.plans.get(first.plan_id).items if i.id.startswith("group:"))
         said = watch.everywhere("pin", with_text.id, wb.plans.get(first.plan_id))

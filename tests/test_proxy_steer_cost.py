@@ -178,3 +178,16 @@ def test_each_request_shows_what_the_provider_s_rule_caches_beside_what_it_repor
         # but Anthropic caches only where the first request wrote a breakpoint: tools and the system prompt
         assert line == (f"cache by the provider's rule (cache_control breakpoints): est. "
                         f"{blocks[0][1] + blocks[1][1]:,} tok cached · reported 777")
+
+
+def test_a_drop_in_the_uncached_tail_pays_back_at_once(tmp_path):
+    with proxied(tmp_path, steer=True, config=NO_MINIMUM) as (up, wb, proxy):
+        client = anthropic_client(proxy)
+        body = _claude_turns()
+        body["messages"][-1]["content"][0].pop("cache_control")
+        client.messages.create(**body)
+        session = wb.proxy.latest_session()
+        wb.proxy.drop(session, "atom:1:toolu_a")
+        cost = preview_steer(wb, session, proxy_steers=True).cost
+        assert cost.tail and cost.saved_tokens > 0 and cost.extra_usd < 0 and cost.payback_turns == 0
+        assert cost.lines()[1].endswith(", pays back at once")

@@ -84,6 +84,8 @@ class SteerCost:
                 f"{self.write_price_name} price")
         if self.payback_turns is None:
             line += ", never pays back" if self.saved_tokens <= 0 else ""
+        elif self.payback_turns == 0:
+            line += ", pays back at once"
         else:
             line += f", pays back in {self.payback_turns} turn{'s' if self.payback_turns != 1 else ''}"
         out.append(line + ("" if self.price_name else " (no price for this model: turns from the default cache ratios)"))

@@ -73,9 +73,12 @@ def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
     if not controls.steer:
         return "pass-through for this conversation: requests go upstream as sent"
     asked = []
-    drops = len(controls.dropped_items) + len(controls.dropped_groups)
+    drops = sum(1 for d in controls.dropped_items if "*" not in d) + len(controls.dropped_groups)
     if drops:
         asked.append(f"leaves out {drops} dropped item{'s' if drops != 1 else ''}")
+    patterns = sum(1 for d in controls.dropped_items if "*" in d)
+    if patterns:
+        asked.append(f"leaves out tool definitions matching {patterns} pattern{'s' if patterns != 1 else ''}")
     pins = sum(1 for p in controls.pins if p.kind == "sticky" and p.content)
     if pins:
         asked.append(f"adds back {pins} sticky pin{'s' if pins != 1 else ''} the client stops sending")
