@@ -68,6 +68,25 @@ def test_an_anthropic_request_is_priced_from_its_writes_reads_and_output(tmp_pat
         note = str(exchange_note(exchange, PlanDiff(), PlanView(wb.plans.get(exchange.plan_id), None, (), (), None),
                                  poll.cache, poll.cost))
         assert poll.cost in note
+        assert poll.cost.endswith(f" · conversation ${expected:.4f} over 1 priced request")
+
+
+def test_the_watch_adds_up_the_conversation_s_cost(tmp_path):
+    script = [Answer(prompt_tokens=1000, completion_tokens=10), Answer(prompt_tokens=3000, cached_tokens=2000,
+                                                                       completion_tokens=20)]
+    with proxied(tmp_path, script) as (up, wb, proxy):
+        client = openai_client(proxy)
+        messages = [{"role": "user", "content": "x"}]
+        client.chat.completions.create(model="gpt-4o", messages=messages)
+        messages += [{"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "y"}]
+        client.chat.completions.create(model="gpt-4o", messages=messages)
+        first, second = settled(wb)
+        watch = _watch(wb, first.session_id)
+        one = (1000 * 2.5 + 10 * 10.0) / 1e6
+        two = (1000 * 2.5 + 2000 * 1.25 + 20 * 10.0) / 1e6
+        assert abs(watch.cost(second).total_usd - two) < 1e-12
+        assert watch.cost_text(second).endswith(f" · conversation ${one + two:.4f} over 2 priced requests")
+        assert watch.cost_text(first).endswith(f" · conversation ${one:.4f} over 1 priced request")
 
 
 def test_an_openai_prompt_is_billed_uncached_apart_from_its_cached_tokens(tmp_path):

@@ -108,7 +108,14 @@ class ProxyWatchSession(WorkbenchSession):
         if usage is None:
             return ""
         cost = self.cost(exchange)
-        return cost_line(cost) if cost is not None else usage_line(usage)
+        if cost is None:
+            return usage_line(usage)
+        priced = [(self.config.llm.price_for_model(model), u)
+                  for model, u in self.wb.proxy_billing.session_usages(self.session_id, upto=exchange.id)]
+        total = sum(request_cost(u, price).total_usd for price, u in priced if price is not None)
+        unpriced = sum(1 for price, _u in priced if price is None)
+        return (f"{cost_line(cost)} · conversation ${total:.4f} over {len(priced) - unpriced} priced "
+                f"request{'s' if len(priced) - unpriced != 1 else ''}")
 
     def steering(self) -> str:
         """What steering will change in the conversation's next request, in one line."""

@@ -78,6 +78,14 @@ class Billing:
                          (usage.input, usage.cache_write, usage.cache_write_1h, usage.cache_read, usage.output,
                           exchange_id))
 
+    def session_usages(self, session_id: str, *, upto: int | None = None) -> tuple[tuple[str, BilledUsage], ...]:
+        """(model, billed usage) of the conversation's exchanges with a reported usage (up to exchange ``upto``)."""
+        with self._db.connection() as conn:
+            rows = conn.execute("SELECT * FROM proxy_billing WHERE session_id = ? AND input IS NOT NULL "
+                                "AND exchange_id <= ? ORDER BY exchange_id",
+                                (session_id, upto if upto is not None else 2 ** 62)).fetchall()
+        return tuple((str(r["model"]), u) for r in rows if (u := _usage(r)) is not None)
+
     def usage(self, exchange_id: int) -> BilledUsage | None:
         with self._db.connection() as conn:
             row = conn.execute("SELECT * FROM proxy_billing WHERE exchange_id = ?", (exchange_id,)).fetchone()
