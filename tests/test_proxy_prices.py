@@ -109,3 +109,25 @@ def test_a_model_without_a_price_shows_its_billed_tokens_and_no_cost(tmp_path):
         text = watch.cost_text(exchange)
         assert text.startswith("billed: in 200 + cache write 0 + cache read 100 + out 7 tok")
         assert "$" not in text
+
+
+def test_responses_and_gemini_requests_are_priced_with_their_cached_tokens_apart(tmp_path):
+    from test_proxy_gemini import WHOLE, gemini_cli_body, post
+
+    answer = Answer(prompt_tokens=4000, cached_tokens=3000, completion_tokens=100)
+    with proxied(tmp_path, [answer]) as (up, wb, proxy):
+        openai_client(proxy).responses.create(model="gpt-5", input="what does ledger.py do?")
+        post(proxy, WHOLE, gemini_cli_body())
+        responses, gemini = sorted(_all(wb), key=lambda e: e.id)  # two conversations, one request each
+        assert (responses.provider, gemini.provider) == ("responses", "gemini")
+        for exchange, price in ((responses, (1.25, 0.125, 10.0)), (gemini, (0.30, 0.075, 2.50))):
+            assert wb.proxy_billing.usage(exchange.id) == BilledUsage(1000, 0, 0, 3000, 100)
+            cost = _watch(wb, exchange.session_id).cost(exchange)
+            assert abs(cost.total_usd - (1000 * price[0] + 3000 * price[1] + 100 * price[2]) / 1e6) < 1e-12
+
+
+def _all(wb):
+    """Every exchange of every proxied conversation, once each has ended."""
+    from test_proxy import _sessions
+
+    return [e for s in _sessions(wb) for e in settled(wb, s)]
