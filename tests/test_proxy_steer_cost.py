@@ -191,3 +191,22 @@ def test_a_drop_in_the_uncached_tail_pays_back_at_once(tmp_path):
         cost = preview_steer(wb, session, proxy_steers=True).cost
         assert cost.tail and cost.saved_tokens > 0 and cost.extra_usd < 0 and cost.payback_turns == 0
         assert cost.lines()[1].endswith(", pays back at once")
+
+
+def test_a_pin_added_to_the_system_prompt_says_it_adds_tokens_and_breaks_the_cache_at_the_start(tmp_path):
+    with proxied(tmp_path, steer=True, config=NO_MINIMUM) as (up, wb, proxy):
+        client = openai_client(proxy)
+        messages = conversation(2)
+        client.chat.completions.create(model="gpt-4.1", messages=messages)
+        session = wb.proxy.latest_session()
+        wb.proxy_policy.add("pin", "text:house rules", label="house rules", content="Always run the tests. " * 50)
+        preview = preview_steer(wb, session, proxy_steers=True)
+        cost = preview.cost
+        assert cost.changed and cost.saved_tokens < 0 and cost.break_block == 0 and cost.kept_tokens == 0
+        assert cost.break_label.startswith("message 0 system: You are a careful coding assistant.")
+        assert cost.lines()[1].startswith(f"adds {-cost.saved_tokens:,} tokens a turn") and "never pays back" in \
+            cost.lines()[1]
+        client.chat.completions.create(model="gpt-4.1", messages=messages)
+        assert up.seen[1].body == preview.steered
+        sent = parse_request("openai", up.seen[1].body, get_tokenizer())
+        assert cost.rewritten_tokens == sum(t for _h, t in cache_blocks(sent))
