@@ -125,3 +125,42 @@ def test_a_held_back_drop_applies_once_the_cache_has_expired(tmp_path):
         messages += [{"role": "assistant", "content": "Hello from upstream."}, {"role": "user", "content": "next"}]
         client.chat.completions.create(model="gpt-4.1", messages=messages)
         assert "call_2" not in up.seen[1].body.decode()
+
+
+def test_a_policy_budget_is_every_new_conversation_s_limit(tmp_path):
+    with proxied(tmp_path, steer=True) as (up, wb, proxy):
+        wb.proxy_policy.add("budget", "50000")
+        openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        (exchange,) = settled(wb)
+        assert wb.plans.get(exchange.plan_id).budget == 50_000
+        session = exchange.session_id
+        wb.update_settings(session, budget=80_000)  # the user's own budget for this conversation wins
+        openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
+        assert wb.plans.get(settled(wb, session)[-1].plan_id).budget == 80_000
+
+
+def test_a_pin_comes_back_after_codex_compacts_its_history(tmp_path):
+    from upstream_server import Answer
+
+    summary = "\n".join(f"- step {n}: we changed the rate handling in app/config.py and checked it" for n in range(6))
+    with proxied(tmp_path, [Answer(text=summary), Answer(), Answer()], steer=True) as (up, wb, proxy):
+        client = openai_client(proxy)
+        first = [{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "app/config.py\n```python\nRATE = 0.07\n```\nremember this file"}]}]
+        client.responses.create(model="gpt-5", instructions="You are Codex.", input=first)
+        session = wb.proxy.latest_session()
+        wb.proxy_policy.add("pin", "path:app/config.py", label="app/config.py", content="RATE = 0.07")
+        # Codex compacts: the next request holds the summary it got instead of the history
+        compacted = [{"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": f"Summary of the conversation so far:\n{summary}"}]}]
+        client.responses.create(model="gpt-5", instructions="You are Codex.", input=compacted)
+        assert wb.proxy.latest_session() == session
+        sent = json.loads(up.seen[1].body)
+        assert sent["instructions"].startswith("You are Codex.\n\n[pinned by the user in ctxbench: app/config.py]")
+        assert sent["instructions"].endswith("RATE = 0.07")
+        # the client attaches the file again: it carries it, so nothing is added
+        again = [*compacted, {"type": "message", "role": "assistant", "content": [
+            {"type": "output_text", "text": "Hello from upstream."}]}, *first]
+        client.responses.create(model="gpt-5", instructions="You are Codex.", input=again)
+        assert wb.proxy.latest_session() == session
+        assert json.loads(up.seen[2].body)["instructions"] == "You are Codex."
