@@ -27,7 +27,7 @@ from ctxbench.records.proxy import WireRequest
 from ctxbench.records.proxy_cost import SteerCost
 from ctxbench.service.proxy_plan import steer_plan
 from ctxbench.service.proxy_pricing import breakpoints
-from ctxbench.service.proxy_service import ProxyService
+from ctxbench.service.proxy_service import PREVIOUS_LOOKBACK, ProxyService
 from ctxbench.service.proxy_wire import WireError, apply_edits, cache_blocks, parse_request, shared_prefix
 from ctxbench.service.workbench import Workbench
 
@@ -173,8 +173,12 @@ def cache_estimate_line(wb: Workbench, exchange_id: int, session_id: str, provid
     if report is None or blocks is None:
         return ""
     previous = wb.proxy.latest_exchange(session_id, before=exchange_id)
-    while previous is not None and previous.outcome != "ok":
+    for _ in range(PREVIOUS_LOOKBACK):  # failed requests passed over to the one whose cache the request could read
+        if previous is None or previous.outcome == "ok":
+            break
         previous = wb.proxy.latest_exchange(session_id, before=previous.id)
+    if previous is not None and previous.outcome != "ok":
+        previous = None
     marks = wb.proxy_billing.breakpoints(previous.id) if previous is not None else ()
     _n, tokens = cached_tokens(provider, blocks, marks, report.prefix_blocks if previous is not None else 0,
                                min_tokens)

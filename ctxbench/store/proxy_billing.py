@@ -107,8 +107,9 @@ class Billing:
         with self._db.connection() as conn:
             rows = conn.execute(
                 "SELECT estimated, input + COALESCE(cache_write, 0) + COALESCE(cache_write_1h, 0) "
-                "+ COALESCE(cache_read, 0) FROM proxy_billing WHERE model = ? AND input IS NOT NULL AND estimated > 0 "
-                "AND exchange_id < ? ORDER BY exchange_id DESC LIMIT ?",
+                "+ COALESCE(cache_read, 0) AS billed FROM proxy_billing WHERE model = ? AND input IS NOT NULL "
+                "AND estimated > 0 AND exchange_id < ? AND input + COALESCE(cache_write, 0) + COALESCE(cache_write_1h, 0) "
+                "+ COALESCE(cache_read, 0) > 0 ORDER BY exchange_id DESC LIMIT ?",
                 (model, before if before is not None else 2 ** 62, limit)).fetchall()
         return tuple((int(e), int(b)) for e, b in rows)
 
@@ -121,5 +122,6 @@ class Billing:
         """(estimated, counted) of the latest count_tokens answers for ``model``."""
         with self._db.connection() as conn:
             rows = conn.execute("SELECT estimated, counted FROM proxy_token_counts WHERE model = ? AND estimated > 0 "
+                                "AND counted > 0 "
                                 "ORDER BY n DESC LIMIT ?", (model, limit)).fetchall()
         return tuple((int(e), int(c)) for e, c in rows)
