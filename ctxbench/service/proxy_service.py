@@ -82,15 +82,21 @@ class ProxyService:
 
     # -- a request ------------------------------------------------------------------------------------------
     def provider(self, path: str) -> str | None:
-        """The wire format of a path the proxy records (None: forwarded unrecorded)."""
+        """The wire format of a path the proxy records (None: forwarded unrecorded; ``count_tokens``: not an
+        exchange, but its answer calibrates the token counts)."""
+        if path.rstrip("/").endswith(COUNT_TOKENS_PATH):
+            return COUNT_TOKENS
         return provider_for_path(path)
 
     def begin(self, path: str, body: bytes, *, cut: BodyCut | None = None, forwarded: bool = False) -> Exchange:
         """Record a request. ``forwarded``: it went upstream as the client sent it already (nothing steers it);
         ``cut``: ``body`` is a large request's copy with its long texts cut (the plan says so)."""
         provider = provider_for_path(path)
-        if provider is None and path.rstrip("/").endswith(COUNT_TOKENS_PATH):
-            # not recorded as an exchange: its answer calibrates the proxy's counts (finish)
+        if self.provider(path) == COUNT_TOKENS:
+            # not recorded as an exchange: its answer calibrates the proxy's counts (finish); a body whose texts
+            # were cut (a large request, forwarded as it came) cannot be counted the same
+            if cut is not None:
+                return Exchange(None, "", None, False, body, note="count_tokens: too large to calibrate from")
             return Exchange(None, "", COUNT_TOKENS, False, body, note="count_tokens: calibrates the token counts")
         if provider is None:
             return Exchange(None, "", None, False, body, note="not a chat request")
