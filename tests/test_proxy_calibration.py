@@ -88,3 +88,23 @@ def test_an_uncalibrated_model_says_its_counts_are_tiktoken(tmp_path):
         openai_client(proxy).chat.completions.create(model="m", messages=[{"role": "user", "content": "x"}])
         (exchange,) = settled(wb)
         assert _watch(wb, exchange.session_id).poll().counts.endswith("not calibrated for m yet")
+
+
+def test_the_items_count_every_token_of_the_request_as_sent(tmp_path):
+    """What calibration scales is every token sent: a system message inside an Anthropic request's messages (as
+    Claude Code sends its instructions now) is an item too, so the items sum to the request's cache blocks."""
+    from test_proxy_anatomy import claude_code_body
+
+    from ctxbench.service.proxy_wire import cache_blocks, parse_request
+
+    body = dict(claude_code_body(), max_tokens=100)
+    body["messages"] = [body["messages"][0], {"role": "system", "content": "Instructions. " * 300},
+                        {"role": "assistant", "content": "Hello."}, {"role": "user", "content": "go on"}]
+    with proxied(tmp_path) as (up, wb, proxy):
+        anthropic_client(proxy).messages.create(**{k: v for k, v in body.items() if k != "stream"})
+        (exchange,) = settled(wb)
+        plan = wb.plans.get(exchange.plan_id)
+        sent = parse_request("anthropic", up.seen[0].body, TOK)
+        assert plan.used_tokens == sum(t for _h, t in cache_blocks(sent))
+        system = [i for i in plan.included if i.section == "system" and "Instructions." in i.label]
+        assert len(system) == 1 and system[0].tokens > 300
