@@ -76,7 +76,7 @@ def test_waste_is_flagged_with_what_its_steer_saves_and_costs(tmp_path):
         cost = preview_steer(wb, session, proxy_steers=True, extra_drops=frozenset(unused.item_ids)).cost
         assert unused.saved_tokens == cost.saved_tokens == unused.tokens
         assert unused.steer == "drop tool:write_file, tool:run_tests: " + "; ".join(cost.lines()[:2])
-        assert "breaks the cache after item 1 (tool write_file)" in unused.steer  # tools come first in the cache
+        assert "breaks the cache after item 1, at tool write_file:" in unused.steer  # tools come first in the cache
 
         wb.proxy.drop(session, "atom:1:call_1")  # the user takes the advice: the findings it answered go
         assert {f.kind for f in findings(wb, session, proxy_steers=True)} == {"unused_tools"}

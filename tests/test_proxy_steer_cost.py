@@ -46,7 +46,7 @@ def test_the_preview_is_the_request_that_goes_upstream_and_its_cache_figures_are
         assert cost.saved_tokens == before.request_tokens - after.request_tokens > 0
         assert cost.cached_estimate == before.request_tokens and cost.write_price_name == "uncached"
         lines = preview.text(400)
-        assert (f"breaks the cache after item {cost.break_block} (message 6 assistant: " in lines
+        assert (f"breaks the cache after item {cost.break_block}, at message 6 assistant: " in lines
                 and f"~{cost.rewritten_tokens:,} tokens re-read at the uncached price" in lines)
         # gpt-4.1: input 2.00, cache read 0.25 of it
         extra = (cost.kept_tokens * 0.5 + cost.rewritten_tokens * 2.0 - before.request_tokens * 0.5) / 1e6

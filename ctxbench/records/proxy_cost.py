@@ -56,7 +56,7 @@ class SteerCost:
     # the blocks (in cache order: tool definitions, system blocks, messages) before the first one the steer
     # changes: the cache breaks after item ``break_block``; None: nothing changes
     break_block: int | None
-    break_label: str  # the block of the request last sent where the change starts
+    break_label: str  # the block of the request last sent where the change starts (the first not kept)
     kept_tokens: int  # tokens before the break: they stay cached
     rewritten_tokens: int  # tokens after the break in the steered request: written again (or read uncached)
     saved_tokens: int  # tokens the steered request has fewer than the unsteered one (negative: a pin adds)
@@ -76,7 +76,7 @@ class SteerCost:
         if self.tail:
             out.append(f"keeps the cache: the change lies after the cached prefix ({self.kept_tokens:,} tok stay cached)")
         else:
-            out.append(f"breaks the cache after item {self.break_block} ({self.break_label}): "
+            out.append(f"breaks the cache after item {self.break_block}, at {self.break_label}: "
                        f"~{self.rewritten_tokens:,} tokens re-read at the {self.write_price_name} price; "
                        f"{self.kept_tokens:,} stay cached")
         verb = "saves" if self.saved_tokens >= 0 else "adds"
