@@ -210,3 +210,25 @@ def test_a_pin_added_to_the_system_prompt_says_it_adds_tokens_and_breaks_the_cac
         assert up.seen[1].body == preview.steered
         sent = parse_request("openai", up.seen[1].body, get_tokenizer())
         assert cost.rewritten_tokens == sum(t for _h, t in cache_blocks(sent))
+
+
+def test_pinning_in_the_watch_says_what_adding_the_pin_back_would_cost(tmp_path):
+    from ctxbench.service.proxy_plan import PINNED_BLOCK
+    from ctxbench.service.proxy_steer_cost import readd_cost
+    from ctxbench.tui.screens.overlay_actions import overlay_action
+    from ctxbench.tui.screens.overlay_rows import OverlayRow
+
+    with proxied(tmp_path, steer=True, config=NO_MINIMUM) as (up, wb, proxy):
+        client = anthropic_client(proxy)
+        client.messages.create(**_claude_turns())
+        session = wb.proxy.latest_session()
+        (exchange,) = settled(wb, session)
+        watch = _watch(wb, session)
+        plan = wb.plans.get(exchange.plan_id)
+        item = next(i for i in plan.items if i.id == "atom:1:toolu_a")
+        said = overlay_action("pin_sticky", OverlayRow(item.id, "included", item=item), plan)(watch)
+        pin = wb.pins.list(session)[-1]
+        cost = readd_cost(wb, session, PINNED_BLOCK.format(label=pin.label, content=pin.content))
+        assert said.startswith(f"pinned atom:1:toolu_a sticky ({pin.id}): nothing changes while the client sends it; "
+                               "once it stops, adding it back breaks the cache after item 2, at message 0 user:")
+        assert f"adds {-cost.saved_tokens:,} tokens a turn" in said  # the system prompt grows by the pinned block

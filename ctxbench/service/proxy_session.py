@@ -18,12 +18,13 @@ from ctxbench.records.proxy_cost import Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
-from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy_plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
+                                         steering_summary)
 from ctxbench.service.proxy_calibration import calibration_line
 from ctxbench.service.proxy_findings import findings
 from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
-from ctxbench.service.proxy_steer_cost import SteerPreview, cache_estimate_line, preview_steer
+from ctxbench.service.proxy_steer_cost import SteerPreview, cache_estimate_line, preview_steer, readd_cost
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
@@ -195,6 +196,21 @@ class ProxyWatchSession(WorkbenchSession):
         if preview is None:
             return "no proxied request to preview yet"
         return preview.text(self.config.proxy.preview_diff_lines)
+
+    def pin_note(self, target: str) -> str:
+        """What a sticky pin of ``target`` costs: nothing while the client sends the item; once it stops, the
+        proxy adds it back to the system prompt, and this is what that does to the prompt cache."""
+        pins = [p for p in self.wb.pins.list(self.session_id) if p.kind == "sticky" and p.content
+                and (p.target == target or p.target.startswith("path:"))]
+        if not pins:
+            return ""
+        pin = pins[-1]
+        cost = readd_cost(self.wb, self.session_id, PINNED_BLOCK.format(label=pin.label or pin.target,
+                                                                         content=pin.content), self.config)
+        if cost is None or not cost.changed:
+            return ""
+        return (f"nothing changes while the client sends it; once it stops, adding it back "
+                f"{cost.lines()[0]} · {cost.lines()[1]}")
 
     def defer(self, item_id: str) -> str:
         """Hold a drop back until it keeps the prompt cache: it applies once a request breaks the cache before

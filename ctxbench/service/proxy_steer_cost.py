@@ -28,7 +28,7 @@ from ctxbench.records.proxy_cost import SteerCost
 from ctxbench.service.proxy_plan import steer_plan
 from ctxbench.service.proxy_pricing import breakpoints
 from ctxbench.service.proxy_service import PREVIOUS_LOOKBACK, ProxyService
-from ctxbench.service.proxy_wire import WireError, apply_edits, cache_blocks, parse_request, shared_prefix
+from ctxbench.service.proxy_wire import Edits, WireError, apply_edits, cache_blocks, parse_request, shared_prefix
 from ctxbench.service.workbench import Workbench
 
 # the ratios of the price table's defaults: how a steer is weighed for a model the table does not name
@@ -185,3 +185,23 @@ def cache_estimate_line(wb: Workbench, exchange_id: int, session_id: str, provid
     rule = "cache_control breakpoints" if provider == "anthropic" else "longest unchanged prefix"
     reported = f"{report.reported_cached:,}" if report.reported_cached is not None else "not reported"
     return f"cache by the provider's rule ({rule}): est. {tokens:,} tok cached · reported {reported}"
+
+
+def readd_cost(wb: Workbench, session_id: str, block: str, config: Config | None = None) -> SteerCost | None:
+    """What adding ``block`` to the system prompt of the request last sent would cost (a sticky pin the client
+    stops sending comes back that way), or None before the first request."""
+    config = config or wb.config
+    latest = wb.proxy.latest_exchange(session_id)
+    if latest is None:
+        return None
+    original, upstream = wb.proxy.bodies(latest.id)
+    try:
+        sent = parse_request(latest.provider, upstream or original, wb.tokenizer, latest.path)
+        added = parse_request(latest.provider, apply_edits(sent, Edits(system_append=[block])), wb.tokenizer,
+                              latest.path)
+    except WireError:
+        return None
+    report = wb.proxy_cache.get(latest.id)
+    price = config.llm.price_for_model(latest.model, wb.proxy_billing.model(latest.id))
+    return steer_cost(latest.provider, sent, wb.proxy_billing.breakpoints(latest.id), added, price,
+                      report.reported_cached if report is not None else None, config.proxy.cache_min_tokens)
