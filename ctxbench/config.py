@@ -588,21 +588,53 @@ class RetrievalConfig:
 
 @dataclass(frozen=True)
 class ModelPrice:
-    """A model's list price in US dollars per million tokens, by its exact name (``[[llm.prices]]``)."""
+    """A model's list price in US dollars per million tokens, by its name (``[[llm.prices]]``), and what its
+    prompt cache bills as a share of the input price: a cache write (Anthropic: 1.25 for the 5-minute cache, 2 for
+    the 1-hour cache) and a cache read (Anthropic 0.1; OpenAI 0.5 for gpt-4o, 0.25 for gpt-4.1, 0.1 for gpt-5)."""
 
     name: str
-    input_per_mtok: float  # prompt tokens
+    input_per_mtok: float  # prompt tokens (uncached)
     output_per_mtok: float  # reply tokens
+    cache_write_ratio: float = 1.25  # a token written to the 5-minute prompt cache, as a share of the input price
+    cache_write_1h_ratio: float = 2.0  # a token written to the 1-hour prompt cache, as a share of the input price
+    cache_read_ratio: float = 0.1  # a token read from the prompt cache, as a share of the input price
+
+    @property
+    def cache_write_per_mtok(self) -> float:
+        return self.input_per_mtok * self.cache_write_ratio
+
+    @property
+    def cache_write_1h_per_mtok(self) -> float:
+        return self.input_per_mtok * self.cache_write_1h_ratio
+
+    @property
+    def cache_read_per_mtok(self) -> float:
+        return self.input_per_mtok * self.cache_read_ratio
 
 
-# list prices (USD per million tokens) of a few OpenAI models as of 2025; a model not named here (local ones,
-# any other) gets no cost, never a guess. [[llm.prices]] entries change these by name or add models.
+# list prices (USD per million tokens) of a few OpenAI, Anthropic and Google models as of 2025, with the share of
+# the input price their prompt cache bills for a write and a read; a model not named here (local ones, any other)
+# gets no cost, never a guess. [[llm.prices]] entries change these by name or add models. A proxied request's
+# model matches an entry by its exact name or, failing that, the longest entry its name starts with followed
+# by "-" or "@" (claude-sonnet-4-5-20250929 is priced as claude-sonnet-4-5).
 DEFAULT_PRICES = (
-    ModelPrice("gpt-4o", 2.50, 10.00),
-    ModelPrice("gpt-4o-mini", 0.15, 0.60),
-    ModelPrice("gpt-4.1", 2.00, 8.00),
-    ModelPrice("gpt-4.1-mini", 0.40, 1.60),
-    ModelPrice("gpt-4.1-nano", 0.10, 0.40),
+    ModelPrice("gpt-4o", 2.50, 10.00, cache_read_ratio=0.5),
+    ModelPrice("gpt-4o-mini", 0.15, 0.60, cache_read_ratio=0.5),
+    ModelPrice("gpt-4.1", 2.00, 8.00, cache_read_ratio=0.25),
+    ModelPrice("gpt-4.1-mini", 0.40, 1.60, cache_read_ratio=0.25),
+    ModelPrice("gpt-4.1-nano", 0.10, 0.40, cache_read_ratio=0.25),
+    ModelPrice("gpt-5", 1.25, 10.00),
+    ModelPrice("gpt-5-mini", 0.25, 2.00),
+    ModelPrice("gpt-5-nano", 0.05, 0.40),
+    ModelPrice("claude-opus-4-1", 15.00, 75.00),
+    ModelPrice("claude-opus-4", 15.00, 75.00),
+    ModelPrice("claude-sonnet-4-5", 3.00, 15.00),
+    ModelPrice("claude-sonnet-4", 3.00, 15.00),
+    ModelPrice("claude-3-7-sonnet", 3.00, 15.00),
+    ModelPrice("claude-haiku-4-5", 1.00, 5.00),
+    ModelPrice("claude-3-5-haiku", 0.80, 4.00),
+    ModelPrice("gemini-2.5-pro", 1.25, 10.00, cache_read_ratio=0.25),
+    ModelPrice("gemini-2.5-flash", 0.30, 2.50, cache_read_ratio=0.25),
 )
 
 
@@ -648,6 +680,20 @@ class LLMConfig:
             found = next((p for p in self.prices if name and p.name == name), None)
             if found is not None:
                 return found
+        return None
+
+    def price_for_model(self, *names: str) -> ModelPrice | None:
+        """The price of the first of ``names`` the table names exactly or, failing that, by the longest entry the
+        name starts with followed by ``-`` or ``@`` (a dated model name: ``claude-sonnet-4-5-20250929``); None
+        when it names none of them (then no cost is shown, never a guess)."""
+        exact = self.price_of(*names)
+        if exact is not None:
+            return exact
+        for name in names:
+            found = [p for p in self.prices if name and p.name and name.startswith(p.name)
+                     and name[len(p.name)] in "-@"]
+            if found:
+                return max(found, key=lambda p: len(p.name))
         return None
 
 
@@ -703,6 +749,21 @@ class ProxyConfig:
     truncate_tiers: tuple[tuple[str, str], ...] = (
         ("heavy", "inactive"), ("light", "active_recent,active_older,inactive"), ("off", ""))
     watch_interval_s: PositiveFloat = 0.5  # how often ``open --watch`` looks for a new proxied request
+    # a prefix shorter than this is not cached by the provider (OpenAI and Anthropic cache from 1,024 tokens):
+    # the steer cost's estimate of what stays cached counts nothing below it
+    cache_min_tokens: int = 1024
+    # a prompt cache entry lives this long without a hit (Anthropic's default cache: 5 minutes): a drop held back
+    # for the cache applies once the conversation's previous answered request is older than this
+    cache_ttl_s: PositiveFloat = 300.0
+    preview_context_lines: int = 2  # unchanged lines shown around each change in a steer preview's diff
+    preview_diff_lines: PositiveInt = 400  # diff lines a steer preview shows (the rest are counted)
+    # findings (waste the watch flags, each with what a steer would save and cost):
+    finding_result_tokens: PositiveInt = 1000  # a past tool result at least this large ...
+    finding_repeats: PositiveInt = 3  # ... sent in each of this many latest requests is flagged
+    finding_unused_requests: PositiveInt = 3  # tool definitions the conversation never called after this many requests
+    finding_block_tokens: PositiveInt = 200  # the same tool result or file sent twice in one request, at least this large
+    overflow_requests: PositiveInt = 5  # flag an overflow this many requests ahead (at the recent growth a request)
+    overflow_window: PositiveInt = 4  # the latest requests the growth a request is measured on
 
     def tiers_for(self, mode: str) -> tuple[str, ...]:
         """The truncation tiers steering applies in ``mode`` (none for a mode not listed)."""

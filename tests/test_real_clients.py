@@ -162,13 +162,7 @@ def test_each_clients_request_is_stored_as_a_plan_with_its_reply_and_usage(asked
         assert offered <= {i.id.removeprefix("tool:") for i in plan.items if i.kind == "tool_definitions"}
 
 
-CLAUDE_SYSTEM_MESSAGE = ("Claude Code's system-role message inside `messages` (its environment, deferred tools and "
-                         "agent types: ~9.4 KB) made an item")
-
-
-@pytest.mark.parametrize("client", [
-    pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=CLAUDE_SYSTEM_MESSAGE)] if c == "claude" else [],
-                 id=c) for c in CLIENTS])
+@pytest.mark.parametrize("client", CLIENTS)
 def test_each_clients_request_is_accounted_for_byte_for_byte_by_its_items(asked, client):
     run = asked(client)
     assert run.result.returncode == 0, shown(run.result, run.calls)

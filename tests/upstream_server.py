@@ -9,13 +9,14 @@ error with its body, a stream cut after some events, or a long stream of many ev
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import socket
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Callable
 
 
 @dataclass
@@ -32,6 +33,11 @@ class Answer:
     cached_tokens: int = 0  # prompt tokens the provider reports read from its cache
     delay_s: float = 0.0  # a slow stream: this long between events
     raw_stream: bytes | None = None  # sent as a close-delimited event stream (no length, no chunks), then closed
+    cache_write_tokens: int = 0  # Anthropic: prompt tokens reported written to the 5-minute cache
+    cache_write_1h_tokens: int = 0  # Anthropic: prompt tokens reported written to the 1-hour cache
+    # the prompt tokens reported as a function of the request's JSON (a tokenizer the proxy does not know);
+    # replaces prompt_tokens (Anthropic: the uncached input_tokens, cached and written ones apart)
+    prompt_of: Callable[[dict[str, Any]], int] | None = None
 
 
 @dataclass
@@ -73,7 +79,12 @@ class Upstream:
                     self._close_delimited(answer.raw_stream)
                     return
                 payload = json.loads(body)
+                if answer.prompt_of is not None:
+                    answer = dataclasses.replace(answer, prompt_tokens=answer.prompt_of(payload), prompt_of=None)
                 path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/messages/count_tokens"):  # Anthropic's token counting: the prompt, no reply
+                    self._send(200, json.dumps({"input_tokens": answer.prompt_tokens}).encode())
+                    return
                 if path.endswith("/responses"):
                     response_id = f"resp_{len(upstream.seen)}"
                     if payload.get("stream"):
@@ -189,8 +200,7 @@ def _anthropic_events(payload: dict[str, Any], a: Answer):
     yield _sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
-                  "output_tokens": 1}}}, "message_start")
+        "usage": _anthropic_usage(a, 1)}}, "message_start")
     yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                "content_block_start")
     for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
@@ -210,13 +220,22 @@ def _anthropic_events(payload: dict[str, Any], a: Answer):
     yield _sse({"type": "message_stop"}, "message_stop")
 
 
+def _anthropic_usage(a: Answer, output: int) -> dict[str, Any]:
+    usage: dict[str, Any] = {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
+                             "output_tokens": output}
+    if a.cache_write_tokens or a.cache_write_1h_tokens:
+        usage["cache_creation_input_tokens"] = a.cache_write_tokens + a.cache_write_1h_tokens
+        usage["cache_creation"] = {"ephemeral_5m_input_tokens": a.cache_write_tokens,
+                                   "ephemeral_1h_input_tokens": a.cache_write_1h_tokens}
+    return usage
+
+
 def _whole(payload: dict[str, Any], a: Answer, anthropic: bool) -> dict[str, Any]:
     model = payload.get("model", "scripted")
     if anthropic:
         return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
                 "content": [{"type": "text", "text": a.text}], "stop_reason": "end_turn", "stop_sequence": None,
-                "usage": {"input_tokens": a.prompt_tokens, "cache_read_input_tokens": a.cached_tokens,
-                          "output_tokens": a.completion_tokens}}
+                "usage": _anthropic_usage(a, a.completion_tokens)}
     return {"id": "chatcmpl-1", "object": "chat.completion", "created": 1, "model": model,
             "choices": [{"index": 0, "message": {"role": "assistant", "content": a.text}, "finish_reason": "stop"}],
             "usage": {"prompt_tokens": a.prompt_tokens, "completion_tokens": a.completion_tokens,

@@ -141,6 +141,9 @@ class ReplyRecord:
     complete: bool = False  # the reply's end was seen (``[DONE]``, ``message_stop``, a whole JSON body)
     response_id: str = ""  # the reply's id (Responses API: what a chained request names as previous_response_id)
     cached_tokens: int | None = None  # prompt tokens the provider read from its cache (part of prompt_tokens)
+    cache_write_tokens: int | None = None  # prompt tokens written to the provider's cache (part of prompt_tokens;
+    # Anthropic's cache_creation_input_tokens, the 1-hour ones included)
+    cache_write_1h_tokens: int | None = None  # of those, written to the 1-hour cache
 
 
 @dataclass(frozen=True)

@@ -23,6 +23,7 @@ exchange's ``changes``. Pure: no store, no I/O.
 """
 from __future__ import annotations
 
+import fnmatch
 import hashlib
 import json
 import re
@@ -72,9 +73,12 @@ def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
     if not controls.steer:
         return "pass-through for this conversation: requests go upstream as sent"
     asked = []
-    drops = len(controls.dropped_items) + len(controls.dropped_groups)
+    drops = sum(1 for d in controls.dropped_items if "*" not in d) + len(controls.dropped_groups)
     if drops:
         asked.append(f"leaves out {drops} dropped item{'s' if drops != 1 else ''}")
+    patterns = sum(1 for d in controls.dropped_items if "*" in d)
+    if patterns:
+        asked.append(f"leaves out tool definitions matching {patterns} pattern{'s' if patterns != 1 else ''}")
     pins = sum(1 for p in controls.pins if p.kind == "sticky" and p.content)
     if pins:
         asked.append(f"adds back {pins} sticky pin{'s' if pins != 1 else ''} the client stops sending")
@@ -279,7 +283,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     held: list[str] = []  # drops steering did not make, and why
     for item in sorted(b.items.values(), key=lambda i: i.order):
         pin = pinned.get(item.id)
-        if controls.steer and item.section == "tools" and item.id in controls.dropped_items:
+        if controls.steer and item.section == "tools" and _dropped_tool(item.id, controls.dropped_items):
             name = item.id.removeprefix("tool:")
             if name in called:  # the upstream must know a tool the conversation has called
                 held.append(f"kept {item.id}: you dropped it, but the conversation calls {name}")
@@ -323,6 +327,11 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     notes.extend(held)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
+
+
+def _dropped_tool(item_id: str, dropped: frozenset[str]) -> bool:
+    """Whether a tool definition's item is dropped: by its id, or by a pattern (``tool:mcp__*``, the policy's)."""
+    return item_id in dropped or any("*" in d and fnmatch.fnmatchcase(item_id, d) for d in dropped)
 
 
 def _pinned(b: _Builder, pins: tuple[Pin, ...]) -> dict[str, str]:

@@ -15,6 +15,8 @@ from typing import Any
 
 from ctxbench.records.proxy import ReplyRecord
 
+COUNT_TOKENS = "count_tokens"  # an Anthropic count_tokens answer: the prompt tokens of a request, no reply
+
 
 class ReplyRecorder:
     def __init__(self, provider: str, *, stream: bool, max_chars: int, max_body_bytes: int) -> None:
@@ -35,6 +37,8 @@ class ReplyRecorder:
         self.bytes_seen = 0
         self.response_id = ""
         self.cached: int | None = None
+        self.written: int | None = None  # prompt tokens written to the cache (Anthropic)
+        self.written_1h: int | None = None  # of those, to the 1-hour cache
 
     # -- feeding -----------------------------------------------------------------------------------------
     def feed(self, chunk: bytes) -> None:
@@ -207,6 +211,11 @@ class ReplyRecorder:
             self.prompt = sum(int(usage.get(f) or 0) for f in fields)
         if usage.get("cache_read_input_tokens") is not None:
             self.cached = int(usage["cache_read_input_tokens"])
+        if usage.get("cache_creation_input_tokens") is not None:
+            self.written = int(usage["cache_creation_input_tokens"])
+        creation = usage.get("cache_creation")
+        if isinstance(creation, dict) and creation.get("ephemeral_1h_input_tokens") is not None:
+            self.written_1h = int(creation["ephemeral_1h_input_tokens"])
         if usage.get("output_tokens") is not None:
             self.completion = int(usage["output_tokens"])
 
@@ -216,7 +225,7 @@ class ReplyRecorder:
             self._parse_body(bytes(self._pending))
             self._pending.clear()
         return ReplyRecord("".join(self._text), self.cut, self.prompt, self.completion, self.model, self.stop,
-                           self.complete, self.response_id, self.cached)
+                           self.complete, self.response_id, self.cached, self.written, self.written_1h)
 
     def _parse_body(self, body: bytes) -> None:
         try:
@@ -230,6 +239,11 @@ class ReplyRecorder:
             self.complete = self.complete or (isinstance(data, (dict, list)) and "error" not in data)
             return
         if not isinstance(data, dict):
+            return
+        if self.provider == COUNT_TOKENS:  # {"input_tokens": N}: what the upstream counts for the request
+            if isinstance(data.get("input_tokens"), int):
+                self.prompt = int(data["input_tokens"])
+            self.complete = "error" not in data
             return
         self.model = str(data.get("model") or "")
         if self.provider == "responses":

@@ -27,11 +27,15 @@ from dataclasses import dataclass
 
 from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
-from ctxbench.records.proxy import CacheReport, ConversationState, PlanDiff, DiffEntry, ReplyRecord, WireRequest
+from ctxbench.records.proxy import (CacheReport, ConversationState, DiffEntry, PlanDiff, ProxyExchange, ReplyRecord,
+                                    WireRequest)
 from ctxbench.service.proxy_body import BodyCut
 from ctxbench.service.proxy_masking import Masker, mask
 from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
-from ctxbench.service.proxy_reply import ReplyRecorder
+from ctxbench.service.proxy_policy import due_deferred, with_policy
+from ctxbench.service.proxy_pricing import billed_usage, breakpoints
+from ctxbench.service.proxy_calibration import COUNT_TOKENS_PATH, record_count
+from ctxbench.service.proxy_reply import COUNT_TOKENS, ReplyRecorder
 from ctxbench.service.proxy_wire import (
     WireError,
     apply_edits,
@@ -78,13 +82,22 @@ class ProxyService:
 
     # -- a request ------------------------------------------------------------------------------------------
     def provider(self, path: str) -> str | None:
-        """The wire format of a path the proxy records (None: forwarded unrecorded)."""
+        """The wire format of a path the proxy records (None: forwarded unrecorded; ``count_tokens``: not an
+        exchange, but its answer calibrates the token counts)."""
+        if path.rstrip("/").endswith(COUNT_TOKENS_PATH):
+            return COUNT_TOKENS
         return provider_for_path(path)
 
     def begin(self, path: str, body: bytes, *, cut: BodyCut | None = None, forwarded: bool = False) -> Exchange:
         """Record a request. ``forwarded``: it went upstream as the client sent it already (nothing steers it);
         ``cut``: ``body`` is a large request's copy with its long texts cut (the plan says so)."""
         provider = provider_for_path(path)
+        if self.provider(path) == COUNT_TOKENS:
+            # not recorded as an exchange: its answer calibrates the proxy's counts (finish); a body whose texts
+            # were cut (a large request, forwarded as it came) cannot be counted the same
+            if cut is not None:
+                return Exchange(None, "", None, False, body, note="count_tokens: too large to calibrate from")
+            return Exchange(None, "", COUNT_TOKENS, False, body, note="count_tokens: calibrates the token counts")
         if provider is None:
             return Exchange(None, "", None, False, body, note="not a chat request")
         if len(body) > self.config.proxy.max_request_bytes:
@@ -100,18 +113,35 @@ class ProxyService:
             if forwarded:
                 controls = dataclasses.replace(controls, steer=False)
             n = len(request.history)  # a chained request's state holds the earlier messages too: its own are last
-            steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
-                                 state.message_ids[len(state.message_ids) - n:], controls,
-                                 proxy=self.config.proxy, truncation=self.config.planner.truncation,
-                                 tokenizer=self.wb.tokenizer)
-            forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+
+            def steer(controls: SteerControls) -> tuple[SteeredPlan, bytes, WireRequest]:
+                steered = steer_plan(request, session_id, state.groups[len(state.groups) - n:],
+                                     state.message_ids[len(state.message_ids) - n:], controls,
+                                     proxy=self.config.proxy, truncation=self.config.planner.truncation,
+                                     tokenizer=self.wb.tokenizer)
+                forward = body if steered.edits.empty else apply_edits(request, steered.edits)
+                return steered, forward, request if forward is body else parse_request(provider, forward,
+                                                                                       self.wb.tokenizer, path)
+
+            steered, forward, sent = steer(controls)
+            answered = None if created else self._previous_answered(session_id)
+            previous = self.wb.proxy_cache.fingerprint(answered.id) if answered is not None else None
+            due = due_deferred(self.wb, session_id, sent, previous, answered, self.config.proxy.cache_ttl_s) \
+                if controls.steer and not created else ()
+            if due:  # drops the user held back for the cache, now that it breaks (or expired) anyway
+                for item_id in due:
+                    self.wb.proxy.drop(session_id, item_id)
+                    self.wb.proxy_policy.undefer(session_id, item_id)
+                controls = self.controls(session_id, state)
+                steered, forward, sent = steer(controls)
+                held = tuple(f"applied the drop of {i} you held back: the prompt cache broke before it anyway "
+                             "(or expired)" for i in due)
+                steered = dataclasses.replace(steered, changes=(*held, *steered.changes))
             plan = steered.plan
             notes = ((FORWARDED_UNSTEERED,) if forwarded and self.steer else ()) + ((cut.note(),) if cut else ())
             if notes:
                 plan = dataclasses.replace(plan, notes=(*plan.notes, *notes), estimated=plan.estimated or cut is not None)
                 steered = dataclasses.replace(steered, plan=plan)
-            previous = None if created else self._previous_blocks(session_id)
-            sent = request if forward is body else parse_request(provider, forward, self.wb.tokenizer, path)
             blocks = cache_blocks(sent)
             # what is stored is masked; what is forwarded is not (proxy_masking)
             self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)), masker.plan(plan))
@@ -123,18 +153,19 @@ class ProxyService:
             shared, tokens = shared_prefix(previous, blocks)
             self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
                                                             previous is None), blocks)
+            self.wb.proxy_billing.add(exchange_id, session_id, request.model, sum(t for _h, t in blocks),
+                                      breakpoints(sent))
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
 
-    def _previous_blocks(self, session_id: str) -> tuple[tuple[str, int], ...] | None:
-        """The cache blocks of the conversation's latest request a model answered (what the provider may have
-        cached), or None."""
+    def _previous_answered(self, session_id: str) -> ProxyExchange | None:
+        """The conversation's latest request a model answered (whose prefix the provider may have cached), or None."""
         before = self.wb.proxy.latest_exchange(session_id)
         for _ in range(PREVIOUS_LOOKBACK):
             if before is None or before.outcome == "ok":
                 break
             before = self.wb.proxy.latest_exchange(session_id, before=before.id)
-        return self.wb.proxy_cache.fingerprint(before.id) if before is not None and before.outcome == "ok" else None
+        return before if before is not None and before.outcome == "ok" else None
 
     def recorder(self, exchange: Exchange, *, stream: bool) -> ReplyRecorder:
         p = self.config.proxy
@@ -155,6 +186,8 @@ class ProxyService:
                error: str = "") -> None:
         """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
         if exchange.id is None:
+            if exchange.provider == COUNT_TOKENS and outcome == "ok" and reply.prompt_tokens is not None:
+                record_count(self.wb, exchange.forward_body, reply.prompt_tokens)
             return
         if exchange.new_session and outcome in FAILED_UPSTREAM:
             # the conversation's first request never reached a model: no session is left for it (the client got
@@ -170,6 +203,9 @@ class ProxyService:
             self.wb.proxy.set_last_reply(exchange.session_id, text)
         if reply.prompt_tokens is not None or reply.cached_tokens is not None:
             self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
+        usage = billed_usage(reply)
+        if usage is not None:
+            self.wb.proxy_billing.set_usage(exchange.id, usage)
         if outcome == "ok" and reply.response_id:
             self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
         self.wb.proxy.finish_exchange(
@@ -265,10 +301,11 @@ class ProxyService:
         for m in wb.messages.all(session_id):
             status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
         steer = self.steer and not (state.passthrough if state is not None else False)
-        return SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
-                             mode_set="mode" in wb.sessions.overrides(session_id),
-                             dropped_groups=frozenset(g for g, active in status.items() if not active),
-                             dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
+        own = SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
+                            mode_set="mode" in wb.sessions.overrides(session_id),
+                            dropped_groups=frozenset(g for g, active in status.items() if not active),
+                            dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
+        return with_policy(wb, own, session_id)  # the rules set once for every proxied conversation
 
     def _inputs(self, request: WireRequest, session_id: str, controls: SteerControls,
                 steered: SteeredPlan) -> PlanInputs:

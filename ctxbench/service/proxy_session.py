@@ -14,11 +14,17 @@ from dataclasses import dataclass, field
 
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
+from ctxbench.records.proxy_cost import Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
-from ctxbench.service.proxy_plan import CUT_DETAIL, PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy_plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
+                                         steering_summary)
+from ctxbench.service.proxy_calibration import calibration_line
+from ctxbench.service.proxy_findings import findings
+from ctxbench.service.proxy_pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy_service import ProxyService, plan_diff
+from ctxbench.service.proxy_steer_cost import SteerPreview, cache_estimate_line, preview_steer, readd_cost
 from ctxbench.service.proxy_wire import WireError, parse_request
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
@@ -36,6 +42,10 @@ class WatchPoll:
     # note: its size, cut by steering or sent whole, or left out), never the planner's tiers
     sent: dict[int, str] = field(default_factory=dict)
     cache: CacheReport | None = None  # the request's prompt-cache figures, estimated and reported
+    cost: str = ""  # the request's price from its billed usage (or the billed tokens where the model has no price)
+    counts: str = ""  # whether the request's token counts are calibrated for its model, and against the bill
+    findings: tuple[Finding, ...] = ()  # waste in the request, each with what a steer would save and cost
+    cached: str = ""  # the request's cached tokens by the provider's rule (breakpoints, prefix), beside the reported
 
 
 class ProxyWatchSession(WorkbenchSession):
@@ -71,7 +81,42 @@ class ProxyWatchSession(WorkbenchSession):
         view = self.view_of(plan, None)
         snapshot = self.snapshot()
         return WatchPoll(WatchUpdate(latest, diff), view, snapshot, self.steering(), sent_notes(plan, snapshot.history),
-                         self.wb.proxy_cache.get(latest.id))
+                         self.wb.proxy_cache.get(latest.id), self.cost_text(latest),
+                         calibration_line(self.wb, latest, plan) if latest.outcome != "pending" else "",
+                         self.findings() if latest.outcome != "pending" else (),
+                         cache_estimate_line(self.wb, latest.id, self.session_id, latest.provider,
+                                             self.config.proxy.cache_min_tokens))
+
+    def findings(self) -> tuple[Finding, ...]:
+        """Waste in the conversation's latest request, each with what the steer it suggests saves and costs."""
+        return findings(self.wb, self.session_id, proxy_steers=self.proxy_steers())
+
+    def findings_text(self) -> str:
+        found = self.findings()
+        if not found:
+            return "no waste found in the latest request"
+        return "\n\n".join(f"{f.kind}: {f.message}\n  steer: {f.steer}" for f in found)
+
+    def cost(self, exchange: ProxyExchange) -> RequestCost | None:
+        """The price of ``exchange`` from its billed usage and the price table, or None (no usage, no price)."""
+        usage = self.wb.proxy_billing.usage(exchange.id)
+        price = self.config.llm.price_for_model(exchange.model, self.wb.proxy_billing.model(exchange.id))
+        return request_cost(usage, price) if usage is not None and price is not None else None
+
+    def cost_text(self, exchange: ProxyExchange) -> str:
+        """The watch's cost line of ``exchange``: its price in parts, or its billed tokens without a price."""
+        usage = self.wb.proxy_billing.usage(exchange.id)
+        if usage is None:
+            return ""
+        cost = self.cost(exchange)
+        if cost is None:
+            return usage_line(usage)
+        priced = [(self.config.llm.price_for_model(model), u)
+                  for model, u in self.wb.proxy_billing.session_usages(self.session_id, upto=exchange.id)]
+        total = sum(request_cost(u, price).total_usd for price, u in priced if price is not None)
+        unpriced = sum(1 for price, _u in priced if price is None)
+        return (f"{cost_line(cost)} · conversation ${total:.4f} over {len(priced) - unpriced} priced "
+                f"request{'s' if len(priced) - unpriced != 1 else ''}")
 
     def steering(self) -> str:
         """What steering will change in the conversation's next request, in one line."""
@@ -131,11 +176,91 @@ class ProxyWatchSession(WorkbenchSession):
     def drop(self, item_id: str, plan: ContextPlan | None = None) -> str:
         if item_id.startswith(("atom:", "file:", "tool:")):
             self.wb.proxy.drop(self.session_id, item_id)
+            preview = self.preview()
+            cost = " · ".join(preview.cost.lines()[:2]) if preview is not None and preview.cost.changed else ""
+            if preview is not None and preview.cost.changed and not preview.cost.tail:
+                cost += f" · to keep the cache: /steer defer {item_id} (drops it once the cache breaks anyway)"
             if item_id.startswith("tool:"):
                 return (f"dropped the definition {item_id} from the next requests (kept while the conversation "
-                        "calls it; a changed tool list re-reads the prompt cache after it)")
-            return f"dropped {item_id} from the next requests"
+                        f"calls it){': ' + cost if cost else ''}")
+            return f"dropped {item_id} from the next requests{': ' + cost if cost else ''}"
         return super().drop(item_id, plan)
+
+    def preview(self) -> SteerPreview | None:
+        """The next request as the user's controls would steer it: a diff against what the client sent, with
+        what the steer costs and saves given the prompt cache (None before the first request)."""
+        return preview_steer(self.wb, self.session_id, proxy_steers=self.proxy_steers(), config=self.config)
+
+    def preview_text(self) -> str:
+        preview = self.preview()
+        if preview is None:
+            return "no proxied request to preview yet"
+        return preview.text(self.config.proxy.preview_diff_lines)
+
+    def pin_note(self, target: str) -> str:
+        """What a sticky pin of ``target`` costs: nothing while the client sends the item; once it stops, the
+        proxy adds it back to the system prompt, and this is what that does to the prompt cache."""
+        pins = [p for p in self.wb.pins.list(self.session_id) if p.kind == "sticky" and p.content
+                and (p.target == target or p.target.startswith("path:"))]
+        if not pins:
+            return ""
+        pin = pins[-1]
+        cost = readd_cost(self.wb, self.session_id, PINNED_BLOCK.format(label=pin.label or pin.target,
+                                                                         content=pin.content), self.config)
+        if cost is None or not cost.changed:
+            return ""
+        return (f"nothing changes while the client sends it; once it stops, adding it back "
+                f"{cost.lines()[0]} · {cost.lines()[1]}")
+
+    def defer(self, item_id: str) -> str:
+        """Hold a drop back until it keeps the prompt cache: it applies once a request breaks the cache before
+        the item anyway, or the cache has expired."""
+        if not item_id.startswith(("atom:", "file:", "tool:")):
+            raise ValueError("a tool call with its result (atom:…), a file (file:…) or a tool definition (tool:…)")
+        self.wb.proxy.restore(self.session_id, item_id)  # dropped already: it waits now
+        self.wb.proxy_policy.defer(self.session_id, item_id)
+        return (f"{item_id} is dropped once the prompt cache breaks before it anyway, or expires "
+                f"({self.config.proxy.cache_ttl_s:,.0f} s without a request); the cache is kept until then")
+
+    # -- one policy for every proxied conversation ---------------------------------------------------------
+    def policy_text(self) -> str:
+        rules = self.wb.proxy_policy.rules()
+        if not rules:
+            return "no policy: each conversation has only its own drops, pins and mode"
+        return "\n".join(r.describe() for r in rules)
+
+    def everywhere(self, kind: str, target: str, plan: ContextPlan | None = None) -> str:
+        """Add a rule for every proxied conversation (``drop tool:NAME``, ``pin ITEM``, ``mode M``, ``budget N``),
+        or ``remove N``."""
+        policy = self.wb.proxy_policy
+        if kind == "remove":
+            if not target.lstrip("#").isdigit() or not policy.remove(int(target.lstrip("#"))):
+                raise LookupError(f"no policy rule {target} (/steer policy lists them)")
+            return f"removed policy rule {target}"
+        if kind == "drop":
+            if not target.startswith("tool:"):
+                raise ValueError("a policy drops tool definitions: tool:NAME (* for any characters)")
+            return policy.add("drop", target).describe()
+        if kind == "mode":
+            if target not in self.config.planner.mode_names:
+                raise ValueError(f"unknown mode {target!r}; known: {', '.join(self.config.planner.mode_names)}")
+            return policy.add("mode", target).describe()
+        if kind == "budget":
+            if not target.isdigit() or int(target) <= 0:
+                raise ValueError("a budget is a number of tokens")
+            return policy.add("budget", target).describe()
+        if kind == "pin":
+            item = next((i for i in plan.items if i.id == target), None) if plan is not None else None
+            if item is None or not item.messages:
+                raise LookupError(f"{target} is not an item of the latest request with text to pin")
+            if item.kind == "attached_file":
+                rule_target = f"path:{item.label.removeprefix('file ')}"
+                content = "\n".join(str(m.get("content", "")) for m in item.messages)
+            else:
+                rule_target, content = target, render_messages(item.messages)
+            return policy.add("pin", rule_target, label=item.label, content=content,
+                              origin=self.session_id).describe()
+        raise ValueError("drop tool:NAME | pin ITEM | mode MODE | budget N | remove N")
 
     def restore_item(self, item_id: str) -> bool:
         return self.wb.proxy.restore(self.session_id, item_id)

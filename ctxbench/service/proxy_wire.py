@@ -384,7 +384,9 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = 
     else:
         request = reader.openai(data) if provider == "openai" else reader.anthropic(data)
     request = replace(request, messages=_anatomy(request.messages, tokenizer))
-    if request.provider in ("openai", "responses"):  # system parts are the system messages' parts, as marked now
+    # system parts are the system messages' parts, as marked now (an Anthropic request may carry a system message
+    # among its messages too, as Claude Code does: its parts are system blocks like the body's ``system``)
+    if request.provider in ("openai", "responses", "anthropic"):
         extra = tuple(p for p in request.system if p.location[0] != request.list_key)
         request = replace(request, system=extra + tuple(
             p for m in request.messages if m.role in ("system", "developer") for p in m.parts))

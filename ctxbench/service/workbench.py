@@ -48,8 +48,10 @@ from ctxbench.store.messages import Messages
 from ctxbench.store.pins import Pins
 from ctxbench.store.plans import Plans
 from ctxbench.store.proxy import ProxyStore
+from ctxbench.store.proxy_billing import Billing
 from ctxbench.store.proxy_cache import CacheReports
 from ctxbench.store.proxy_chains import ResponseChains
+from ctxbench.store.proxy_policy import ProxyPolicy
 from ctxbench.store.query_clusters import QueryClusters
 from ctxbench.store.search import GroupSearch
 from ctxbench.store.branches import Branches
@@ -126,6 +128,8 @@ class Workbench:
         self.proxy = ProxyStore(self)
         self.proxy_chains = ResponseChains(self)
         self.proxy_cache = CacheReports(self)
+        self.proxy_billing = Billing(self)  # each request's billed usage, priced and used to calibrate counts
+        self.proxy_policy = ProxyPolicy(self)  # steering for every proxied conversation; drops held for the cache
         self.summaries = Summaries(self)
         self.tasks = Tasks(self)
         self.capsules = Capsules(self)

@@ -67,6 +67,15 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("task start", "NAME", "start a task with the next turn (task leases live as long as it)"),
     SlashCommand("task end", "", "end the open task and its task leases"),
     SlashCommand("task", "", "list this branch's tasks"),
+    SlashCommand("steer preview", "", "proxied conversation: the next request as steering will send it (a diff) "
+                                      "and what it costs the prompt cache"),
+    SlashCommand("steer findings", "", "proxied conversation: waste in the latest request (repeated results, unused "
+                                       "tools, repeated blocks, an overflow coming) and what a steer saves and costs"),
+    SlashCommand("steer defer", "ITEM", "proxied conversation: drop ITEM once the prompt cache breaks before it anyway "
+                                        "(or expires), keeping the cache until then"),
+    SlashCommand("steer policy", "", "the steering rules set for every proxied conversation"),
+    SlashCommand("steer everywhere", "drop tool:NAME|pin ITEM|mode M|budget N|remove N",
+                 "a steering rule for every proxied assistant (or remove rule N)"),
     SlashCommand("mode", "|".join(m.name for m in DEFAULT_MODES), "set the Context Mode"),
     SlashCommand("budget", "N", "set the token budget of the plan"),
     SlashCommand("strategy", "|".join(STRATEGIES), "choose the history strategy"),

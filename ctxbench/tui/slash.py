@@ -22,6 +22,7 @@ from ctxbench.tui.commands import (
 )
 from ctxbench.tui.slash_base import HANDLERS, SlashBase, handles
 from ctxbench.tui.slash_compact import CompactCommands
+from ctxbench.tui.slash_proxy import ProxyCommands
 from ctxbench.tui.slash_timeline import TimelineCommands
 
 if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
@@ -30,7 +31,7 @@ if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
 PIN_TEXT_LABEL = 40  # characters of a pinned note shown as its label
 
 
-class SlashController(TimelineCommands, CompactCommands, SlashBase):
+class SlashController(TimelineCommands, CompactCommands, ProxyCommands, SlashBase):
     """Runs slash command lines typed in the input or chosen in the palette."""
 
     def run(self, line: str) -> None:

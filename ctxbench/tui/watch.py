@@ -13,6 +13,7 @@ from rich.text import Text
 from textual.timer import Timer
 
 from ctxbench.records.proxy import CacheReport, DiffEntry, PlanDiff, ProxyExchange
+from ctxbench.records.proxy_cost import Finding
 from ctxbench.records.views import PlanView, Progress
 from ctxbench.tui.host import WatchHost
 from ctxbench.tui.present import proxied_label, tok
@@ -66,7 +67,9 @@ class WatchController:
         if label != getattr(self.host, "model_label", ""):
             self.host.show_status(model=label)
         if exchange.outcome != "pending":
-            self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache),
+            self._notes = [*self._notes, (exchange_note(exchange, found.update.diff, found.view, found.cache,
+                                                        found.cost, found.counts, found.findings,
+                                                        found.cached),
                                           exchange.outcome != "ok")][-NOTES_KEPT:]
         history = found.snapshot.history
         if len(history) != self._history_size or found.sent != self._sent:
@@ -95,15 +98,24 @@ def toggle_steer(host: Any) -> None:
         watcher.toggle()
 
 
-def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None) -> Text:
-    """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), the plan diff,
-    steering's changes and the reply."""
+def exchange_note(exchange: ProxyExchange, diff: PlanDiff, view: PlanView, cache: CacheReport | None = None,
+                  cost: str = "", counts: str = "", findings: tuple[Finding, ...] = (), cached: str = "") -> Text:
+    """What one proxied request did: outcome, tokens, the prompt cache (estimated and reported), its price, the
+    plan diff, steering's changes and the reply."""
     plan = view.plan
     reported = f" · reported {tok(exchange.reported_prompt)}" if exchange.reported_prompt is not None else ""
     text = Text(f"request #{exchange.id} · {exchange.model or exchange.provider} · {exchange.status or '-'} "
                 f"{exchange.outcome} · est {tok(plan.used_tokens)}{reported} prompt tok\n", style="bold")
     if cache is not None:
         text.append(f"{cache.summary()}\n")
+    if cached:
+        text.append(f"{cached}\n")
+    if cost:
+        text.append(f"{cost}\n")
+    if counts:
+        text.append(f"{counts}\n")
+    for finding in findings:
+        text.append(f"  finding ({finding.kind}): {finding.message}\n    → {finding.steer}\n", style="bold")
     text.append(f"plan diff: {diff.summary()}\n")
     for sign, entries, pick in (("+", diff.entered, lambda e: e.after), ("-", diff.left, lambda e: e.before),
                                 ("~", diff.changed, lambda e: e.after - e.before)):

@@ -21,7 +21,10 @@ def overlay_action(action: str, row: OverlayRow, plan: ContextPlan | None, **kwa
 
     def run(session: WorkbenchSession) -> str | None:
         if action == "pin_sticky":
-            return f"pinned {target} sticky ({session.pin_item(target, 'sticky', label=label, plan=plan).id})"
+            said = f"pinned {target} sticky ({session.pin_item(target, 'sticky', label=label, plan=plan).id})"
+            note = getattr(session, "pin_note", None)  # a proxied conversation: what the pin costs the cache
+            cost = note(target) if note is not None else ""
+            return f"{said}: {cost}" if cost else said
         if action == "lease":
             scope = kwargs.get("scope", "turn")
             pin = session.pin_item(target, "leased", scope=scope, label=label, plan=plan)

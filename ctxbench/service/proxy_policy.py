@@ -1,0 +1,100 @@
+"""One policy across clients, and drops that wait for the prompt cache.
+
+:func:`with_policy` adds the rules set once for every proxied conversation (``proxy_policy``) to one
+conversation's controls, whatever assistant sends it: dropped tool definitions (by name or a ``*`` pattern; a
+tool the conversation calls is still kept), sticky pins (added back to the system prompt of any request that
+does not carry them — after a client compacts its history too), a Context Mode where the conversation has
+none of its own, and the budget where the conversation keeps the proxy's default.
+
+:func:`due_deferred` says which of a conversation's deferred drops are due: a drop the user held back so as
+not to break the provider's prompt cache applies once the request breaks the cache anyway before the item
+(it differs from the previous answered request in an earlier block) or once the cache has expired (no
+answered request for ``proxy.cache_ttl_s`` seconds).
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timezone
+
+from ctxbench.records.plans import Pin
+from ctxbench.records.proxy import ProxyExchange, WireRequest
+from ctxbench.service.proxy_plan import SteerControls
+from ctxbench.service.proxy_wire import cache_blocks, shared_prefix
+from ctxbench.service.workbench import Workbench
+
+POLICY_PIN_ID = "policy{n}"  # the id of a policy pin (its plan item is ``pin:policy{n}``)
+
+
+def with_policy(wb: Workbench, controls: SteerControls, session_id: str) -> SteerControls:
+    """``controls`` of conversation ``session_id`` with the policy's rules added (its own mode and budget win). A
+    pinned item of one conversation is carried there by its id; in any other, only a file's path names the same
+    thing, so its text is added back to every request."""
+    rules = wb.proxy_policy.rules()
+    if not rules:
+        return controls
+    drops = frozenset(r.target for r in rules if r.kind == "drop")
+    own = {p.target for p in controls.pins}
+    pins = tuple(Pin(POLICY_PIN_ID.format(n=r.n), _pin_target(r.n, r.target, r.origin, session_id), "sticky",
+                     label=r.label or r.target, content=r.content, source="policy")
+                 for r in rules if r.kind == "pin" and r.target not in own)
+    mode, mode_set = controls.mode, controls.mode_set
+    budget = controls.budget
+    for rule in rules:
+        if rule.kind == "mode" and not controls.mode_set:
+            mode, mode_set = rule.target, True
+        elif rule.kind == "budget" and controls.budget == wb.config.proxy.budget:
+            budget = int(rule.target)
+    return replace(controls, dropped_items=controls.dropped_items | drops, pins=(*controls.pins, *pins), mode=mode,
+                   mode_set=mode_set, budget=budget)
+
+
+def _pin_target(n: int, target: str, origin: str, session_id: str) -> str:
+    return target if target.startswith("path:") or origin == session_id else f"policy:{n}"
+
+
+def _item_block(request: WireRequest, item_id: str) -> tuple[int, str] | None:
+    """The first block (cache order) of ``item_id`` in ``request`` and the hash of that block, or None."""
+    blocks = cache_blocks(request)
+    if item_id.startswith("tool:"):
+        name = item_id.removeprefix("tool:")
+        n = next((k for k, t in enumerate(request.tools) if t.name == name), None)
+        return (n, blocks[n][0]) if n is not None else None
+    head = len(blocks) - len(request.messages)
+    for k, m in enumerate(request.messages):
+        if item_id.startswith("atom:"):
+            call = item_id.split(":", 2)[2]
+            if any(p.tool_call_id == call for p in m.parts):
+                return head + k, m.hash
+        elif item_id.startswith("file:") and str(m.index) == item_id.split(":")[1]:
+            return head + k, m.hash
+    return None
+
+
+def due_deferred(wb: Workbench, session_id: str, sent: WireRequest, previous: tuple[tuple[str, int], ...] | None,
+                 previous_exchange: ProxyExchange | None, ttl_s: float) -> tuple[str, ...]:
+    """The deferred drops of the conversation that apply to the request ``sent`` (as steered without them)."""
+    deferred = wb.proxy_policy.deferred(session_id)
+    if not deferred:
+        return ()
+    expired = previous is None or previous_exchange is None or _age_s(previous_exchange) > ttl_s
+    shared, _tokens = shared_prefix(previous, cache_blocks(sent))
+    due = []
+    for item_id in deferred:
+        found = _item_block(sent, item_id)
+        if found is None:
+            wb.proxy_policy.undefer(session_id, item_id)  # the client no longer sends it: nothing left to drop
+            continue
+        if expired or found[0] >= shared:
+            due.append(item_id)
+    return tuple(due)
+
+
+def _age_s(exchange: ProxyExchange) -> float:
+    stamp = exchange.finished_at or exchange.created_at
+    try:
+        then = datetime.fromisoformat(stamp)
+    except ValueError:
+        return float("inf")
+    if then.tzinfo is None:
+        then = then.replace(tzinfo=timezone.utc)
+    return (datetime.now(timezone.utc) - then).total_seconds()
