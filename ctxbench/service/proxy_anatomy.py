@@ -127,12 +127,15 @@ def repeated_tail(text: str, repeated: Sequence[str]) -> int:
     prompt to the user's message. ``len(text)`` when there is none."""
     best = len(text)
     for other in repeated:
-        n = 0
-        limit = min(len(text), len(other))
-        while n < limit and text[-1 - n] == other[-1 - n]:
-            n += 1
-        if n < REPEATED_MIN_CHARS:
+        if len(text) < REPEATED_MIN_CHARS or not other.endswith(text[-REPEATED_MIN_CHARS:]):
             continue
+        n, limit = REPEATED_MIN_CHARS, min(len(text), len(other))  # n ends match; find the most that do
+        while n < limit:
+            step = (limit - n + 1) // 2
+            if text[len(text) - n - step:] == other[len(other) - n - step:]:
+                n += step
+            else:
+                limit = n + step - 1
         start = len(text) - n
         if start == 0:  # the whole text repeats it
             return 0

@@ -488,8 +488,8 @@ def _recognition_key(request: WireRequest, m: WireMessage) -> str:
     keys in RECOGNITION_IGNORES left out, and a tool result repeated whole in one message counted once (Gemini
     CLI's resume sends the function response twice). ``m.hash`` where none of that applies."""
     values = request.body.get(request.list_key)
-    if not isinstance(values, list) or m.index >= len(values):
-        return m.hash
+    if m.scaffold or m.role in ("system", "developer") or not isinstance(values, list) or m.index >= len(values):
+        return m.hash  # not in the conversation's history: never compared
     message, changed = _without_keys(values[m.index], RECOGNITION_IGNORES)
     kept: dict[tuple[Any, ...], list[str]] = {}
     scaffolded: set[tuple[Any, ...]] = set()
