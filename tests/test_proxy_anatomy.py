@@ -6,11 +6,14 @@ loopback to a scripted upstream."""
 from __future__ import annotations
 
 import json
+import time
 
 import httpx2 as httpx
 from test_proxy import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, proxied, settled
 from upstream_server import Answer
 
+from ctxbench.records.errors import NotFound
+from ctxbench.service.proxy_anatomy import segments
 from ctxbench.service.proxy_wire import json_spans, parse_request
 from ctxbench.tokens import get_tokenizer
 
@@ -105,10 +108,20 @@ def post(proxy, path: str, body: dict, *, indent: int | None = None) -> bytes:
     return raw
 
 
-def only_plan(wb):
-    session = wb.proxy.latest_session()
-    exchange = settled(wb, session)[-1]
-    return session, wb.plans.get(exchange.plan_id)
+def only_plan(wb, nth: int = 1, timeout: float = 10.0):
+    """The session and plan of the ``nth`` request posted, once it is recorded and finished (the client has the
+    reply a moment before the proxy has written a request it forwarded as it arrived)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            exchange = wb.proxy.exchange(nth)
+        except NotFound:
+            exchange = None
+        if exchange is not None and exchange.outcome != "pending" or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert exchange is not None, f"request {nth} was not recorded"
+    return exchange.session_id, wb.plans.get(exchange.plan_id)
 
 
 def test_claude_codes_reminders_are_items_of_their_kind_and_the_typed_words_title_the_session(tmp_path):
@@ -131,7 +144,7 @@ def test_claude_codes_reminders_are_items_of_their_kind_and_the_typed_words_titl
             {"role": "assistant", "content": "Hello from upstream."},
             {"role": "user", "content": [{"type": "text", "text": "<system-reminder>\nThe todo list is empty."
                                                                   "\n</system-reminder>\nand now fix it"}]}]))
-        session2, plan2 = only_plan(wb)
+        session2, plan2 = only_plan(wb, 2)
         assert session2 == session and wb.sessions.info(session).title == f"proxy: {TYPED}"
         todo = next(i for i in plan2.items if i.kind == "todo_list")
         assert todo.id.startswith("todo_list:2:") and "todo list is empty" in todo.messages[0]["content"]
@@ -157,7 +170,7 @@ def test_aiders_examples_repo_map_and_files_are_items_and_its_conversation_keeps
         # aider's next request: the question and reply join the history, the files message moves after them
         done = [{"role": "user", "content": AIDER_QUESTION}, {"role": "assistant", "content": "Use ROUND_HALF_UP."}]
         post(proxy, "/v1/chat/completions", aider_body(done, "now add a test for it"))
-        session2, plan2 = only_plan(wb)
+        session2, plan2 = only_plan(wb, 2)
         assert session2 == session and len(settled(wb, session)) == 2
         assert [m.content for m in wb.messages.all(session)] == [AIDER_QUESTION, "Use ROUND_HALF_UP.",
                                                                  "now add a test for it"]
@@ -224,3 +237,89 @@ def test_a_reply_after_a_message_of_reminders_stays_in_the_conversation():
     request = parse_request("anthropic", json.dumps(body).encode(), get_tokenizer())
     assert [m.scaffold for m in request.messages] == ["", "", "reminder", "", ""]
     assert [m.index for m in request.history] == [0, 1, 3, 4]
+
+
+CLAUDE_SYSTEM_MESSAGE = (
+    "# Environment\nYou have been invoked in the following environment: \n - Primary working directory: /home/u/proj\n"
+    " - Is a git repository: false\n - Platform: linux\n\nYou are powered by the model named Opus. The exact model ID "
+    "is claude-opus.\n\nThe following deferred tools are now available via ToolSearch. Their schemas are NOT loaded."
+    "\nCronCreate\nWebFetch\nWebSearch\n\nAvailable agent types for the Agent tool:\n- Explore: Read-only search "
+    "agent. (Tools: Read)\n- Plan: Software architect agent. (Tools: *)\n\nWhen you launch multiple agents for "
+    "independent work, send them in a single message.\n\nThe following skills are available for use with the Skill "
+    "tool:\n\n- init: Initialize a new CLAUDE.md file\n- security-review: Complete a security review\n\n"
+    "Today's date is 2026-11-27.")
+
+
+def test_a_system_message_inside_claude_codes_messages_is_items_of_its_kinds(tmp_path):
+    """Claude Code 2.1 sends its environment, deferred tools, agent types and skills as a system-role message
+    among the messages: each part an item of its kind, and every byte of it in one of them."""
+    body = claude_code_body()
+    body["messages"].append({"role": "system", "content": [
+        {"type": "text", "text": CLAUDE_SYSTEM_MESSAGE, "cache_control": {"type": "ephemeral"}}]})
+    with proxied(tmp_path) as (up, wb, proxy):
+        raw = post(proxy, "/v1/messages", body)
+        session, plan = only_plan(wb)
+        assert sum(i.bytes for i in plan.items) == len(raw)
+        parts = [i for i in plan.items if i.section == "scaffold" and i.id.split(":")[1] == "1"]  # message 1's
+        assert [i.kind for i in parts] == ["environment", "deferred_tools", "agent_types", "skill_list",
+                                           "environment"]
+        assert all(i.section == "scaffold" and i.tokens > 0 for i in parts)
+        assert "".join(m["content"] for i in parts for m in i.messages) == CLAUDE_SYSTEM_MESSAGE
+        assert parts[0].messages[0]["role"] == "system" and "model named Opus" in parts[0].messages[0]["content"]
+        assert "When you launch multiple agents" in parts[2].messages[0]["content"]
+        assert wb.sessions.info(session).title == f"proxy: {TYPED}"
+        assert [m.content for m in wb.messages.all(session)] == [TYPED]
+
+
+AIDER_SYSTEM = "Act as an expert software developer.\nTake requests for changes to the supplied code.\n\n"
+AIDER_REMINDER = ("To suggest changes to a file you MUST return the entire content of the updated file.\nYou MUST "
+                  "use this *file listing* format:\n\npath/to/filename.js\n```\n// entire file content ...\n```\n\n"
+                  "Reply in English.\n\n")
+
+
+def aider_reminded(done: list[dict], question: str) -> dict:
+    """aider's request (whole-file edit format): its reminder ends the system prompt and is appended to the
+    user's newest message only."""
+    return {"model": "gpt-4o", "stream": True, "temperature": 0, "messages": [
+        {"role": "system", "content": AIDER_SYSTEM + AIDER_REMINDER}, *AIDER_EXAMPLES,
+        {"role": "user", "content": "I am not sharing any files that you can edit yet."},
+        {"role": "assistant", "content": "Ok."}, *done,
+        {"role": "user", "content": f"{question}\n\n{AIDER_REMINDER}"}]}
+
+
+def test_the_reminder_aider_appends_to_the_users_message_is_an_item_and_not_the_title(tmp_path):
+    with proxied(tmp_path) as (up, wb, proxy):
+        raw = post(proxy, "/v1/chat/completions", aider_reminded([], AIDER_QUESTION))
+        session, plan = only_plan(wb)
+        assert wb.sessions.info(session).title == f"proxy: {AIDER_QUESTION}"
+        turn = next(i for i in plan.items if i.id == "group:1")
+        assert [m["content"] for m in turn.messages] == [AIDER_QUESTION] and plan.query == AIDER_QUESTION
+        (reminder,) = [i for i in plan.items if i.kind == "reminder"]
+        assert reminder.section == "scaffold" and reminder.messages[0]["content"] == f"\n\n{AIDER_REMINDER}"
+        assert sum(i.bytes for i in plan.items) == len(raw)
+        assert [m.content for m in wb.messages.all(session)] == [AIDER_QUESTION]
+
+
+def test_aiders_turns_share_a_session_though_it_moves_its_reminder_off_the_previous_message(tmp_path):
+    with proxied(tmp_path, [Answer(text="Use ROUND_HALF_UP."), Answer(text="done")]) as (up, wb, proxy):
+        post(proxy, "/v1/chat/completions", aider_reminded([], AIDER_QUESTION))
+        session, _plan = only_plan(wb)
+        done = [{"role": "user", "content": AIDER_QUESTION}, {"role": "assistant", "content": "Use ROUND_HALF_UP."}]
+        post(proxy, "/v1/chat/completions", aider_reminded(done, "now add a test for it"))
+        session2, plan2 = only_plan(wb, 2)
+        assert session2 == session and len(settled(wb, session)) == 2
+        assert [m.content for m in wb.messages.all(session)] == [AIDER_QUESTION, "Use ROUND_HALF_UP.",
+                                                                 "now add a test for it"]
+        assert [i.id for i in plan2.items if i.section == "history"] == ["group:1", "group:2"]
+
+
+def test_only_a_long_end_repeating_the_system_prompt_is_read_as_a_reminder():
+    system = AIDER_SYSTEM + AIDER_REMINDER
+    pieces = segments(f"{AIDER_QUESTION}\n\n{AIDER_REMINDER}", [system])
+    assert pieces == [(0, len(AIDER_QUESTION), ""), (len(AIDER_QUESTION), len(AIDER_QUESTION) + 2 + len(
+        AIDER_REMINDER), "reminder")]
+    # a user's words that end as the system prompt does, but briefly, are the user's words
+    assert segments("please reply in English.\n\n", ["Be brief.\n\nReply in English.\n\n"]) == [(0, 26, "")]
+    assert segments(AIDER_QUESTION, [system]) == [(0, len(AIDER_QUESTION), "")]
+    # the whole text repeating it is all reminder
+    assert segments(AIDER_REMINDER, [system]) == [(0, len(AIDER_REMINDER), "reminder")]

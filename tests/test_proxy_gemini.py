@@ -110,3 +110,29 @@ def test_a_gemini_conversation_keeps_its_session_and_a_drop_takes_the_call_with_
         assert sent["contents"] == original["contents"][:3] + original["contents"][5:]
         assert {k: v for k, v in sent.items() if k != "contents"} == \
             {k: v for k, v in original.items() if k != "contents"}
+
+
+def test_a_resumed_gemini_conversation_that_repeats_the_function_response_keeps_its_session(tmp_path):
+    """`gemini --resume` sends the model's call without its thought signature and the function response twice;
+    it is the same conversation all the same, and a drop of the read still takes the call and both responses."""
+    with proxied(tmp_path, steer=True) as (up, wb, proxy):
+        body = gemini_cli_body()
+        call = body["contents"][3]["parts"][0]
+        call["functionCall"]["id"] = "read_file_1_0"
+        call["thoughtSignature"] = "skip_thought_signature_validator"
+        body["contents"][4]["parts"][0]["functionResponse"]["id"] = "read_file_1_0"
+        post(proxy, STREAM, body, "?alt=sse")
+        session = wb.proxy.latest_session()
+        (atom,) = [i for i in wb.plans.get(settled(wb, session)[0].plan_id).items if i.kind == "tool_atom"]
+        wb.proxy.drop(session, atom.id)
+        resumed = json.loads(json.dumps(body))
+        del resumed["contents"][3]["parts"][0]["thoughtSignature"]
+        response = resumed["contents"][4]["parts"][0]
+        resumed["contents"][4]["parts"].append(json.loads(json.dumps(response)))
+        resumed["contents"] += [{"role": "model", "parts": [{"text": "Half to even."}]},
+                                {"role": "user", "parts": [{"text": "change it"}]}]
+        raw, _ = post(proxy, STREAM, resumed, "?alt=sse")
+        assert wb.proxy.latest_session() == session and len(settled(wb, session)) == 2
+        sent, original = json.loads(up.seen[1].body), json.loads(raw)
+        assert sent["contents"] == original["contents"][:3] + original["contents"][5:]
+        assert [m.content for m in wb.messages.all(session) if m.role == "user"][-1] == "change it"

@@ -179,3 +179,22 @@ def test_a_close_delimited_stream_with_its_end_is_ok(tmp_path):
             assert b"".join(r.iter_raw()) == events
         (exchange,) = settled(wb)
         assert exchange.outcome == "ok" and exchange.reply == "whole"
+
+
+def test_the_log_says_no_session_was_kept_for_a_conversations_first_request_no_model_answered(tmp_path):
+    db = tmp_path / "ctx.db"
+    error = json.dumps({"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}).encode()
+    with Upstream([Answer(status=529, error_body=error), Answer()]) as up:
+        with ProxyProcess(up.url, db, _config(tmp_path)) as proxy:
+            with httpx.Client(timeout=30) as raw:
+                assert raw.post(proxy.url + "/v1/chat/completions", json=dict(CHAT, stream=False)).status_code == 529
+                assert raw.post(proxy.url + "/v1/chat/completions", json=dict(CHAT, stream=False)).status_code == 200
+            _wait_for(lambda: proxy.log().count("POST /v1/chat/completions → ") >= 2)
+            proxy.proc.send_signal(signal.SIGTERM)
+            proxy.wait()
+        with Workbench(db, Config()) as wb:
+            (kept,) = [s.id for s in wb.sessions.list()]
+    failed, answered = [line for line in proxy.log().splitlines() if line.startswith("POST ")]
+    assert failed.startswith("POST /v1/chat/completions → 529 upstream_error · (no session kept: ")
+    assert "#1" not in failed and "Overloaded" in failed
+    assert answered.startswith(f"POST /v1/chat/completions → 200 ok · #2 {kept} · ")

@@ -28,8 +28,6 @@ CLIENTS = ("claude", "codex", "aider", "gemini")
 REPLY = "PONG from the scripted upstream"
 QUESTION = "What does the parser module do?"
 NOT_RECORDED_YET: dict[str, str] = {}
-TITLE_WAITS = {"aider": "titles without the reminder aider appends to the user's message "
-                                            "(\"To suggest changes to a file…\": still in the title on the responses branch)"}
 
 
 def recorded(client: str):
@@ -176,9 +174,7 @@ def test_each_clients_request_is_accounted_for_byte_for_byte_by_its_items(asked,
         assert sum(getattr(i, "bytes", 0) for i in items) == len(sent)
 
 
-@pytest.mark.parametrize("client", [
-    pytest.param(c, marks=[pytest.mark.xfail(strict=True, reason=TITLE_WAITS[c])] if c in TITLE_WAITS else [], id=c)
-    for c in CLIENTS])
+@pytest.mark.parametrize("client", CLIENTS)
 def test_each_clients_session_is_titled_by_the_users_words(asked, client):
     run = asked(client)
     assert run.result.returncode == 0, shown(run.result, run.calls)
@@ -256,13 +252,7 @@ def _script(client: str, tmp_path: Path) -> list[Turn]:
             Turn(text="It parses."), Turn(text="Second answer.")]
 
 
-GEMINI_RESUME = ("a resumed Gemini CLI conversation recognised as the same session: `gemini --resume` sends the "
-                 "function response twice")
-
-
-@pytest.mark.parametrize("client", [recorded("claude"), recorded("codex"),
-                                    pytest.param("gemini", marks=pytest.mark.xfail(strict=True, reason=GEMINI_RESUME),
-                                                 id="gemini")])
+@pytest.mark.parametrize("client", [recorded("claude"), recorded("codex"), recorded("gemini")])
 def test_a_dropped_tool_result_leaves_exactly_that_out_upstream_and_the_client_completes(tmp_path, client):
     with proxied(tmp_path, _script(client, tmp_path), steer=True) as (up, wb, proxy):
         def drop_the_read(session: str) -> None:
@@ -283,8 +273,6 @@ def test_a_steering_proxy_with_nothing_asked_forwards_claude_codes_requests_unch
         assert upstream is None and as_stored(received.body, original) and not exchange.steered, exchange.changes
 
 
-@pytest.mark.xfail(strict=True, reason="waits for conversation recognition that follows aider, which moves its "
-                                       "reminder off the previous user message on every request (not yet assigned)")
 def test_the_turns_of_one_aider_run_share_a_session(tmp_path):
     d = driver("aider", tmp_path)
     with proxied(tmp_path, [Turn(text="First answer."), Turn(text="Second answer.")]) as (up, wb, proxy):

@@ -98,7 +98,9 @@ def command(upstream: str | None, port: int | None, host: str | None, token: str
             click.echo(f"{entry.method} {entry.path} → {entry.status} refused · {entry.note}", err=True)
             return
         usage = f"est {entry.estimated:,} tok" + (f" · reported {entry.reported:,}" if entry.reported is not None else "")
-        if entry.exchange_id is not None:
+        if entry.exchange_id is not None and not entry.kept:
+            where = "(no session kept: no model answered the conversation's first request)"
+        elif entry.exchange_id is not None:
             where = f"#{entry.exchange_id} {entry.session_id}"
         else:
             reason = entry.note.removeprefix("not recorded: ") or "no reason given"

@@ -129,7 +129,7 @@ def command(upstream: str | None, port: int, steer: bool, db_path: Path | None, 
     recorded: list[int] = []
 
     def count(entry: ExchangeLog) -> None:
-        if entry.exchange_id is not None:
+        if entry.exchange_id is not None and entry.kept:
             recorded.append(entry.exchange_id)
 
     server = ProxyServer(ProxyService(wb, steer=steer), upstream, config.proxy, on_exchange=count)

@@ -54,6 +54,9 @@ class ExchangeLog:
     reported: int | None
     changes: int
     note: str
+    # False: the exchange was the first request of a conversation no model answered, and its session was not kept
+    # (``exchange_id`` and ``session_id`` name what was deleted)
+    kept: bool = True
 
 
 def upstream_url(upstream: str, path_qs: str) -> str:
@@ -304,9 +307,10 @@ class ProxyServer:
 
     async def _finish(self, request: web.Request, admitted: Admitted, exchange: Exchange, status: int | None,
                       outcome: str, reply: ReplyRecord, error: str) -> None:
+        kept = exchange.id is not None
         try:
-            await asyncio.to_thread(self.service.finish, exchange, status=status, outcome=outcome, reply=reply,
-                                    error=error)
+            kept = await asyncio.to_thread(self.service.finish, exchange, status=status, outcome=outcome, reply=reply,
+                                           error=error)
         except Exception as exc:  # noqa: BLE001 - a store failure never reaches the client
             error = f"{error} (not recorded: {type(exc).__name__}: {exc})"
         if self.on_exchange is not None:
@@ -314,7 +318,7 @@ class ProxyServer:
             self.on_exchange(ExchangeLog(exchange.id, exchange.session_id, request.method, admitted.path, status,
                                          outcome, plan.used_tokens if plan is not None else 0, reply.prompt_tokens,
                                          len(exchange.note.split("; ")) if exchange.steered else 0,
-                                         error or exchange.note))
+                                         error or exchange.note, kept=kept or exchange.id is None))
 
 
 class RunningProxy:

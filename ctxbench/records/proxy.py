@@ -44,6 +44,13 @@ class WireMessage:
     tokens: int  # the whole message, overhead included
     scaffold: str = ""  # the whole message is the assistant's scaffolding (examples, a repo map …): its kind
     bytes: int = 0  # bytes of the request body the message holds beyond its parts (its keys, its braces)
+    # what the next request of its conversation recognises it by: ``hash`` with the assistant's scaffolding inside
+    # it and a client's incidental changes left out (proxy_wire); empty: ``hash``
+    key: str = ""
+
+    @property
+    def identity(self) -> str:
+        return self.key or self.hash
 
     @property
     def has_user_text(self) -> bool:

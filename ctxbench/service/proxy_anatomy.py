@@ -5,8 +5,11 @@ memory files such as CLAUDE.md, the skills list, the todo list, the environment)
 before the words the user typed; Codex sends its AGENTS.md instructions and an ``<environment_context>`` as
 user messages of their own; aider opens with few-shot example exchanges, then the repository map and the
 files in the chat, each as a user message with the assistant's "Ok." after it; Gemini CLI opens with its
-environment ("This is the Gemini CLI …") and the model's "Got it.". :func:`segments` splits a text
-into those blocks and the user's words; :func:`message_kind` says which whole messages are scaffolding;
+environment ("This is the Gemini CLI …") and the model's "Got it."; aider appends its reminder (the
+end of its system prompt, "To suggest changes to a file …") to the user's newest message; Claude Code 2.1 also
+sends a system-role message among the messages (its environment, deferred tools, agent types and skills).
+:func:`segments` splits a text into those blocks and the user's words; :func:`system_segments` splits such
+a system message into its sections; :func:`text_kind` says which whole messages are scaffolding;
 :func:`few_shot_end` finds where aider's examples end. Each kind becomes an item of its own in the plan, so
 the user's words title the session and the rest is counted where it belongs. Pure: text in, kinds out.
 """
@@ -24,11 +27,33 @@ REMINDER = "reminder"  # any other reminder the assistant adds
 FEW_SHOT = "few_shot"  # example exchanges before the real conversation (aider)
 REPO_MAP = "repo_map"  # a map of the repository (aider)
 CHAT_FILES = "chat_files"  # the files the assistant put in the chat, with their contents (aider)
-SCAFFOLD_KINDS = (MEMORY_FILE, SKILL_LIST, TODO_LIST, ENVIRONMENT, REMINDER, FEW_SHOT, REPO_MAP, CHAT_FILES)
+DEFERRED_TOOLS = "deferred_tools"  # tools named but not defined until asked for (Claude Code's ToolSearch)
+AGENT_TYPES = "agent_types"  # the sub-agents an agent tool can start (Claude Code)
+SCAFFOLD_KINDS = (MEMORY_FILE, SKILL_LIST, TODO_LIST, ENVIRONMENT, REMINDER, FEW_SHOT, REPO_MAP, CHAT_FILES,
+                  DEFERRED_TOOLS, AGENT_TYPES)
 
 _REMINDER_BLOCK = re.compile(r"<system-reminder>.*?</system-reminder>\s*", re.S)
 _HEAD_CHARS = 600  # how much of a block its kind is read from
 ACK_MAX_CHARS = 200  # an assistant's acknowledgement of scaffolding ("Ok.", "Ok, any changes I propose …")
+# the shortest end of a user's text, repeating the end of the system prompt, that is read as the assistant's
+# reminder (aider's is ~700 characters; a user's words that happen to end like the system prompt are shorter)
+REPEATED_MIN_CHARS = 80
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+# sections of a system message among the messages (Claude Code), by how their paragraph starts; a paragraph
+# that starts none of them belongs to the section before it
+_SYSTEM_SECTIONS: tuple[tuple[str, str], ...] = (
+    ("# Environment", ENVIRONMENT),
+    ("<env>", ENVIRONMENT),
+    ("You are powered by the model", ENVIRONMENT),
+    ("Today's date is", ENVIRONMENT),
+    ("gitStatus:", ENVIRONMENT),
+    ("The following deferred tools are now available", DEFERRED_TOOLS),
+    ("Available agent types", AGENT_TYPES),
+    ("The following skills are available", SKILL_LIST),
+    ("# claudeMd", MEMORY_FILE),
+    ("Contents of ", MEMORY_FILE),
+)
 
 # whole messages an assistant writes as the user: (how the text starts, its kind)
 _MESSAGE_STARTS: tuple[tuple[str, str], ...] = (
@@ -45,6 +70,7 @@ _MESSAGE_STARTS: tuple[tuple[str, str], ...] = (
     ("I am not sharing any files that you can edit yet.", CHAT_FILES),
     ("I am not sharing the full contents of any files with you yet.", CHAT_FILES),
     ("This is the Gemini CLI. We are setting up the context for our chat.", ENVIRONMENT),
+    ("<session_context>\nThis is the Gemini CLI.", ENVIRONMENT),
 )
 FEW_SHOT_END = "I switched to a new code base."  # aider's separator after its examples
 
@@ -64,9 +90,22 @@ def reminder_kind(block: str) -> str:
     return REMINDER
 
 
-def segments(text: str) -> list[tuple[int, int, str]]:
+def segments(text: str, repeated: Sequence[str] = ()) -> list[tuple[int, int, str]]:
     """``text`` as consecutive ``(start, end, kind)`` pieces covering it: each ``<system-reminder>`` block
-    (with the blank after it) a piece of its kind, the user's words between them pieces of kind ``""``."""
+    (with the blank after it) a piece of its kind, the user's words between them pieces of kind ``""``, and an
+    end that repeats the end of one of ``repeated`` (the request's system prompt: aider's reminder) a
+    ``reminder``."""
+    out = _reminder_blocks(text)
+    start, end, kind = out[-1]
+    if repeated and not kind:
+        tail = start + repeated_tail(text[start:], repeated)
+        if tail < end:
+            out[-1:] = [(start, tail, "")] if tail > start else []
+            out.append((tail, end, REMINDER))
+    return out
+
+
+def _reminder_blocks(text: str) -> list[tuple[int, int, str]]:
     out: list[tuple[int, int, str]] = []
     at = 0
     for match in _REMINDER_BLOCK.finditer(text):
@@ -80,6 +119,63 @@ def segments(text: str) -> list[tuple[int, int, str]]:
         start, _end, kind = out[-2]  # trailing blanks belong to the block before them
         out[-2:] = [(start, len(text), kind)]
     return out
+
+
+def repeated_tail(text: str, repeated: Sequence[str]) -> int:
+    """Where the end of ``text`` that repeats the end of one of ``repeated`` (the system prompt) starts, at a
+    paragraph break, when it is at least REPEATED_MIN_CHARS long: aider appends the reminder that ends its system
+    prompt to the user's message. ``len(text)`` when there is none."""
+    best = len(text)
+    for other in repeated:
+        if len(text) < REPEATED_MIN_CHARS or not other.endswith(text[-REPEATED_MIN_CHARS:]):
+            continue
+        n, limit = REPEATED_MIN_CHARS, min(len(text), len(other))  # n ends match; find the most that do
+        while n < limit:
+            step = (limit - n + 1) // 2
+            if text[len(text) - n - step:] == other[len(other) - n - step:]:
+                n += step
+            else:
+                limit = n + step - 1
+        start = len(text) - n
+        if start == 0:  # the whole text repeats it
+            return 0
+        # the reminder starts at a paragraph break, at the repeated end's start or after it (the blank before
+        # it goes with it)
+        found = _PARAGRAPH.search(text, max(start - 2, 0))
+        if found is not None and len(text[found.start():].strip()) >= REPEATED_MIN_CHARS:
+            best = min(best, found.start())
+    return best
+
+
+def system_segments(text: str) -> list[tuple[int, int, str]]:
+    """A system message an assistant puts among the messages, as consecutive ``(start, end, kind)`` sections
+    covering it: a paragraph that starts a known section (the environment, deferred tools, agent types, skills,
+    a memory file) opens one, any other goes with the section before it (text before every known one is a
+    ``reminder``); neighbours of one kind are one section. ``<system-reminder>`` blocks keep their own kinds."""
+    bounds: list[tuple[int, str]] = [(0, "")]
+    for start, end, kind in segments(text):
+        if kind:
+            bounds.append((start, kind))
+            bounds.append((end, ""))
+            continue
+        piece = text[start:end]
+        for match in [None, *_PARAGRAPH.finditer(piece)]:
+            at = 0 if match is None else match.end()
+            head = piece[at:]
+            for prefix, section in _SYSTEM_SECTIONS:
+                if head.startswith(prefix):
+                    bounds.append((start + at, section))
+                    break
+    out: list[tuple[int, int, str]] = []
+    for (at, kind), (end, _next) in zip(bounds, [*bounds[1:], (len(text), "")]):
+        if end <= at:
+            continue
+        kind = kind or (out[-1][2] if out else REMINDER)
+        if out and out[-1][2] == kind:
+            out[-1] = (out[-1][0], end, kind)
+        else:
+            out.append((at, end, kind))
+    return out or [(0, len(text), REMINDER)]
 
 
 def announced_kind(text: str) -> str:

@@ -123,7 +123,8 @@ def _short(text: str, limit: int = LABEL_CHARS) -> str:
 _MEMORY_PATH = re.compile(r"Contents of (\S+)|([\w./-]*(?:CLAUDE|AGENTS|GEMINI)\.md)")
 SCAFFOLD_LABELS = {"memory_file": "memory file", "skill_list": "skills list", "todo_list": "todo reminder",
                    "environment": "environment", "reminder": "reminder", "few_shot": "few-shot examples",
-                   "repo_map": "repository map", "chat_files": "files in the chat"}
+                   "repo_map": "repository map", "chat_files": "files in the chat",
+                   "deferred_tools": "deferred tools", "agent_types": "agent types"}
 
 
 def _scaffold_label(kind: str, text: str) -> str:
@@ -193,6 +194,13 @@ class _Builder:
         order = 100_000 + m.index * 1000
         text = "\n".join(p.text for p in m.parts)
         before = self._scaffold_before
+        if m.role in ("system", "developer"):  # a system message among the messages: an item per section
+            for j, part in enumerate(m.parts):
+                kind = part.scaffold or m.scaffold
+                self._add(f"{kind}:{m.index}:{j}", kind, "scaffold", _scaffold_label(kind, part.text), order + j,
+                          m, part)
+            self._scaffold_before = None
+            return
         if m.scaffold == "few_shot":
             item_id, label = "few_shot", "few-shot examples"
         elif m.role == "assistant" and before is not None and before.kind == m.scaffold:

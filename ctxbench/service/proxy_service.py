@@ -8,7 +8,8 @@ front end forwards :attr:`Exchange.forward_body`, feeds the reply to :meth:`reco
 :meth:`finish` (status, outcome, reply text, reported usage).
 
 A conversation is recognised by its growing prefix: the request's messages (system prompts and the
-assistant's scaffolding aside) start with every message of a stored conversation's latest request; the
+assistant's scaffolding aside, and compared without the scaffolding inside them: ``WireMessage.identity``)
+start with every message of a stored conversation's latest request; the
 longest such conversation wins. A Responses API request naming a ``previous_response_id`` continues the
 session of that reply. When none does, a conversation whose last reply the request quotes (the summary an
 assistant writes when it compacts its history) continues; otherwise a new session starts, titled by the
@@ -183,17 +184,18 @@ class ProxyService:
         return self.wb.proxy.close_pending("the proxy stopped before the reply ended (what arrived is kept)")
 
     def finish(self, exchange: Exchange, *, status: int | None, outcome: str, reply: ReplyRecord,
-               error: str = "") -> None:
-        """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate."""
+               error: str = "") -> bool:
+        """Record how the exchange ended; the usage the provider reported goes beside the plan's estimate.
+        False when nothing is kept of it: the first request of a conversation that no model answered."""
         if exchange.id is None:
             if exchange.provider == COUNT_TOKENS and outcome == "ok" and reply.prompt_tokens is not None:
                 record_count(self.wb, exchange.forward_body, reply.prompt_tokens)
-            return
+            return False
         if exchange.new_session and outcome in FAILED_UPSTREAM:
             # the conversation's first request never reached a model: no session is left for it (the client got
             # the upstream's error as it was sent, and the proxy's log says so)
             self.wb.delete_session(exchange.session_id)
-            return
+            return False
         # the usage and the last reply first: whoever sees the exchange ended sees everything it left
         if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
             self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
@@ -212,6 +214,7 @@ class ProxyService:
             exchange.id, status=status, outcome=outcome, error=mask(error[: self.config.proxy.error_excerpt_chars]),
             reply=text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
             reported_completion=reply.completion_tokens, model=reply.model)
+        return True
 
     # -- recognising the conversation ------------------------------------------------------------------------
     def _chained(self, request: WireRequest) -> ConversationState | None:
@@ -224,7 +227,7 @@ class ProxyService:
     def recognise(self, request: WireRequest, masker: Masker | None = None) -> tuple[ConversationState | None, int]:
         """The stored conversation ``request`` continues and how many of its messages it shares (0 for a
         compacted conversation), or (None, 0) for a new one."""
-        hashes = tuple(m.hash for m in request.history)
+        hashes = tuple(m.identity for m in request.history)
         if not hashes:
             return None, 0
         limit = self.config.proxy.recent_conversations
@@ -287,7 +290,7 @@ class ProxyService:
                 ids.append(tuple(stored))
                 groups.append(group or 0)
             earlier = conv.hashes if chained is not None else ()  # a chained request sends only what is new
-            state = ConversationState(session_id, request.provider, (*earlier, *(m.hash for m in history)),
+            state = ConversationState(session_id, request.provider, (*earlier, *(m.identity for m in history)),
                                       tuple(ids), tuple(groups), last_reply, passthrough, requests + 1, "")
             wb.proxy.save_conversation(state)
         return session_id, state, conv is None

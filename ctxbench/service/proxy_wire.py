@@ -383,10 +383,17 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = 
         request = reader.gemini(data, path)
     else:
         request = reader.openai(data) if provider == "openai" else reader.anthropic(data)
-    request = replace(request, messages=_anatomy(request.messages, tokenizer))
-    # system parts are the system messages' parts, as marked now (an Anthropic request may carry a system message
-    # among its messages too, as Claude Code does: its parts are system blocks like the body's ``system``)
-    if request.provider in ("openai", "responses", "anthropic"):
+    in_system = {p.location for p in request.system}
+    # the texts a reminder at the end of a user's message repeats the end of (aider's)
+    system_texts = tuple(p.text for p in request.system) + tuple(
+        p.text for m in request.messages if m.role in ("system", "developer") for p in m.parts
+        if p.kind == "text" and p.location not in in_system)
+    # a system message among the messages is the request's system prompt where the wire format says so (Chat
+    # Completions, Responses); elsewhere (Claude Code's among Anthropic messages) it is the assistant's scaffolding
+    request = replace(request, messages=_anatomy(request.messages, tokenizer, system_texts,
+                                                 system_scaffold=provider not in ("openai", "responses")))
+    request = replace(request, messages=tuple(replace(m, key=_recognition_key(request, m)) for m in request.messages))
+    if request.provider in ("openai", "responses"):  # system parts are the system messages' parts, as marked now
         extra = tuple(p for p in request.system if p.location[0] != request.list_key)
         request = replace(request, system=extra + tuple(
             p for m in request.messages if m.role in ("system", "developer") for p in m.parts))
@@ -394,11 +401,28 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = 
 
 
 # -- the assistant's scaffolding ------------------------------------------------------------------------------
-def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMessage, ...]:
-    """``messages`` with reminder blocks split from the user's words and scaffolding marked by kind."""
+def _pieces(p: WirePart, pieces: list[tuple[int, int, str]], tok: Tokenizer) -> list[WirePart]:
+    """The part ``p`` split into its ``pieces``, each with its kind."""
+    if len(pieces) == 1:
+        return [replace(p, scaffold=pieces[0][2])]
+    return [replace(p, text=p.text[start:end], tokens=tok.count(p.text[start:end]), scaffold=kind,
+                    segment=(start, end), replaceable=False, label="") for start, end, kind in pieces]
+
+
+def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer, system_texts: tuple[str, ...] = (), *,
+             system_scaffold: bool = False) -> tuple[WireMessage, ...]:
+    """``messages`` with reminder blocks split from the user's words and scaffolding marked by kind: a reminder
+    that repeats the end of ``system_texts`` at the end of a user's text is one; with ``system_scaffold``, a
+    system message among the messages is scaffolding, split into its sections."""
     out: list[WireMessage] = []
     for m in messages:
         if m.role in ("system", "developer"):
+            if system_scaffold:
+                split = [q for p in m.parts for q in (
+                    _pieces(p, anatomy.system_segments(p.text), tok) if p.kind == "text" and p.segment is None
+                    else [replace(p, scaffold=p.scaffold or anatomy.REMINDER)])]
+                m = replace(m, parts=tuple(split), tokens=TOKENS_PER_MESSAGE + sum(p.tokens for p in split),
+                            scaffold=split[0].scaffold if split else anatomy.REMINDER)
             out.append(m)
             continue
         parts: list[WirePart] = []
@@ -406,7 +430,7 @@ def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMes
             if p.kind != "text" or p.segment is not None:
                 parts.append(p)
                 continue
-            pieces = anatomy.segments(p.text)
+            pieces = anatomy.segments(p.text, system_texts if m.role == "user" else ())
             if len(pieces) == 1:
                 kind = pieces[0][2] or (anatomy.text_kind(p.text) if m.role == "user" else "")
                 parts.append(replace(p, scaffold=kind) if kind else p)
@@ -429,6 +453,83 @@ def _anatomy(messages: tuple[WireMessage, ...], tok: Tokenizer) -> tuple[WireMes
     for n, _m in talk[:examples]:
         out[n] = replace(out[n], scaffold=anatomy.FEW_SHOT)
     return tuple(out)
+
+
+# -- recognising a conversation ------------------------------------------------------------------------------
+# keys a message's recognition ignores: Anthropic's cache breakpoints (moved to the newest message on every
+# request) and Gemini's thought signatures (a resumed Gemini CLI conversation sends its calls without them)
+RECOGNITION_IGNORES = frozenset({"cache_control", "thoughtSignature", "thought_signature"})
+
+
+def _without_keys(value: Any, keys: frozenset[str]) -> tuple[Any, bool]:
+    """``value`` without ``keys`` at any depth, and whether there were any (the same object when not)."""
+    if isinstance(value, dict):
+        out, found = {}, False
+        for k, v in value.items():
+            if k in keys:
+                found = True
+                continue
+            out[k], inner = _without_keys(v, keys)
+            found = found or inner
+        return (out, True) if found else (value, False)
+    if isinstance(value, list):
+        pairs = [_without_keys(v, keys) for v in value]
+        return ([v for v, _f in pairs], True) if any(f for _v, f in pairs) else (value, False)
+    return value, False
+
+
+def _is_result(block: Any) -> bool:
+    return isinstance(block, dict) and (block.get("type") == "tool_result" or "functionResponse" in block)
+
+
+def _recognition_key(request: WireRequest, m: WireMessage) -> str:
+    """What the message is recognised by in the next request of its conversation: its hash with the assistant's
+    scaffolding inside it left out (aider moves its reminder off the previous message on every request), the
+    keys in RECOGNITION_IGNORES left out, and a tool result repeated whole in one message counted once (Gemini
+    CLI's resume sends the function response twice). ``m.hash`` where none of that applies."""
+    values = request.body.get(request.list_key)
+    if m.scaffold or m.role in ("system", "developer") or not isinstance(values, list) or m.index >= len(values):
+        return m.hash  # not in the conversation's history: never compared
+    message, changed = _without_keys(values[m.index], RECOGNITION_IGNORES)
+    kept: dict[tuple[Any, ...], list[str]] = {}
+    scaffolded: set[tuple[Any, ...]] = set()
+    for p in m.parts:
+        rest = p.location[2:]
+        kept.setdefault(rest, [])
+        if p.scaffold:
+            scaffolded.add(rest)
+        else:
+            kept[rest].append(p.text)
+    if scaffolded and _editable(scaffolded):
+        message, changed = copy.deepcopy(message), True
+        gone = []
+        for rest in scaffolded:
+            node, key = _parent(message, rest)
+            words = "".join(kept[rest])
+            if isinstance(node[key], str):
+                node[key] = words
+            elif words and isinstance(node[key], dict):
+                node[key] = dict(node[key], text=words)
+            else:
+                gone.append(rest)
+        for rest in sorted(gone, key=lambda r: r[-1], reverse=True):
+            node, key = _parent(message, rest)
+            del node[key]
+    for name in ("parts", "content"):
+        blocks = message.get(name) if isinstance(message, dict) else None
+        if isinstance(blocks, list) and sum(map(_is_result, blocks)) > 1:
+            once: list[Any] = []
+            for block in blocks:
+                if not (_is_result(block) and block in once):
+                    once.append(block)
+            if len(once) < len(blocks):
+                message, changed = dict(message, **{name: once}), True
+    return message_hash(message) if changed else m.hash
+
+
+def _editable(locations: set[tuple[Any, ...]]) -> bool:
+    """Locations inside a message (``("content",)``, ``("content", 2)``, ``("parts", 0)``) a key can edit."""
+    return all(rest and (len(rest) == 1 or isinstance(rest[-1], int)) for rest in locations)
 
 
 # -- every byte of the body, accounted for ---------------------------------------------------------------------
