@@ -178,3 +178,20 @@ def test_a_package_stub_does_not_hide_the_runtime_re_exports():
     calls = {(e.src, e.dst) for e in resolve_edges(parsed) if e.kind == "calls"}
     assert ("app.main", "lib.impl.Thing") in calls
     assert ("app.main", "lib.helper") in calls
+
+
+def test_the_scaffold_names_an_overloaded_symbol_on_one_line():
+    from ctxbench.codegraph.graph import build_graph
+    from ctxbench.codegraph.resolve import Edge
+    from ctxbench.codegraph.scaffold import build_scaffold
+    from ctxbench.records.code import Symbol
+    from ctxbench.tokens import get_tokenizer
+
+    symbols = {
+        "m": Symbol("m", "module", "m", "m", "m.pyi", 1, 4, "python", "module m"),
+        "m.pick": Symbol("m.pick", "function", "pick", "m", "m.pyi", 1, 4, "python",
+                         "def pick(x: int) -> int\ndef pick(x: str) -> str", "", ("@overload",), "m"),
+    }
+    graph = build_graph(symbols.values(), [Edge("m", "m.pick", "contains")])
+    text = build_scaffold(graph, symbols, 100000, get_tokenizer())
+    assert "- m.pick — def pick(x: int) -> int | def pick(x: str) -> str" in text.splitlines()
