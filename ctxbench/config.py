@@ -371,6 +371,8 @@ class IndexConfig:
     binary_sniff_bytes: int = 8192  # a NUL byte in the first N bytes marks a file binary
     doc_max_chars: int = 400  # first paragraph of a doc comment, cut to this many characters
     signature_max_chars: int = 400
+    # an ``@overload``ed function is one symbol whose signature lists its overloads, one a line: at most this many
+    overload_signatures_max: int = 6
     card_line_max_chars: int = 240  # longer lines in snippets/excerpts (minified code) are clipped
     # PageRank over the code graph: damping and the weight of each edge kind
     pagerank_alpha: Share = 0.85

@@ -32,6 +32,7 @@ from ctxbench.codegraph import graph as graphmod
 from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
 from ctxbench.codegraph.resolve import Edge, resolve_edges
+from ctxbench.codegraph.stubs import merge_stub_pairs, stub_partner
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import CapsuleConfig, Config, IndexConfig
@@ -41,7 +42,7 @@ from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
 from ctxbench.store.locks import exclusive
 
-PARSER_VERSION = 5  # bump when parsing, cards or secret masking change: every file is parsed again
+PARSER_VERSION = 6  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
@@ -149,7 +150,7 @@ def normalize_root(root: str | Path) -> str:
 
 def _fingerprint(config: IndexConfig, prefix: str) -> str:
     payload = json.dumps([PARSER_VERSION, prefix, config.snippet_lines, config.excerpt_lines, config.doc_max_chars,
-                          config.signature_max_chars, config.card_line_max_chars])
+                          config.signature_max_chars, config.card_line_max_chars, config.overload_signatures_max])
     return hashlib.sha1(payload.encode()).hexdigest()[:16]
 
 
@@ -187,6 +188,26 @@ def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix:
     from ctxbench.codegraph.treesitter import parse_treesitter
 
     return parse_treesitter(text, path, language, config)
+
+
+def _with_stub_partners(root: str, walked: WalkResult, to_parse: list[tuple[Any, bytes, str]],
+                        removed: Sequence[str]) -> list[tuple[Any, bytes, str]]:
+    """``to_parse`` and the other half of every ``.py``/``.pyi`` pair it touches (or that lost its other half):
+    the index stores them merged (``codegraph.stubs``), so a change to either parses both."""
+    by_path = {f.path: f for f in walked.files}
+    have = {f.path for f, *_ in to_parse}
+    wanted = {stub_partner(p) for p in [*have, *removed]} - have - {""}
+    out = list(to_parse)
+    for path in sorted(wanted):
+        f = by_path.get(path)
+        if f is None:
+            continue
+        try:
+            data = Path(root, f.path).read_bytes()
+        except OSError:
+            continue
+        out.append((f, data, hashlib.blake2b(data, digest_size=16).hexdigest()))
+    return out
 
 
 def _noop(phase: str, done: int, total: int) -> None:
@@ -259,6 +280,9 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             touched.append((f.path, f.size, f.mtime_ns))
             continue
         to_parse.append((f, data, sha))
+    to_parse = _with_stub_partners(root_s, walked, to_parse, removed)
+    parsing = {f.path for f, *_ in to_parse}
+    touched = [t for t in touched if t[0] not in parsing]
     skipped_rows = [(s.path, s.reason, s.detail) for s in walked.skipped]
     changed = bool(to_parse or removed or full)
     phases.append(("diff", time.perf_counter() - t0))
@@ -286,6 +310,8 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
                 text = data.decode("utf-8", errors="replace")
                 parsed.append((parse_file(text, f.path, f.language, icfg, prefix), f.size, f.mtime_ns, sha))
                 report(PHASE_PARSE, i, total)
+        typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
+        parsed = [(typed[p.path], *rest) for p, *rest in parsed]
         phases.append((PHASE_PARSE, time.perf_counter() - t0))
 
         t0 = time.perf_counter()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import dataclasses
 import re
 from typing import Iterable
 
@@ -33,8 +34,10 @@ _ANNOTATION_WRAPPERS = frozenset({"Optional", "typing.Optional", "ClassVar", "ty
 
 
 def module_name_for(path: str, prefix: str = "") -> tuple[str, bool]:
-    """The module id of a Python file path relative to the root, and whether it is a package ``__init__``."""
-    parts = path[:-3].split("/") if path.endswith(".py") else path.split("/")
+    """The module id of a Python file path relative to the root, and whether it is a package ``__init__``
+    (a ``.pyi`` stub names the module of its ``.py``)."""
+    stem = path[:-4] if path.endswith(".pyi") else path[:-3] if path.endswith(".py") else path
+    parts = stem.split("/")
     is_package = parts[-1] == "__init__"
     if is_package:
         parts = parts[:-1]
@@ -75,6 +78,7 @@ class _Extractor:
         self.stars: dict[str, None] = {}
         self.attr_types: dict[tuple[str, str], str] = {}
         self.explicit_types: set[tuple[str, str]] = set()  # attribute types from annotations win over inferred ones
+        self.overloads: dict[str, list[str]] = {}  # id -> the signatures of its ``@overload``s, in order
 
     # -- text helpers ---------------------------------------------------------------
     def _char_col(self, lineno: int, col: int) -> int:
@@ -166,6 +170,23 @@ class _Extractor:
         self.spans[sym.id] = (body_line, head_line)
         return True
 
+    def overload_signature(self, sid: str) -> str:
+        sigs = self.overloads[sid]
+        cap = max(1, self.config.overload_signatures_max)
+        return "\n".join(sigs[:cap] + (["…"] if len(sigs) > cap else []))
+
+    def note_overload(self, sym: Symbol) -> Symbol | None:
+        """Record an ``@overload``; the symbol to add for the first one, None for later ones (they widen the first,
+        which keeps its start, doc and card)."""
+        sigs = self.overloads.setdefault(sym.id, [])
+        sigs.append(sym.signature)
+        first = self.symbols.get(sym.id) if len(sigs) > 1 else None
+        if first is None:
+            return dataclasses.replace(sym, signature=self.overload_signature(sym.id))
+        self.symbols[sym.id] = dataclasses.replace(first, end_line=max(first.end_line, sym.end_line),
+                                                   signature=self.overload_signature(sym.id))
+        return None
+
     def body_start(self, node: ast.AST) -> tuple[str, int]:
         body = node.body  # type: ignore[attr-defined]
         first = body[0] if body else None
@@ -193,7 +214,14 @@ class _Extractor:
             line=node.lineno, end_line=node.end_lineno or node.lineno, language="python",
             signature=self.header(node, anchors), doc=doc, decorators=decorators, parent=frame.sid,
         )
-        self.add_symbol(sym, body_line, head_line)
+        if _is_overload(decorators):
+            sym = self.note_overload(sym)
+            if sym is not None:
+                self.add_symbol(sym, body_line, head_line)
+        else:
+            if qual in self.overloads:  # the implementation after its overloads: typed by them
+                sym = dataclasses.replace(sym, signature=self.overload_signature(qual))
+            self.add_symbol(sym, body_line, head_line)
         if in_class and node.returns is not None and any(d.endswith(_PROPERTY_DECORATORS) for d in decorators):
             returned = _type_name(node.returns)
             if returned:  # a property's type types the attribute: self.app.exit() -> App.exit
@@ -389,6 +417,11 @@ class _Extractor:
             elif (tt is ast.Attribute and type(target.value) is ast.Name and frame.self_name
                   and target.value.id == frame.self_name and frame.cls_id):
                 self.note_attr_type((frame.cls_id, target.attr), type_name, explicit)
+
+
+def _is_overload(decorators: tuple[str, ...]) -> bool:
+    """``@overload`` / ``@typing.overload`` (as written)."""
+    return any(d == "@overload" or d.endswith(".overload") for d in decorators)
 
 
 def _dotted(node: ast.AST) -> str | None:

@@ -37,8 +37,14 @@ class _Resolver:
             for s in f.symbols:
                 self.symbols.setdefault(s.id, s)
         py = [f for f in files if f.language == "python" and not f.error]
-        self.bindings: dict[str, dict[str, str]] = {f.module: dict(f.bindings) for f in py}
-        self.stars: dict[str, tuple[str, ...]] = {f.module: f.star_imports for f in py}
+        # a module's runtime file and its .pyi stub share the module id: their imports add up (runtime first wins)
+        self.bindings: dict[str, dict[str, str]] = {}
+        self.stars: dict[str, tuple[str, ...]] = {}
+        for f in py:
+            names = self.bindings.setdefault(f.module, {})
+            for local, target in f.bindings:
+                names.setdefault(local, target)
+            self.stars[f.module] = tuple(dict.fromkeys(self.stars.get(f.module, ()) + f.star_imports))
         self.attr_types: dict[tuple[str, str], str] = {}
         for f in py:
             for cls, attr, type_name in f.attr_types:
@@ -206,7 +212,7 @@ def _importable_names(files: Iterable[ParsedFile]) -> dict[str, str]:
         while top and top in package_dirs:
             top = posixpath.dirname(top)
         rel = f.path[len(top) + 1:] if top else f.path
-        rel = rel[:-3] if rel.endswith(".py") else rel
+        rel = rel[:-4] if rel.endswith(".pyi") else rel[:-3] if rel.endswith(".py") else rel
         parts = rel.split("/")
         if parts[-1] == "__init__":
             parts = parts[:-1]

@@ -158,7 +158,8 @@ def _central_lines(graph: nx.DiGraph, symbols: Mapping[str, Symbol], scores: Map
         sym = symbols.get(sid)
         if sym is None:
             continue
-        sig = sym.signature if len(sym.signature) <= SIGNATURE_CHARS else sym.signature[: SIGNATURE_CHARS - 1] + "…"
+        sig = " | ".join(sym.signature.splitlines())  # overloads list one signature a line: one line here
+        sig = sig if len(sig) <= SIGNATURE_CHARS else sig[: SIGNATURE_CHARS - 1] + "…"
         line = f"- {sid} — {sig}" if sig else f"- {sid}"
         if sym.doc:
             doc = sym.doc if len(sym.doc) <= DOC_LINE_CHARS else sym.doc[: DOC_LINE_CHARS - 1] + "…"

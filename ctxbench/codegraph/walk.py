@@ -20,7 +20,7 @@ from ctxbench.config import IndexConfig
 
 # extension -> language; TSX is parsed with its own grammar but reported as typescript
 LANGUAGE_BY_EXT: dict[str, str] = {
-    ".py": "python",
+    ".py": "python", ".pyi": "python",  # a .pyi stub is the typed API of its module (codegraph.stubs)
     ".js": "javascript", ".mjs": "javascript", ".cjs": "javascript", ".jsx": "javascript",
     ".ts": "typescript", ".mts": "typescript", ".cts": "typescript", ".tsx": "typescript",
     ".go": "go",
