@@ -312,6 +312,12 @@ class PlannerConfig:
     # the payload's order: "relevance" (the layers, then the history chronologically) or "cache" (what changes least
     # first, so consecutive plans share a long prefix a provider's prompt cache reads: planner/plan.py)
     order: Literal["relevance", "cache"] = "relevance"
+    # order "cache": a window of the latest turns starts at a page boundary (pages of this share of the window's part
+    # of the plan's budget, counted from the session's first turn), so its start stays put while the session grows
+    cache_page_share: Annotated[float, Range(gt=0, le=1)] = 0.25
+    # order "cache", fused: the latest turns, from a page boundary, take up to this share of the history budget in
+    # place of the continuity step (0: the continuity step as in the relevance order); the rest goes by relevance
+    cache_stable_share: Share = 0.0
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)

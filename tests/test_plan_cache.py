@@ -70,7 +70,8 @@ def test_the_relevance_order_keeps_the_plan_ids_plans_had_and_the_cache_order_ha
 
     digest = plan_mod._config_digest(RELEVANCE)
     fields = dataclasses.asdict(RELEVANCE)
-    del fields["order"]
+    for name in ("order", "cache_page_share", "cache_stable_share"):
+        del fields[name]
     import hashlib
     import json
 
@@ -131,3 +132,57 @@ def test_an_unknown_order_is_refused_by_the_config():
 
     with pytest.raises(ConfigError, match="order"):
         config_from({"planner": {"order": "sideways"}})
+
+
+def _growing(turns: int) -> SessionBuilder:
+    b = SessionBuilder()
+    for n in range(turns):
+        b.turn(f"step {n}: change the ledger widget number {n} " * 4, f"done with step {n} " * 12)
+    b.turn("next step please", reply="")
+    return b
+
+
+def _window_share(config: PlannerConfig, strategy: str = "window") -> list[float]:
+    tally = new_tally(PRICE)
+    shares = []
+    for turns in range(40, 70):
+        b = _growing(turns)
+        history, current = b.split_current()
+        inputs = PlanInputs(session_id="s1", query=current[0].content, history=history, current_turn=current,
+                            budget=3000, strategy=strategy)
+        shares.append(tally.add(build_plan(inputs, config, TOK)).prefix_share)
+    return shares[1:]
+
+
+def test_a_growing_session_keeps_its_window_cached_when_the_window_starts_at_a_page_boundary():
+    sliding = _window_share(RELEVANCE)
+    anchored = _window_share(CACHE)
+    assert max(sliding) < 0.3  # the oldest turn leaves each turn: only the system prompt stays
+    assert sum(anchored) / len(anchored) >= 0.7
+    assert 1 <= sum(1 for s in anchored if s < 0.3) <= 6  # the window moves on by a page now and then
+
+
+def test_the_anchored_window_takes_whole_turns_from_a_boundary_and_never_more_than_the_budget():
+    b = _growing(30)
+    history, current = b.split_current()
+    inputs = PlanInputs(session_id="s1", query=current[0].content, history=history, current_turn=current,
+                        budget=1500, strategy="window")
+    plan = build_plan(inputs, CACHE, TOK)
+    assert plan.used_tokens <= 1500 and not plan.over_budget
+    groups = sorted({int(i.id.split(":")[1]) for i in plan.included if i.kind == "history_atom"})
+    assert groups == list(range(groups[0], 30))  # the latest turns, none left out between
+    assert all(i.detail.startswith("latest turns from a page boundary") for i in plan.included
+               if i.kind == "history_atom")
+    older = [i for i in plan.items if i.kind == "history_atom" and not i.included]
+    assert older and all(i.reason == "over_budget" for i in older)
+
+
+def test_fused_in_the_cache_order_gives_its_stable_share_to_the_latest_turns_and_the_rest_by_relevance():
+    config = dataclasses.replace(CACHE, cache_stable_share=0.5)
+    inputs = _inputs(_session(), budget=900)
+    plan = build_plan(inputs, config, TOK)
+    reasons = [i.reason for i in sorted(plan.included, key=lambda i: i.order) if i.kind == "history_atom"]
+    assert "recent_window" in reasons and "keyword_match" in reasons
+    window = [i for i in plan.included if i.reason == "recent_window"]
+    assert sum(i.tokens for i in window) <= 0.5 * 900
+    assert build_plan(inputs, CACHE, TOK).plan_id != plan.plan_id

@@ -18,7 +18,12 @@ middle of a chronological payload and so moves that first change near the top.
 7. what is picked per query: memos, capsules, symbol cards, ephemeral pins;
 8. the current turn, last as always.
 
-The selection is the same in either order (the same items, the same tokens); only the payload's order differs.
+A window of the latest turns slides by a turn each turn, and its first turn leaving moves the first change to
+the top of the history. In the cache order such a window starts at a *page boundary* instead (``fill_anchored``):
+pages of ``cache_page_share`` of the plan's budget, counted from the session's first turn, so the window's start
+stays put while the session grows by a page and then moves on by a page (the ``window`` strategy; ``fused`` with
+``cache_stable_share`` > 0, which gives that share of the history budget to such a window before relevance). Up to
+a page of the window's share is left for what comes after it.
 """
 from __future__ import annotations
 
@@ -26,10 +31,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ctxbench.config import CachePrice
+from ctxbench.planner.budget import Budget, HistorySelection
 
 RELEVANCE_ORDER = "relevance"
 CACHE_ORDER = "cache"
 PLAN_ORDERS = (RELEVANCE_ORDER, CACHE_ORDER)
+CACHE_SETTINGS = ("order", "cache_page_share", "cache_stable_share")  # the planner settings of this module
 
 # history atoms that were picked for this query: sent after every history atom that was not
 QUERY_PICKED = frozenset({"keyword_match", "semantic_match", "graph_neighbour"})
@@ -68,6 +75,42 @@ def cache_order(included: Sequence[Any]) -> list[Any]:
     for order, item in enumerate(ordered):
         item.__dict__["order"] = order  # the items are fresh, made for this plan
     return ordered + rest
+
+
+def uses_cache_order(config: Any) -> bool:
+    return getattr(config, "order", RELEVANCE_ORDER) == CACHE_ORDER
+
+
+def page_tokens(config: Any, budget: int) -> int:
+    """The size of a page of an anchored window, in tokens: ``cache_page_share`` of ``budget``, the share of the
+    plan's budget the window may take (never what is left at the time: that moves with every query)."""
+    return max(1, int(budget * config.cache_page_share))
+
+
+def fill_anchored(selection: HistorySelection, budget: Budget, order: Sequence[int], page: int, reason: str,
+                  detail: str = "") -> bool:
+    """Fill the turns of ``order`` (chronological) whole from the earliest page boundary whose turns all fit in
+    ``budget``. Boundaries: the first turn, then the turn after each run of at least ``page`` tokens. False (nothing
+    taken) when not even the last page's turns fit: the caller fills as it would otherwise."""
+    groups = selection.groups
+    sizes = [groups[gi].eligible_tokens for gi in order]
+    starts, run = [0], 0
+    for i, size in enumerate(sizes):
+        if run >= page:
+            starts.append(i)
+            run = 0
+        run += size
+    total, before, b = sum(sizes), 0, 0
+    remaining = budget.remaining
+    for i, size in enumerate(sizes):
+        if b < len(starts) and starts[b] == i:
+            if total - before <= remaining:
+                for gi in order[i:]:
+                    selection.fill_group(gi, budget, reason, detail=detail, partial=False)
+                return True
+            b += 1
+        before += size
+    return not order
 
 
 # ---- prefix and cost -----------------------------------------------------------------------------------------

@@ -57,7 +57,7 @@ from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
-from ctxbench.planner.cache import CACHE_ORDER, RELEVANCE_ORDER, cache_order
+from ctxbench.planner.cache import CACHE_ORDER, CACHE_SETTINGS, RELEVANCE_ORDER, cache_order
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
@@ -100,7 +100,8 @@ def _config_digest(config: PlannerConfig) -> str:
         return hit[1]
     fields = dataclasses.asdict(config)
     if fields.get("order") == RELEVANCE_ORDER:  # the order plans had before it was a setting: older ids stay
-        del fields["order"]
+        for name in CACHE_SETTINGS:  # (the cache order's settings change nothing in this order)
+            fields.pop(name, None)
     text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     with _CONFIG_LOCK:

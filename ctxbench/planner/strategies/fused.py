@@ -51,6 +51,8 @@ import numpy as np
 
 from ctxbench.config import FusedConfig, InstructionConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
+from ctxbench.planner.cache import fill_anchored, page_tokens, uses_cache_order
+from ctxbench.planner.strategies.window import ANCHORED_DETAIL
 from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
 from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
 from ctxbench.planner.strategies.context import StrategyContext
@@ -405,10 +407,14 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
             gone &= ~pointed
         order = order[~gone[order]]
 
-    # 1. continuity: the latest turns
+    # 1. continuity: the latest turns (the cache order: a window of them from a page boundary)
+    planner = context.config
+    anchored = uses_cache_order(planner) and planner.cache_stable_share > 0 and fill_anchored(
+        selection, budget.child(int(history_budget * planner.cache_stable_share)), selection.recent(units.latest),
+        page_tokens(planner, int(context.inputs.budget * planner.cache_stable_share)), "recent_window", ANCHORED_DETAIL)
     latest = selection.recent(units.latest)[-config.recent_groups:] if config.recent_groups > 0 else []
     share = budget.child(int(history_budget * config.recent_share))
-    for gi in reversed(latest):
+    for gi in reversed(latest if not anchored else ()):
         selection.fill_group(gi, share, "recent_window", detail="continuity: one of the latest turns")
 
     # 2. standing instructions, best first
