@@ -1,4 +1,5 @@
-"""The prompt cache of the planner's own plans, on a coding session replayed turn by turn (``bench perf --only cache``).
+"""The prompt cache of the planner's own plans, on a coding session replayed turn by turn (``bench perf --only cache``;
+the option ``cache_turns`` replays only the session's first turns).
 
 Each user turn of the session is planned as it was sent (``llm.replay``: the history before it, the user's message
 as the current turn) under every history strategy and payload order; each plan's payload is compared with the plan
@@ -36,8 +37,9 @@ class CacheRow:
 
 def replay_rows(session: Path, config: Config, *, db_path: Path, embedder: Any, budgets: Sequence[int] = CACHE_BUDGETS,
                 strategies: Sequence[str] = STRATEGIES, orders: Sequence[str] = PLAN_ORDERS,
-                say: Callable[[str], None] = lambda what: None) -> list[CacheRow]:
-    """Replay ``session`` turn by turn under each strategy, order and budget; a row each."""
+                say: Callable[[str], None] = lambda what: None, turns: int | None = None) -> list[CacheRow]:
+    """Replay ``session`` turn by turn under each strategy, order and budget (its first ``turns`` turns; all when
+    None); a row each."""
     from ctxbench.llm.replay import replay
     from ctxbench.service.workbench import Workbench
 
@@ -57,6 +59,8 @@ def replay_rows(session: Path, config: Config, *, db_path: Path, embedder: Any, 
                     seconds: list[float] = []
                     t0 = time.perf_counter()
                     for step in replay(wb, sid, budget=budget, strategy=strategy):
+                        if turns is not None and step.turn > turns:
+                            break
                         tally.add(step.plan)
                         t1 = time.perf_counter()
                         seconds.append(t1 - t0)
@@ -70,7 +74,8 @@ def cache_group(ctx: PerfContext) -> list[PhaseTiming]:
     from ctxbench.bench.perf_retrieval import _load_embedder
 
     embedder = _load_embedder(ctx)
-    rows = replay_rows(SESSION, ctx.config, db_path=ctx.workdir / "cache.db", embedder=embedder, say=ctx.progress)
+    rows = replay_rows(SESSION, ctx.config, db_path=ctx.workdir / "cache.db", embedder=embedder, say=ctx.progress,
+                       turns=ctx.shared.get("cache_turns"))
     price = ctx.config.bench.cache_price
     out = []
     for row in rows:
