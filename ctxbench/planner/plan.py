@@ -28,9 +28,9 @@ single token unless the mandatory items alone do):
 Payload order (``[planner] order = "relevance"``): system prompt, system messages, state, scratchpad, memos,
 scaffold, pins that are not turns, cards, then history atoms strictly chronological (by message id), the
 current turn last. ``order = "cache"`` sends the same items with what changes least first, so that the next
-plan shares a long prefix a provider's prompt cache reads (``planner/cache.py``). Each context layer is one system message, so an item's tokens are exactly the
-``count_message`` sum of its messages. The tool-definitions item renders no message (the schemas
-travel beside the messages), so ``used_tokens == count_messages(plan.messages()) + inputs.tools_tokens``:
+plan shares a long prefix a provider's prompt cache reads (``planner/cache.py``). Each context layer is one
+system message, so an item's tokens are exactly the ``count_message`` sum of its messages. The tool-definitions
+item renders no message (the schemas travel beside the messages), so ``used_tokens == count_messages(plan.messages()) + inputs.tools_tokens``:
 the budget covers the whole prompt the provider counts, not only the messages.
 
 Every candidate appears once in ``items``: included ones in payload order, then excluded ones in
