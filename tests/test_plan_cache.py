@@ -186,3 +186,19 @@ def test_fused_in_the_cache_order_gives_its_stable_share_to_the_latest_turns_and
     window = [i for i in plan.included if i.reason == "recent_window"]
     assert sum(i.tokens for i in window) <= 0.5 * 900
     assert build_plan(inputs, CACHE, TOK).plan_id != plan.plan_id
+
+
+def test_a_window_of_the_last_turns_counts_its_pages_from_the_sessions_first_turn():
+    def shares(window_groups: int) -> list[float]:
+        tally = new_tally(PRICE)
+        out = []
+        for turns in range(40, 60):
+            b = _growing(turns)
+            history, current = b.split_current()
+            inputs = PlanInputs(session_id="s1", query=current[0].content, history=history, current_turn=current,
+                                budget=3000, strategy="window", window_groups=window_groups)
+            out.append(tally.add(build_plan(inputs, CACHE, TOK)).prefix_share)
+        return out[1:]
+
+    limited = shares(35)  # 35 turns do not fit in 3,000 tokens: the budget ends the window, not its 35 turns
+    assert sum(limited) / len(limited) >= 0.7

@@ -88,29 +88,31 @@ def page_tokens(config: Any, budget: int) -> int:
 
 
 def fill_anchored(selection: HistorySelection, budget: Budget, order: Sequence[int], page: int, reason: str,
-                  detail: str = "") -> bool:
-    """Fill the turns of ``order`` (chronological) whole from the earliest page boundary whose turns all fit in
-    ``budget``. Boundaries: the first turn, then the turn after each run of at least ``page`` tokens. False (nothing
-    taken) when not even the last page's turns fit: the caller fills as it would otherwise."""
+                  detail: str = "", pages_from: Sequence[int] | None = None) -> bool:
+    """Fill the turns of ``order`` (chronological) whole from the earliest start whose turns all fit in ``budget``.
+    Starts: the first turn of ``order``, then each page boundary inside it; boundaries are counted over
+    ``pages_from`` (default ``order``; the session's turns when ``order`` is a window of its latest): its first turn,
+    then the turn after each run of at least ``page`` tokens. False (nothing taken) when not even the last start's
+    turns fit: the caller fills as it would otherwise."""
+    if not order:
+        return True
     groups = selection.groups
-    sizes = [groups[gi].eligible_tokens for gi in order]
-    starts, run = [0], 0
-    for i, size in enumerate(sizes):
-        if run >= page:
-            starts.append(i)
+    boundaries, run = set(), 0
+    for i, gi in enumerate(pages_from if pages_from is not None else order):
+        if i == 0 or run >= page:
+            boundaries.add(gi)
             run = 0
-        run += size
-    total, before, b = sum(sizes), 0, 0
+        run += groups[gi].eligible_tokens
+    sizes = [groups[gi].eligible_tokens for gi in order]
+    left = sum(sizes)
     remaining = budget.remaining
-    for i, size in enumerate(sizes):
-        if b < len(starts) and starts[b] == i:
-            if total - before <= remaining:
-                for gi in order[i:]:
-                    selection.fill_group(gi, budget, reason, detail=detail, partial=False)
-                return True
-            b += 1
-        before += size
-    return not order
+    for i, gi in enumerate(order):
+        if (i == 0 or gi in boundaries) and left <= remaining:
+            for taken in order[i:]:
+                selection.fill_group(taken, budget, reason, detail=detail, partial=False)
+            return True
+        left -= sizes[i]
+    return False
 
 
 # ---- prefix and cost -----------------------------------------------------------------------------------------

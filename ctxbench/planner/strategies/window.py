@@ -41,9 +41,10 @@ def limit_window(selection: HistorySelection, order: list[int], n: int) -> list[
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     # (the turns a summary stands in for are never recent: when ``semantic`` falls back here they stay out)
-    order = limit_window(selection, selection.recent(selection.available()), context.inputs.window_groups)
+    turns = selection.recent(selection.available())
+    order = limit_window(selection, turns, context.inputs.window_groups)
     if uses_cache_order(context.config) and fill_anchored(
             selection, budget, order, page_tokens(context.config, context.inputs.budget), REASON,
-            ANCHORED_DETAIL):
+            ANCHORED_DETAIL, pages_from=turns):
         return
     fill_newest_first(selection, budget, order)
