@@ -309,6 +309,15 @@ class PlannerConfig:
     default_budget: Tokens | Literal["auto"] = 8000  # "auto": see Config.default_budget_tokens
     default_mode: str = "light"
     default_strategy: str = "fused"  # beats every seed strategy on LoCoMo (benchmarks/README.md)
+    # the payload's order: "relevance" (the layers, then the history chronologically) or "cache" (what changes least
+    # first, so consecutive plans share a long prefix a provider's prompt cache reads: planner/plan.py)
+    order: Literal["relevance", "cache"] = "relevance"
+    # order "cache": a window of the latest turns starts at a page boundary (pages of this share of the window's part
+    # of the plan's budget, counted from the session's first turn), so its start stays put while the session grows
+    cache_page_share: Annotated[float, Range(gt=0, le=1)] = 0.25
+    # order "cache", fused: the latest turns, from a page boundary, take up to this share of the history budget in
+    # place of the continuity step (0: the continuity step as in the relevance order); the rest goes by relevance
+    cache_stable_share: Share = 0.0
     window_groups: int = 0  # 0 = all groups (budget still applies)
     provider_family: str = "openai"
     # tokens held back for the reply when the budget is "auto" (0: llm.max_reply_tokens, the cap a call sends)
@@ -891,10 +900,24 @@ class CapsuleConfig:
 
 
 @dataclass(frozen=True)
+class CachePrice:
+    """The price assumption of a prompt cache, as the benches' cost columns use it: a cached prefix is read at
+    ``read`` times the input price, the rest of the prompt is written to the cache at ``write`` times it (a
+    breakpoint at the prompt's end, so the next turn can read it)."""
+
+    name: str = "anthropic 5-minute cache, $3/Mtok input"  # said beside every cost figure
+    input_per_mtok: PositiveFloat = 3.00  # USD per million uncached input tokens
+    read: Annotated[float, Range(ge=0)] = 0.1  # a cache read, as a multiple of the input price
+    write: Annotated[float, Range(ge=0)] = 1.25  # a cache write (5-minute), as a multiple of the input price
+
+
+@dataclass(frozen=True)
 class BenchConfig:
     # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
     # from the current directory)
     results_dir: str = "benchmarks/results"
+    # the prompt-cache price the benches' cost-per-turn columns assume
+    cache_price: CachePrice = field(default_factory=CachePrice)
 
 
 @dataclass(frozen=True)

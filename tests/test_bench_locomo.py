@@ -121,12 +121,38 @@ def test_the_command_prints_json_and_saves_the_results(tmp_path, monkeypatch):
     assert "per category at 300 tokens" in text.output and "█" in text.output
 
 
+def test_each_order_gets_rows_with_the_prefix_its_plans_share_and_their_cost(tmp_path, monkeypatch):
+    folder = _write(tmp_path / "data")
+    monkeypatch.setattr("ctxbench.service.attach.load_embedder", lambda config: HashingEmbedder())
+    report = locomo.run([folder / "7.json"], Config(), db_path=tmp_path / "o.db", budgets=(120, 5000),
+                        embedder=HashingEmbedder(), strategies=("window", "fused"), baselines=False,
+                        orders=("relevance", "cache"))
+    rows = {(r.strategy, r.budget, r.order): r for r in report.rows}
+    assert {o for _s, _b, o in rows} == {"relevance", "cache"}
+    for (strategy, budget, order), row in rows.items():
+        other = rows[(strategy, budget, "cache" if order == "relevance" else "relevance")]
+        assert row.recall == other.recall  # the same items, in another order
+        assert row.cache is not None and row.cache.plans == 3 and 0.0 <= row.cache.prefix_share < 1.0
+        assert row.cache.uncached_usd > 0
+    big = rows[("window", 5000, "relevance")].cache  # everything fits: only the question changes, at the end
+    assert big.prefix_share > 0.5 and big.cached_usd < big.uncached_usd
+    data = report.to_json()
+    assert data["orders"] == ["relevance", "cache"] and data["cache_price"]
+    assert {"prefix_share", "usd_per_turn_uncached", "usd_per_turn_cached"} <= set(data["results"][0]["cache"])
+    text = CliRunner().invoke(main, ["bench", "locomo", "--data", str(folder), "--budgets", "300",
+                                     "--strategies", "fused", "--orders", "relevance,cache", "--no-baselines",
+                                     "--no-save"])
+    assert text.exit_code == 0, text.output
+    assert "prompt cache" in text.output and "fused [cache]" in text.output
+
+
 @pytest.mark.parametrize("args, message", [
     (["--data", "/nonexistent"], "is not a folder"),
     (["--conversations", "99"], "no conversation 99"),
     (["--budgets", "abc"], "whole numbers"),
     (["--strategies", "magic"], "unknown strategy magic"),
     (["--roles", "xy"], "unknown role mapping"),
+    (["--orders", "sideways"], "unknown order sideways"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path, args, message):
     folder = _write(tmp_path / "data")

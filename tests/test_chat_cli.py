@@ -99,6 +99,22 @@ def test_replay_shows_each_turn_with_only_earlier_history(tmp_path):
     assert small[2]["budget"] == 400
 
 
+def test_replay_says_how_much_of_each_plan_the_previous_turns_plan_opened_with(tmp_path):
+    from ctxbench.planner.cache import payload_units, shared_prefix_tokens
+    from ctxbench.llm.replay import replay
+
+    db, sid = _imported(tmp_path, TRANSCRIPT)
+    rows = json.loads(CliRunner().invoke(main, ["replay", sid, "--json", "--db", str(db), "--strategy", "window"]).stdout)
+    assert rows[0]["prefix_tokens"] == 0  # nothing before the first turn
+    with Workbench(db, Config()) as wb:
+        steps = list(replay(wb, sid, strategy="window"))
+    for before, step, row in zip(steps, steps[1:], rows[1:]):
+        expected = shared_prefix_tokens(payload_units(before.plan), payload_units(step.plan))
+        assert row["prefix_tokens"] == step.prefix_tokens == expected > 0
+    table = CliRunner().invoke(main, ["replay", sid, "--db", str(db), "--strategy", "window"])
+    assert "cached" in table.stdout.splitlines()[0]
+
+
 def test_replay_table_and_single_turn(tmp_path):
     db, sid = _imported(tmp_path, TRANSCRIPT)
     table = CliRunner().invoke(main, ["replay", sid, "--db", str(db), "--strategy", "hybrid"])

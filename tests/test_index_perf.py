@@ -15,10 +15,12 @@ from ctxbench.config import Config
 def test_perf_phases_on_the_fixture(tmp_path):
     repo = copy_multi(tmp_path)
     report = perf.run(repo, Config(), repeat=1,
-                      options={"plan_turns": 40, "plan_repeat": 3, "mode_presses": 3, "paint_runs": 1})
+                      options={"plan_turns": 40, "plan_repeat": 3, "mode_presses": 3, "paint_runs": 1,
+                               "cache_turns": 6})
     names = [p.name for p in report.phases]
     assert names[:3] == ["index cold (parse+graph+cards)", "index unchanged", "index one file changed"]
     assert "scaffold" in names and "pagerank (personalized, cached matrix)" in names
+    assert any(n.startswith("plan cache: fused, cache order, 8,000 (6 turns replayed)") for n in names)
     by_name = {p.name: p for p in report.phases}
     assert dict(by_name["index unchanged"].detail)["files_parsed"] == 0
     assert dict(by_name["index one file changed"].detail)["files_parsed"] == 1

@@ -23,6 +23,7 @@ from typing import Any, Callable, Sequence
 from ctxbench.bench.locomo_baselines import BASELINES, TurnIndex
 from ctxbench.bench.locomo_data import ROLE_MAPPINGS, Conversation, load_conversation, to_transcript
 from ctxbench.config import Config
+from ctxbench.planner.cache import PLAN_ORDERS, RELEVANCE_ORDER, CacheFigures, PrefixTally, TurnCost, figures, new_tally
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
 
 DEFAULT_BUDGETS = (512, 1024, 2048, 4096)
@@ -44,6 +45,8 @@ class Row:
     categories: tuple[tuple[int, float, int], ...] = ()  # (category, recall, questions)
     plan_p50_ms: float | None = None
     plan_p95_ms: float | None = None
+    order: str = ""  # the planner's payload order (ctxbench rows)
+    cache: CacheFigures | None = None  # prefix shared with the previous question's plan, cost per turn
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {"strategy": self.strategy, "budget": self.budget, "recall": round(self.recall, 4),
@@ -56,6 +59,10 @@ class Row:
         if self.plan_p50_ms is not None:
             out["plan_p50_ms"] = round(self.plan_p50_ms, 2)
             out["plan_p95_ms"] = round(self.plan_p95_ms or 0.0, 2)
+        if self.order:
+            out["order"] = self.order
+        if self.cache is not None:
+            out["cache"] = self.cache.to_json()
         return out
 
 
@@ -68,10 +75,13 @@ class LocomoReport:
     rows: tuple[Row, ...]
     system_prompt_tokens: int
     seconds: float
+    orders: tuple[str, ...] = (RELEVANCE_ORDER,)
+    cache_price: str = ""  # the named price assumption of the cost columns
 
     def to_json(self) -> dict[str, Any]:
         return {"benchmark": "locomo", "conversations": list(self.conversations), "budgets": list(self.budgets),
-                "roles": list(self.roles), "default_strategy": self.default_strategy,
+                "roles": list(self.roles), "default_strategy": self.default_strategy, "orders": list(self.orders),
+                "cache_price": self.cache_price,
                 "system_prompt_tokens": self.system_prompt_tokens, "seconds": round(self.seconds, 1),
                 "results": [r.to_json() for r in self.rows]}
 
@@ -80,6 +90,7 @@ class LocomoReport:
 class _Tally:
     scores: list[tuple[int, float]] = field(default_factory=list)  # (category, recall) per question
     ms: list[float] = field(default_factory=list)
+    costs: list[TurnCost] | None = None  # each plan's prefix and cost (ctxbench rows)
 
 
 def _recall(evidence: Sequence[str], present: set[str]) -> float:
@@ -88,8 +99,14 @@ def _recall(evidence: Sequence[str], present: set[str]) -> float:
 
 def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequence[int] = DEFAULT_BUDGETS,
         strategies: Sequence[str] = STRATEGIES, roles: Sequence[str] = ("ab",), baselines: bool = True,
-        embedder: Any = None, progress: Callable[[str], None] | None = None) -> LocomoReport:
-    """Run the benchmark on the conversation files ``paths``; the sessions go to ``db_path``."""
+        embedder: Any = None, progress: Callable[[str], None] | None = None,
+        orders: Sequence[str] | None = None) -> LocomoReport:
+    """Run the benchmark on the conversation files ``paths``; the sessions go to ``db_path``. ``orders``: the payload
+    orders to plan in (default: the configured one); a row per order, the first order's rows named as today.
+
+    Each row also carries the prompt cache's figures (``planner.cache``): the questions of a conversation are asked
+    one after another in one session whose history does not change, so each plan's prefix is compared with the
+    previous question's plan under the same strategy, budget and order."""
     from ctxbench.planner import build_plan
     from ctxbench.service.workbench import Workbench
 
@@ -98,7 +115,13 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
     default = config.planner.default_strategy
     wanted = list(dict.fromkeys([*strategies, default]))
     config = dataclasses.replace(config, planner=dataclasses.replace(config.planner, system_prompt=BENCH_SYSTEM_PROMPT))
-    tallies: dict[tuple[str, str, int], _Tally] = {}
+    orders = tuple(dict.fromkeys(orders or (config.planner.order,)))
+    unknown = [o for o in orders if o not in PLAN_ORDERS]
+    if unknown:
+        raise ValueError(f"unknown payload order {', '.join(unknown)}; known: {', '.join(PLAN_ORDERS)}")
+    planners = {o: dataclasses.replace(config.planner, order=o) for o in orders}
+    price = config.bench.cache_price
+    tallies: dict[tuple[str, str, int] | tuple[str, str, int, str], _Tally] = {}
     if embedder is None:
         from ctxbench.service.attach import load_embedder
 
@@ -120,6 +143,7 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                 for strategy in EMBEDDING_STRATEGIES:  # a plan embeds only a few missing texts itself
                     if strategy in wanted:
                         wb.warm_history(sid, strategy=strategy)
+                sequences: dict[tuple[str, int, str], PrefixTally] = {}  # one session's plans, in question order
                 for qi, question in enumerate(conversation.questions, 1):
                     if qi % 25 == 0:
                         say(f"{conversation.id} ({mapping}): question {qi}/{len(conversation.questions)}")
@@ -129,16 +153,21 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                                                 mode="off")
                         read_ms = (time.perf_counter() - t0) * 1000
                         for budget in budgets:
-                            t1 = time.perf_counter()
-                            plan = build_plan(dataclasses.replace(inputs, budget=budget), config.planner, wb.tokenizer)
-                            tally = tallies.setdefault((strategy, mapping, budget), _Tally())
-                            tally.ms.append(read_ms + (time.perf_counter() - t1) * 1000)
-                            present = {e for item in plan.included for e in item.external_ids}
-                            tally.scores.append((question.category, _recall(question.evidence, present)))
+                            for order in orders:
+                                t1 = time.perf_counter()
+                                plan = build_plan(dataclasses.replace(inputs, budget=budget), planners[order],
+                                                  wb.tokenizer)
+                                tally = tallies.setdefault((strategy, mapping, budget, order), _Tally(costs=[]))
+                                tally.ms.append(read_ms + (time.perf_counter() - t1) * 1000)
+                                present = {e for item in plan.included for e in item.external_ids}
+                                tally.scores.append((question.category, _recall(question.evidence, present)))
+                                sequence = sequences.setdefault((strategy, budget, order), new_tally(price))
+                                assert tally.costs is not None
+                                tally.costs.append(sequence.add(plan))
         prompt_tokens = wb.tokenizer.count(BENCH_SYSTEM_PROMPT)
-    rows = _rows(tallies, wanted, roles, budgets, default, baselines)
+    rows = _rows(tallies, wanted, roles, budgets, default, baselines, orders)
     return LocomoReport(tuple(ids), tuple(budgets), tuple(roles), default, tuple(rows), prompt_tokens,
-                        time.perf_counter() - started)
+                        time.perf_counter() - started, orders, price.name)
 
 
 def _session(wb: Any, conversation: Conversation, mapping: str) -> str:
@@ -184,7 +213,8 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, int(round(q / 100 * len(ordered))) - 1))]
 
 
-def _row(strategy: str, budget: int, tally: _Tally, kind: str, roles: str = "", is_strategy: str = "") -> Row:
+def _row(strategy: str, budget: int, tally: _Tally, kind: str, roles: str = "", is_strategy: str = "",
+         order: str = "") -> Row:
     cats: dict[int, list[float]] = {}
     for category, recall in tally.scores:
         cats.setdefault(category, []).append(recall)
@@ -192,17 +222,22 @@ def _row(strategy: str, budget: int, tally: _Tally, kind: str, roles: str = "", 
     recall = statistics.fmean(r for _c, r in tally.scores) if tally.scores else 0.0
     p50 = statistics.median(tally.ms) if tally.ms else None
     p95 = _percentile(tally.ms, 95) if tally.ms else None
-    return Row(strategy, budget, recall, len(tally.scores), kind, roles, is_strategy, categories, p50, p95)
+    cache = figures(tally.costs) if tally.costs is not None else None
+    return Row(strategy, budget, recall, len(tally.scores), kind, roles, is_strategy, categories, p50, p95, order,
+               cache)
 
 
-def _rows(tallies: dict[tuple[str, str, int], _Tally], strategies: list[str], roles: Sequence[str],
-          budgets: Sequence[int], default: str, baselines: bool) -> list[Row]:
+def _rows(tallies: dict[Any, _Tally], strategies: list[str], roles: Sequence[str],
+          budgets: Sequence[int], default: str, baselines: bool, orders: Sequence[str]) -> list[Row]:
     rows: list[Row] = []
     for mapping in roles:
-        for budget in budgets:
-            rows.append(_row(DEFAULT_ROW, budget, tallies[(default, mapping, budget)], "default", mapping, default))
-        for strategy in strategies:
-            rows.extend(_row(strategy, b, tallies[(strategy, mapping, b)], "ctxbench", mapping) for b in budgets)
+        for order in orders:
+            for budget in budgets:
+                rows.append(_row(DEFAULT_ROW, budget, tallies[(default, mapping, budget, order)], "default", mapping,
+                                 default, order))
+            for strategy in strategies:
+                rows.extend(_row(strategy, b, tallies[(strategy, mapping, b, order)], "ctxbench", mapping, "", order)
+                            for b in budgets)
     if baselines:
         for name in BASELINES:
             rows.extend(_row(name, b, tallies[(name, "", b)], "baseline") for b in budgets)

@@ -241,10 +241,16 @@ def _suite_group(name: str) -> PhaseGroup:
     return group
 
 
+def _plan_cache_group(ctx: PerfContext) -> list[PhaseTiming]:
+    from ctxbench.bench.plan_cache import cache_group
+
+    return cache_group(ctx)
+
+
 PHASE_GROUPS: list[tuple[str, PhaseGroup]] = [
     ("index", index_group), ("graph", graph_group), ("embed", _embed_group), ("retrieve", _retrieve_group),
     ("startup", _suite_group("startup")), ("plan", _suite_group("plan")), ("ui", _suite_group("ui")),
-    ("memory", _suite_group("memory")),
+    ("cache", _plan_cache_group), ("memory", _suite_group("memory")),
 ]
 
 

@@ -24,7 +24,10 @@ from ctxbench.cli.common import bench_progress, config_option, emit_json, fail, 
               help="Repository to measure (default: textual's installed source).")
 @click.option("--repeat", type=click.IntRange(min=1), default=3, show_default=True, help="Runs per phase.")
 @click.option("--only", "groups", multiple=True, help="Run only this phase group (repeatable): index, graph, embed, "
-                                                     "retrieve, startup, plan, ui or memory (index always runs).")
+                                                     "retrieve, startup, plan, ui, cache or memory (index always runs; cache "
+                                                     "replays the bundled coding session turn by turn per strategy "
+                                                     "and payload order: prefix shared with the previous plan, "
+                                                     "$/turn without and with cache reads).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the results file goes (default: bench.results_dir of the config).")
 @click.option("--no-save", is_flag=True, help="Do not write the results file.")

@@ -90,7 +90,7 @@ def command(session_id: str, mode: str | None, budget: int | None, strategy: str
         click.echo("no user turns to replay")
 
 
-_HEADER = f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'budget':>7}  {'hist in/out':>11}  query"
+_HEADER = f"{'turn':>4} {'group':>5}  {'plan':<26} {'used':>7} {'cached':>7} {'budget':>7}  {'hist in/out':>11}  query"
 
 
 def _line(r: dict) -> str:
@@ -98,7 +98,8 @@ def _line(r: dict) -> str:
     hist = f"{r['history_included']}/{r['history_excluded']}"
     query = " ".join(r["query"].split())
     query = query if len(query) <= _QUERY_CHARS else query[: _QUERY_CHARS - 1] + "…"
-    return (f"{r['turn']:>4} {r['group_id']:>5}  {r['plan_id']:<26} {r['used_tokens']:>7} {r['budget']:>7}"
+    return (f"{r['turn']:>4} {r['group_id']:>5}  {r['plan_id']:<26} {r['used_tokens']:>7} {r['prefix_tokens']:>7}"
+            f" {r['budget']:>7}"
             f"  {hist:>11}  {query}{flag}")
 
 
@@ -115,6 +116,7 @@ def _row(step) -> dict:
         "strategy": plan.strategy,
         "budget": plan.budget,
         "used_tokens": plan.used_tokens,
+        "prefix_tokens": step.prefix_tokens,  # shared as a prefix with the previous turn's plan (cacheable)
         "over_budget": plan.over_budget,
         "sections": dict(plan.sections),
         "history_messages": step.history_messages,

@@ -25,11 +25,12 @@ single token unless the mandatory items alone do):
    ``recalled from summary sN: …``; the others stay ``summarised``;
 8. ephemeral pins.
 
-Payload order: system prompt, system messages, state, scratchpad, memos, scaffold, pins that are
-not turns, cards, then history atoms strictly chronological (by message id), the current turn
-last. Each context layer is one system message, so an item's tokens are exactly the
-``count_message`` sum of its messages. The tool-definitions item renders no message (the schemas
-travel beside the messages), so ``used_tokens == count_messages(plan.messages()) + inputs.tools_tokens``:
+Payload order (``[planner] order = "relevance"``): system prompt, system messages, state, scratchpad, memos,
+scaffold, pins that are not turns, cards, then history atoms strictly chronological (by message id), the
+current turn last. ``order = "cache"`` sends the same items with what changes least first, so that the next
+plan shares a long prefix a provider's prompt cache reads (``planner/cache.py``). Each context layer is one
+system message, so an item's tokens are exactly the ``count_message`` sum of its messages. The tool-definitions
+item renders no message (the schemas travel beside the messages), so ``used_tokens == count_messages(plan.messages()) + inputs.tools_tokens``:
 the budget covers the whole prompt the provider counts, not only the messages.
 
 Every candidate appears once in ``items``: included ones in payload order, then excluded ones in
@@ -56,6 +57,7 @@ from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
+from ctxbench.planner.cache import CACHE_ORDER, CACHE_SETTINGS, RELEVANCE_ORDER, cache_order
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
@@ -96,7 +98,11 @@ def _config_digest(config: PlannerConfig) -> str:
     hit = _CONFIG_DIGESTS.get(id(config))
     if hit is not None and hit[0] is config:
         return hit[1]
-    text = json.dumps(dataclasses.asdict(config), sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    fields = dataclasses.asdict(config)
+    if fields.get("order") == RELEVANCE_ORDER:  # the order plans had before it was a setting: older ids stay
+        for name in CACHE_SETTINGS:  # (the cache order's settings change nothing in this order)
+            fields.pop(name, None)
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
     with _CONFIG_LOCK:
         if len(_CONFIG_DIGESTS) > 64:
@@ -514,6 +520,8 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
         used += current.tokens
     items.extend(history_in)
     items.append(current)
+    if config.order == CACHE_ORDER:
+        items = cache_order(items)
     items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
     tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 

@@ -66,6 +66,9 @@ class ReplayStep:
     user_message: Message
     plan: ContextPlan
     history_messages: int  # messages the planner could choose from
+    # tokens of the longest prefix this plan's payload shares with the previous turn's plan (a provider's prompt cache
+    # can read them; 0 for the first turn, and for a turn replayed alone)
+    prefix_tokens: int = 0
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,8 @@ sitting; a LoCoMo session).
 Filling order, each step only taking what still fits:
 
 1. continuity — the latest ``recent_groups`` turns, within ``recent_share`` of the history budget
-   (reason ``recent_window``; a longer turn gives what fits, its user message first);
+   (reason ``recent_window``; a longer turn gives what fits, its user message first); in the cache order with
+   ``cache_stable_share`` > 0, the latest turns from a page boundary within that share instead (``planner/cache.py``);
 2. standing instructions — user messages that set a rule (``instruction_patterns``: "from now on",
    "ground rule", a sentence opening with "always"/"never", ...), or that the standing-instruction detector
    recognises (``planner/instructions.py``; not in a transcript of speakers), best first within
@@ -51,6 +52,8 @@ import numpy as np
 
 from ctxbench.config import FusedConfig, InstructionConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
+from ctxbench.planner.cache import fill_anchored, page_tokens, uses_cache_order
+from ctxbench.planner.strategies.window import ANCHORED_DETAIL
 from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
 from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
 from ctxbench.planner.strategies.context import StrategyContext
@@ -405,10 +408,15 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
             gone &= ~pointed
         order = order[~gone[order]]
 
-    # 1. continuity: the latest turns
+    # 1. continuity: the latest turns (the cache order: a window of them from a page boundary)
+    planner = context.config
+    anchored = uses_cache_order(planner) and planner.cache_stable_share > 0 and fill_anchored(
+        selection, budget.child(int(history_budget * planner.cache_stable_share)), selection.recent(units.latest),
+        page_tokens(planner, int(context.inputs.budget * planner.cache_stable_share)), "recent_window",
+        ANCHORED_DETAIL)
     latest = selection.recent(units.latest)[-config.recent_groups:] if config.recent_groups > 0 else []
     share = budget.child(int(history_budget * config.recent_share))
-    for gi in reversed(latest):
+    for gi in reversed(latest if not anchored else ()):
         selection.fill_group(gi, share, "recent_window", detail="continuity: one of the latest turns")
 
     # 2. standing instructions, best first

@@ -3,16 +3,20 @@
 Turns older than the window are excluded ``outside_window``. Inside it, turns are taken newest
 first; the first turn that does not fit whole is taken partially (its user message and a prefix of
 its atoms); older turns that still fit whole are taken after it (a long turn no longer ends the window
-and leaves the budget empty), the others are ``over_budget``.
+and leaves the budget empty), the others are ``over_budget``. In the cache order (``planner/cache.py``) the
+window starts at a page boundary instead, so consecutive plans share it as a prefix; turns before it are
+``over_budget``.
 """
 from __future__ import annotations
 
 from typing import Sequence
 
 from ctxbench.planner.budget import FULL, Budget, HistorySelection
+from ctxbench.planner.cache import fill_anchored, page_tokens, uses_cache_order
 from ctxbench.planner.strategies.context import StrategyContext
 
 REASON = "recent_window"
+ANCHORED_DETAIL = "latest turns from a page boundary (cache order)"
 
 
 def fill_newest_first(selection: HistorySelection, budget: Budget, order: Sequence[int], reason: str = REASON) -> None:
@@ -37,5 +41,10 @@ def limit_window(selection: HistorySelection, order: list[int], n: int) -> list[
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
     # (the turns a summary stands in for are never recent: when ``semantic`` falls back here they stay out)
-    order = limit_window(selection, selection.recent(selection.available()), context.inputs.window_groups)
+    turns = selection.recent(selection.available())
+    order = limit_window(selection, turns, context.inputs.window_groups)
+    if uses_cache_order(context.config) and fill_anchored(
+            selection, budget, order, page_tokens(context.config, context.inputs.budget), REASON,
+            ANCHORED_DETAIL, pages_from=turns):
+        return
     fill_newest_first(selection, budget, order)

@@ -1,0 +1,219 @@
+"""The prompt cache and the planner's plans: the cache-friendly payload order, the prefix two plans share, and
+what a turn costs with and without cache reads.
+
+A provider's prompt cache (Anthropic's ``cache_control`` breakpoints, OpenAI's automatic prefix cache) reads the
+longest unchanged *prefix* of a prompt at a fraction of the input price; everything after the first changed
+message is billed again. A plan whose history is reselected by relevance on every turn inserts new turns in the
+middle of a chronological payload and so moves that first change near the top.
+
+``order = "cache"`` sends the same items in this order (what changes least first):
+
+1. the system prompt, the tool definitions, the history's system messages;
+2. the orientation scaffold, sticky and leased pins that are not turns;
+3. summaries of earlier turns;
+4. history atoms that do not depend on the query — standing instructions, pinned turns, the turns kept beside a
+   summary, then the recency window and the levels' turns — chronologically;
+5. the state block and the scratchpad (rewritten at most once a turn);
+6. history atoms picked for this query (``keyword_match``, ``semantic_match``, ``graph_neighbour``), chronologically;
+7. what is picked per query: memos, capsules, symbol cards, ephemeral pins;
+8. the current turn, last as always.
+
+A window of the latest turns slides by a turn each turn, and its first turn leaving moves the first change to
+the top of the history. In the cache order such a window starts at a *page boundary* instead (``fill_anchored``):
+pages of ``cache_page_share`` of the plan's budget, counted from the session's first turn, so the window's start
+stays put while the session grows by a page and then moves on by a page (the ``window`` strategy; ``fused`` with
+``cache_stable_share`` > 0, which gives that share of the history budget to such a window before relevance). Up to
+a page of the window's share is left for what comes after it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from ctxbench.config import CachePrice
+from ctxbench.planner.budget import Budget, HistorySelection
+
+RELEVANCE_ORDER = "relevance"
+CACHE_ORDER = "cache"
+PLAN_ORDERS = (RELEVANCE_ORDER, CACHE_ORDER)
+CACHE_SETTINGS = ("order", "cache_page_share", "cache_stable_share")  # the planner settings of this module
+
+# history atoms that were picked for this query: sent after every history atom that was not
+QUERY_PICKED = frozenset({"keyword_match", "semantic_match", "graph_neighbour"})
+# history atoms that stay while the session does (a rule, a pin, a turn a summary keeps verbatim): sent first
+STANDING = frozenset({"standing_instruction", "pinned_sticky", "pinned_leased", "summary", "mandatory"})
+# context layers the session rewrites at most once a turn: after the history that does not depend on the query
+TURN_KINDS = frozenset({"state", "scratchpad"})
+# context layers picked per query: after every history atom, before the current turn
+QUERY_KINDS = frozenset({"memo", "symbol_card", "capsule"})
+STABLE_LAYER, SUMMARY_LAYER, STANDING_HISTORY, HISTORY, TURN_LAYER, PICKED_HISTORY, QUERY_LAYER, CURRENT = range(8)
+
+
+def _tier(item: Any) -> int:
+    if item.kind == "current_turn":
+        return CURRENT
+    if item.kind == "history_atom":
+        if item.reason in STANDING:
+            return STANDING_HISTORY
+        return PICKED_HISTORY if item.reason in QUERY_PICKED else HISTORY
+    if item.kind == "summary":
+        return SUMMARY_LAYER
+    if item.kind in TURN_KINDS:
+        return TURN_LAYER
+    if item.kind in QUERY_KINDS or item.pin == "ephemeral":
+        return QUERY_LAYER
+    return STABLE_LAYER
+
+
+def cache_order(included: Sequence[Any]) -> list[Any]:
+    """``included`` (PlanItems in today's payload order, then any excluded ones) in the cache-friendly order, each
+    included item's ``order`` renumbered; within a tier the items keep the order they came in (chronological for the
+    history). Excluded items stay where they were, at the end."""
+    head = [item for item in included if item.included]
+    rest = [item for item in included if not item.included]
+    ordered = sorted(head, key=_tier)  # stable: keeps the order within a tier
+    for order, item in enumerate(ordered):
+        item.__dict__["order"] = order  # the items are fresh, made for this plan
+    return ordered + rest
+
+
+def uses_cache_order(config: Any) -> bool:
+    return getattr(config, "order", RELEVANCE_ORDER) == CACHE_ORDER
+
+
+def page_tokens(config: Any, budget: int) -> int:
+    """The size of a page of an anchored window, in tokens: ``cache_page_share`` of ``budget``, the share of the
+    plan's budget the window may take (never what is left at the time: that moves with every query)."""
+    return max(1, int(budget * config.cache_page_share))
+
+
+def fill_anchored(selection: HistorySelection, budget: Budget, order: Sequence[int], page: int, reason: str,
+                  detail: str = "", pages_from: Sequence[int] | None = None) -> bool:
+    """Fill the turns of ``order`` (chronological) whole from the earliest start whose turns all fit in ``budget``.
+    Starts: the first turn of ``order``, then each page boundary inside it; boundaries are counted over
+    ``pages_from`` (default ``order``; the session's turns when ``order`` is a window of its latest): its first turn,
+    then the turn after each run of at least ``page`` tokens. False (nothing taken) when not even the last start's
+    turns fit: the caller fills as it would otherwise."""
+    if not order:
+        return True
+    groups = selection.groups
+    boundaries, run = set(), 0
+    for i, gi in enumerate(pages_from if pages_from is not None else order):
+        if i == 0 or run >= page:
+            boundaries.add(gi)
+            run = 0
+        run += groups[gi].eligible_tokens
+    sizes = [groups[gi].eligible_tokens for gi in order]
+    left = sum(sizes)
+    remaining = budget.remaining
+    for i, gi in enumerate(order):
+        if (i == 0 or gi in boundaries) and left <= remaining:
+            for taken in order[i:]:
+                selection.fill_group(taken, budget, reason, detail=detail, partial=False)
+            return True
+        left -= sizes[i]
+    return False
+
+
+# ---- prefix and cost -----------------------------------------------------------------------------------------
+
+def payload_units(plan: Any) -> list[tuple[Any, int]]:
+    """The plan's payload as sent, in order, as (key, tokens) units, one per included item: keyed by its messages
+    (an item that renders no message, the tool definitions, by its id and tokens). An item of several messages (a
+    tool call with its results) is cached whole or not at all here, so a prefix ends at an item's edge."""
+    units: list[tuple[Any, int]] = []
+    for item in sorted((i for i in plan.items if i.included), key=lambda i: i.order):
+        messages = item.messages
+        if not messages:
+            units.append(((item.id, item.tokens), item.tokens))
+        elif len(messages) == 1:
+            units.append((_key(messages[0]), item.tokens))
+        else:
+            units.append(((item.id, tuple(_key(m) for m in messages)), item.tokens))
+    return units
+
+
+def _key(message: Any) -> Any:
+    return tuple(sorted((k, repr(v)) for k, v in dict(message).items()))
+
+
+def shared_prefix_tokens(previous: Sequence[tuple[Any, int]] | None, current: Sequence[tuple[Any, int]]) -> int:
+    """Tokens of the longest run of units ``current`` opens with that ``previous`` opened with too (0 without a
+    previous plan)."""
+    if not previous:
+        return 0
+    shared = 0
+    for (a, _ta), (b, tokens) in zip(previous, current):
+        if a != b:
+            break
+        shared += tokens
+    return shared
+
+
+@dataclass(frozen=True)
+class TurnCost:
+    """What one plan's prompt costs, in US dollars, under a named cache price."""
+
+    prompt_tokens: int
+    prefix_tokens: int  # the longest prefix shared with the session's previous plan
+    uncached_usd: float  # every prompt token at the input price
+    cached_usd: float  # the shared prefix read from the cache, the rest written to it
+
+    @property
+    def prefix_share(self) -> float:
+        return self.prefix_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+def turn_cost(prompt_tokens: int, prefix_tokens: int, price: CachePrice) -> TurnCost:
+    """The cost of a prompt of ``prompt_tokens`` whose first ``prefix_tokens`` are in the cache: the prefix at the
+    read price, the rest at the write price (a breakpoint at the prompt's end, so the next turn can read it)."""
+    prefix = min(prefix_tokens, prompt_tokens)
+    per_token = price.input_per_mtok / 1_000_000
+    return TurnCost(prompt_tokens, prefix, prompt_tokens * per_token,
+                    (prefix * price.read + (prompt_tokens - prefix) * price.write) * per_token)
+
+
+@dataclass
+class PrefixTally:
+    """Consecutive plans of one session: each plan's prefix shared with the one before and its cost."""
+
+    price: CachePrice
+    costs: list[TurnCost]
+    _previous: list[tuple[Any, int]] | None = None
+
+    def add(self, plan: Any, prompt_tokens: Callable[[Any], int] | None = None) -> TurnCost:
+        units = payload_units(plan)
+        tokens = prompt_tokens(plan) if prompt_tokens else sum(t for _k, t in units)
+        cost = turn_cost(tokens, shared_prefix_tokens(self._previous, units), self.price)
+        self._previous = units
+        self.costs.append(cost)
+        return cost
+
+
+def new_tally(price: CachePrice) -> PrefixTally:
+    return PrefixTally(price, [])
+
+
+@dataclass(frozen=True)
+class CacheFigures:
+    """Per strategy (and budget): the mean share of a plan's tokens that is a prefix of the previous plan's, and the
+    mean cost per turn without and with cache reads."""
+
+    plans: int
+    prefix_share: float
+    uncached_usd: float
+    cached_usd: float
+
+    def to_json(self) -> dict[str, Any]:
+        return {"plans": self.plans, "prefix_share": round(self.prefix_share, 4),
+                "usd_per_turn_uncached": round(self.uncached_usd, 6),
+                "usd_per_turn_cached": round(self.cached_usd, 6)}
+
+
+def figures(costs: Sequence[TurnCost]) -> CacheFigures:
+    """The mean of ``costs``; each session's first plan (nothing to share yet) is counted as it is billed."""
+    n = len(costs)
+    if not n:
+        return CacheFigures(0, 0.0, 0.0, 0.0)
+    return CacheFigures(n, sum(c.prefix_share for c in costs) / n, sum(c.uncached_usd for c in costs) / n,
+                        sum(c.cached_usd for c in costs) / n)
