@@ -297,3 +297,22 @@ def test_load_config_raises_config_error_with_the_file_and_key(tmp_path):
         load_config(path)
     assert str(caught.value) == f"{path}: llm.timeout_s: must be greater than 0, got -5"
     assert os.fspath(path) in str(caught.value)
+
+
+@pytest.mark.parametrize("args", [
+    ("plan", "what next", "--budget", "100000001"),
+    ("chat", "hello", "--budget", "100000000000000000000000"),
+    ("chat", "hello", "--context-limit", "100000001"),
+    ("replay", "s1", "--budget", "100000001"),
+])
+def test_a_budget_on_the_command_line_past_what_the_config_accepts_is_refused(tmp_path, args):
+    """The config file refuses a budget above MAX_TOKENS; the same number given as a flag is refused too,
+    in one line naming the flag, before anything is planned or stored."""
+    from ctxbench.config import MAX_TOKENS
+
+    db = tmp_path / "c.db"
+    result = CliRunner().invoke(main, [*args, "--db", str(db)], env={"CTXBENCH_CONFIG": os.devnull})
+    assert result.exit_code == 2, result.output
+    flag = args[args.index("--budget") if "--budget" in args else args.index("--context-limit")]
+    assert flag in result.output and (f"{MAX_TOKENS:,}" in result.output or str(MAX_TOKENS) in result.output)
+    assert "Traceback" not in result.output

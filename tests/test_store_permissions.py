@@ -60,3 +60,22 @@ def test_a_store_made_readable_by_everyone_is_tightened_when_opened(tmp_path, um
             held.release()
         wal = db.with_name(db.name + "-wal")
         assert _mode(db) == 0o600 and _mode(wal) == 0o600 and _mode(lock) == 0o600
+
+
+def test_the_default_stores_own_folder_made_readable_by_everyone_is_tightened_but_a_chosen_folder_is_not(
+        tmp_path, monkeypatch, umask_022):
+    """An older version made ``<user data dir>/ctxbench`` 0755; opening its store takes the bits back. A folder
+    the user chose with --db may hold other things: it is left as it is."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "xdg"))
+    monkeypatch.delenv("CTXBENCH_DB", raising=False)
+    from ctxbench.config import default_db_path
+
+    own = default_db_path()
+    chosen = tmp_path / "projects" / "ctx.db"
+    for db in (own, chosen):
+        db.parent.mkdir(parents=True)
+        os.chmod(db.parent, 0o755)
+        connect(db).close()
+    assert own.parent == tmp_path / "xdg" / "ctxbench"
+    assert _mode(own.parent) == 0o700
+    assert _mode(chosen.parent) == 0o755

@@ -3,14 +3,14 @@ from __future__ import annotations
 
 import click
 
-from ctxbench.cli.common import config_option, emit_json, get_config
+from ctxbench.cli.common import TOKENS, config_option, emit_json, get_config
 
 
 @click.command(help="Planning latency: p50/p95 ms per plan for every strategy at 8k and 32k on a synthetic session.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--turns", type=click.IntRange(min=1), default=1000, show_default=True, help="Turns in the synthetic session.")
 @click.option("--repeat", type=click.IntRange(min=1), default=50, show_default=True, help="Timed plans per strategy and budget.")
-@click.option("--budget", "budgets", type=click.IntRange(min=1), multiple=True, help="Budget(s) to time (default 8000 and 32000).")
+@click.option("--budget", "budgets", type=TOKENS, multiple=True, help="Budget(s) to time (default 8000 and 32000).")
 @config_option
 def command(as_json: bool, turns: int, repeat: int, budgets: tuple[int, ...], config_path) -> None:
     from ctxbench.bench import plan_latency

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.cli.common import TOKENS, config_option, db_option, emit_json, fail, get_config, resolve_db
 
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143  # 128 + SIGTERM
@@ -53,7 +53,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
 @click.option("--base-url", default=None, help="OpenAI-compatible endpoint, e.g. http://localhost:11434/v1.")
 @click.option("--model", default=None, help="Model name at that endpoint.")
 @click.option("--api-key-env", default=None, help="Name of the environment variable holding the API key.")
-@click.option("--context-limit", type=click.IntRange(min=1), default=None,
+@click.option("--context-limit", type=TOKENS, default=None,
               help="The model's context window in tokens (default: $CTXBENCH_LLM_CONTEXT_LIMIT or [llm] context_limit).")
 @click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds to wait for the endpoint (default: $CTXBENCH_LLM_TIMEOUT or [llm] timeout_s).")
@@ -65,7 +65,7 @@ def _on_sigterm(signum: int, frame: object) -> None:
                    "[llm] max_reply_tokens).")
 @click.option("--mode", default=None,
               help="Context Mode: off, light, heavy or one defined in the config; kept for the session's later turns.")
-@click.option("--budget", type=click.IntRange(min=1), default=None,
+@click.option("--budget", type=TOKENS, default=None,
               help="Token budget of the plans; kept for the session's later turns.")
 @click.option("--semantic/--no-semantic", default=True,
               help="With --repo: load the embedding model and wait for it (default), or retrieve with keyword "

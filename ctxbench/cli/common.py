@@ -10,11 +10,15 @@ from typing import Any
 import click
 
 from ctxbench.config import (
+    MAX_TOKENS,
     ConfigError,
     default_config_path,
     default_db_path,
     load_config,
 )
+
+# a number of tokens given on the command line (a budget, a context window): what the config file accepts too
+TOKENS = click.IntRange(min=1, max=MAX_TOKENS)
 
 db_option = click.option(
     "--db",

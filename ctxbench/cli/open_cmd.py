@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, get_config
+from ctxbench.cli.common import TOKENS, config_option, db_option, get_config
 
 from ctxbench.records.vocab import STRATEGIES
 
@@ -25,7 +25,7 @@ def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--new", "new_session", is_flag=True, help="Start a new session."),
         click.option("--mode", default=None,
                      help="Context Mode (remembered by the session): off, light, heavy or one defined in the config."),
-        click.option("--budget", type=click.IntRange(min=1), default=None, help="Token budget of the plan."),
+        click.option("--budget", type=TOKENS, default=None, help="Token budget of the plan."),
         click.option("--strategy", type=click.Choice(STRATEGIES), default=None, help="History strategy."),
         click.option("--theme", default=None, help="Theme name (ctxbench-dark, ctxbench-light, or any Textual theme)."),
         click.option("--no-index", is_flag=True, help="Do not index the repository (plans carry no symbol cards)."),
@@ -34,7 +34,7 @@ def workbench_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--model", default=None, help="Model name at that endpoint (shown in the status line)."),
         click.option("--api-key-env", default=None,
                      help="Name of the environment variable holding the API key (the key is never stored)."),
-        click.option("--context-limit", type=click.IntRange(min=1), default=None,
+        click.option("--context-limit", type=TOKENS, default=None,
                      help="The model's context window in tokens (a plan needing more is not sent)."),
         click.option("--timeout", "timeout_s", type=click.FloatRange(min=0, min_open=True), default=None,
                      help="Seconds to wait for the endpoint before retrying."),

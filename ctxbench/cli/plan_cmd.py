@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
+from ctxbench.config import MAX_TOKENS
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
 
@@ -201,8 +202,8 @@ def command(
         fail(EMPTY_QUERY, 2)
     if session_id and transcript:
         fail("give --session or --transcript, not both", 2)
-    if budget is not None and budget <= 0:
-        fail(f"--budget must be a positive number of tokens, got {budget}", 2)
+    if budget is not None and not 0 < budget <= MAX_TOKENS:
+        fail(f"--budget must be a number of tokens from 1 to {MAX_TOKENS:,}, got {budget}", 2)
     if window_groups is not None and window_groups < 0:
         fail(f"--window must be >= 0 (0 = all groups), got {window_groups}", 2)
     config = get_config(config_path)

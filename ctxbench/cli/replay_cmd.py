@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from ctxbench.cli.common import config_option, db_option, fail, get_config, stored_db
+from ctxbench.cli.common import TOKENS, config_option, db_option, fail, get_config, stored_db
 from ctxbench.records.vocab import STRATEGIES
 
 _QUERY_CHARS = 48
@@ -19,7 +19,7 @@ _QUERY_CHARS = 48
 @click.option("--mode", default=None,
               help="Context mode to replay under: off, light, heavy or one defined in the config "
                    "(default: the session's).")
-@click.option("--budget", type=click.IntRange(min=1), default=None,
+@click.option("--budget", type=TOKENS, default=None,
               help="Token budget of each plan (default: the session's).")
 @click.option("--strategy", type=click.Choice(STRATEGIES), default=None,
               help="History strategy (default: the session's).")

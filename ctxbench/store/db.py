@@ -14,6 +14,9 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence, Union
 
+import platformdirs
+
+from ctxbench.config import APP_NAME
 from ctxbench.records.errors import StoreError, StoreFull, disk_full, is_disk_full
 
 Migration = Union[str, Callable[[sqlite3.Connection], None]]
@@ -116,6 +119,13 @@ def tighten(path: Path) -> None:
     store made by an older version was readable by every account)."""
     for suffix in SIDE_FILES:
         tighten_file(path.with_name(path.name + suffix))
+    if path.parent == own_data_folder():  # ctxbench's own folder; a folder the user chose (--db) is left as it is
+        tighten_file(path.parent)
+
+
+def own_data_folder() -> Path:
+    """The folder the default store lives in (``<user data dir>/ctxbench``)."""
+    return Path(platformdirs.user_data_dir(APP_NAME))
 
 
 def tighten_file(path: Path, fd: int | None = None) -> None:
