@@ -36,6 +36,10 @@ TUI_MAY_IMPORT = ("tui", "service", "records", "config")
 # the planner is pure: plan inputs in, a ContextPlan out; it reads no store, index, model or retrieval
 PLANNER_MAY_IMPORT = ("planner", "records", "tokens", "config")
 MAX_TUI_FILE_LINES = 300
+# the workbench is the unit of work and the repositories; plans go through service.planning
+WORKBENCH_MAY_NOT_IMPORT = ("planner", "retrieval")
+MAX_WORKBENCH_LINES = 300
+MAX_PORT_PARAMETERS = 3  # a port method that needs more takes a record (a PlanRequest)
 
 
 def _modules() -> dict[str, Path]:
@@ -126,6 +130,30 @@ def test_the_planner_imports_only_the_records_the_tokenizer_and_the_config():
     wrong = [f"{m} -> {t}" for m, targets in EDGES.items() if _package(m) == "planner"
              for t in targets if _package(t) not in PLANNER_MAY_IMPORT]
     assert wrong == []
+
+
+def test_the_workbench_imports_nothing_from_the_planner_or_retrieval():
+    wrong = sorted(t for t in EDGES["ctxbench.service.workbench"] if _package(t) in WORKBENCH_MAY_NOT_IMPORT)
+    assert wrong == []
+
+
+def test_the_workbench_is_at_most_300_lines():
+    assert len((ROOT / "service" / "workbench.py").read_text(encoding="utf-8").splitlines()) <= MAX_WORKBENCH_LINES
+
+
+def test_no_port_method_takes_more_than_three_parameters():
+    tree = ast.parse((ROOT / "llm" / "ports.py").read_text(encoding="utf-8"))
+    wide = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        if not any(isinstance(b, ast.Name) and b.id == "Protocol" for b in cls.bases):
+            continue
+        for fn in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            a = fn.args
+            named = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg != "self"]
+            spread = [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+            if len(named) + len(spread) > MAX_PORT_PARAMETERS:
+                wide[f"{cls.name}.{fn.name}"] = named + spread
+    assert wide == {}
 
 
 def test_no_file_under_tui_is_over_300_lines():

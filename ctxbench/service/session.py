@@ -21,6 +21,7 @@ from ctxbench.llm.client import CancelToken
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.records.errors import NotFound
 from ctxbench.records.messages import Message
+from ctxbench.records.plan_request import NEXT_TURN, PlanRequest, StoredTurn
 from ctxbench.records.plans import ContextPlan, Pin, PlanItem
 from ctxbench.records.retrieval import RetrievalHit
 from ctxbench.records.sessions import SETTING_NAMES, SessionSettings
@@ -166,7 +167,7 @@ class WorkbenchSession:
         """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),
         with progress in the ``embedder`` slot; returns how many texts were embedded (0 without a ready model)."""
         status, sid = self._status, self.session_id
-        if not sid or self.wb.history_embedder() is None:
+        if not sid or self.wb.history.embedder() is None:
             return 0
 
         def history(done: int, total: int) -> None:
@@ -174,7 +175,7 @@ class WorkbenchSession:
                 status(Progress("embedder", f"embedding history {done}/{total}", fraction=done / total))
 
         with self._warming:
-            embedded = self.wb.warm_history(sid, history)
+            embedded = self.wb.history.warm(sid, history)
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))
         return embedded
@@ -202,7 +203,7 @@ class WorkbenchSession:
             changes = {name: getattr(settings, name) for name in SETTING_NAMES
                        if getattr(settings, name) != getattr(stored, name)}
             self.settings = self.wb.update_settings(self.session_id, **changes)
-        if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history_embedder() is not None:
+        if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history.embedder() is not None:
             # the new strategy compares other texts (turns, messages): embed those still missing, in the background
             self._warm_in_background()
         return self.settings
@@ -213,7 +214,7 @@ class WorkbenchSession:
     def _warm_what_is_pending(self) -> None:
         """A plan embeds only a few missing texts itself: when the last one left some (a history that grew by more
         than that, a transcript whose texts all changed), the warm-up embeds the rest in the background."""
-        if self.wb.history_pending(self.session_id) > 0 and not self._warming.locked():
+        if self.wb.history.pending(self.session_id) > 0 and not self._warming.locked():
             self._warm_in_background()
 
     def tools_tokens(self) -> int:
@@ -228,12 +229,12 @@ class WorkbenchSession:
         settings = self.use_settings(settings) if settings is not None else self.stored_settings()
         tools = self.tools_tokens()  # the meter shows the whole prompt the next call sends
         if draft.strip():
-            plan = wb.plan(sid, draft, settings, store=store, tools_tokens=tools)
+            plan = wb.planning.plan(PlanRequest(sid, draft, settings, tools_tokens=tools, store=store))
             self._warm_what_is_pending()
             return self.view_of(plan, None, draft=True)
         group = group_id if group_id is not None else self.last_user_group()
-        plan = wb.plan(sid, None if group is not None else "", settings, current_group=group, store=store,
-                       tools_tokens=tools)
+        turn = StoredTurn(group) if group is not None else NEXT_TURN
+        plan = wb.planning.plan(PlanRequest(sid, None if group is not None else "", settings, turn, tools, store=store))
         self._warm_what_is_pending()
         return self.view_of(plan, group)
 
