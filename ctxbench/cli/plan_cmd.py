@@ -11,13 +11,19 @@ loaded and waited for unless ``--no-semantic``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 from ctxbench.records.plans import ContextPlan
+from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
+from ctxbench.records.item_refs import card_symbol
+
+if TYPE_CHECKING:  # the CLI imports the service when a command runs
+    from ctxbench.config import Config
+    from ctxbench.service.workbench import Workbench
 
 TRANSCRIPT_TITLE = "transcript: {name}"
 EMPTY_QUERY = "empty query: say what to plan or search for"
@@ -132,12 +138,13 @@ def pin_targets(wb: Workbench, session_id: str, targets: tuple[str, ...], attach
     with wb.transaction():
         for target in targets:
             content = ""
-            if target.startswith("card:") and index is not None:
-                content = index.cards[target[len("card:"):]].render()
+            symbol = card_symbol(target)
+            if symbol is not None and index is not None:
+                content = index.cards[symbol].render()
             wb.pins.add(session_id, target, "sticky", label=target, content=content)
 
 
-def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
+def transcript_session(wb: Workbench, transcript: Path) -> tuple[str, bool]:
     """The session holding ``transcript``: (id, reused). An earlier import of the same file whose session is
     unchanged (the same messages, no pins, state block or scratchpad) is reused; otherwise it is imported now."""
     parsed = wb.parse_transcript(transcript)
