@@ -110,14 +110,19 @@ class Planning:
         """The RetrievalSet of ``inputs`` (its query and pins) under ``request``'s settings, steered by the session's
         live pins, its activation scores (none with ``clear_activation``: the query starts a cluster activation is
         scoped to) and what the query mentions. With no retriever attached, plans get the empty set."""
+        if self.store.retriever is None:
+            return EMPTY_RETRIEVAL_SET
+        return self._retrieval(request.session_id, inputs, self.settings(request), clear_activation)
+
+    def _retrieval(self, session_id: str, inputs: PlanInputs, settings: SessionSettings,
+                   clear_activation: bool) -> RetrievalSet:
         wb = self.store
         if wb.retriever is None:
             return EMPTY_RETRIEVAL_SET
         from ctxbench.retrieval.mentions import mentions
 
-        settings = self.settings(request)
         live = tuple(p for p in inputs.pins if not (p.kind == "leased" and p.ttl <= 0))
-        activation = {} if clear_activation else wb.activation.scores(request.session_id)
+        activation = {} if clear_activation else wb.activation.scores(session_id)
         return wb.retriever.retrieve(inputs.query, mode=settings.mode, budget=settings.budget, pins=live,
                                      activation=activation, mentioned=mentions(inputs.query))
 
@@ -135,8 +140,8 @@ class Planning:
             inputs = cluster.apply(inputs)
         retrieval = request.retrieval
         if retrieval is None:
-            retrieval = self.retrieval(dataclasses.replace(request, settings=settings), inputs,
-                                       clear_activation=cluster is not None and cluster.clear_activation)
+            retrieval = self._retrieval(request.session_id, inputs, settings,
+                                        cluster is not None and cluster.clear_activation)
         # the history comes masked from the history cache; the rest is masked here
         inputs = dataclasses.replace(redact_inputs(inputs, history=False), retrieval=retrieval,
                                      tools_tokens=request.tools_tokens)
