@@ -30,6 +30,7 @@ def main() -> int:
     from ctxbench.config import Config
     from ctxbench.planner import build_plan
     from ctxbench.records import stamps
+    from ctxbench.records.plan_request import PlanRequest
     from ctxbench.service.attach import load_embedder
     from ctxbench.service.workbench import Workbench
 
@@ -43,8 +44,9 @@ def main() -> int:
     def recall(wb, sid, config) -> float:
         total = 0.0
         for q in questions:
-            inputs = wb.plan_inputs(sid, q.question, strategy=config.planner.default_strategy, budget=args.budget,
-                                    mode="off")
+            settings = wb.settings(sid).with_choices(strategy=config.planner.default_strategy, budget=args.budget,
+                                                     mode="off")
+            inputs = wb.planning.inputs(PlanRequest(sid, q.question, settings))
             inputs = dataclasses.replace(inputs, system_prompt=config.planner.system_prompt)
             plan = build_plan(inputs, config.planner, wb.tokenizer)
             sent = {e for i in plan.items if i.included for e in i.external_ids}
@@ -59,10 +61,10 @@ def main() -> int:
         with Workbench(Path(tmp) / "b.db", bench_config) as wb:
             wb.embedder = embedder
             sid = _session(wb, conversation, "ab")
-            wb.warm_history(sid)
+            wb.history.warm(sid)
             rows.append(("bench import (session dates)", recall(wb, sid, bench_config)))
             sid = wb.import_file(jsonl)
-            wb.warm_history(sid)
+            wb.history.warm(sid)
             rows.append(("JSONL import, times from the text", recall(wb, sid, bench_config)))
             rows.append(("  ... with the default system prompt", recall(wb, sid, base)))
             keep = stamps.fill_times
@@ -71,7 +73,7 @@ def main() -> int:
                 sid = wb.import_file(jsonl)
             finally:
                 stamps.fill_times = keep
-            wb.warm_history(sid)
+            wb.history.warm(sid)
             rows.append(("JSONL import, every message at the import time", recall(wb, sid, bench_config)))
     print(f"LoCoMo {args.conversation}, first {len(questions)} questions, budget {args.budget:,}, "
           f"{base.planner.default_strategy}")

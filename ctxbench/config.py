@@ -186,7 +186,7 @@ class FusedConfig:
     speaker_share: Share = 0.5
     keyword_candidates: int = 500  # messages ranked by BM25 for a query
     # messages (turns, for the semantic strategy) a plan embeds itself when their vectors are missing; the rest are
-    # embedded by the warm-up (Workbench.warm_history: in the background in the workbench, with progress in the CLI)
+    # embedded by the warm-up (HistoryRanker.warm: in the background in the workbench, with progress in the CLI)
     embed_per_plan: int = 64
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import collections
+import re
 from pathlib import Path
 
 import networkx as nx
@@ -36,6 +37,24 @@ TUI_MAY_IMPORT = ("tui", "service", "records", "config")
 # the planner is pure: plan inputs in, a ContextPlan out; it reads no store, index, model or retrieval
 PLANNER_MAY_IMPORT = ("planner", "records", "tokens", "config")
 MAX_TUI_FILE_LINES = 300
+# the workbench is the unit of work and the repositories; plans go through service.planning
+WORKBENCH_MAY_NOT_IMPORT = ("planner", "retrieval")
+MAX_WORKBENCH_LINES = 300
+MAX_PORT_PARAMETERS = 3  # a port method that needs more takes a record (a PlanRequest)
+# an item id or pin target taken apart by hand instead of with records.item_refs.ItemRef.parse
+_ID_KINDS = "card|group|atom|capsule|summary|pin|path|tool|memo|text|file|system"
+HAND_SLICED_ID = re.compile(r'\b(item_id|\w+\.id|\w+\.target)(\.(split|rsplit|partition)\(":"|\[\d+:\]'
+                            r'|\.removeprefix\("(' + _ID_KINDS + r'):"\))|\[len\("(' + _ID_KINDS + r'):"\):\]')
+# files still taking ids apart by hand (at most this many lines), owned by work in flight when ItemRef came:
+# convert them, then drop the row
+HAND_SLICED_STILL = {
+    "planner/candidates.py": 1,  # a pin target's kind and name
+    "service/proxy_plan.py": 2,  # the proxy's atom:GROUP:CALL_ID and tool:NAME
+    "service/proxy_session.py": 1,  # the proxy's atom:GROUP:CALL_ID
+    "bench/code.py": 1,  # a plan's ids without their kind
+    "service/proxy_findings.py": 1,  # the proxy's tool:NAME (steer-cost)
+    "service/proxy_policy.py": 3,  # the proxy's atom:GROUP:CALL_ID, tool:NAME, file:MESSAGE:PART (steer-cost)
+}
 
 
 def _modules() -> dict[str, Path]:
@@ -126,6 +145,42 @@ def test_the_planner_imports_only_the_records_the_tokenizer_and_the_config():
     wrong = [f"{m} -> {t}" for m, targets in EDGES.items() if _package(m) == "planner"
              for t in targets if _package(t) not in PLANNER_MAY_IMPORT]
     assert wrong == []
+
+
+def test_the_workbench_imports_nothing_from_the_planner_or_retrieval():
+    wrong = sorted(t for t in EDGES["ctxbench.service.workbench"] if _package(t) in WORKBENCH_MAY_NOT_IMPORT)
+    assert wrong == []
+
+
+def test_the_workbench_is_at_most_300_lines():
+    assert len((ROOT / "service" / "workbench.py").read_text(encoding="utf-8").splitlines()) <= MAX_WORKBENCH_LINES
+
+
+def test_no_port_method_takes_more_than_three_parameters():
+    tree = ast.parse((ROOT / "llm" / "ports.py").read_text(encoding="utf-8"))
+    wide = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        if not any(isinstance(b, ast.Name) and b.id == "Protocol" for b in cls.bases):
+            continue
+        for fn in (n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+            a = fn.args
+            named = [x.arg for x in (*a.posonlyargs, *a.args, *a.kwonlyargs) if x.arg != "self"]
+            spread = [x.arg for x in (a.vararg, a.kwarg) if x is not None]
+            if len(named) + len(spread) > MAX_PORT_PARAMETERS:
+                wide[f"{cls.name}.{fn.name}"] = named + spread
+    assert wide == {}
+
+
+def test_item_ids_are_taken_apart_only_by_item_refs():
+    found: dict[str, int] = {}
+    for path in ROOT.rglob("*.py"):
+        name = str(path.relative_to(ROOT))
+        if name == "records/item_refs.py":
+            continue
+        hits = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if HAND_SLICED_ID.search(line))
+        if hits:
+            found[name] = hits
+    assert {name: n for name, n in found.items() if n > HAND_SLICED_STILL.get(name, 0)} == {}
 
 
 def test_no_file_under_tui_is_over_300_lines():

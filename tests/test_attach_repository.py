@@ -16,6 +16,7 @@ from ctxbench.retrieval.retriever import NOTE_NO_EMBEDDER
 from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
+from tests.plan_requests import inputs_of
 
 QUERY = "download a web page over http"
 
@@ -33,7 +34,7 @@ def wb(tmp_path):
 
 def retrieval(wb, query=QUERY):
     sid = wb.new_session()
-    return wb.plan_inputs(sid, query, mode="light").retrieval
+    return inputs_of(wb, sid, query, mode="light").retrieval
 
 
 def test_a_given_embedder_gives_semantic_search_and_ranks_history(wb, repo):
@@ -43,7 +44,7 @@ def test_a_given_embedder_gives_semantic_search_and_ranks_history(wb, repo):
     rs = retrieval(wb)
     assert rs.semantic_available and rs.hits[0].symbol == "net.http.fetch_url"
     assert any("semantic" in h.why for h in rs.hits)
-    assert wb.history_embedder() is embedder
+    assert wb.history.embedder() is embedder
 
 
 def test_without_semantic_the_set_says_so(wb, repo):

@@ -23,6 +23,7 @@ from ctxbench.retrieval.retriever import Retriever
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, write_repo
+from tests.plan_requests import plan_of
 
 QUERIES = [
     {"id": "q1", "query": "download a web page over http", "gold": ["net.http.fetch_url"], "split": "tune"},
@@ -254,7 +255,7 @@ def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_pat
     with Workbench(tmp_path / "app.db", Config()) as wb:
         wb.retriever = ModeRetrieval(retriever, wb.config, wb.tokenizer)
         sid = wb.new_session()
-        app = {mode: {i.id.removeprefix("card:") for i in wb.plan(sid, query.query, mode=mode, budget=8000,
+        app = {mode: {i.id.removeprefix("card:") for i in plan_of(wb, sid, query.query, mode=mode, budget=8000,
                                                                    store=False).included if i.kind == "symbol_card"}
                for mode in ("light", "heavy")}
     assert flags == {"light": all(g in app["light"] for g in query.gold),

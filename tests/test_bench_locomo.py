@@ -82,16 +82,16 @@ def test_every_strategy_and_the_baselines_are_scored(tmp_path):
 def test_each_strategy_that_compares_by_meaning_has_its_texts_embedded_before_the_questions(tmp_path, monkeypatch):
     """A plan embeds only a few missing texts itself: without the warm-up of its turn vectors, ``semantic`` was scored
     on the newest 64 turns of each conversation (held-out recall 0.10-0.18 instead of 0.35-0.72)."""
-    from ctxbench.service.workbench import Workbench
+    from ctxbench.service.history_ranker import HistoryRanker
 
     warmed: list[str | None] = []
-    real = Workbench.warm_history
+    real = HistoryRanker.warm
 
     def spy(self, session_id, progress=None, *, strategy=None):
         warmed.append(strategy)
         return real(self, session_id, progress, strategy=strategy)
 
-    monkeypatch.setattr(Workbench, "warm_history", spy)
+    monkeypatch.setattr(HistoryRanker, "warm", spy)
     folder = _write(tmp_path / "data")
     locomo.run([folder / "7.json"], Config(), db_path=tmp_path / "b.db", budgets=(60,), embedder=HashingEmbedder(),
                strategies=("semantic", "window"), baselines=False)

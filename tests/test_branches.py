@@ -16,6 +16,7 @@ from ctxbench.records.messages import ToolCall
 from ctxbench.service.timeline import Timeline
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import db, schema
+from tests.plan_requests import plan_of
 
 LONG_SESSION = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
 
@@ -79,7 +80,7 @@ def test_work_on_the_child_leaves_the_parents_plan_unchanged(wb, strategy):
     wb.update_settings(sid, strategy=strategy)
     timeline = Timeline(wb, sid)
     last = wb.messages.history(sid)[-1].group_id
-    before = wb.plan(sid, None, current_group=last, store=False)
+    before = plan_of(wb, sid, None, current_group=last, store=False)
     timeline.fork("child")
     _turn(wb, sid, "on the child: switch to floats")
     wb.pins.add(sid, "card:money.Money", "sticky")
@@ -87,7 +88,7 @@ def test_work_on_the_child_leaves_the_parents_plan_unchanged(wb, strategy):
     wb.memory.set_state(sid, "### STATE\nGoal: floats")
     wb.update_settings(sid, budget=1500)
     timeline.switch("main")
-    after = wb.plan(sid, None, current_group=last, store=False)
+    after = plan_of(wb, sid, None, current_group=last, store=False)
     assert after.plan_id == before.plan_id
     assert after.messages() == before.messages()
 
@@ -123,9 +124,9 @@ def test_branch_summaries_name_fork_point_head_and_turns(wb):
 
 def test_plans_record_their_branch_and_fork_point(wb):
     sid = _session(wb)
-    first = wb.plan(sid, "where are totals rounded?")
+    first = plan_of(wb, sid, "where are totals rounded?")
     Timeline(wb, sid).fork("b", at_turn=3)
-    second = wb.plan(sid, "where are totals rounded?")
+    second = plan_of(wb, sid, "where are totals rounded?")
     origin = wb.plans.origin(second.plan_id)
     assert (origin.branch_name, origin.parent_name, origin.group_id) == ("b", "main", None)
     fork_message = [m for m in wb.messages.history(sid) if m.group_id == 3][-1]
@@ -163,8 +164,8 @@ def test_a_diff_says_what_entered_left_and_changed_with_reasons_on_both_sides(wb
     sid = _session(wb)
     for n in range(12):
         _turn(wb, sid, f"later step {n}: rename the cents helpers", reply="renamed " + "and checked " * 20)
-    small = wb.plan(sid, "invoice totals in cents", budget=600, store=False)
-    large = wb.plan(sid, "invoice totals in cents", budget=4000, store=False)
+    small = plan_of(wb, sid, "invoice totals in cents", budget=600, store=False)
+    large = plan_of(wb, sid, "invoice totals in cents", budget=4000, store=False)
     grown = diff_plans(small, large)
     assert grown.entered and not grown.left
     for item in grown.entered:

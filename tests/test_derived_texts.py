@@ -16,6 +16,7 @@ from ctxbench.redaction import MASK, forget_masks, scanner
 from ctxbench.service import derived_texts as service_derived
 from ctxbench.service.workbench import Workbench
 from ctxbench.tokens import TiktokenTokenizer, get_tokenizer
+from tests.plan_requests import plan_of
 
 KEY_ID = "AK" + "IA" + "Q7ZT3LX2M9BV4KDP"
 SECRET = "wJ7rXUtnFEMI/K7MDENG/bPxRfiCYq2x9Zk3Lm0a"
@@ -55,7 +56,7 @@ def test_a_reopened_session_plans_the_same_without_masking_or_counting_again(db,
     with Workbench(db, Config()) as wb:
         sid = _session(wb)
         _forget_this_process()
-        cold = {s: wb.plan(sid, "what should I rotate first?", strategy=s, store=False) for s in STRATEGIES}
+        cold = {s: plan_of(wb, sid, "what should I rotate first?", strategy=s, store=False) for s in STRATEGIES}
     assert any(i.redacted for i in cold["window"].items)
 
     _forget_this_process()
@@ -67,7 +68,7 @@ def test_a_reopened_session_plans_the_same_without_masking_or_counting_again(db,
     monkeypatch.setattr(TiktokenTokenizer, "_raw_count", must_not_run)
     with Workbench(db, Config()) as reopened:
         for strategy in STRATEGIES:
-            warm = reopened.plan(sid, "what should I rotate first?", strategy=strategy, store=False)
+            warm = plan_of(reopened, sid, "what should I rotate first?", strategy=strategy, store=False)
             assert warm.plan_id == cold[strategy].plan_id
             assert warm.items == cold[strategy].items
             assert warm.messages() == cold[strategy].messages()
@@ -78,7 +79,7 @@ def test_the_store_keeps_masked_text_only_and_forgets_it_with_the_session(db):
     _forget_this_process()
     with Workbench(db, Config()) as wb:
         sid = _session(wb)
-        wb.plan(sid, "what should I rotate first?", store=False)
+        plan_of(wb, sid, "what should I rotate first?", store=False)
         conn = wb.conn
         rows = conn.execute("SELECT key, redactions, masked FROM masked_texts WHERE session_id = ?", (sid,)).fetchall()
         counts = conn.execute("SELECT COUNT(*) FROM token_counts WHERE session_id = ?", (sid,)).fetchone()[0]
@@ -106,7 +107,7 @@ def test_a_deleted_turn_leaves_no_masking_of_its_texts_behind(db):
         arguments = json.dumps({"note": "db password: hunter2isnotsafe42"})
         call = wb.messages.append(sid, "assistant", "", group_id=pasted.group_id,
                                   tool_calls=(ToolCall("c9", "remember", arguments),))
-        wb.plan(sid, "what should I rotate first?", store=False)
+        plan_of(wb, sid, "what should I rotate first?", store=False)
         conn = wb.conn
 
         def kept(text: str) -> bool:
@@ -125,14 +126,14 @@ def test_masking_kept_under_other_rules_is_done_again(db, monkeypatch):
     _forget_this_process()
     with Workbench(db, Config()) as wb:
         sid = _session(wb)
-        cold = wb.plan(sid, "what should I rotate first?", store=False)
+        cold = plan_of(wb, sid, "what should I rotate first?", store=False)
     _forget_this_process()
     scanned = []
     real = scanner.mask_text
     monkeypatch.setattr(scanner, "mask_text", lambda text, filename="": scanned.append(text) or real(text, filename))
     monkeypatch.setattr(service_derived, "rules_fingerprint", lambda: "a-newer-rule-set")
     with Workbench(db, Config()) as reopened:
-        again = reopened.plan(sid, "what should I rotate first?", store=False)
+        again = plan_of(reopened, sid, "what should I rotate first?", store=False)
     assert scanned and any(GH in text for text in scanned)
     assert again.plan_id == cold.plan_id
 
@@ -144,7 +145,7 @@ def test_a_store_that_cannot_be_written_does_not_stop_a_plan(db):
     _forget_this_process()
     with Workbench(db, Config()) as wb:
         wb.derived_texts._db = _Locked()  # type: ignore[attr-defined]
-        plan = wb.plan(sid, "what should I rotate first?", store=False)
+        plan = plan_of(wb, sid, "what should I rotate first?", store=False)
         assert any(i.redacted for i in plan.items)
         assert wb.conn.execute("SELECT COUNT(*) FROM token_counts").fetchone()[0] == 0
 

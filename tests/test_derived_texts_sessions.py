@@ -17,6 +17,7 @@ from ctxbench.redaction import MASK, forget_masks
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.service.workbench import Workbench
 from ctxbench.tokens import get_tokenizer
+from tests.plan_requests import inputs_of, plan_of
 
 TOKENS = {name: "gh" + "p_" + tail for name, tail in (("alpha", "Aq8Xw2Lm4Rt6Yu1Io9Pa3Sd5Fg7Hj0Kl2Nb4"),
                                                       ("bravo", "Bz3Kd9Qw1Er5Ty7Ui2Op4As6Df8Gh0Jk1Lm3"))}
@@ -67,13 +68,13 @@ def _interleaved(wb: Workbench) -> dict[str, str]:
             _turn(wb, sid, name, n)
     alpha, bravo = ids["alpha"], ids["bravo"]
     wb.visible_messages(alpha)  # the screen shows alpha's history (masked outside any plan)
-    wb.plan(bravo, "bravo: what should I rotate?", store=False)
+    plan_of(wb, bravo, "bravo: what should I rotate?", store=False)
     _turn(wb, alpha, "alpha", 3)
-    build_plan(wb.plan_inputs(alpha, "alpha: what if?"), wb.config.planner, wb.tokenizer)  # the what-if screen
+    build_plan(inputs_of(wb, alpha, "alpha: what if?"), wb.config.planner, wb.tokenizer)  # the what-if screen
     _turn(wb, bravo, "bravo", 3)
-    wb.plan(bravo, "bravo: and now?", store=False)
-    wb.plan(alpha, "alpha: what should I rotate?", store=True)
-    wb.plan(bravo, "bravo: once more?", store=True)
+    plan_of(wb, bravo, "bravo: and now?", store=False)
+    plan_of(wb, alpha, "alpha: what should I rotate?", store=True)
+    plan_of(wb, bravo, "bravo: once more?", store=True)
     return ids
 
 
@@ -103,16 +104,16 @@ def test_a_deleted_turn_leaves_no_masked_copy_in_any_session(db):
         alpha = ids["alpha"]
         doomed = _turn(wb, alpha, "alpha", 9)  # its texts masked outside a plan of alpha, then others plan
         wb.visible_messages(alpha)
-        wb.plan(ids["bravo"], "bravo: after alpha's paste?", store=False)
-        build_plan(wb.plan_inputs(alpha, "alpha: what if?"), wb.config.planner, wb.tokenizer)
-        wb.plan(ids["bravo"], "bravo: and again?", store=False)
+        plan_of(wb, ids["bravo"], "bravo: after alpha's paste?", store=False)
+        build_plan(inputs_of(wb, alpha, "alpha: what if?"), wb.config.planner, wb.tokenizer)
+        plan_of(wb, ids["bravo"], "bravo: and again?", store=False)
         gone = [m for m in wb.messages.all(alpha) if m.group_id == doomed]
         keys = {text_key(t) for m in gone for t in (m.content, *(c.arguments for c in m.tool_calls)) if t}
         kept = {bytes(r[0]) for r in wb.conn.execute("SELECT key FROM masked_texts")}
         assert keys <= kept  # kept (in some session's store), as plans masked them
         wb.messages.remove(alpha, doomed)
-        wb.plan(alpha, "alpha: is it gone?", store=False)
-        wb.plan(ids["bravo"], "bravo: is it gone?", store=False)
+        plan_of(wb, alpha, "alpha: is it gone?", store=False)
+        plan_of(wb, ids["bravo"], "bravo: is it gone?", store=False)
         every = wb.conn.execute("SELECT session_id, key, masked FROM masked_texts").fetchall()
         assert {r[0] for r in every} == set(ids.values())
         assert not [r[0] for r in every if bytes(r[1]) in keys]
@@ -127,7 +128,7 @@ def test_what_a_deleted_session_derived_is_not_kept_by_another(db):
         _turn(wb, alpha, "alpha", 7)
         wb.visible_messages(alpha)  # masked, not stored yet
         wb.delete_session(alpha)
-        wb.plan(bravo, "bravo: alone now?", store=False)
+        plan_of(wb, bravo, "bravo: alone now?", store=False)
         every = wb.conn.execute("SELECT session_id, masked FROM masked_texts").fetchall()
         assert {r[0] for r in every} == {bravo}
         assert not [r for r in every if r[1] and "alpha-" in r[1]]
@@ -140,9 +141,9 @@ def test_text_derived_outside_a_session_goes_to_the_session_that_uses_it(db):
     with Workbench(db, Config()) as wb:
         alpha, bravo = wb.new_session("alpha"), wb.new_session("bravo")
         said = wb.messages.append(alpha, "user", "alpha says something nobody else says")
-        wb.plan(bravo, "bravo: anything?", store=False)
+        plan_of(wb, bravo, "bravo: anything?", store=False)
         assert text_key(said.content) not in _kept(wb, "token_counts", bravo)
-        wb.plan(alpha, "alpha: anything?", store=False)
+        plan_of(wb, alpha, "alpha: anything?", store=False)
         assert text_key(said.content) in _kept(wb, "token_counts", alpha)
 
 
@@ -160,18 +161,18 @@ def test_a_strategy_that_embeds_nothing_leaves_nothing_to_warm(tmp_path, switch)
         sid = _with_history(wb)
         wb.embedder = HashingEmbedder()
         wb.update_settings(sid, strategy="fused")
-        wb.plan_inputs(sid, "which invoice is unpaid?")
-        assert wb.history_pending(sid) > 0  # more than a plan embeds itself
+        inputs_of(wb, sid, "which invoice is unpaid?")
+        assert wb.history.pending(sid) > 0  # more than a plan embeds itself
         if switch == "settings":
             wb.update_settings(sid, strategy="hybrid")
         else:
-            wb.plan_inputs(sid, "which invoice is unpaid?", strategy="window")
-        assert wb.history_pending(sid) == 0
+            inputs_of(wb, sid, "which invoice is unpaid?", strategy="window")
+        assert wb.history.pending(sid) == 0
         wb.update_settings(sid, strategy="fused")
-        wb.plan_inputs(sid, "which invoice is unpaid?")
-        assert wb.history_pending(sid) > 0  # the embedding strategy back: its missing texts again
+        inputs_of(wb, sid, "which invoice is unpaid?")
+        assert wb.history.pending(sid) > 0  # the embedding strategy back: its missing texts again
         wb.delete_session(sid)
-        assert wb.history_pending(sid) == 0
+        assert wb.history.pending(sid) == 0
 
 
 def test_the_workbench_starts_no_warm_up_after_switching_to_a_strategy_that_embeds_nothing(tmp_path):

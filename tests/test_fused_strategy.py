@@ -99,7 +99,7 @@ def test_the_early_rule_is_in_every_later_plan_of_the_long_session(tmp_path, bud
     with Workbench(tmp_path / "long.db", Config()) as wb:
         sid = wb.import_file(FIXTURES / "long_session.jsonl")
         wb.embedder = HashingEmbedder()
-        wb.warm_history(sid)
+        wb.history.warm(sid)
         rule = next(m for m in wb.messages.history(sid) if m.content.startswith("Ground rule before we change"))
         later = 0
         for step in replay(wb, sid, budget=budget, strategy=wb.config.planner.default_strategy):

@@ -14,6 +14,7 @@ from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.history_vectors import cache_key, rank_turns, turn_text
 from ctxbench.service.workbench import Workbench
+from tests.plan_requests import inputs_of, plan_of
 
 LONG_SESSION = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
 RULE_START = "Ground rule before we change anything"
@@ -147,35 +148,35 @@ def _included_groups(plan) -> set[int]:
 def test_semantic_strategy_pulls_in_the_similar_early_turn(wb):
     sid = wb.session
     query = "how should invoice totals be stored, cents?"
-    window = wb.plan(sid, query, strategy="window", budget=1200, window_groups=5, store=False)
+    window = plan_of(wb, sid, query, strategy="window", budget=1200, window_groups=5, store=False)
     assert 1 not in _included_groups(window)
     wb.embedder = HashingEmbedder()
-    inputs = wb.plan_inputs(sid, query, strategy="semantic", budget=1200)
+    inputs = inputs_of(wb, sid, query, strategy="semantic", budget=1200)
     assert inputs.semantic_ranking and inputs.semantic_ranking[0][0] == 1
-    plan = wb.plan(sid, query, strategy="semantic", budget=1200)
+    plan = plan_of(wb, sid, query, strategy="semantic", budget=1200)
     assert 1 in _included_groups(plan)
     first = [i for i in plan.items if i.id.startswith("atom:1:")]
     assert first and {i.reason for i in first} == {"semantic_match"}
     assert "similarity" in first[0].detail
     assert FALLBACK_NOTE not in plan.notes
-    again = wb.plan(sid, query, strategy="semantic", budget=1200)
+    again = plan_of(wb, sid, query, strategy="semantic", budget=1200)
     assert again.plan_id == plan.plan_id and again == plan
     assert wb.plans.inputs(plan.plan_id).semantic_ranking == inputs.semantic_ranking
 
 
 def test_without_a_ready_embedder_the_strategy_falls_back_and_says_so(wb):
     sid = wb.session
-    plan = wb.plan(sid, "invoice totals?", strategy="semantic", budget=1200, store=False)
+    plan = plan_of(wb, sid, "invoice totals?", strategy="semantic", budget=1200, store=False)
     assert FALLBACK_NOTE in plan.notes
     wb.embedder = NotReady()
-    assert wb.history_embedder() is None
-    assert wb.plan_inputs(sid, "invoice totals?", strategy="semantic").semantic_ranking == ()
+    assert wb.history.embedder() is None
+    assert inputs_of(wb, sid, "invoice totals?", strategy="semantic").semantic_ranking == ()
 
 
 def test_other_strategies_embed_nothing(wb):
     wb.embedder = CountingEmbedder()
     for strategy in ("window", "hybrid", "levels"):
-        wb.plan(wb.session, "invoice totals?", strategy=strategy, budget=1200, store=False)
+        plan_of(wb, wb.session, "invoice totals?", strategy=strategy, budget=1200, store=False)
     assert wb.embedder.seen == []
 
 
@@ -197,28 +198,28 @@ def test_the_model_warmed_for_the_code_index_ranks_history_too(tmp_path):
         sid = session.session_id
         wb.messages.append(sid, "user", "Remember: invoice totals are integer cents.")
         wb.messages.append(sid, "assistant", "Understood.")
-        assert wb.history_embedder() is None  # nothing warmed yet: semantic history falls back to recency
+        assert wb.history.embedder() is None  # nothing warmed yet: semantic history falls back to recency
         session.attach_repository(lambda progress: None)
-        assert session.semantic_ready and wb.history_embedder() is embedder
-        assert wb.plan_inputs(sid, "invoice totals in cents", strategy="semantic").semantic_ranking
+        assert session.semantic_ready and wb.history.embedder() is embedder
+        assert inputs_of(wb, sid, "invoice totals in cents", strategy="semantic").semantic_ranking
     finally:
         session.close()
 
 
 def test_turn_vectors_are_cached_in_the_store(wb, tmp_path):
     wb.embedder = CountingEmbedder()
-    wb.plan_inputs(wb.session, "invoice totals", strategy="semantic")
+    inputs_of(wb, wb.session, "invoice totals", strategy="semantic")
     assert len(wb.embedder.seen) == 26 + 1
     with Workbench(tmp_path / "store.db", Config()) as other:
         other.embedder = CountingEmbedder()
-        other.plan_inputs(wb.session, "invoice totals", strategy="semantic")
+        inputs_of(other, wb.session, "invoice totals", strategy="semantic")
         assert other.embedder.seen == ["invoice totals"]
 
 
 def test_semantic_is_a_setting_the_facade_accepts(wb):
     assert wb.update_settings(wb.session, strategy="semantic").strategy == "semantic"
     wb.embedder = HashingEmbedder()
-    plan = wb.plan(wb.session, "invoice totals in cents", budget=1200, store=False)
+    plan = plan_of(wb, wb.session, "invoice totals in cents", budget=1200, store=False)
     assert plan.strategy == "semantic" and 1 in _included_groups(plan)
 
 
@@ -242,21 +243,21 @@ def test_real_model_finds_the_rule_turn_from_a_question_without_its_words(real_e
         sid = wb.import_file(_long_session_before_the_question(tmp_path))
         rule_group = next(m.group_id for m in wb.messages.history(sid) if m.role == "user" and m.content.startswith(RULE_START))
         assert rule_group not in wb.search.groups(sid, query)  # keyword search cannot find it
-        hybrid = wb.plan(sid, query, strategy="hybrid", store=False)
-        window = wb.plan(sid, query, strategy="window", store=False)
+        hybrid = plan_of(wb, sid, query, strategy="hybrid", store=False)
+        window = plan_of(wb, sid, query, strategy="window", store=False)
         assert rule_group not in _included_groups(hybrid) | _included_groups(window)
 
         wb.embedder = real_embedder
-        first = wb.plan_inputs(sid, query, strategy="semantic").semantic_ranking
+        first = inputs_of(wb, sid, query, strategy="semantic").semantic_ranking
         # a plan embeds the newest turns only (fused.embed_per_plan; equal texts share a vector) ...
         assert wb.config.planner.fused.embed_per_plan <= len(first) < 206 and rule_group not in dict(first)
         seen = []
-        embedded = wb.warm_history(sid, lambda done, total: seen.append((done, total)), strategy="semantic")
+        embedded = wb.history.warm(sid, lambda done, total: seen.append((done, total)), strategy="semantic")
         assert embedded > 100 and seen[0] == (0, embedded) and seen[-1] == (embedded, embedded)  # ... the warm-up the rest
-        ranking = wb.plan_inputs(sid, query, strategy="semantic").semantic_ranking
+        ranking = inputs_of(wb, sid, query, strategy="semantic").semantic_ranking
         assert rule_group in dict(ranking) and len(ranking) > len(first)
-        assert wb.warm_history(sid, strategy="semantic") == 0  # nothing left to embed
-        plan = wb.plan(sid, query, strategy="semantic")
+        assert wb.history.warm(sid, strategy="semantic") == 0  # nothing left to embed
+        plan = plan_of(wb, sid, query, strategy="semantic")
         assert rule_group in _included_groups(plan)
         rule_items = [i for i in plan.included if i.id.startswith(f"atom:{rule_group}:")]
         assert rule_items and all(i.reason == "semantic_match" for i in rule_items)

@@ -15,6 +15,7 @@ from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
+from tests.plan_requests import inputs_of
 
 TURNS = 100
 
@@ -52,24 +53,24 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
     with Workbench(tmp_path / "w.db", config) as wb:
         sid = _session(wb)
         wb.embedder = CountingEmbedder()
-        wb.plan_inputs(sid, "which invoice is unpaid?", strategy=strategy)
+        inputs_of(wb, sid, "which invoice is unpaid?", strategy=strategy)
         assert len(wb.embedder.seen) == per_plan + 1  # the newest texts, and the query
-        assert wb.history_pending(sid) == units - per_plan  # left for the warm-up
+        assert wb.history.pending(sid) == units - per_plan  # left for the warm-up
         progress: list[tuple[int, int]] = []
-        embedded = wb.warm_history(sid, lambda done, total: progress.append((done, total)), strategy=strategy)
+        embedded = wb.history.warm(sid, lambda done, total: progress.append((done, total)), strategy=strategy)
         assert embedded == units - per_plan
         assert progress[0] == (0, embedded) and progress[-1] == (embedded, embedded)
         assert [d for d, _t in progress] == sorted(d for d, _t in progress) and len(progress) > 2  # in chunks
-        assert wb.warm_history(sid, strategy=strategy) == 0  # nothing left
+        assert wb.history.warm(sid, strategy=strategy) == 0  # nothing left
 
         wb.embedder.seen.clear()
         wb.messages.append(sid, "user", "question 99: and invoice 99?")
         wb.messages.append(sid, "assistant", "answer 99: invoice 99 is late")
-        inputs = wb.plan_inputs(sid, "which invoice is late?", strategy=strategy)
+        inputs = inputs_of(wb, sid, "which invoice is late?", strategy=strategy)
         new = 2 if strategy == "fused" else 1  # two messages, or one turn
         assert len(wb.embedder.seen) == new + 1  # only the new turn's texts, and the query
-        assert wb.warm_history(sid, strategy=strategy) == 0  # every text has its vector
-        assert wb.history_pending(sid) == 0
+        assert wb.history.warm(sid, strategy=strategy) == 0  # every text has its vector
+        assert wb.history.pending(sid) == 0
         if strategy == "fused":
             assert len(inputs.message_similarity) == units + new  # and every message its similarity
         else:  # the turns at least as similar as the floor, most similar first
@@ -78,8 +79,8 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
 
     with Workbench(tmp_path / "w.db", config) as again:  # a new process: the store's vector cache has them
         again.embedder = CountingEmbedder()
-        assert again.warm_history(sid, strategy=strategy) == 0
-        again.plan_inputs(sid, "which invoice is late?", strategy=strategy)
+        assert again.history.warm(sid, strategy=strategy) == 0
+        inputs_of(again, sid, "which invoice is late?", strategy=strategy)
         assert again.embedder.seen == ["which invoice is late?"]
 
 
@@ -88,12 +89,12 @@ def test_a_warm_up_cut_short_keeps_what_it_embedded(tmp_path):
         sid = _session(wb)
         wb.embedder = CountingEmbedder(fail_after=1)  # one chunk, then the model fails
         with pytest.raises(EmbedderError):
-            wb.warm_history(sid, strategy="fused")
+            wb.history.warm(sid, strategy="fused")
         kept = len(wb.embedder.seen)
         assert kept == history_vectors.WARM_CHUNK
     with Workbench(tmp_path / "w.db", Config()) as later:
         later.embedder = CountingEmbedder()
-        assert later.warm_history(sid, strategy="fused") == 2 * TURNS - kept
+        assert later.history.warm(sid, strategy="fused") == 2 * TURNS - kept
 
 
 def test_plan_shows_history_embedding_progress_on_a_terminal(tmp_path, monkeypatch):
@@ -153,7 +154,7 @@ def test_the_workbench_shows_history_embedding_in_the_embedder_slot(tmp_path):
                 thread.join(timeout=30)
         turns = [p for p in seen if p.text.startswith("embedding history")]
         assert turns and turns[-1].text == f"embedding history {TURNS}/{TURNS}"
-        assert session.wb.warm_history(session.session_id, strategy="semantic") == 0
+        assert session.wb.history.warm(session.session_id, strategy="semantic") == 0
     finally:
         session.close()
 
@@ -208,8 +209,8 @@ def test_texts_a_plan_left_without_a_vector_are_embedded_in_the_background(tmp_p
         for thread in threading.enumerate():
             if thread.name == "ctxbench-warm-history":
                 thread.join(timeout=30)
-        assert session.wb.warm_history(session.session_id, strategy="fused") == 0  # the background did it
+        assert session.wb.history.warm(session.session_id, strategy="fused") == 0  # the background did it
         session.plan("which invoice is late?")
-        assert session.wb.history_pending(session.session_id) == 0
+        assert session.wb.history.pending(session.session_id) == 0
     finally:
         session.close()

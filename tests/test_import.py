@@ -11,6 +11,7 @@ from ctxbench.store import messages as message_store
 from ctxbench.tokens import count_message, get_tokenizer
 from ctxbench.transcripts.openai import parse_lines
 from ctxbench.records.transcripts import TranscriptError
+from tests.plan_requests import plan_of
 
 GOOD = [
     {"role": "system", "content": "You are a careful assistant."},
@@ -159,7 +160,7 @@ def test_an_external_id_travels_from_the_transcript_to_the_plan_items(wb, tmp_pa
     stored = wb.messages.history(sid)
     assert [m.external_id for m in stored] == ["D1:1", "D1:2", "", "7"]
     assert stored[0].created_at == "2023-05-08T13:56:00"  # the source's own time is kept
-    plan = wb.plan(sid, "what is the turtle called?", budget=4000, strategy="window", store=True)
+    plan = plan_of(wb, sid, "what is the turtle called?", budget=4000, strategy="window", store=True)
     by_message = {item.message_ids[0]: item for item in plan.items if item.kind == "history_atom"}
     assert by_message[stored[0].id].external_ids == ("D1:1",)
     assert by_message[stored[2].id].external_ids == ()

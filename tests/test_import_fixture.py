@@ -8,6 +8,7 @@ import pytest
 
 from ctxbench.config import Config
 from ctxbench.service.workbench import Workbench
+from tests.plan_requests import plan_of
 
 LONG = Path(__file__).resolve().parents[1] / "fixtures" / "sessions" / "long_session.jsonl"
 RULE_QUESTION = "what was the rule I gave you about amounts?"
@@ -60,7 +61,7 @@ def test_hybrid_plan_recalls_the_rule_that_the_window_loses(imported):
     rule = _rule_group(wb, sid)
 
     def included(strategy):
-        plan = wb.plan(sid, RULE_QUESTION, strategy=strategy, budget=8000)
+        plan = plan_of(wb, sid, RULE_QUESTION, strategy=strategy, budget=8000)
         assert plan.over_budget or plan.used_tokens <= 8000
         return {mid for item in plan.included for mid in item.message_ids}
 

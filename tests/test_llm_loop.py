@@ -356,7 +356,7 @@ def test_an_internal_error_still_ends_the_turn(wb, monkeypatch):
     from ctxbench.llm.offline import OfflineClient
 
     sid = wb.new_session("t")
-    monkeypatch.setattr(wb, "plan", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("planner exploded")))
+    monkeypatch.setattr(wb.planning, "plan", lambda *a, **k: (_ for _ in ()).throw(RuntimeError("planner exploded")))
     runner = TurnRunner(wb, OfflineClient(), Config())
     events = list(runner.run(sid, "hi"))
     assert isinstance(events[0], ev.TurnStarted)

@@ -17,6 +17,7 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import codec
 from ctxbench.store import plans as plan_store
+from tests.plan_requests import inputs_of, plan_of
 
 TURNS = 300  # turns of the generated session: enough that a small budget excludes hundreds of items
 
@@ -40,7 +41,7 @@ def _same_plan(stored: ContextPlan, plan: ContextPlan) -> None:
 def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session, strategy):
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
-        plan = wb.plan(session_id, f"where is the retry loop? ({strategy})", strategy=strategy, budget=3000)
+        plan = plan_of(wb, session_id, f"where is the retry loop? ({strategy})", strategy=strategy, budget=3000)
         assert len(plan.excluded) > 900
         assert any(item.messages for item in plan.included)
         assert len({item.reason for item in plan.excluded}) >= 1
@@ -58,8 +59,8 @@ def test_plans_stored_with_items_as_objects_still_load(long_session, tmp_path):
     """A ``refs+zlib`` row (what earlier versions wrote) reads back as the plan it holds."""
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
-        plan = wb.plan(session_id, "which tests cover the parser?", budget=3000, store=False)
-        inputs = wb.plan_inputs(session_id, "which tests cover the parser?", budget=3000)
+        plan = plan_of(wb, session_id, "which tests cover the parser?", budget=3000, store=False)
+        inputs = inputs_of(wb, session_id, "which tests cover the parser?", budget=3000)
         wb.plans.save(inputs, plan)  # the messages and the inputs as any version writes them
         old_result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
         with wb.conn:
@@ -123,7 +124,7 @@ def test_a_table_without_a_later_column_loads_with_its_default():
 def test_a_stored_plan_is_a_small_fraction_of_its_objects_form(long_session):
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
-        plan = wb.plan(session_id, "how large is a stored plan?", budget=3000)
+        plan = plan_of(wb, session_id, "how large is a stored plan?", budget=3000)
         stored = wb.conn.execute("SELECT result FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()["result"]
     assert len(zlib.decompress(stored)) < len(codec.ordered_json(plan).encode("utf-8")) * 0.7
 

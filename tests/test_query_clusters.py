@@ -15,6 +15,7 @@ from ctxbench.service.attach import attach_repository
 from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
+from tests.plan_requests import inputs_of, plan_of
 
 TABLES = ["render table rows", "render the table rows as padded text", "table rows render width"]
 CACHE = "lru cache eviction of the oldest key"
@@ -34,7 +35,7 @@ def open_wb(path, repo, config: Config | None = None, embedder=None) -> Workbenc
 def send(wb: Workbench, sid: str, text: str):
     """One turn as the turn runner makes it: the user's message stored, its plan stored, a reply."""
     group = wb.messages.append(sid, "user", text).group_id
-    plan = wb.plan(sid, None, current_group=group)
+    plan = plan_of(wb, sid, None, current_group=group)
     wb.messages.append(sid, "assistant", "ok", group_id=group)
     return plan
 
@@ -114,7 +115,7 @@ def test_a_draft_previews_its_cluster_without_storing_it(tmp_path, repo):
     with open_wb(tmp_path, repo) as wb:
         sid = wb.new_session()
         send(wb, sid, TABLES[0])
-        draft = wb.plan(sid, CACHE, store=True)  # a draft's plan may be stored: its message is not, nor its cluster
+        draft = plan_of(wb, sid, CACHE, store=True)  # a draft's plan may be stored: its message is not, nor its cluster
         assert draft.query_cluster.id == 2 and draft.query_cluster.started
         assert len(wb.query_clusters.list(sid)) == 1
         assert send(wb, sid, TABLES[1]).query_cluster.id == 1  # the draft never happened
@@ -126,7 +127,7 @@ def test_clusters_survive_reopening_and_replay_shows_them(tmp_path, repo):
         first = [send(wb, sid, q).query_cluster for q in (TABLES[0], TABLES[1], CACHE)]
     with open_wb(tmp_path, repo) as wb:  # a fresh process: a new workbench, retriever and embedder
         group = wb.visible_messages(sid)[-1].group_id
-        assert wb.plan(sid, None, current_group=group, store=False).query_cluster == first[-1]
+        assert plan_of(wb, sid, None, current_group=group, store=False).query_cluster == first[-1]
         from ctxbench.llm.replay import replay
 
         replayed = [step.plan.query_cluster for step in replay(wb, sid)]
@@ -193,7 +194,7 @@ def test_no_cluster_without_semantic_search_or_in_off_mode(tmp_path, repo):
     with open_wb(tmp_path, repo) as wb:
         sid = wb.new_session()
         group = wb.messages.append(sid, "user", TABLES[0]).group_id
-        assert wb.plan(sid, None, current_group=group, mode="off").query_cluster is None
+        assert plan_of(wb, sid, None, current_group=group, mode="off").query_cluster is None
         assert wb.query_clusters.list(sid) == ()
     with open_wb(tmp_path, repo, retrieval_config(query_clusters=False)) as wb:
         assert send(wb, wb.new_session(), TABLES[0]).query_cluster is None
@@ -213,9 +214,9 @@ def test_activation_scoped_to_the_cluster_counts_only_uses_within_it(tmp_path, r
         send(wb, sid, TABLES[0])
         wb.activation.set(sid, {"card:render.text.shout": 1.0})
         # same cluster: the activation boosts retrieval whatever the scope
-        assert active_hit(wb.plan_inputs(sid, TABLES[1]), "render.text.shout")
+        assert active_hit(inputs_of(wb, sid, TABLES[1]), "render.text.shout")
         # a query that starts a new cluster: scoped, the earlier use does not count (the draft shows it too)
-        draft = wb.plan_inputs(sid, CACHE)
+        draft = inputs_of(wb, sid, CACHE)
         assert draft.query_cluster.started
         assert active_hit(draft, "render.text.shout") == (scope == "session")
         plan = send(wb, sid, CACHE)
@@ -224,7 +225,7 @@ def test_activation_scoped_to_the_cluster_counts_only_uses_within_it(tmp_path, r
         assert wb.activation.scores(sid) == ({} if scoped else {"card:render.text.shout": 1.0})
         # uses within the new cluster count again
         wb.activation.set(sid, {"card:render.text.shout": 1.0})
-        assert active_hit(wb.plan_inputs(sid, "lru cache eviction of the oldest item"), "render.text.shout")
+        assert active_hit(inputs_of(wb, sid, "lru cache eviction of the oldest item"), "render.text.shout")
 
 
 @pytest.mark.parametrize("ends", [False, True])

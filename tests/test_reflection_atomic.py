@@ -7,6 +7,7 @@ from ctxbench.config import Config
 from ctxbench.llm import reflection
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.service.workbench import Workbench
+from tests.plan_requests import plan_of
 
 TOTAL = "ledgerlite.ledger.Ledger.total"
 HITS = (RetrievalHit(TOTAL, "ledgerlite/ledger.py", 40, 0.9, card_text=f"# {TOTAL}\ndef total(self):",
@@ -29,7 +30,7 @@ def _snapshot(wb, traces, sid):
 def _reflect(wb, traces, sid, turn: int):
     query = "why does `Ledger.total` round wrong?"
     gid = wb.messages.append(sid, "user", query).group_id
-    plan = wb.plan(sid, query, retrieval=RetrievalSet(RetrievalSet.make_id(query, HITS), query, HITS))
+    plan = plan_of(wb, sid, query, retrieval=RetrievalSet(RetrievalSet.make_id(query, HITS), query, HITS))
     return reflection.reflect(wb, sid, gid, plans=(plan,), user_text=query,
                               assistant_texts=(f"`{TOTAL}` rounds half-even",), usage=(),
                               config=wb.config)

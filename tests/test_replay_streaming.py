@@ -12,6 +12,7 @@ from ctxbench.cli import main
 from ctxbench.config import Config
 from ctxbench.llm.replay import replay
 from ctxbench.service import history_cache
+from ctxbench.service.planning import Planning
 from ctxbench.service.workbench import Workbench
 
 TURNS = 30
@@ -50,8 +51,8 @@ def test_the_first_turn_is_planned_before_the_session_is_read_or_the_rest_planne
     sid = _session(db)
     with Workbench(db, Config()) as wb:
         built = []
-        original = wb.build_plan
-        wb.build_plan = lambda inputs, **kw: built.append(inputs) or original(inputs, **kw)
+        original = wb.planning.build
+        wb.planning.build = lambda inputs, **kw: built.append(inputs) or original(inputs, **kw)
         steps = replay(wb, sid)
         first = next(steps)
         assert first.turn == 1 and len(built) == 1  # one plan made, 23 to go
@@ -87,7 +88,7 @@ def test_replay_json_prints_each_turn_before_planning_the_next(tmp_path, monkeyp
     db = tmp_path / "r.db"
     sid = _session(db)
     printed_before: list[str] = []
-    original = Workbench.build_plan
+    original = Planning.build
 
     def spying(self, inputs, **kw):
         import sys
@@ -96,7 +97,7 @@ def test_replay_json_prints_each_turn_before_planning_the_next(tmp_path, monkeyp
         printed_before.append(sys.stdout.buffer.getvalue().decode())  # what the user sees when this plan starts
         return original(self, inputs, **kw)
 
-    monkeypatch.setattr(Workbench, "build_plan", spying)
+    monkeypatch.setattr(Planning, "build", spying)
     result = CliRunner().invoke(main, ["replay", sid, "--json", "--db", str(db)],
                                 env={"CTXBENCH_CONFIG": os.devnull})
     assert result.exit_code == 0, result.output
@@ -110,7 +111,7 @@ def test_replay_json_prints_each_turn_before_planning_the_next(tmp_path, monkeyp
 def test_an_interrupted_replay_json_is_still_a_json_array(tmp_path, monkeypatch):
     db = tmp_path / "r.db"
     sid = _session(db)
-    original = Workbench.build_plan
+    original = Planning.build
     calls = []
 
     def interrupted(self, inputs, **kw):
@@ -119,7 +120,7 @@ def test_an_interrupted_replay_json_is_still_a_json_array(tmp_path, monkeypatch)
             raise KeyboardInterrupt
         return original(self, inputs, **kw)
 
-    monkeypatch.setattr(Workbench, "build_plan", interrupted)
+    monkeypatch.setattr(Planning, "build", interrupted)
     result = CliRunner().invoke(main, ["replay", sid, "--json", "--db", str(db)],
                                 env={"CTXBENCH_CONFIG": os.devnull})
     assert result.exit_code != 0

@@ -10,6 +10,7 @@ from ctxbench.service.attach import attach_repository
 from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
+from tests.plan_requests import inputs_of, plan_of
 
 QUERY = "render table rows"
 
@@ -36,11 +37,11 @@ def wb_no_support(tmp_path):
 
 
 def hit_order(wb: Workbench, sid: str, query: str = QUERY, mode: str = "light") -> list[str]:
-    return [h.symbol for h in wb.plan_inputs(sid, query, mode=mode).retrieval.hits]
+    return [h.symbol for h in inputs_of(wb, sid, query, mode=mode).retrieval.hits]
 
 
 def card_order(wb: Workbench, sid: str, query: str = QUERY, mode: str = "light") -> list[str]:
-    plan = wb.plan(sid, query, mode=mode, store=False)
+    plan = plan_of(wb, sid, query, mode=mode, store=False)
     return [i.id.removeprefix("card:") for i in plan.included if i.kind == "symbol_card"]
 
 
@@ -50,13 +51,13 @@ def test_a_pinned_card_symbol_joins_and_leads_the_retrieval_set(wb):
     before = hit_order(wb, sid)
     wb.pins.add(sid, "card:render.text.pad", "sticky")
     wb.pins.add(sid, "card:net.http.fetch_url", "leased")
-    pinned = wb.plan_inputs(sid, QUERY, mode="light").retrieval
+    pinned = inputs_of(wb, sid, QUERY, mode="light").retrieval
     order = [h.symbol for h in pinned.hits]
     assert order != before and "net.http.fetch_url" in order
     assert order[0] == "render.text.pad" and order.index("render.text.pad") < before.index("render.text.pad")
     assert "pinned" in pinned.hits[0].why
     # the pinned symbol's card is the pin itself, not a second card
-    plan = wb.plan(sid, QUERY, mode="light", store=False)
+    plan = plan_of(wb, sid, QUERY, mode="light", store=False)
     assert "render.text.pad" not in card_order(wb, sid)
     assert any(i.kind == "pin" and i.included and "render.text.pad" in i.label for i in plan.items)
 
@@ -70,7 +71,7 @@ def test_activation_moves_a_card_up_in_the_plan(wb):
     after = hit_order(wb, sid)
     assert after.index("render.text.shout") < after.index("render.text._blank")
     assert "render.text.shout" in card_order(wb, sid)
-    shout = next(h for h in wb.plan_inputs(sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.shout")
+    shout = next(h for h in inputs_of(wb, sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.shout")
     assert "recently active" in shout.why
 
 
@@ -85,14 +86,14 @@ def test_personalized_pagerank_lifts_the_neighbours_of_active_symbols(wb_no_supp
     after = hit_order(wb, sid)
     assert after.index("render.text.pad") < after.index("render.text.shout")
     assert "render.text.pad" in card_order(wb, sid)
-    pad = next(h for h in wb.plan_inputs(sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.pad")
+    pad = next(h for h in inputs_of(wb, sid, QUERY, mode="light").retrieval.hits if h.symbol == "render.text.pad")
     assert "near active code" in pad.why and dict(pad.components)["personalized"] > 0
 
 
 def test_a_path_mentioned_in_the_query_personalizes_retrieval(wb):
     sid = wb.new_session()
-    plain = wb.plan_inputs(sid, "table rows and text", mode="light").retrieval
-    mentioned = wb.plan_inputs(sid, "table rows and text in render/text.py", mode="light").retrieval
+    plain = inputs_of(wb, sid, "table rows and text", mode="light").retrieval
+    mentioned = inputs_of(wb, sid, "table rows and text in render/text.py", mode="light").retrieval
     by_symbol = {h.symbol: h for h in mentioned.hits}
     assert "mentioned" in by_symbol["render.text"].why
     assert [h.symbol for h in mentioned.hits] != [h.symbol for h in plain.hits]
@@ -161,11 +162,11 @@ def scaffold_item(plan):
 def test_the_scaffold_is_folded_to_the_plans_own_share_of_the_budget(wide):
     sid = wide.new_session()
     light = wide.config.planner.mode("light")
-    small = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
+    small = plan_of(wide, sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
     item = scaffold_item(small)
     assert item.included and item.reason == "scaffold"
     assert 0 < item.tokens <= int(2000 * light.scaffold_share)
-    large = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=32000, store=False)
+    large = plan_of(wide, sid, "which helper returns the value of a table row?", mode="light", budget=32000, store=False)
     big = scaffold_item(large)
     default_cap = int(wide.config.planner.default_budget * max(m.scaffold_share for m in wide.config.planner.modes))
     assert big.included and default_cap < big.tokens <= int(32000 * light.scaffold_share)
@@ -173,13 +174,13 @@ def test_the_scaffold_is_folded_to_the_plans_own_share_of_the_budget(wide):
     assert "Navigation" in texts[0] and len(texts[0]) < len(texts[1]) and "## Repository map" in texts[1]
     assert small.retrieval_set_id != large.retrieval_set_id  # the scaffold is part of the set
     # same inputs, same scaffold, same PlanId
-    again = wide.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
+    again = plan_of(wide, sid, "which helper returns the value of a table row?", mode="light", budget=2000, store=False)
     assert again.plan_id == small.plan_id
 
 
 def test_mode_off_lists_the_scaffold_it_leaves_out(wide):
     sid = wide.new_session()
-    plan = wide.plan(sid, "which helper returns the value of a table row?", mode="off", budget=2000, store=False)
+    plan = plan_of(wide, sid, "which helper returns the value of a table row?", mode="off", budget=2000, store=False)
     item = scaffold_item(plan)
     assert not item.included and item.reason == "mode_off" and item.tokens > 0
 
@@ -199,10 +200,10 @@ def test_the_workbench_session_plugs_in_the_same_folding_retriever(tmp_path):
         wb = session.wb
         sid = wb.new_session()
         wb.pins.add(sid, "card:package_number_03.module_with_a_long_name_04.helper_3_4", "sticky")
-        plan = wb.plan(sid, "which helper returns the value of a table row?", mode="light", budget=2000,
+        plan = plan_of(wb, sid, "which helper returns the value of a table row?", mode="light", budget=2000,
                        store=False)
         assert scaffold_item(plan).included
-        first = wb.plan_inputs(sid, plan.query, mode="light", budget=2000).retrieval.hits[0]
+        first = inputs_of(wb, sid, plan.query, mode="light", budget=2000).retrieval.hits[0]
         assert first.symbol == "package_number_03.module_with_a_long_name_04.helper_3_4" and "pinned" in first.why
     finally:
         session.close()
@@ -210,8 +211,8 @@ def test_the_workbench_session_plugs_in_the_same_folding_retriever(tmp_path):
 
 def test_names_in_the_query_alone_do_not_personalize(wb):
     sid = wb.new_session()
-    named = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
+    named = inputs_of(wb, sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
     assert named.hits and not any("personalized" in dict(h.components) for h in named.hits)
     wb.activation.set(sid, {"card:render.text.shout": 1.0})
-    active = wb.plan_inputs(sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
+    active = inputs_of(wb, sid, "how does `TableRenderer._render_line` pad cells?", mode="light").retrieval
     assert any("personalized" in dict(h.components) for h in active.hits)

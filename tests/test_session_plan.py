@@ -8,6 +8,7 @@ from ctxbench.records.messages import ToolCall
 from ctxbench.service.workbench import Workbench
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.tokens import count_messages
+from tests.plan_requests import inputs_of, plan_of
 
 
 @pytest.fixture
@@ -32,17 +33,17 @@ def wb(tmp_path):
 
 def test_plan_is_stored_and_rebuilt_exactly(wb):
     sid = wb.session
-    plan = wb.plan(sid, "Fix the invoice rounding bug we talked about", budget=1500)
+    plan = plan_of(wb, sid, "Fix the invoice rounding bug we talked about", budget=1500)
     stored = wb.plans.get(plan.plan_id)
     assert stored == plan
     assert stored.messages() == plan.messages()
     inputs = wb.plans.inputs(plan.plan_id)
-    assert inputs == wb.plan_inputs(sid, "Fix the invoice rounding bug we talked about", budget=1500)
+    assert inputs == inputs_of(wb, sid, "Fix the invoice rounding bug we talked about", budget=1500)
     assert [p.plan_id for p in wb.plans.list(sid)] == [plan.plan_id]
 
 
 def test_plan_respects_budget_and_ends_with_the_query(wb):
-    plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=1500)
+    plan = plan_of(wb, wb.session, "Fix the invoice rounding bug", budget=1500)
     assert plan.budget == 1500
     assert not plan.over_budget  # the system prompt and the query alone fit easily
     assert plan.used_tokens <= 1500
@@ -54,18 +55,18 @@ def test_plan_respects_budget_and_ends_with_the_query(wb):
 
 
 def test_same_inputs_same_plan_id_and_bytes(wb):
-    a = wb.plan(wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
-    b = wb.plan(wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
+    a = plan_of(wb, wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
+    b = plan_of(wb, wb.session, "where is the rounding bug?", budget=2000, strategy="hybrid")
     assert a.plan_id == b.plan_id and a == b
-    c = wb.plan(wb.session, "where is the rounding bug?", budget=2001, strategy="hybrid")
+    c = plan_of(wb, wb.session, "where is the rounding bug?", budget=2001, strategy="hybrid")
     assert c.plan_id != a.plan_id
     assert len(wb.plans.list(wb.session)) == 2
 
 
 def test_hybrid_strategy_recalls_the_early_instruction(wb):
     query = "Fix the invoice rounding bug in totals"
-    window = wb.plan(wb.session, query, budget=1200, strategy="window")
-    hybrid = wb.plan(wb.session, query, budget=1200, strategy="hybrid")
+    window = plan_of(wb, wb.session, query, budget=1200, strategy="window")
+    hybrid = plan_of(wb, wb.session, query, budget=1200, strategy="hybrid")
     early = {m.id for m in wb.messages.group(wb.session, 2)}
 
     def included_ids(plan):
@@ -81,13 +82,13 @@ def test_hybrid_strategy_recalls_the_early_instruction(wb):
 
 
 def test_plan_not_stored_when_asked(wb):
-    plan = wb.plan(wb.session, "anything", store=False)
+    plan = plan_of(wb, wb.session, "anything", store=False)
     with pytest.raises(UnknownPlan):
         wb.plans.get(plan.plan_id)
 
 
 def test_usage_reports_attach_to_a_stored_plan(wb):
-    plan = wb.plan(wb.session, "anything")
+    plan = plan_of(wb, wb.session, "anything")
     estimated = count_messages(wb.tokenizer, plan.messages())
     report = wb.plans.record_usage(plan.plan_id, estimated, estimated + 4, "gpt-test")
     assert wb.plans.usage_reports(plan.plan_id) == (report,)
@@ -97,7 +98,7 @@ def test_usage_reports_attach_to_a_stored_plan(wb):
 
 def test_dropped_group_is_excluded_with_its_reason(wb):
     wb.messages.drop(wb.session, 2)
-    plan = wb.plan(wb.session, "Fix the invoice rounding bug", budget=4000, strategy="hybrid")
+    plan = plan_of(wb, wb.session, "Fix the invoice rounding bug", budget=4000, strategy="hybrid")
     reasons = {i.reason for i in plan.excluded if "2" in i.id.split(":")[1:2]}
     assert reasons == {"dropped_by_user"}
     assert all("ledger/totals.py, remember" not in str(m.get("content")) for m in plan.messages())
@@ -105,11 +106,11 @@ def test_dropped_group_is_excluded_with_its_reason(wb):
 
 def test_stored_plan_inputs_survive_history_edits_and_share_messages(wb):
     sid = wb.session
-    first = wb.plan(sid, "what did we do to helper 29?", budget=1500)
-    inputs = wb.plan_inputs(sid, "what did we do to helper 29?", budget=1500)
+    first = plan_of(wb, sid, "what did we do to helper 29?", budget=1500)
+    inputs = inputs_of(wb, sid, "what did we do to helper 29?", budget=1500)
     stored_messages = wb.conn.execute("SELECT COUNT(*) FROM plan_messages").fetchone()[0]
     assert stored_messages == len(inputs.history) + 1  # every history message once, plus the pending turn
-    wb.plan(sid, "and helper 28?", budget=1500)
+    plan_of(wb, sid, "and helper 28?", budget=1500)
     # the second plan reuses the stored history: only its own pending turn is new
     assert wb.conn.execute("SELECT COUNT(*) FROM plan_messages").fetchone()[0] == stored_messages + 1
     wb.messages.undo(sid)
@@ -130,8 +131,8 @@ def test_plans_stored_by_schema_v1_still_load(tmp_path):
     with Workbench(tmp_path / "scratch.db", Config()) as scratch:
         sid = scratch.new_session()
         scratch.messages.append(sid, "user", "hello")
-        inputs = scratch.plan_inputs(sid, "again")
-        plan = scratch.plan(sid, "again", store=False)
+        inputs = inputs_of(scratch, sid, "again")
+        plan = plan_of(scratch, sid, "again", store=False)
     raw = _sqlite3.connect(path)
     raw.execute("INSERT INTO sessions (id, created_at) VALUES (?, 'then')", (sid,))
     raw.execute("INSERT INTO plans (plan_id, session_id, created_at, inputs, result) VALUES (?, ?, 'then', ?, ?)",

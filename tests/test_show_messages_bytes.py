@@ -10,6 +10,7 @@ from ctxbench.cli import main
 from ctxbench.config import Config
 from ctxbench.records.messages import ToolCall
 from ctxbench.service.workbench import Workbench
+from tests.plan_requests import plan_of
 
 
 def test_show_messages_bytes_equal_the_in_memory_payload(tmp_path):
@@ -21,7 +22,7 @@ def test_show_messages_bytes_equal_the_in_memory_payload(tmp_path):
         wb.messages.append(sid, "assistant", "", tool_calls=(ToolCall("c1", "ls", '{"path": "."}'),))
         wb.messages.append(sid, "tool", "a.py\nb.py", tool_call_id="c1", tool_name="ls")
         wb.messages.append(sid, "assistant", "Two files.")
-        plan = wb.plan(sid, "and now?")
+        plan = plan_of(wb, sid, "and now?")
     payload = plan.messages()
     assert list(payload[0]) == ["role", "content"]  # the order providers get: role first
     assert any(list(m) == ["role", "content", "tool_calls"] for m in payload)

@@ -7,6 +7,7 @@ from ctxbench.config import Config
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import db, schema
+from tests.plan_requests import plan_of
 
 SECRET = "my database password is hunter2-deleteme"
 HITS = (RetrievalHit("pkg.f", "pkg.py", 1, 0.9, provenance="keyword", card_text="def f(): ..."),)
@@ -30,9 +31,9 @@ def _session_with_plans(wb, secret: str) -> str:
     sid = wb.new_session()
     wb.messages.append(sid, "user", secret)
     wb.messages.append(sid, "assistant", "noted")
-    plan = wb.plan(sid, "what did I tell you?", retrieval=_retrieval("what did I tell you?"))
+    plan = plan_of(wb, sid, "what did I tell you?", retrieval=_retrieval("what did I tell you?"))
     wb.plans.record_usage(plan.plan_id, plan.used_tokens, plan.used_tokens, "m")
-    wb.plan(sid, "only mine", retrieval=_retrieval("only mine " + sid))
+    plan_of(wb, sid, "only mine", retrieval=_retrieval("only mine " + sid))
     return sid
 
 
@@ -65,8 +66,8 @@ def test_removing_a_turn_drops_its_plan_messages_unless_a_stored_plan_refers_to_
     wb.messages.append(sid, "assistant", "noted")
     gid = wb.messages.history(sid)[0].group_id
     wb.messages.append(sid, "user", "another turn")
-    first = wb.plan(sid, "q1")
-    second = wb.plan(sid, "q2 is different")
+    first = plan_of(wb, sid, "q1")
+    second = plan_of(wb, sid, "q2 is different")
     # while a stored plan refers to the message, the plan keeps what it was sent
     wb.messages.remove(sid, gid)
     assert _count(wb, "SELECT COUNT(*) FROM plan_messages WHERE data LIKE ?", f"%{SECRET}%") == 1
@@ -76,7 +77,7 @@ def test_removing_a_turn_drops_its_plan_messages_unless_a_stored_plan_refers_to_
     wb.messages.append(sid2, "user", SECRET + " again")
     gid2 = wb.messages.history(sid2)[0].group_id
     wb.messages.append(sid2, "user", "next")
-    plan = wb.plan(sid2, "q")
+    plan = plan_of(wb, sid2, "q")
     with db.transaction(wb.conn):  # a plan that is gone (its session's plans pruned) refers to nothing
         wb.conn.execute("DELETE FROM plans WHERE plan_id = ?", (plan.plan_id,))
     wb.messages.remove(sid2, gid2)
@@ -92,7 +93,7 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
     with Workbench(path, Config()) as wb:  # already at the current schema: store a plan, then undo v4 (and v5)
         sid = wb.new_session()
         wb.messages.append(sid, "user", "hello")
-        plan = wb.plan(sid, "again", retrieval=_retrieval("again"))
+        plan = plan_of(wb, sid, "again", retrieval=_retrieval("again"))
     raw = db.connect(path)
     raw.execute("UPDATE plan_messages SET session_id = NULL, message_id = NULL")
     raw.execute("UPDATE plans SET retrieval_id = NULL")

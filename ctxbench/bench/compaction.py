@@ -24,6 +24,7 @@ from typing import Any, Callable, Sequence
 
 from ctxbench.config import Config
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES
+from ctxbench.records.plan_request import PlanRequest
 
 RULE_PREFIX = "Ground rule before we change"
 SENTENCE_SPLIT = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -103,7 +104,7 @@ def long_session(path: Path, config: Config, *, db_path: Path, budgets: Sequence
         say("long session: embedding its messages")
         for strategy in EMBEDDING_STRATEGIES:  # a plan embeds only a few missing texts itself
             if strategy in strategies:
-                wb.warm_history(sid, strategy=strategy)
+                wb.history.warm(sid, strategy=strategy)
         rule = next((m for m in wb.messages.history(sid) if m.content.startswith(rule_prefix)), None)
         if rule is None:
             raise ValueError(f"{path}: no message starts with the rule {rule_prefix!r}")
@@ -165,7 +166,7 @@ def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Seq
                 say(f"locomo {conversation.id}: plain baselines")
                 _baselines(wb, conversation, budgets, embedder, plain)
             say(f"locomo {conversation.id}: embedding its messages")
-            wb.warm_history(sid)
+            wb.history.warm(sid)
             by_external = {m.external_id: m for m in wb.messages.history(sid) if m.external_id}
             compactor = Compactor(wb, config)
             history = compactor.history_tokens(sid)
@@ -179,7 +180,8 @@ def locomo(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Seq
                     summary = compactor.apply(preview)
                 say(f"locomo {conversation.id}: {len(conversation.questions)} questions, compaction {variant}")
                 for budget, question in ((b, q) for b in at for q in conversation.questions):
-                    inputs = wb.plan_inputs(sid, question.question, strategy=strategy, budget=budget, mode="off")
+                    settings = wb.settings(sid).with_choices(strategy=strategy, budget=budget, mode="off")
+                    inputs = wb.planning.inputs(PlanRequest(sid, question.question, settings))
                     plan = build_plan(inputs, config.planner, wb.tokenizer)
                     sent = {e for i in plan.items if i.included for e in i.external_ids}
                     summary_sent = summary is not None and any(

@@ -18,13 +18,17 @@ import statistics
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from ctxbench.bench.locomo_baselines import BASELINES, TurnIndex
 from ctxbench.bench.locomo_data import ROLE_MAPPINGS, Conversation, load_conversation, to_transcript
 from ctxbench.config import Config
 from ctxbench.planner.cache import PLAN_ORDERS, RELEVANCE_ORDER, CacheFigures, PrefixTally, TurnCost, figures, new_tally
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
+from ctxbench.records.plan_request import PlanRequest
+
+if TYPE_CHECKING:
+    from ctxbench.service.workbench import Workbench
 
 DEFAULT_BUDGETS = (512, 1024, 2048, 4096)
 DEFAULT_ROW = "default"
@@ -142,15 +146,15 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                 say(f"{conversation.id} ({mapping}): embedding its messages")
                 for strategy in EMBEDDING_STRATEGIES:  # a plan embeds only a few missing texts itself
                     if strategy in wanted:
-                        wb.warm_history(sid, strategy=strategy)
+                        wb.history.warm(sid, strategy=strategy)
                 sequences: dict[tuple[str, int, str], PrefixTally] = {}  # one session's plans, in question order
                 for qi, question in enumerate(conversation.questions, 1):
                     if qi % 25 == 0:
                         say(f"{conversation.id} ({mapping}): question {qi}/{len(conversation.questions)}")
                     for strategy in wanted:
                         t0 = time.perf_counter()
-                        inputs = wb.plan_inputs(sid, question.question, strategy=strategy, budget=budgets[-1],
-                                                mode="off")
+                        settings = wb.settings(sid).with_choices(strategy=strategy, budget=budgets[-1], mode="off")
+                        inputs = wb.planning.inputs(PlanRequest(sid, question.question, settings))
                         read_ms = (time.perf_counter() - t0) * 1000
                         for budget in budgets:
                             for order in orders:
@@ -170,7 +174,7 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                         time.perf_counter() - started, orders, price.name)
 
 
-def _session(wb: Any, conversation: Conversation, mapping: str) -> str:
+def _session(wb: Workbench, conversation: Conversation, mapping: str) -> str:
     """The conversation's session in the bench database: an earlier import with the same messages is reused."""
     transcript = to_transcript(conversation, mapping)
     title = f"locomo {conversation.id} {mapping}"
@@ -180,7 +184,7 @@ def _session(wb: Any, conversation: Conversation, mapping: str) -> str:
     return wb.import_transcript(transcript, title=title)
 
 
-def _baselines(wb: Any, conversation: Conversation, budgets: Sequence[int], embedder: Any,
+def _baselines(wb: Workbench, conversation: Conversation, budgets: Sequence[int], embedder: Any,
                tallies: dict[tuple[str, str, int], _Tally]) -> None:
     from ctxbench.retrieval.history_vectors import text_hash
 

@@ -36,13 +36,18 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from ctxbench.bench.perf_records import PhaseTiming
 from ctxbench.config import Config
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES as EMBEDDING
 from ctxbench.records.vocab import STRATEGIES
 from ctxbench.retrieval.query_vector import encode_query
+from ctxbench.records.plan_request import PlanRequest
+from ctxbench.records.plans import ContextPlan
+
+if TYPE_CHECKING:
+    from ctxbench.service.workbench import Workbench
 
 LARGE_TURNS = 10_000
 LARGE_SYMBOLS = 100_000
@@ -123,12 +128,14 @@ _REOPEN_CHILD = """
 import json, sys, time
 from pathlib import Path
 from ctxbench.config import load_config
+from ctxbench.records.plan_request import PlanRequest
 from ctxbench.service.workbench import Workbench
 
 config = load_config(Path(sys.argv[5]) if len(sys.argv) > 5 else None)
 with Workbench(Path(sys.argv[1]), config) as wb:
     t0 = time.perf_counter()
-    plan = wb.plan(sys.argv[2], sys.argv[3], strategy=sys.argv[4], store=False)
+    settings = wb.settings(sys.argv[2]).with_choices(strategy=sys.argv[4])
+    plan = wb.planning.plan(PlanRequest(sys.argv[2], sys.argv[3], settings))
     seconds = time.perf_counter() - t0
 print(json.dumps({"seconds": seconds, "plan_id": plan.plan_id}))
 """
@@ -172,13 +179,13 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
                 progress(f"{strategy}: embedding the history")
                 t0 = time.perf_counter()
                 seen: list[int] = []
-                embedded = wb.warm_history(session_id, lambda done, total: seen.append(total), strategy=strategy)
+                embedded = wb.history.warm(session_id, lambda done, total: seen.append(total), strategy=strategy)
                 warm_s = time.perf_counter() - t0
                 detail.update(embedded=embedded, embedding_s=round(warm_s, 2),
                               embedded_per_s=round(embedded / warm_s, 1) if warm_s > 0 else None)
             progress(f"{strategy}: first plan")
             t0 = time.perf_counter()
-            first_plan = wb.plan(session_id, asked[0], strategy=strategy, store=False)
+            first_plan = _plan(wb, session_id, asked[0], strategy)
             first_s = time.perf_counter() - t0
             reopened = None
             if strategy not in EMBEDDING:  # those would load the embedding model in the fresh process first
@@ -194,7 +201,7 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
             for i in range(repeat):
                 query = asked[(i + 1) % len(asked)]
                 w0, c0 = time.perf_counter(), time.process_time()
-                wb.plan(session_id, query, strategy=strategy, store=False)
+                _plan(wb, session_id, query, strategy)
                 walls.append(time.perf_counter() - w0)
                 cpus.append(time.process_time() - c0)
             ordered = sorted(walls)
@@ -211,7 +218,7 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
                 wb.messages.append(session_id, "user", f"one more question ({i}) about the {asked[i % len(asked)]}")
                 wb.messages.append(session_id, "assistant", f"answer {i}: done")
                 t0 = time.perf_counter()
-                wb.plan(session_id, asked[i % len(asked)], strategy=strategy, store=False)
+                _plan(wb, session_id, asked[i % len(asked)], strategy)
                 after.append(time.perf_counter() - t0)
             out.append(PhaseTiming(f"plan {strategy} @ {turns:,} turns (p95, warm)",
                                    (p95,), PLAN_TARGET_S,
@@ -231,7 +238,13 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
     return out
 
 
-def store_phase(wb: Any, session_id: str, strategy: str, asked: list[str], new_turns: int) -> PhaseTiming:
+def _plan(wb: Workbench, session_id: str, query: str, strategy: str) -> ContextPlan:
+    """The plan of ``query`` under ``strategy`` (not stored), as the workbench makes it."""
+    settings = wb.settings(session_id).with_choices(strategy=strategy)
+    return wb.planning.plan(PlanRequest(session_id, query, settings))
+
+
+def store_phase(wb: Workbench, session_id: str, strategy: str, asked: list[str], new_turns: int) -> PhaseTiming:
     """Storing the plan of a new turn, as every sent turn does (the plan made first, not timed): the median of
     ``new_turns`` after one stored plan; the first plan stored by the workbench (every history message keyed)
     in the detail."""
@@ -239,8 +252,9 @@ def store_phase(wb: Any, session_id: str, strategy: str, asked: list[str], new_t
     for i in range(new_turns + 1):
         wb.messages.append(session_id, "user", f"a stored question ({i}) about the {asked[i % len(asked)]}")
         wb.messages.append(session_id, "assistant", f"stored answer {i}")
-        inputs = wb.plan_inputs(session_id, asked[i % len(asked)], strategy=strategy)
-        plan = wb.build_plan(inputs)
+        settings = wb.settings(session_id).with_choices(strategy=strategy)
+        inputs = wb.planning.inputs(PlanRequest(session_id, asked[i % len(asked)], settings))
+        plan = wb.planning.build(inputs)
         t0 = time.perf_counter()
         wb.plans.save(inputs, plan)
         stores.append(time.perf_counter() - t0)

@@ -121,7 +121,7 @@ def default_plan_times(config, tokenizer, embedder, turns: int, repeat: int, bud
                        ) -> dict[int, list[list[float]]]:
     """Seconds per plan of the default strategy on the synthetic session, as the workbench makes one: the message
     similarity (query encoded by the real model, message vectors warm), the keyword scores of single messages
-    (``HistoryKeywords``, the workbench's ``keyword_scores``), and the plan; with the heap settled after loading,
+    (``HistoryKeywords``, the history ranker's ``keyword_scores``), and the plan; with the heap settled after loading,
     as the workbench does (``ctxbench.heap.settle``). ``passes`` passes of ``repeat`` plans per budget, the budgets
     taking turns within each pass (a slow spell of the machine falls on both, and on one pass, not on every
     sample of one budget); after one pass over the queries at each budget that warms up and is not counted.

@@ -52,7 +52,7 @@ def replay_rows(session: Path, config: Config, *, db_path: Path, embedder: Any, 
             sid = next((s.id for s in wb.sessions.list()), None) or wb.import_file(session)
             for strategy in strategies:
                 if strategy in EMBEDDING_STRATEGIES:
-                    wb.warm_history(sid, strategy=strategy)
+                    wb.history.warm(sid, strategy=strategy)
                 for budget in budgets:
                     say(f"cache: {strategy}, {order} order, {budget:,}")
                     tally = new_tally(price)

@@ -11,14 +11,20 @@ loaded and waited for unless ``--no-semantic``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_config, resolve_db
 from ctxbench.config import MAX_TOKENS
 from ctxbench.records.plans import ContextPlan
+from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
+from ctxbench.records.item_refs import card_symbol
+
+if TYPE_CHECKING:  # the CLI imports the service when a command runs
+    from ctxbench.config import Config
+    from ctxbench.service.workbench import Workbench
 
 TRANSCRIPT_TITLE = "transcript: {name}"
 EMPTY_QUERY = "empty query: say what to plan or search for"
@@ -98,7 +104,7 @@ def _branch_line(origin) -> str:
     return f"   branch {origin.branch_name}{fork}"
 
 
-def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any:
+def attach_retrieval(wb: Workbench, repo: Path, *, semantic: bool, quiet: bool) -> Any:
     """Index ``repo`` incrementally (progress on stderr unless ``quiet``) and plug its retrieval into ``wb``.
 
     With ``semantic`` the embedding model is loaded and waited for, the cards are embedded, and the
@@ -112,18 +118,18 @@ def attach_retrieval(wb: Any, repo: Path, *, semantic: bool, quiet: bool) -> Any
         return attach_repository(wb, repo, progress, semantic=semantic, semantic_off=NO_SEMANTIC)
 
 
-def warm_history(wb: Any, session_id: str, strategy: str, *, quiet: bool) -> None:
+def warm_history(wb: Workbench, session_id: str, strategy: str, *, quiet: bool) -> None:
     """Embed what the strategy compares with the query (messages for fused, turns for semantic) that has no vector
     yet, with progress on stderr; saved as it goes, so the next plan (or a run after Ctrl-C) starts where this one
     stopped."""
     from ctxbench.cli.repo_support import stderr_progress
 
     with stderr_progress(quiet) as progress:
-        wb.warm_history(session_id, (lambda done, total: progress("embedding history", done, total)) if progress else None,
+        wb.history.warm(session_id, (lambda done, total: progress("embedding history", done, total)) if progress else None,
                         strategy=strategy)
 
 
-def pin_targets(wb: Any, session_id: str, targets: tuple[str, ...], attached: Any) -> None:
+def pin_targets(wb: Workbench, session_id: str, targets: tuple[str, ...], attached: Any) -> None:
     """Pin every target sticky, or none: each is checked first (a target that names nothing is a ValueError)."""
     from ctxbench.service.pin_targets import check_pin_target
 
@@ -133,12 +139,13 @@ def pin_targets(wb: Any, session_id: str, targets: tuple[str, ...], attached: An
     with wb.transaction():
         for target in targets:
             content = ""
-            if target.startswith("card:") and index is not None:
-                content = index.cards[target[len("card:"):]].render()
+            symbol = card_symbol(target)
+            if symbol is not None and index is not None:
+                content = index.cards[symbol].render()
             wb.pins.add(session_id, target, "sticky", label=target, content=content)
 
 
-def transcript_session(wb: Any, transcript: Path) -> tuple[str, bool]:
+def transcript_session(wb: Workbench, transcript: Path) -> tuple[str, bool]:
     """The session holding ``transcript``: (id, reused). An earlier import of the same file whose session is
     unchanged (the same messages, no pins, state block or scratchpad) is reused; otherwise it is imported now."""
     parsed = wb.parse_transcript(transcript)
@@ -234,8 +241,9 @@ def command(
             if settled and not as_json:
                 click.echo(f"· {settled}", err=True)
             try:
-                plan = _plan(wb, config, session_id, query, repo, semantic, pins, offer_tools, as_json,
-                             mode=mode, budget=budget, strategy=strategy, window_groups=window_groups)
+                settings = wb.settings(session_id).with_choices(mode=mode, budget=budget, strategy=strategy,
+                                                                window_groups=window_groups)
+                plan = _plan(wb, config, session_id, query, repo, semantic, pins, offer_tools, as_json, settings)
             except BaseException:
                 if fresh is not None:  # the new session holds nothing but what failed: leave no trace
                     wb.delete_session(fresh)
@@ -254,13 +262,13 @@ def _title(query: str) -> str:
     return " ".join(query.split())[:TITLE_CHARS]
 
 
-def _plan(wb: Any, config: Any, session_id: str, query: str, repo: Path | None, semantic: bool,
-          pins: tuple[str, ...], offer_tools: bool, as_json: bool, **settings: Any) -> ContextPlan:
+def _plan(wb: Workbench, config: Config, session_id: str, query: str, repo: Path | None, semantic: bool,
+          pins: tuple[str, ...], offer_tools: bool, as_json: bool, settings: SessionSettings) -> ContextPlan:
     """Attach the repository (when given), pin the targets, and build and store the plan."""
     from ctxbench.service.attach import load_embedder
 
     attached = None
-    effective = settings.get("strategy") or wb.settings(session_id).strategy
+    effective = settings.strategy
     if repo is not None:
         attached = attach_retrieval(wb, repo, semantic=semantic, quiet=as_json)
     elif semantic and effective in EMBEDDING_STRATEGIES:
@@ -277,4 +285,6 @@ def _plan(wb: Any, config: Any, session_id: str, query: str, repo: Path | None, 
         from ctxbench.service.model import offered_tools_tokens
 
         tools_tokens = offered_tools_tokens(config, wb.tokenizer)
-    return wb.plan(session_id, query, tools_tokens=tools_tokens, **settings)
+    from ctxbench.records.plan_request import PlanRequest
+
+    return wb.planning.plan(PlanRequest(session_id, query, settings, tools_tokens=tools_tokens, store=True))

@@ -11,7 +11,10 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
+
+if TYPE_CHECKING:
+    from ctxbench.service.workbench import Workbench
 
 
 NO_SEMANTIC = "--no-semantic"  # why semantic search is off when a command ran without the model
@@ -77,7 +80,7 @@ def fit_root(repo: Path) -> Path:
     return repo.resolve()
 
 
-def checked_repository(wb: Any, repo: Path, *, quiet: bool = False) -> None:
+def checked_repository(wb: Workbench, repo: Path, *, quiet: bool = False) -> None:
     """Refuse a folder that is no repository to index (the home folder or above it; the first time, one with no
     source files: exit 2, nothing indexed), and say so before a repository is indexed for the first time."""
     import click

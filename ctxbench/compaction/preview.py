@@ -30,6 +30,7 @@ from ctxbench.records.messages import Message
 from ctxbench.records.plans import Pin
 from ctxbench.records.speakers import reads_as_transcript, speaker_label
 from ctxbench.records.state import state_span
+from ctxbench.records.item_refs import ItemRef
 
 
 @dataclass(frozen=True)
@@ -61,12 +62,7 @@ def turns_of(history: Sequence[Message], sent: Mapping[int, int] | None = None) 
 
 def pinned_group(target: str) -> int | None:
     """The turn a pin target points into (``group:12``, ``atom:12:40``), else None."""
-    kind, _, rest = target.partition(":")
-    if kind in ("group", "atom"):
-        head = rest.split(":", 1)[0]
-        if head.lstrip("-").isdigit():
-            return int(head)
-    return None
+    return ItemRef.parse(target).group_id
 
 
 def _instruction(m: Message, levels: LevelsConfig, instructions: InstructionConfig | None, transcript: bool) -> bool:

@@ -70,6 +70,7 @@ from ctxbench.records.state import extract_state, state_fields
 from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.messages import Message, ToolCall
+from ctxbench.records.plan_request import PlanRequest, StoredTurn
 
 CAP_REACHED_RESULT = "not run: the tool round limit of this turn was reached"
 CANCELLED_RESULT = "not run: the turn was cancelled by the user"
@@ -235,9 +236,9 @@ class TurnRunner:
             # Context
             # the tool definitions are part of the prompt: the plan budgets them with the messages
             tools = self.tools_for_round(round_no)
-            plan = wb.plan(session_id, None, current_group=group_id, retrieval=retrieval,
-                           mode=mode, budget=budget, strategy=strategy,
-                           tools_tokens=tools_tokens(tools, wb.tokenizer))
+            settings = wb.settings(session_id).with_choices(mode=mode, budget=budget, strategy=strategy)
+            plan = wb.planning.plan(PlanRequest(session_id, None, settings, StoredTurn(group_id),
+                                                tools_tokens(tools, wb.tokenizer), retrieval, store=True))
             if retrieval is None:
                 retrieval = wb.plans.retrieval_set(plan.retrieval_set_id)
             plans.append(plan)
@@ -385,7 +386,7 @@ class TurnRunner:
         """
         cancel = cancel or CancelToken()
         wb = self.workbench
-        plan = wb.plan(session_id, REBUILD_PROMPT)
+        plan = wb.planning.plan(PlanRequest(session_id, REBUILD_PROMPT, store=True))
         yield PlanReady(plan, 0)
         yield CallStarted(plan.plan_id, 0, self.client.model, False)
         result = _CallResult()

@@ -34,6 +34,7 @@ from ctxbench.records.state import STATE_HEADING
 from ctxbench.llm.tools import tools_tokens
 from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import count_messages, get_tokenizer
+from ctxbench.records.item_refs import card_symbol
 
 TOOL_DIRECTIVE = re.compile(r"^\s*!tool\s+([A-Za-z_][\w]*)\s*(\{.*\})?\s*$")
 OFFLINE_MODEL = "offline"
@@ -123,7 +124,7 @@ class OfflineClient:
                 lines.append(f"Sections: {sections}")
             kinds = Counter(item.kind for item in plan.included)
             lines.append("Included: " + (", ".join(f"{n} {k}" for k, n in sorted(kinds.items())) or "nothing"))
-            cards = [item.id.removeprefix("card:") for item in plan.included if item.kind == "symbol_card"]
+            cards = [card_symbol(item.id) or item.id for item in plan.included if item.kind == "symbol_card"]
             if cards:
                 shown = ", ".join(f"`{c}`" for c in cards[:_CARD_LIST_MAX])
                 more = f" and {len(cards) - _CARD_LIST_MAX} more" if len(cards) > _CARD_LIST_MAX else ""
@@ -166,7 +167,7 @@ class OfflineClient:
         named = {p for m in messages for p in re.findall(r"`([\w./-]+\.\w+|[\w]+(?:\.[\w]+)+)`",
                                                          str(m.get("content") or ""))}
         if plan is not None:
-            named |= {item.id.removeprefix("card:") for item in plan.included if item.kind == "symbol_card"}
+            named |= {card_symbol(item.id) or item.id for item in plan.included if item.kind == "symbol_card"}
         context = sorted(named)[:_CARD_LIST_MAX]
         return "\n".join([
             STATE_HEADING,

@@ -27,6 +27,7 @@ from ctxbench.records.turns import Reflection, UsageCheck
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.llm.suggestions import open_suggestions
 from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
+from ctxbench.records.item_refs import AtomRef, GroupRef, ItemRef, card_symbol
 
 _PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.(?:py|pyi|js|jsx|ts|tsx|go|rs|java|md|toml|json|yaml|yml|cfg|ini|txt))\b")
 _DOTTED = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
@@ -107,8 +108,9 @@ def plan_vocabulary(plans: Iterable[Any], code: Any = None) -> Vocabulary:
     paths: list[str] = []
     for plan in plans:
         for item in plan.items:
-            if item.id.startswith("card:"):
-                shown.append(item.id[len("card:"):])
+            symbol = card_symbol(item.id)
+            if symbol is not None:
+                shown.append(symbol)
             for m in item.messages:
                 paths.extend(_PATH.findall(str(m.get("content") or "")[:400]))
     symbols = list(shown)
@@ -135,8 +137,8 @@ def plan_item_ids(plans: Iterable[Any], pins: Iterable[Any] = ()) -> tuple[str, 
                 target = targets.get(item.id)
                 if target:
                     ids[target] = None
-            elif item.id.startswith("atom:"):
-                ids["group:" + item.id.split(":")[1]] = None
+            elif isinstance(ref := ItemRef.parse(item.id), AtomRef):
+                ids[str(GroupRef(ref.group))] = None
             elif item.id.startswith(ACTIVATION_SUGGESTION_PREFIXES) and item.kind != "current_turn":
                 ids[item.id] = None
     return tuple(ids)

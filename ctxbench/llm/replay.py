@@ -19,6 +19,7 @@ from typing import Iterator
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.planner.cache import payload_units, shared_prefix_tokens
 from ctxbench.records.messages import Message
+from ctxbench.records.plan_request import PlanRequest, SentMessage
 from ctxbench.records.views import ReplayStep
 
 
@@ -50,16 +51,18 @@ def replay(
 ) -> Iterator[ReplayStep]:
     """Yield one :class:`ReplayStep` per user turn, oldest first (only turn ``only_turn`` when given), as each is
     planned: a long session's first steps come at once. Each plan is the one the turn's user message got when it
-    was sent (``plan_inputs(before_message=...)``): the history before it, its keyword and similarity rankings
+    was sent (a ``PlanRequest`` for the ``SentMessage``): the history before it, its keyword and similarity rankings
     those of that history. Each step says how many tokens its plan shares as a prefix with the previous turn's plan
     (``planner.cache``)."""
     previous = None
     for turn, user in enumerate(workbench.turn_starts(session_id), start=1):
         if only_turn is not None and turn != only_turn:
             continue
-        inputs = workbench.plan_inputs(session_id, None, before_message=user.id, mode=mode, budget=budget,
-                                       strategy=strategy, window_groups=window_groups, tools_tokens=tools_tokens)
-        plan = workbench.build_plan(inputs, store=store)
+        settings = workbench.settings(session_id).with_choices(mode=mode, budget=budget, strategy=strategy,
+                                                               window_groups=window_groups)
+        request = PlanRequest(session_id, None, settings, SentMessage(user.id), tools_tokens)
+        inputs = workbench.planning.inputs(request)
+        plan = workbench.planning.build(inputs, store=store)
         units = payload_units(plan)
         yield ReplayStep(turn, user.group_id, user, plan, countOf(map(_STATUS, inputs.history), "active"),
                          shared_prefix_tokens(previous, units))

@@ -12,6 +12,7 @@ from typing import Any
 from ctxbench.records.turns import PinSuggestionView
 from ctxbench.llm.ports import UnitOfWork
 from ctxbench.records.vocab import ACTIVATION_SUGGESTION_PREFIXES
+from ctxbench.records.item_refs import card_symbol
 
 
 
@@ -55,8 +56,9 @@ def decide(workbench: UnitOfWork, session_id: str, target: str, *, accept: bool,
     record_decision(workbench, session_id, target, accept=accept)
     if not accept:
         return None
-    if not content and target.startswith("card:") and code is not None:
-        card = getattr(getattr(code, "index", None), "cards", {}).get(target[len("card:"):])
+    symbol = card_symbol(target)
+    if not content and symbol is not None and code is not None:
+        card = getattr(getattr(code, "index", None), "cards", {}).get(symbol)
         if card is not None:
             content = card.render()
     return workbench.pins.add(session_id, target, kind, scope=scope, label=label, content=content, source="user")

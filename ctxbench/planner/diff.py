@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ctxbench.records.diffs import DiffItem, ItemSide, PlanDiff
 from ctxbench.records.plans import ContextPlan, PlanItem
+from ctxbench.records.item_refs import ItemRef
 
 _TURN_KINDS = ("history_atom",)
 
@@ -18,8 +19,8 @@ def _side(item: PlanItem | None) -> ItemSide | None:
 
 
 def _turn_of(item_id: str) -> str:
-    parts = item_id.split(":")
-    return parts[1] if len(parts) > 1 else item_id
+    group = ItemRef.parse(item_id).group_id
+    return str(group) if group is not None else item_id
 
 
 def _counts(items: tuple[DiffItem, ...]) -> tuple[int, int, int]:

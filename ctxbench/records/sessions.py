@@ -2,7 +2,7 @@
 state versions, and a message about to be stored."""
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 from ctxbench.records.messages import ToolCall
 
@@ -17,6 +17,13 @@ class SessionSettings:
     strategy: str
     window_groups: int
     provider_family: str
+
+    def with_choices(self, *, mode: str | None = None, budget: int | None = None, strategy: str | None = None,
+                     window_groups: int | None = None) -> "SessionSettings":
+        """These settings with each choice that is given (not None) in place of its own: a flag or a tool argument
+        over the session's settings."""
+        given = {"mode": mode, "budget": budget, "strategy": strategy, "window_groups": window_groups}
+        return replace(self, **{name: value for name, value in given.items() if value is not None})
 
 
 SETTING_NAMES: tuple[str, ...] = tuple(f.name for f in fields(SessionSettings))

@@ -8,6 +8,7 @@ from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.sessions import SessionSettings
+from ctxbench.records.item_refs import ItemRef, PinRef
 
 
 @dataclass(frozen=True)
@@ -51,9 +52,9 @@ class PlanView:
     task: str = ""  # the task open now ("" when none), for the status line
 
     def pin_for(self, item_id: str) -> Pin | None:
-        if item_id.startswith("pin:"):
-            wanted = item_id[4:]
-            return next((p for p in self.pins if p.id == wanted), None)
+        ref = ItemRef.parse(item_id)
+        if isinstance(ref, PinRef):
+            return next((p for p in self.pins if p.id == ref.pin_id), None)
         return next((p for p in self.pins if p.target == item_id), None)
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from ctxbench.config import MAX_TOKENS, Config
+from ctxbench.records.plan_request import PlanRequest
 from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.vocab import PIN_KINDS, PIN_TARGET_PREFIXES
 from ctxbench.service.options import LaunchOptions
@@ -63,7 +64,8 @@ class AgentTools:
             raise ValueError(f"unknown mode {mode!r}; one of {', '.join(self.config.planner.mode_names)}")
         if budget is not None and not 1 <= budget <= MAX_TOKENS:
             raise ValueError(f"budget must be between 1 and {MAX_TOKENS:,} tokens")
-        plan = session.wb.plan(session.session_id, query, session.stored_settings(), mode=mode, budget=budget)
+        settings = session.stored_settings().with_choices(mode=mode, budget=budget)
+        plan = session.wb.planning.plan(PlanRequest(session.session_id, query, settings, store=True))
         self.last_plan = plan
         return render_plan(plan, self.config.mcp.card_chars)
 

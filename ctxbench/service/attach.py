@@ -22,13 +22,16 @@ import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
 from ctxbench.codegraph.code_context import IndexCodeContext
 from ctxbench.config import Config
 from ctxbench.records.plans import Pin
 from ctxbench.records.retrieval import RetrievalSet
 from ctxbench.tokens import Tokenizer
+
+if TYPE_CHECKING:
+    from ctxbench.service.workbench import Workbench
 
 SCAFFOLD_CACHE_SIZE = 16  # fitted scaffolds kept (one per budget share seen)
 RETRIEVAL_CACHE_SIZE = 32  # retrieval sets kept: cycling the Context Mode on one query reuses them
@@ -137,7 +140,7 @@ class _LazyTokenizer:
     """The workbench's tokenizer, loaded when something is first counted (a one-shot ``retrieve`` counts
     nothing, and loading the tokenizer takes half a second)."""
 
-    def __init__(self, workbench: Any) -> None:
+    def __init__(self, workbench: Workbench) -> None:
         self._workbench = workbench
 
     def __getattr__(self, name: str) -> Any:
@@ -182,7 +185,7 @@ class AttachedRepository:
     def symbols(self) -> int:
         return len(self.index.cards)
 
-    def warm_semantic(self, workbench: Any, embedder: Any, progress: EmbedProgress | None = None) -> None:
+    def warm_semantic(self, workbench: Workbench, embedder: Any, progress: EmbedProgress | None = None) -> None:
         """Load ``embedder`` (waiting for it), embed the cards and build the vector index; plans use semantic
         search from then on, and the semantic history strategy ranks with the same model unless the
         workbench has one of its own. A model that cannot load raises ``EmbedderError``."""
@@ -248,7 +251,7 @@ def refuse_unfit_root(repo: Path | str) -> None:
         raise RefusedRepository(refusal)
 
 
-def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
+def check_repository(workbench: Workbench, repo: Path) -> RepositoryCheck:
     """Whether ``repo`` is a folder to index: never one :func:`root_refusal` refuses (the home folder, the whole
     disk, the system's folders), and, the first time, only one holding source files ctxbench reads; a repository
     indexed before always is."""
@@ -270,7 +273,7 @@ def check_repository(workbench: Any, repo: Path) -> RepositoryCheck:
     return RepositoryCheck(root, False, files)
 
 
-def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress | None = None, *,
+def attach_repository(workbench: Workbench, repo: Path | None, progress: IndexProgress | None = None, *,
                       semantic: bool = True, embedder: Any = None, wait_for_model: bool = True,
                       one_shot: bool = False, semantic_off: str = "") -> AttachedRepository | None:
     """Index ``repo`` (incrementally), plug its retrieval into ``workbench``, return it (None without a repo).
@@ -322,7 +325,7 @@ def attach_repository(workbench: Any, repo: Path | None, progress: IndexProgress
     return attached
 
 
-def index_repository(workbench: Any, repo: Path, progress: IndexProgress | None = None, *, embed: bool = True) -> Any:
+def index_repository(workbench: Workbench, repo: Path, progress: IndexProgress | None = None, *, embed: bool = True) -> Any:
     """Index ``repo`` incrementally (``ctxbench index``) and return the ``IndexResult``. With ``embed`` the cards
     are embedded and the vector index built; the model loads only when a card needs embedding, so an
     unchanged repository never waits for it. A model that cannot load raises ``EmbedderError``."""

@@ -99,7 +99,7 @@ class Compactor:
 
     def _encoder(self) -> Any:
         """The history embedder's encode, when it is ready (semantic signal of the extractive summariser)."""
-        embedder = self.wb.history_embedder()
+        embedder = self.wb.history.embedder()
         if embedder is None:
             return None
 

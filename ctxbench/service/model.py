@@ -16,6 +16,7 @@ from ctxbench.tokens import Tokenizer
 
 if TYPE_CHECKING:  # the turn runner's imports load with the first turn, not with the app
     from ctxbench.llm.loop import TurnRunner
+    from ctxbench.service.workbench import Workbench
 
 
 def resolve_model(config: Config, *, from_env: bool = True, **flags: Any) -> Config:
@@ -28,7 +29,7 @@ def resolve_model(config: Config, *, from_env: bool = True, **flags: Any) -> Con
     return dataclasses.replace(config, llm=llm)
 
 
-def make_runner(workbench: Any, config: Config, code: Any = None) -> "TurnRunner":
+def make_runner(workbench: Workbench, config: Config, code: Any = None) -> "TurnRunner":
     """The turn runner of ``workbench`` against the configured model (``code``: request_code_context's index)."""
     from ctxbench.llm import loop
     from ctxbench.llm.providers import make_client

@@ -21,6 +21,7 @@ from ctxbench.llm.client import CancelToken
 from ctxbench.llm.loop import TurnRunner
 from ctxbench.records.errors import NotFound
 from ctxbench.records.messages import Message
+from ctxbench.records.plan_request import NEXT_TURN, PlanRequest, StoredTurn
 from ctxbench.records.plans import ContextPlan, Pin, PlanItem
 from ctxbench.records.retrieval import RetrievalHit
 from ctxbench.records.sessions import SETTING_NAMES, SessionSettings
@@ -34,6 +35,7 @@ from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
 from ctxbench.service.timeline import Timeline
 from ctxbench.service.workbench import Workbench
+from ctxbench.records.item_refs import AtomRef, CapsuleRef, CardRef, ItemRef, PathRef, PinRef, SummaryRef, card_symbol
 
 __all__ = ["CancelToken", "WorkbenchSession"]
 
@@ -168,7 +170,7 @@ class WorkbenchSession:
         """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),
         with progress in the ``embedder`` slot; returns how many texts were embedded (0 without a ready model)."""
         status, sid = self._status, self.session_id
-        if not sid or self.wb.history_embedder() is None:
+        if not sid or self.wb.history.embedder() is None:
             return 0
 
         def history(done: int, total: int) -> None:
@@ -176,7 +178,7 @@ class WorkbenchSession:
                 status(Progress("embedder", f"embedding history {done}/{total}", fraction=done / total))
 
         with self._warming:
-            embedded = self.wb.warm_history(sid, history)
+            embedded = self.wb.history.warm(sid, history)
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))
         return embedded
@@ -204,7 +206,7 @@ class WorkbenchSession:
             changes = {name: getattr(settings, name) for name in SETTING_NAMES
                        if getattr(settings, name) != getattr(stored, name)}
             self.settings = self.wb.update_settings(self.session_id, **changes)
-        if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history_embedder() is not None:
+        if changes.get("strategy") in EMBEDDING_STRATEGIES and self.wb.history.embedder() is not None:
             # the new strategy compares other texts (turns, messages): embed those still missing, in the background
             self._warm_in_background()
         return self.settings
@@ -215,7 +217,7 @@ class WorkbenchSession:
     def _warm_what_is_pending(self) -> None:
         """A plan embeds only a few missing texts itself: when the last one left some (a history that grew by more
         than that, a transcript whose texts all changed), the warm-up embeds the rest in the background."""
-        if self.wb.history_pending(self.session_id) > 0 and not self._warming.locked():
+        if self.wb.history.pending(self.session_id) > 0 and not self._warming.locked():
             self._warm_in_background()
 
     def tools_tokens(self) -> int:
@@ -230,12 +232,12 @@ class WorkbenchSession:
         settings = self.use_settings(settings) if settings is not None else self.stored_settings()
         tools = self.tools_tokens()  # the meter shows the whole prompt the next call sends
         if draft.strip():
-            plan = wb.plan(sid, draft, settings, store=store, tools_tokens=tools)
+            plan = wb.planning.plan(PlanRequest(sid, draft, settings, tools_tokens=tools, store=store))
             self._warm_what_is_pending()
             return self.view_of(plan, None, draft=True)
         group = group_id if group_id is not None else self.last_user_group()
-        plan = wb.plan(sid, None if group is not None else "", settings, current_group=group, store=store,
-                       tools_tokens=tools)
+        turn = StoredTurn(group) if group is not None else NEXT_TURN
+        plan = wb.planning.plan(PlanRequest(sid, None if group is not None else "", settings, turn, tools, store=store))
         self._warm_what_is_pending()
         return self.view_of(plan, group)
 
@@ -278,40 +280,41 @@ class WorkbenchSession:
     # -- what an item holds -------------------------------------------------------------------------------
     def item_content(self, item: PlanItem, plan: ContextPlan) -> tuple[str, str]:
         """The full text of a plan item and a language for highlighting."""
-        if item.id.startswith("card:"):
+        ref = ItemRef.parse(item.id)
+        if isinstance(ref, CardRef):
             return self.card_preview(item, plan), "text"
-        if item.id.startswith("capsule:") and item.id[8:].isdigit():  # in full: source, files, hashes, staleness
+        if isinstance(ref, CapsuleRef):  # in full: source, files, hashes, staleness
             from ctxbench.service.capsules import capsule_view
 
             try:
-                return capsule_view(self.wb.capsules.get(int(item.id[8:]))), "text"
+                return capsule_view(self.wb.capsules.get(ref.capsule_id)), "text"
             except NotFound:
-                return f"capsule c{item.id[8:]} is no longer stored (its module left the index)", "text"
+                return f"capsule c{ref.capsule_id} is no longer stored (its module left the index)", "text"
         if item.messages:
             return render_messages(item.messages), "text"
         wb, sid = self.wb, self.session_id
-        if item.id.startswith("summary:") and item.id[8:].isdigit():
-            summary = wb.summaries.get(sid, int(item.id[8:]))
+        if isinstance(ref, SummaryRef):
+            summary = wb.summaries.get(sid, ref.summary_id)
             return f"summary s{summary.id} of {summary.span} ({summary.source})\n\n{summary.text}", "text"
-        if item.id.startswith(("group:", "atom:")):
-            parts = item.id.split(":")
+        if ref.group_id is not None:
             try:
-                messages = wb.messages.group(sid, int(parts[1]))
+                messages = wb.messages.group(sid, ref.group_id)
             except Exception as exc:  # noqa: BLE001 - shown to the user
                 return f"cannot read {item.id}: {exc}", "text"
-            if item.id.startswith("atom:") and len(parts) > 2:
-                wanted = {int(x) for x in parts[2:] if x.isdigit()} | set(item.message_ids)
+            if isinstance(ref, AtomRef) and ref.part is not None:
+                first = ref.message_id
+                wanted = ({first} if first is not None else set()) | set(item.message_ids)
                 messages = tuple(m for m in messages if m.id in wanted) or messages
             return render_messages([m.to_openai() for m in messages]), "text"
-        pin = next((p for p in wb.pins.list(sid) if p.target == item.id or f"pin:{p.id}" == item.id), None)
+        pin = next((p for p in wb.pins.list(sid) if p.target == item.id or str(PinRef(p.id)) == item.id), None)
         if pin is not None and pin.content:
-            return pin.content, "python" if pin.target.startswith("card:") else "text"
+            return pin.content, "python" if card_symbol(pin.target) is not None else "text"
         return item.detail or item.label, "text"
 
     def card_preview(self, item: PlanItem, plan: ContextPlan) -> str:
         """A card as the plan sends it (or, left out, as its mode would: Light the thin card, Heavy the head and an
         excerpt whose lines carry their file numbers), then the symbol's lines numbered as in its file."""
-        symbol = item.id[5:]
+        symbol = card_symbol(item.id) or item.id
         heavy = self.config.planner.mode(plan.mode).excerpts
         hit = self.card_hit(symbol, plan)
         if heavy and hit is not None and hit.excerpt:
@@ -338,8 +341,9 @@ class WorkbenchSession:
 
     def suggestion_content(self, suggestion: Suggestion, plan: ContextPlan | None) -> tuple[str, str]:
         """What a suggested pin would pin, and a language for highlighting."""
-        if suggestion.target.startswith("card:") and plan is not None:
-            card = self.card_text(suggestion.target[5:], plan)
+        symbol = card_symbol(suggestion.target)
+        if symbol is not None and plan is not None:
+            card = self.card_text(symbol, plan)
             if card:
                 return card, "text"
         return suggestion.content or suggestion.label, "text"
@@ -382,10 +386,11 @@ class WorkbenchSession:
         index yet, a card or file is known when the plan shows it, or (``suggested``) when the user accepts
         a suggestion of it; with one, the index decides."""
         wb, sid = self.wb, self.session_id
-        if item_id.startswith("pin:"):
-            existing = next((p for p in wb.pins.list(sid) if p.id == item_id[4:]), None)
+        ref = ItemRef.parse(item_id)
+        if isinstance(ref, PinRef):
+            existing = next((p for p in wb.pins.list(sid) if p.id == ref.pin_id), None)
             if existing is None:
-                raise ValueError(f"no pin {item_id[4:]}")
+                raise ValueError(f"no pin {ref.pin_id}")
             return wb.pins.update(sid, existing.id, kind=kind, scope=scope,
                                   **({"ttl": self._ttl(scope)} if kind == "leased" else {}))
         if not item_id.startswith(PIN_TARGET_PREFIXES):
@@ -398,12 +403,12 @@ class WorkbenchSession:
             shown.append(item_id)
         check_pin_target(wb, sid, item_id, index, shown=shown)
         content = ""
-        if item_id.startswith("card:"):  # the pin keeps the card's text: it is sent as pinned, whatever retrieval finds
-            content = self.card_text(item_id[5:], plan)
-        if item_id.startswith("path:"):  # a file the model suggested: pinned with its text
+        if isinstance(ref, CardRef):  # the pin keeps the card's text: it is sent as pinned, whatever retrieval finds
+            content = self.card_text(ref.symbol, plan)
+        if isinstance(ref, PathRef):  # a file the model suggested: pinned with its text
             body = self.attached.code.expand(item_id) if self.attached is not None else None
             if not body:
-                raise ValueError(f"cannot read {item_id[5:]} (no code index, or not a file of the repository)")
+                raise ValueError(f"cannot read {ref.path} (no code index, or not a file of the repository)")
             content = body
         return wb.pins.add(sid, item_id, kind, scope=scope, label=label or item_id, content=content)
 
@@ -416,7 +421,7 @@ class WorkbenchSession:
 
     def unpin(self, item_id: str) -> bool:
         for pin in self.wb.pins.list(self.session_id):
-            if pin.target == item_id or f"pin:{pin.id}" == item_id or pin.id == item_id:
+            if pin.target == item_id or str(PinRef(pin.id)) == item_id or pin.id == item_id:
                 self.wb.pins.remove(self.session_id, pin.id)
                 return True
         return False
@@ -425,11 +430,10 @@ class WorkbenchSession:
         """Leave an item out of the context; returns what was done, for the status line. A turn is dropped whole:
         when ``plan`` shows it as several items (atoms: a tool call with its result, a reply, ...), the note
         says how many leave with it."""
-        if item_id.startswith(("group:", "atom:")):
-            gid = int(item_id.split(":")[1])
+        gid = ItemRef.parse(item_id).group_id
+        if gid is not None:
             self.wb.messages.drop(self.session_id, gid)
-            parts = [i for i in (plan.items if plan is not None else ())
-                     if i.id.startswith(("group:", "atom:")) and i.id.split(":")[1] == str(gid)]
+            parts = [i for i in (plan.items if plan is not None else ()) if ItemRef.parse(i.id).group_id == gid]
             sent = sum(1 for i in parts if i.included)
             if len(parts) > 1:
                 return (f"dropped turn {gid} whole: all {len(parts)} of its items leave the context "
@@ -437,7 +441,7 @@ class WorkbenchSession:
             return f"dropped turn {gid} (/context restore {gid} brings it back)"
         if self.unpin(item_id):
             return f"unpinned {item_id}"
-        if item_id.startswith("card:"):
+        if card_symbol(item_id) is not None:
             self.rejected.add(item_id)
             return f"{item_id} will not be suggested again (cards come and go with the mode and the query)"
         raise ValueError(f"{item_id} is mandatory or not a turn; it cannot be dropped")

@@ -15,8 +15,10 @@ from typing import Any
 from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.errors import UnknownBranch
 from ctxbench.records.messages import Message
-from ctxbench.records.plans import ContextPlan
+from ctxbench.records.plan_request import NEXT_TURN, PlanRequest, StoredTurn
+from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.sessions import BranchSummary, SessionSettings
+from ctxbench.service.workbench import Workbench
 
 PLAN_CACHE = 16  # stored plans kept in memory for diffs (the previous turn's is asked for on every replan)
 CURVE_START = 1000  # the what-if chart starts at this budget and doubles up to the model's context limit
@@ -36,7 +38,7 @@ class CurvePoint:
 class Timeline:
     """Branches, diffs, what-if and export for one session of a workbench."""
 
-    def __init__(self, workbench: Any, session_id: str) -> None:
+    def __init__(self, workbench: Workbench, session_id: str) -> None:
         self.wb = workbench
         self.session_id = session_id
         self._plans: OrderedDict[str, ContextPlan] = OrderedDict()
@@ -112,7 +114,7 @@ def compare(before: ContextPlan, after: ContextPlan) -> PlanDiff:
     return diff_plans(before, after)
 
 
-def diff_stored(workbench: Any, before_id: str, after_id: str) -> PlanDiff:
+def diff_stored(workbench: Workbench, before_id: str, after_id: str) -> PlanDiff:
     """The diff of any two stored plans (of any sessions and branches)."""
     return compare(workbench.plans.get(before_id), workbench.plans.get(after_id))
 
@@ -125,13 +127,13 @@ class WhatIf:
     RetrievalSet's folded scaffold and the selection depend on the budget.
     """
 
-    def __init__(self, workbench: Any, session_id: str, draft: str, group_id: int | None, tools_tokens: int) -> None:
+    def __init__(self, workbench: Workbench, session_id: str, draft: str, group_id: int | None, tools_tokens: int) -> None:
         self.wb = workbench
         self.session_id = session_id
         self.draft = draft
         self.group_id = None if draft.strip() else group_id
         self.tools_tokens = tools_tokens
-        self._inputs: dict[SessionSettings, Any] = {}
+        self._inputs: dict[SessionSettings, PlanInputs] = {}
 
     def plan(self, settings: SessionSettings) -> ContextPlan:
         """The plan under ``settings`` (not stored)."""
@@ -141,11 +143,11 @@ class WhatIf:
         inputs = self._inputs.get(key)
         if inputs is None:
             query = self.draft if self.draft.strip() else (None if self.group_id is not None else "")
-            inputs = self.wb.plan_inputs(self.session_id, query, settings, current_group=self.group_id,
-                                         tools_tokens=self.tools_tokens)
+            turn = StoredTurn(self.group_id) if self.group_id is not None else NEXT_TURN
+            inputs = self.wb.planning.inputs(PlanRequest(self.session_id, query, settings, turn, self.tools_tokens))
             self._inputs[key] = inputs
         checked = self.wb.rules.check(settings)
-        retrieval = self.wb.retrieval_for(self.session_id, inputs.query, checked, inputs.pins)
+        retrieval = self.wb.planning.retrieval(PlanRequest(self.session_id, settings=checked), inputs)
         inputs = dataclasses.replace(inputs, budget=checked.budget, retrieval=retrieval)
         return build_plan(inputs, self.wb.config.planner, self.wb.tokenizer)
 
