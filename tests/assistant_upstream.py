@@ -17,8 +17,10 @@ import json
 import re
 import threading
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any, Iterator
+
+from upstream_server import LoopbackServer, sse
 
 INPUT_TOKENS = 2345  # the prompt size every usage reports (a test compares it with the stored figure)
 OUTPUT_TOKENS = 9
@@ -54,7 +56,7 @@ class Seen:
                                           or p.endswith((":generateContent", ":streamGenerateContent")))
 
 
-class AssistantUpstream:
+class AssistantUpstream(LoopbackServer):
     """``with AssistantUpstream([Turn(...)]) as up: up.url``."""
 
     def __init__(self, script: list[Turn] | None = None) -> None:
@@ -141,11 +143,7 @@ class AssistantUpstream:
                 self.wfile.write(b"0\r\n\r\n")
                 self.wfile.flush()
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.handle_error = lambda request, client_address: None
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._serve(Handler)
 
     def _record(self, handler: BaseHTTPRequestHandler, body: bytes) -> None:
         with self._lock:
@@ -166,22 +164,8 @@ class AssistantUpstream:
         """``METHOD path`` of every request received, for a failing test's message."""
         return [f"{s.method} {s.path}" for s in self.seen]
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> "AssistantUpstream":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
-def _sse(data: Any, event: str | None = None) -> bytes:
-    head = f"event: {event}\n" if event else ""
-    return f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
 
 
 def _pieces(text: str, size: int = 6) -> list[str]:
@@ -208,27 +192,27 @@ def _anthropic_usage() -> dict[str, int]:
 
 def _anthropic_events(payload: dict[str, Any], turn: Turn) -> Iterator[bytes]:
     model = payload.get("model", "scripted-model")
-    yield _sse({"type": "message_start", "message": {
+    yield sse({"type": "message_start", "message": {
         "id": f"msg_scripted_{turn.serial}", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None, "usage": _anthropic_usage() | {"output_tokens": 1}}},
         "message_start")
-    yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    yield sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                "content_block_start")
     for piece in _pieces(turn.text):
-        yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+        yield sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
                    "content_block_delta")
-    yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    yield sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
     stop = "end_turn"
     if _offers(payload, turn):
         stop = "tool_use"
-        yield _sse({"type": "content_block_start", "index": 1, "content_block": {
+        yield sse({"type": "content_block_start", "index": 1, "content_block": {
             "type": "tool_use", "id": turn.call_id, "name": turn.tool, "input": {}}}, "content_block_start")
-        yield _sse({"type": "content_block_delta", "index": 1, "delta": {
+        yield sse({"type": "content_block_delta", "index": 1, "delta": {
             "type": "input_json_delta", "partial_json": json.dumps(turn.arguments)}}, "content_block_delta")
-        yield _sse({"type": "content_block_stop", "index": 1}, "content_block_stop")
-    yield _sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+        yield sse({"type": "content_block_stop", "index": 1}, "content_block_stop")
+    yield sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                 "usage": {"output_tokens": OUTPUT_TOKENS}}, "message_delta")
-    yield _sse({"type": "message_stop"}, "message_stop")
+    yield sse({"type": "message_stop"}, "message_stop")
 
 
 def _anthropic_whole(payload: dict[str, Any], turn: Turn) -> dict[str, Any]:
@@ -250,19 +234,19 @@ def _chat_usage() -> dict[str, int]:
 def _chat_events(payload: dict[str, Any], turn: Turn) -> Iterator[bytes]:
     base = {"id": f"chatcmpl-scripted-{turn.serial}", "object": "chat.completion.chunk", "created": 1,
             "model": payload.get("model", "scripted-model")}
-    yield _sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    yield sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
     for piece in _pieces(turn.text):
-        yield _sse(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+        yield sse(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
     finish = "stop"
     if _offers(payload, turn):
         finish = "tool_calls"
-        yield _sse(base | {"choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [{
+        yield sse(base | {"choices": [{"index": 0, "finish_reason": None, "delta": {"tool_calls": [{
             "index": 0, "id": turn.call_id, "type": "function",
             "function": {"name": turn.tool, "arguments": json.dumps(turn.arguments)}}]}}]})
-    yield _sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
+    yield sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": finish}]})
     if (payload.get("stream_options") or {}).get("include_usage"):
-        yield _sse(base | {"choices": [], "usage": _chat_usage()})
-    yield _sse("[DONE]")
+        yield sse(base | {"choices": [], "usage": _chat_usage()})
+    yield sse("[DONE]")
 
 
 def _chat_whole(payload: dict[str, Any], turn: Turn) -> dict[str, Any]:
@@ -303,7 +287,7 @@ def _responses_events(payload: dict[str, Any], turn: Turn) -> Iterator[bytes]:
     seq = iter(range(1_000_000))
 
     def event(kind: str, **data: Any) -> bytes:
-        return _sse({"type": kind, "sequence_number": next(seq)} | data, kind)
+        return sse({"type": kind, "sequence_number": next(seq)} | data, kind)
 
     yield event("response.created", response=_response(payload, turn, "in_progress", []))
     yield event("response.in_progress", response=_response(payload, turn, "in_progress", []))
@@ -385,15 +369,15 @@ def _gemini_parts(payload: dict[str, Any], turn: Turn) -> list[dict[str, Any]]:
 def _gemini_events(payload: dict[str, Any], turn: Turn) -> Iterator[bytes]:
     model = payload.get("model", "scripted-model")
     if _structured(payload):
-        yield _sse(_gemini_chunk(_gemini_parts(payload, turn), "STOP", model, True, turn.serial))
+        yield sse(_gemini_chunk(_gemini_parts(payload, turn), "STOP", model, True, turn.serial))
         return
     pieces = _pieces(turn.text)
     for piece in pieces[:-1]:
-        yield _sse(_gemini_chunk([{"text": piece}], None, model, False, turn.serial))
+        yield sse(_gemini_chunk([{"text": piece}], None, model, False, turn.serial))
     last = [{"text": pieces[-1]}] if pieces else []
     if _offers(payload, turn):
         last.append({"functionCall": {"name": turn.tool, "args": turn.arguments}})
-    yield _sse(_gemini_chunk(last, "STOP", model, True, turn.serial))
+    yield sse(_gemini_chunk(last, "STOP", model, True, turn.serial))
 
 
 def _gemini_whole(payload: dict[str, Any], turn: Turn) -> dict[str, Any]:

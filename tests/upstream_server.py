@@ -51,7 +51,34 @@ class Seen:
         return json.loads(self.body)
 
 
-class Upstream:
+class LoopbackServer:
+    """A scripted HTTP server on a free loopback port, served from a daemon thread while the ``with`` block lasts;
+    a client that hangs up mid-answer is not an error."""
+
+    _httpd: ThreadingHTTPServer
+    _thread: threading.Thread
+
+    def _serve(self, handler: type[BaseHTTPRequestHandler]) -> None:
+        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._httpd.daemon_threads = True
+        self._httpd.handle_error = lambda request, client_address: None
+        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+
+class Upstream(LoopbackServer):
     def __init__(self, script: list[Answer] | None = None) -> None:
         self.script = list(script or [Answer()])
         self.seen: list[Seen] = []
@@ -98,7 +125,7 @@ class Upstream:
                     if path.endswith(":generateContent"):
                         self._send(200, json.dumps(_gemini_whole(answer, model)).encode())
                     elif "alt=sse" in self.path:
-                        self._stream_events((_sse(c) for c in chunks), answer)
+                        self._stream_events((sse(c) for c in chunks), answer)
                     else:  # streamGenerateContent without alt=sse: one JSON array of the chunks
                         self._send(200, json.dumps(list(chunks)).encode())
                     return
@@ -149,11 +176,7 @@ class Upstream:
                         time.sleep(answer.delay_s)
                 self._chunk(b"")
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._httpd.daemon_threads = True
-        self._httpd.handle_error = lambda request, client_address: None
-        self._thread = threading.Thread(target=self._httpd.serve_forever, kwargs={"poll_interval": 0.02},
-                                        daemon=True)
+        self._serve(Handler)
 
     def _record(self, handler: BaseHTTPRequestHandler, body: bytes) -> Answer:
         with self._lock:
@@ -163,20 +186,9 @@ class Upstream:
             self._n += 1
             return answer
 
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self._httpd.server_address[1]}"
-
-    def __enter__(self) -> "Upstream":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._httpd.shutdown()
-        self._httpd.server_close()
 
 
-def _sse(data: Any, event: str | None = None) -> bytes:
+def sse(data: Any, event: str | None = None) -> bytes:
     head = f"event: {event}\n" if event else ""
     return f"{head}data: {data if isinstance(data, str) else json.dumps(data)}\n\n".encode()
 
@@ -184,40 +196,40 @@ def _sse(data: Any, event: str | None = None) -> bytes:
 def _openai_events(payload: dict[str, Any], a: Answer):
     model = payload.get("model", "scripted")
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": model}
-    yield _sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
+    yield sse(base | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}, "finish_reason": None}]})
     for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
-        yield _sse(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
-    yield _sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+        yield sse(base | {"choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}]})
+    yield sse(base | {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
     if (payload.get("stream_options") or {}).get("include_usage"):
-        yield _sse(base | {"choices": [], "usage": {"prompt_tokens": a.prompt_tokens,
+        yield sse(base | {"choices": [], "usage": {"prompt_tokens": a.prompt_tokens,
                                                     "completion_tokens": a.completion_tokens,
                                                     "total_tokens": a.prompt_tokens + a.completion_tokens}})
-    yield _sse("[DONE]")
+    yield sse("[DONE]")
 
 
 def _anthropic_events(payload: dict[str, Any], a: Answer):
     model = payload.get("model", "scripted")
-    yield _sse({"type": "message_start", "message": {
+    yield sse({"type": "message_start", "message": {
         "id": "msg_1", "type": "message", "role": "assistant", "model": model, "content": [],
         "stop_reason": None, "stop_sequence": None,
         "usage": _anthropic_usage(a, 1)}}, "message_start")
-    yield _sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+    yield sse({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
                "content_block_start")
     for piece in [a.text[i:i + 5] for i in range(0, len(a.text), 5)] + [a.filler] * a.events:
-        yield _sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
+        yield sse({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": piece}},
                    "content_block_delta")
-    yield _sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
+    yield sse({"type": "content_block_stop", "index": 0}, "content_block_stop")
     stop = "end_turn"
     if a.tool_call is not None:
         stop = "tool_use"
-        yield _sse({"type": "content_block_start", "index": 1, "content_block": {
+        yield sse({"type": "content_block_start", "index": 1, "content_block": {
             "type": "tool_use", "id": "toolu_1", "name": a.tool_call[0], "input": {}}}, "content_block_start")
-        yield _sse({"type": "content_block_delta", "index": 1, "delta": {
+        yield sse({"type": "content_block_delta", "index": 1, "delta": {
             "type": "input_json_delta", "partial_json": json.dumps(a.tool_call[1])}}, "content_block_delta")
-        yield _sse({"type": "content_block_stop", "index": 1}, "content_block_stop")
-    yield _sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
+        yield sse({"type": "content_block_stop", "index": 1}, "content_block_stop")
+    yield sse({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
                 "usage": {"output_tokens": a.completion_tokens}}, "message_delta")
-    yield _sse({"type": "message_stop"}, "message_stop")
+    yield sse({"type": "message_stop"}, "message_stop")
 
 
 def _anthropic_usage(a: Answer, output: int) -> dict[str, Any]:
@@ -273,7 +285,7 @@ def _responses_events(payload: dict[str, Any], a: Answer, response_id: str):
     seq = iter(range(1_000_000))
 
     def event(kind: str, **fields: Any) -> bytes:
-        return _sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
+        return sse({"type": kind, "sequence_number": next(seq), **fields}, kind)
 
     yield event("response.created", response=_response_object(payload, a, response_id, "in_progress"))
     yield event("response.in_progress", response=_response_object(payload, a, response_id, "in_progress"))
