@@ -106,7 +106,7 @@ def test_plan_errors_are_one_line_exit_2(env, transcript):
     cases = [
         (["plan", "q", "--session", "s_missing", "--db", str(db)], "unknown session 's_missing'"),
         (["plan", "q", "--session", sid, "--mode", "turbo", "--db", str(db)], "unknown context mode 'turbo'"),
-        (["plan", "q", "--session", sid, "--budget", "0", "--db", str(db)], "--budget must be a positive"),
+        (["plan", "q", "--session", sid, "--budget", "0", "--db", str(db)], "--budget must be a number of tokens from 1"),
         (["plan", "q", "--session", sid, "--transcript", str(transcript), "--db", str(db)], "not both"),
     ]
     for args, message in cases:
