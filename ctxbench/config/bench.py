@@ -14,16 +14,20 @@ class CachePrice:
     ``read`` times the input price, the rest of the prompt is written to the cache at ``write`` times it (a
     breakpoint at the prompt's end, so the next turn can read it)."""
 
-    name: str = "anthropic 5-minute cache, $3/Mtok input"  # said beside every cost figure
-    input_per_mtok: PositiveFloat = 3.00  # USD per million uncached input tokens
-    read: Annotated[float, Range(ge=0)] = 0.1  # a cache read, as a multiple of the input price
-    write: Annotated[float, Range(ge=0)] = 1.25  # a cache write (5-minute), as a multiple of the input price
+    name: str = "anthropic 5-minute cache, $3/Mtok input"
+    """said beside every cost figure"""
+    input_per_mtok: PositiveFloat = 3.00
+    """USD per million uncached input tokens"""
+    read: Annotated[float, Range(ge=0)] = 0.1
+    """a cache read, as a multiple of the input price"""
+    write: Annotated[float, Range(ge=0)] = 1.25
+    """a cache write (5-minute), as a multiple of the input price"""
 
 
 @dataclass(frozen=True)
 class BenchConfig:
-    # where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths:
-    # from the current directory)
     results_dir: str = "benchmarks/results"
-    # the prompt-cache price the benches' cost-per-turn columns assume
+    """where `ctxbench bench locomo` / `bench perf` write their results and /bench reads them (relative paths: from the
+    current directory)"""
     cache_price: CachePrice = field(default_factory=CachePrice)
+    """the prompt-cache price the benches' cost-per-turn columns assume"""

@@ -13,11 +13,17 @@ class ModelPrice:
     the 1-hour cache) and a cache read (Anthropic 0.1; OpenAI 0.5 for gpt-4o, 0.25 for gpt-4.1, 0.1 for gpt-5)."""
 
     name: str
-    input_per_mtok: float  # prompt tokens (uncached)
-    output_per_mtok: float  # reply tokens
-    cache_write_ratio: float = 1.25  # a token written to the 5-minute prompt cache, as a share of the input price
-    cache_write_1h_ratio: float = 2.0  # a token written to the 1-hour prompt cache, as a share of the input price
-    cache_read_ratio: float = 0.1  # a token read from the prompt cache, as a share of the input price
+    """the model's name, as requests and replies name it"""
+    input_per_mtok: float
+    """prompt tokens (uncached)"""
+    output_per_mtok: float
+    """reply tokens"""
+    cache_write_ratio: float = 1.25
+    """a token written to the 5-minute prompt cache, as a share of the input price"""
+    cache_write_1h_ratio: float = 2.0
+    """a token written to the 1-hour prompt cache, as a share of the input price"""
+    cache_read_ratio: float = 0.1
+    """a token read from the prompt cache, as a share of the input price"""
 
     @property
     def cache_write_per_mtok(self) -> float:
@@ -60,38 +66,58 @@ DEFAULT_PRICES = (
 
 @dataclass(frozen=True)
 class LLMConfig:
-    provider: str = "offline"  # offline | openai (any OpenAI-compatible endpoint)
+    provider: str = "offline"
+    """offline | openai (any OpenAI-compatible endpoint)"""
     base_url: str = ""
+    """the endpoint's base URL (an OpenAI-compatible ``/v1``)"""
     model: str = "offline"
+    """the model named in each call"""
     api_key_env: str = "OPENAI_API_KEY"
+    """the environment variable holding the API key (the key itself is never in the config)"""
     context_limit: Tokens = 128000
-    timeout_s: PositiveFloat = 60.0  # seconds one read from the endpoint may take (the first token, each chunk after it)
-    # seconds one model call may take in all, retries and streaming included: a slow endless stream ends
-    # there (its text so far is stored as a partial reply)
+    """the model's context window in tokens"""
+    timeout_s: PositiveFloat = 60.0
+    """seconds one read from the endpoint may take (the first token, each chunk after it)"""
     reply_deadline_s: PositiveFloat = 600.0
-    # the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)
+    """seconds one model call may take in all, retries and streaming included: a slow endless stream ends there (its
+    text so far is stored as a partial reply)"""
     max_reply_tokens: Tokens = 4096
-    # a streamed reply is saved as it arrives (marked partial until it is done), so a process killed mid-reply
-    # (kill -9, a closed terminal) leaves the text so far: saved when this many seconds or this many characters
-    # have arrived since the last save (the first piece at once)
+    """the reply-token cap sent as ``max_tokens`` (lowered to what the context window has left after the prompt)"""
     stream_save_every_s: PositiveFloat = 1.0
+    """a streamed reply is saved as it arrives (marked partial until it is done), so a process killed mid-reply (kill
+    -9, a closed terminal) leaves the text so far: saved when this many seconds or this many characters have arrived
+    since the last save (the first piece at once)"""
     stream_save_every_chars: PositiveInt = 2000
+    """... or when this many characters have arrived (``stream_save_every_s``)"""
     max_retries: int = 3
+    """retries of a failed call (rate limits, server errors, dropped connections)"""
     max_tool_rounds: PositiveInt = 8
-    retry_backoff_s: float = 1.0  # first wait before a retry; doubles per attempt (with jitter)
-    retry_backoff_max_s: float = 20.0  # cap on one wait, also on a server's Retry-After
-    usage_mismatch_ratio: float = 0.05  # badge when estimated and reported prompt tokens differ by more
-    query_db_max_rows: PositiveInt = 50  # rows a query_db call returns
-    query_db_max_chars: PositiveInt = 8000  # characters of a query_db result
-    query_db_max_steps: PositiveInt = 2_000_000  # SQLite VM steps before a query_db call is interrupted
-    query_db_progress_steps: PositiveInt = 1000  # SQLite VM steps between two checks of query_db_max_steps
-    # SQLite's longest string or blob inside a query_db call (SQLITE_LIMIT_LENGTH): this many times
-    # query_db_max_chars, or the session's longest stored row when that is longer (so it can still be read)
+    """tool-call rounds one turn may take before the reply is asked for"""
+    retry_backoff_s: float = 1.0
+    """first wait before a retry; doubles per attempt (with jitter)"""
+    retry_backoff_max_s: float = 20.0
+    """cap on one wait, also on a server's Retry-After"""
+    usage_mismatch_ratio: float = 0.05
+    """badge when estimated and reported prompt tokens differ by more"""
+    query_db_max_rows: PositiveInt = 50
+    """rows a query_db call returns"""
+    query_db_max_chars: PositiveInt = 8000
+    """characters of a query_db result"""
+    query_db_max_steps: PositiveInt = 2_000_000
+    """SQLite VM steps before a query_db call is interrupted"""
+    query_db_progress_steps: PositiveInt = 1000
+    """SQLite VM steps between two checks of query_db_max_steps"""
     query_db_length_factor: PositiveInt = 16
-    retrieve_memos_max: PositiveInt = 5  # memos a retrieve_memos call returns
-    error_excerpt_chars: int = 200  # characters of a provider's error text quoted in an error line
-    offline_chunk_chars: PositiveInt = 12  # the offline model streams its reply in pieces of this size
-    prices: tuple[ModelPrice, ...] = DEFAULT_PRICES  # cost per turn, for the models named here only
+    """SQLite's longest string or blob inside a query_db call (SQLITE_LIMIT_LENGTH): this many times query_db_max_chars,
+    or the session's longest stored row when that is longer (so it can still be read)"""
+    retrieve_memos_max: PositiveInt = 5
+    """memos a retrieve_memos call returns"""
+    error_excerpt_chars: int = 200
+    """characters of a provider's error text quoted in an error line"""
+    offline_chunk_chars: PositiveInt = 12
+    """the offline model streams its reply in pieces of this size"""
+    prices: tuple[ModelPrice, ...] = DEFAULT_PRICES
+    """cost per turn, for the models named here only"""
 
     def price_of(self, *names: str) -> ModelPrice | None:
         """The price of the first of ``names`` (the configured model, the one the provider reported) that the

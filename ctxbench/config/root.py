@@ -22,18 +22,31 @@ from ctxbench.config.ui import UIConfig
 @dataclass(frozen=True)
 class Config:
     planner: PlannerConfig = field(default_factory=PlannerConfig)
+    """``[planner]``"""
     tokenizer: TokenizerConfig = field(default_factory=TokenizerConfig)
+    """``[tokenizer]``"""
     index: IndexConfig = field(default_factory=IndexConfig)
+    """``[index]``"""
     embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    """``[embedding]``"""
     retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    """``[retrieval]``"""
     llm: LLMConfig = field(default_factory=LLMConfig)
+    """``[llm]``"""
     ui: UIConfig = field(default_factory=UIConfig)
+    """``[ui]``"""
     proxy: ProxyConfig = field(default_factory=ProxyConfig)
+    """``[proxy]``"""
     mcp: McpConfig = field(default_factory=McpConfig)
+    """``[mcp]``"""
     serve: ServeConfig = field(default_factory=ServeConfig)
+    """``[serve]``"""
     compaction: CompactionConfig = field(default_factory=CompactionConfig)
+    """``[compaction]``"""
     capsules: CapsuleConfig = field(default_factory=CapsuleConfig)
+    """``[capsules]``"""
     bench: BenchConfig = field(default_factory=BenchConfig)
+    """``[bench]``"""
 
     def canonical(self) -> dict[str, Any]:
         """A JSON-able dict of the whole config, used in PlanIds."""

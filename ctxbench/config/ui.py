@@ -9,9 +9,16 @@ from ctxbench.config.constraints import PositiveInt
 @dataclass(frozen=True)
 class UIConfig:
     theme: str = "ctxbench-dark"
-    keymap: tuple[tuple[str, str], ...] = ()  # (binding id, keys) overrides
-    chat_groups: PositiveInt = 40  # turns shown in the chat pane at once; earlier ones load on demand
-    budget_step: PositiveInt = 1000  # tokens added or removed by the budget keys
-    live_preview: bool = True  # replan for the draft in the input (the meter shows what it would cost)
-    preview_delay_s: float = 0.4  # pause in typing before the draft is planned
-    preview_source_lines: PositiveInt = 60  # lines of a symbol's source an item preview shows under what is sent
+    """the workbench's colour theme"""
+    keymap: tuple[tuple[str, str], ...] = ()
+    """(binding id, keys) overrides"""
+    chat_groups: PositiveInt = 40
+    """turns shown in the chat pane at once; earlier ones load on demand"""
+    budget_step: PositiveInt = 1000
+    """tokens added or removed by the budget keys"""
+    live_preview: bool = True
+    """replan for the draft in the input (the meter shows what it would cost)"""
+    preview_delay_s: float = 0.4
+    """pause in typing before the draft is planned"""
+    preview_source_lines: PositiveInt = 60
+    """lines of a symbol's source an item preview shows under what is sent"""
