@@ -23,11 +23,11 @@ class CapsuleConfig:
     min_confidence: Share = 0.3
     """capsules less sure than this are never offered (undocumented code: mostly names)"""
     keyword_weight: float = 1.0
-    """ranking capsules: BM25 of the query over their text ..."""
+    """ranking capsules: BM25 of the query over their text, times this"""
     semantic_weight: float = 1.0
-    """... cosine of the query to their text (when the embedder is ready) ..."""
+    """ranking capsules: cosine of the query to their text (when the embedder is ready), times this"""
     support_weight: float = 1.0
-    """... and how strongly the best symbol hits sit in the files they cover"""
+    """ranking capsules: how strongly the best symbol hits sit in the files they cover, times this"""
     support_hits: PositiveInt = 10
     """the first N symbol hits count as support"""
     retrieval_weight: float = 0.0
@@ -56,8 +56,8 @@ class CapsuleConfig:
     process_steps: int = 8
     """steps a process capsule names"""
     extractive_base_confidence: Share = 0.2
-    """an extractive capsule's confidence: base, plus the module docstring, plus the share of its named symbols that
-    have a docstring (each weight times 0 or 1 / the share); never above extractive_max_confidence"""
+    """an extractive capsule's confidence starts here; the module docstring and the share of its named symbols that have
+    a docstring add to it (never above ``extractive_max_confidence``)"""
     module_doc_confidence: Share = 0.3
     """added to an extractive capsule's confidence when its module has a docstring"""
     documented_confidence: Share = 0.4

@@ -24,29 +24,28 @@ class CompactionConfig:
     """a summary's length: this share of the tokens it replaces (never more than the target leaves after the kept turns)
     ..."""
     summary_min_tokens: PositiveInt = 60
-    """... but at least this many"""
+    """a summary is at least this many tokens (``summary_ratio``)"""
     summary_max_tokens: PositiveInt = 1500
-    """... and at most this many"""
+    """a summary is at most this many tokens (``summary_ratio``)"""
     squeeze_warning: PositiveFloat = 50.0
     """a summary more than this many times smaller than the turns it replaces is flagged in the preview, with the turns
     it keeps no line of (their originals stay findable by the retrieval strategies)"""
     first_words_chars: PositiveInt = 60
     """characters of a turn's user message shown in a preview row"""
     keyword_weight: float = 1.0
-    """the extractive summariser: sentences scored by these named signals (keyword weight of their terms, similarity to
-    the covered turns' centroid when an embedder is ready, and cue bonuses)"""
+    """the extractive summariser scores sentences by named signals: the keyword weight of their terms, times this"""
     semantic_weight: float = 0.5
     """a sentence's similarity to the covered turns' centroid, times this (when an embedder is ready)"""
     decision_bonus: float = 0.8
-    """"we decided", "switch to", "instead", "use X\""""
+    """a sentence's bonus for a decision (``decision_words``: "we decided", "switch to", "instead", "use X")"""
     error_bonus: float = 0.8
-    """errors, failures, tracebacks and their fixes"""
+    """a sentence's bonus for an error, a failure, a traceback or its fix (``error_words``)"""
     identifier_bonus: float = 0.15
-    """per code identifier (CamelCase, snake_case, dotted names, paths), up to 4"""
+    """a sentence's bonus per code identifier (CamelCase, snake_case, dotted names, paths), up to 4"""
     user_bonus: float = 0.3
-    """the user's own words"""
+    """a sentence's bonus for being the user's own words"""
     sentence_max_chars: PositiveInt = 280
-    """a longer sentence is cut"""
+    """a longer sentence is cut to this many characters"""
     tool_lines: int = 2
     """lines of a tool result considered (its first line, error lines first)"""
     decision_words: tuple[str, ...] = (

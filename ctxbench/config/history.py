@@ -137,7 +137,8 @@ class FusedConfig:
     recent_groups: int = 1
     """the latest turns, carried first (continuity)"""
     recent_share: float = 0.05
-    """... within this share of the history budget (a longer turn: its user message first)"""
+    """the latest turns (``recent_groups``) are carried within this share of the history budget (a longer turn: its user
+    message first)"""
     instruction_share: float = 0.15
     """standing instructions (user messages that set a rule), within this share"""
     instruction_patterns: tuple[str, ...] = (

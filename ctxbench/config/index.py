@@ -44,7 +44,7 @@ class IndexConfig:
     card_line_max_chars: int = 240
     """longer lines in snippets/excerpts (minified code) are clipped"""
     pagerank_alpha: Share = 0.85
-    """PageRank over the code graph: damping and the weight of each edge kind"""
+    """PageRank over the code graph: its damping (the edge kinds' weights follow)"""
     pagerank_calls_weight: float = 1.0
     """PageRank weight of a call edge"""
     pagerank_inherits_weight: float = 1.0
@@ -56,7 +56,7 @@ class IndexConfig:
     pagerank_contains_weight: float = 0.2
     """PageRank weight of a containment edge (a module or class and its members)"""
     personalize_base_weight: float = 0.05
-    """personalized PageRank: teleport weight of every node, and what pins / mentions / activation add"""
+    """personalized PageRank: the teleport weight of every node (pins, mentions and activation add to it)"""
     personalize_pin_weight: float = 1.0
     """personalized PageRank: teleport weight a pinned symbol adds"""
     personalize_mention_weight: float = 1.0

@@ -15,9 +15,9 @@ class ModelPrice:
     name: str
     """the model's name, as requests and replies name it"""
     input_per_mtok: float
-    """prompt tokens (uncached)"""
+    """USD per million prompt tokens (uncached)"""
     output_per_mtok: float
-    """reply tokens"""
+    """USD per million reply tokens"""
     cache_write_ratio: float = 1.25
     """a token written to the 5-minute prompt cache, as a share of the input price"""
     cache_write_1h_ratio: float = 2.0
@@ -88,7 +88,8 @@ class LLMConfig:
     -9, a closed terminal) leaves the text so far: saved when this many seconds or this many characters have arrived
     since the last save (the first piece at once)"""
     stream_save_every_chars: PositiveInt = 2000
-    """... or when this many characters have arrived (``stream_save_every_s``)"""
+    """a streamed reply is also saved when this many characters have arrived since the last save
+    (``stream_save_every_s``)"""
     max_retries: int = 3
     """retries of a failed call (rate limits, server errors, dropped connections)"""
     max_tool_rounds: PositiveInt = 8

@@ -42,7 +42,7 @@ class PinConfig:
     promote_after_turns: int = 3
     """ephemeral referenced in N turns -> leased"""
     default_lease_ttl: int = 3
-    """turns"""
+    """turns a lease lasts (a task-scoped one: ``task_lease_ttl``)"""
     task_lease_ttl: int = 20
     """turns a task-scoped lease lasts"""
 
@@ -56,7 +56,7 @@ class ActivationConfig:
     referenced_by_user: float = 1.5
     """activation an item gains when the user names it"""
     decay: Share = 0.7
-    """multiplied in each turn"""
+    """an item's activation is multiplied by this in each turn"""
     suggest_threshold: float = 1.5
     """items at least this active (and not pinned) are suggested as pins"""
     max_suggestions: int = 5

@@ -75,9 +75,9 @@ class ProxyConfig:
     """diff lines a steer preview shows (the rest are counted)"""
     finding_result_tokens: PositiveInt = 1000
     """findings (waste the watch flags, each with what a steer would save and cost): a past tool result at least this
-    large ..."""
+    large, sent in each of the ``finding_repeats`` latest requests, is flagged"""
     finding_repeats: PositiveInt = 3
-    """... sent in each of this many latest requests is flagged"""
+    """a past tool result of at least ``finding_result_tokens`` sent in each of this many latest requests is flagged"""
     finding_unused_requests: PositiveInt = 3
     """tool definitions the conversation never called after this many requests"""
     finding_block_tokens: PositiveInt = 200
