@@ -5,9 +5,9 @@ import json
 
 from ctxbench.config import Config
 from ctxbench.records.plans import Pin
-from ctxbench.service.proxy_plan import SteerControls, steer_plan
-from ctxbench.service.proxy_reply import ReplyRecorder
-from ctxbench.service.proxy_wire import apply_edits, message_hash, parse_request
+from ctxbench.service.proxy.plan import SteerControls, steer_plan
+from ctxbench.service.proxy.reply import ReplyRecorder
+from ctxbench.service.proxy.wire import apply_edits, message_hash, parse_request
 from ctxbench.tokens import get_tokenizer
 
 TOK = get_tokenizer()

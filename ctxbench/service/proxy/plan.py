@@ -4,7 +4,7 @@ Every request through the proxy becomes a plan whose items are what the client s
 their tokens and the bytes of the body they hold (every byte in exactly one item): the system blocks
 (``system``), each tool definition (``tools``), the assistant's scaffolding — reminder blocks, memory files,
 skills and todo lists, environment context, few-shot examples, a repository map (``scaffold``, one item per
-block of its kind, :mod:`service.proxy_anatomy`) — each turn's own words (``history``), each tool call with
+block of its kind, :mod:`service.proxy.anatomy`) — each turn's own words (``history``), each tool call with
 its result (``tool_results``, one atom), each attached file (``files``), and the body's model, options and
 JSON syntax (``request_options``: bytes, no tokens). With steering on, the user's controls for the conversation change the outgoing request:
 
@@ -35,7 +35,7 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanItem
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.vocab import PROXY_SECTIONS
-from ctxbench.service.proxy_wire import Edits
+from ctxbench.service.proxy.wire import Edits
 from ctxbench.tokens import Tokenizer
 
 PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the history, not a planner
