@@ -32,7 +32,7 @@ from ctxbench.records.proxy import (CacheReport, ConversationState, DiffEntry, P
                                     WireRequest)
 from ctxbench.service.proxy.body import BodyCut
 from ctxbench.service.proxy.masking import Masker, mask
-from ctxbench.service.proxy.plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
+from ctxbench.service.proxy.plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan, steered_mode
 from ctxbench.service.proxy.policy import due_deferred, with_policy
 from ctxbench.service.proxy.pricing import billed_usage, breakpoints
 from ctxbench.service.proxy.calibration import COUNT_TOKENS_PATH, record_count
@@ -313,10 +313,11 @@ class ProxyService:
     def _inputs(self, request: WireRequest, session_id: str, controls: SteerControls,
                 steered: SteeredPlan) -> PlanInputs:
         """What the stored plan was built from. The messages themselves are the session's history and the
-        exchange's stored body, so they are not copied into the plan's inputs."""
+        exchange's stored body, so they are not copied into the plan's inputs; the mode is the one that
+        shaped the plan (none unless the user set it), the strategy ``proxy``: nothing a planner would have chosen."""
         plan = steered.plan
         return PlanInputs(session_id=session_id, query=plan.query, history=(), current_turn=(),
-                          budget=controls.budget, mode=controls.mode, strategy=PROXY_STRATEGY,
+                          budget=controls.budget, mode=steered_mode(controls), strategy=PROXY_STRATEGY,
                           provider_family=request.provider,
                           system_prompt="\n\n".join(p.text for p in request.system), pins=controls.pins,
                           dropped_groups=tuple(sorted(controls.dropped_groups)), tokenizer=self.wb.tokenizer.name,
