@@ -35,7 +35,7 @@ from client_drivers import Driver  # noqa: E402
 
 from ctxbench.config import Config  # noqa: E402
 from ctxbench.proxy.server import ProxyServer, RunningProxy  # noqa: E402
-from ctxbench.service.proxy_service import ProxyService  # noqa: E402
+from ctxbench.service.proxy.service import ProxyService  # noqa: E402
 from ctxbench.service.workbench import Workbench  # noqa: E402
 
 QUESTION = "Which module turns tokens into a tree, and where is it tested?"

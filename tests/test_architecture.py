@@ -49,11 +49,11 @@ HAND_SLICED_ID = re.compile(r'\b(item_id|\w+\.id|\w+\.target)(\.(split|rsplit|pa
 # convert them, then drop the row
 HAND_SLICED_STILL = {
     "planner/candidates.py": 1,  # a pin target's kind and name
-    "service/proxy_plan.py": 2,  # the proxy's atom:GROUP:CALL_ID and tool:NAME
-    "service/proxy_session.py": 1,  # the proxy's atom:GROUP:CALL_ID
+    "service/proxy/plan.py": 2,  # the proxy's atom:GROUP:CALL_ID and tool:NAME
+    "service/proxy/session.py": 1,  # the proxy's atom:GROUP:CALL_ID
     "bench/code.py": 1,  # a plan's ids without their kind
-    "service/proxy_findings.py": 1,  # the proxy's tool:NAME (steer-cost)
-    "service/proxy_policy.py": 3,  # the proxy's atom:GROUP:CALL_ID, tool:NAME, file:MESSAGE:PART (steer-cost)
+    "service/proxy/findings.py": 1,  # the proxy's tool:NAME (steer-cost)
+    "service/proxy/policy.py": 3,  # the proxy's atom:GROUP:CALL_ID, tool:NAME, file:MESSAGE:PART (steer-cost)
 }
 
 

@@ -15,7 +15,7 @@ from upstream_server import Answer, Upstream
 
 from ctxbench.config import Config, ProxyConfig
 from ctxbench.proxy.server import ProxyServer, RunningProxy, upstream_url
-from ctxbench.service.proxy_service import ProxyService
+from ctxbench.service.proxy.service import ProxyService
 from ctxbench.service.workbench import Workbench
 
 FAKE_OPENAI_KEY = "sk-fake-openai-key-0f9e8d7c6b5a"

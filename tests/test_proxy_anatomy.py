@@ -13,8 +13,8 @@ from test_proxy import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, proxied, settled
 from upstream_server import Answer
 
 from ctxbench.records.errors import NotFound
-from ctxbench.service.proxy_anatomy import segments
-from ctxbench.service.proxy_wire import json_spans, parse_request
+from ctxbench.service.proxy.anatomy import segments
+from ctxbench.service.proxy.wire import json_spans, parse_request
 from ctxbench.tokens import get_tokenizer
 
 CLAUDE_ENV = ("<system-reminder>\n# Environment\nYou have been invoked in the following environment:\n"
@@ -204,7 +204,7 @@ def test_every_byte_of_a_request_belongs_to_exactly_one_item():
                   {"role": "tool", "tool_call_id": "c1", "content": "<system-reminder>x</system-reminder>out"},
                   {"role": "user", "content": "<system-reminder>\ntodo: none\n</system-reminder>\nmixed words"}]})]
     from ctxbench.config import Config
-    from ctxbench.service.proxy_plan import SteerControls, steer_plan
+    from ctxbench.service.proxy.plan import SteerControls, steer_plan
 
     config = Config()
     for provider, body in bodies:

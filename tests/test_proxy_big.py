@@ -8,7 +8,7 @@ import httpx2 as httpx
 import pytest
 
 from ctxbench.config import Config, ProxyConfig
-from ctxbench.service.proxy_body import JsonCutter
+from ctxbench.service.proxy.body import JsonCutter
 from test_proxy import proxied, settled
 
 LIMIT, CUT = 64 * 1024, 2048

@@ -9,7 +9,7 @@ from test_proxy import Capture, anthropic_client, conversation, openai_client, p
 from test_proxy_anatomy import claude_code_body
 from upstream_server import Answer
 
-from ctxbench.service.proxy_wire import cache_blocks, parse_request
+from ctxbench.service.proxy.wire import cache_blocks, parse_request
 from ctxbench.tokens import get_tokenizer
 
 

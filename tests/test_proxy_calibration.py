@@ -9,7 +9,7 @@ from test_proxy import anthropic_client, conversation, openai_client, proxied, s
 from test_proxy_prices import _watch
 from upstream_server import Answer
 
-from ctxbench.service.proxy_calibration import calibrated, calibrated_items, calibration_for
+from ctxbench.service.proxy.calibration import calibrated, calibrated_items, calibration_for
 from ctxbench.tokens import get_tokenizer
 
 TOK = get_tokenizer()
@@ -95,7 +95,7 @@ def test_the_items_count_every_token_of_the_request_as_sent(tmp_path):
     Claude Code sends its instructions now) is an item too, so the items sum to the request's cache blocks."""
     from test_proxy_anatomy import claude_code_body
 
-    from ctxbench.service.proxy_wire import cache_blocks, parse_request
+    from ctxbench.service.proxy.wire import cache_blocks, parse_request
 
     body = dict(claude_code_body(), max_tokens=100)
     body["messages"] = [body["messages"][0], {"role": "system", "content": "Instructions. " * 300},

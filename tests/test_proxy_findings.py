@@ -14,9 +14,9 @@ from upstream_server import Answer
 from ctxbench.config import Config, ProxyConfig
 from ctxbench.records.proxy import PlanDiff
 from ctxbench.records.views import PlanView
-from ctxbench.service.proxy_calibration import calibration_for
-from ctxbench.service.proxy_findings import findings
-from ctxbench.service.proxy_steer_cost import preview_steer
+from ctxbench.service.proxy.calibration import calibration_for
+from ctxbench.service.proxy.findings import findings
+from ctxbench.service.proxy.steer_cost import preview_steer
 from ctxbench.tui.watch import exchange_note
 
 

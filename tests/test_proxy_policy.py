@@ -10,7 +10,7 @@ from test_proxy import TOOLS, anthropic_client, conversation, openai_client, pro
 from test_proxy_prices import _watch
 
 from ctxbench.config import Config, ProxyConfig
-from ctxbench.service.proxy_steer_cost import preview_steer
+from ctxbench.service.proxy.steer_cost import preview_steer
 
 
 def _tool(name: str) -> dict:

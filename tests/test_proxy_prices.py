@@ -12,7 +12,7 @@ from ctxbench.records.proxy import PlanDiff
 from ctxbench.records.proxy_cost import BilledUsage
 from ctxbench.records.views import PlanView
 from ctxbench.service.options import LaunchOptions
-from ctxbench.service.proxy_session import ProxyWatchSession
+from ctxbench.service.proxy.session import ProxyWatchSession
 from ctxbench.tui.watch import exchange_note
 
 

@@ -130,7 +130,7 @@ def test_steering_a_responses_request_drops_a_call_with_its_output_and_nothing_e
 
 
 def test_the_recorder_reads_responses_events_and_bodies():
-    from ctxbench.service.proxy_reply import ReplyRecorder
+    from ctxbench.service.proxy.reply import ReplyRecorder
 
     events = (b'event: response.created\ndata: {"type":"response.created","response":{"id":"resp_9","model":"g",'
               b'"status":"in_progress"}}\n\n'

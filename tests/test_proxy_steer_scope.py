@@ -72,6 +72,22 @@ def test_the_mode_cuts_tool_results_only_once_the_user_set_it(tmp_path):
         assert any("mode light, set by you" in n for n in plan.notes)
 
 
+def test_a_stored_proxied_plan_names_no_mode_the_user_did_not_set(tmp_path):
+    with proxied(tmp_path, [Answer()], steer=True) as (up, wb, proxy):
+        client = openai_client(proxy)
+        messages = conversation(2, result_chars=800)
+        client.chat.completions.create(model="m", messages=messages)
+        session = wb.proxy.latest_session()
+        first = settled(wb, session)[-1].plan_id
+        # the session's default mode shaped nothing: neither the plan nor its stored inputs claim it
+        assert wb.plans.get(first).mode == "" and wb.plans.inputs(first).mode == ""
+        assert wb.plans.inputs(first).strategy == "proxy"
+        wb.update_settings(session, mode="heavy")  # the user picks Heavy for this conversation
+        client.chat.completions.create(model="m", messages=messages)
+        second = settled(wb, session)[-1].plan_id
+        assert wb.plans.get(second).mode == "heavy" and wb.plans.inputs(second).mode == "heavy"
+
+
 def test_the_start_up_line_says_what_steering_will_change(tmp_path):
     import os
     import subprocess

@@ -11,7 +11,7 @@ from upstream_server import Answer, Upstream
 
 from ctxbench.proxy.server import ProxyServer, RunningProxy
 from ctxbench.service.options import LaunchOptions
-from ctxbench.service.proxy_service import ProxyService
+from ctxbench.service.proxy.service import ProxyService
 from ctxbench.service.workbench import Workbench
 from ctxbench.tui.app import CtxbenchApp
 from ctxbench.tui.screens.overlay import ContextOverlay

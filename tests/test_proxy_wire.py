@@ -5,9 +5,9 @@ import json
 
 from ctxbench.config import Config
 from ctxbench.records.plans import Pin
-from ctxbench.service.proxy_plan import SteerControls, steer_plan
-from ctxbench.service.proxy_reply import ReplyRecorder
-from ctxbench.service.proxy_wire import apply_edits, message_hash, parse_request
+from ctxbench.service.proxy.plan import SteerControls, steer_plan
+from ctxbench.service.proxy.reply import ReplyRecorder
+from ctxbench.service.proxy.wire import apply_edits, message_hash, parse_request
 from ctxbench.tokens import get_tokenizer
 
 TOK = get_tokenizer()
@@ -159,3 +159,28 @@ def test_dropping_any_atom_of_any_wire_format_leaves_no_call_without_its_result(
                 results = [p for m in sent for p in m["parts"] if "functionResponse" in p]
                 assert len(calls) == len(results) and all(m["parts"] for m in sent)
             assert len(sent) < len(body[key])
+
+
+def test_the_same_request_counted_by_another_tokenizer_is_another_plan_id():
+    body = {"model": "m", "messages": [{"role": "system", "content": "be brief " * 40},
+                                       {"role": "user", "content": "what does module_1.py do? " * 20}]}
+    plans = []
+    for tokenizer in (TOK, get_tokenizer("estimate")):
+        request = parse_request("openai", json.dumps(body).encode(), tokenizer)
+        c = SteerControls(steer=True, mode="off", budget=100_000, mode_set=True)
+        plans.append(steer_plan(request, "s", (1,), ((),), c, proxy=CONFIG.proxy, truncation=CONFIG.planner.truncation,
+                                tokenizer=tokenizer).plan)
+    assert plans[0].used_tokens != plans[1].used_tokens
+    assert plans[0].plan_id != plans[1].plan_id  # a PlanId names one plan: the store keeps the first of an id
+
+
+def test_a_proxied_plan_id_is_the_planners_recipe_over_its_canonical_inputs():
+    from ctxbench.records.plans import plan_id_of
+    from ctxbench.service.proxy.plan import canonical_proxy_inputs
+
+    body = {"model": "m", "messages": [{"role": "user", "content": "hello"}]}
+    request = parse_request("openai", json.dumps(body).encode(), TOK)
+    c = SteerControls(steer=True, mode="off", budget=100_000, mode_set=True)
+    steered = steer_plan(request, "s", (1,), ((),), c, proxy=CONFIG.proxy, truncation=CONFIG.planner.truncation,
+                         tokenizer=TOK)
+    assert steered.plan.plan_id == plan_id_of(canonical_proxy_inputs(request, "s", c, steered.edits, TOK.name))

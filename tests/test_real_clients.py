@@ -20,7 +20,7 @@ from client_drivers import CLIENT_TIMEOUT_S, Driver, shown
 from ctxbench.config import Config
 from ctxbench.proxy.server import ProxyServer, RunningProxy
 from ctxbench.redaction.scanner import MASK
-from ctxbench.service.proxy_service import ProxyService
+from ctxbench.service.proxy.service import ProxyService
 from ctxbench.service.workbench import Workbench
 
 pytestmark = pytest.mark.slow  # real clients: seconds each (-m 'not slow' leaves them out)

@@ -58,8 +58,8 @@ def _is_loopback(host: str) -> bool:
 def command(upstream: str | None, port: int | None, host: str | None, token: str | None, steer: bool,
             db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.proxy.server import ExchangeLog, ProxyServer, serve_forever
-    from ctxbench.service.proxy_plan import STEER_SCOPE
-    from ctxbench.service.proxy_service import ProxyService
+    from ctxbench.service.proxy.plan import STEER_SCOPE
+    from ctxbench.service.proxy.service import ProxyService
     from ctxbench.service.workbench import Workbench
 
     config = get_config(config_path)

@@ -108,7 +108,7 @@ def _run(argv: list[str], env: dict[str, str]) -> int:
 def command(upstream: str | None, port: int, steer: bool, db_path: Path | None, config_path: Path | None,
             command: tuple[str, ...]) -> None:
     from ctxbench.proxy.server import ExchangeLog, ProxyServer, RunningProxy
-    from ctxbench.service.proxy_service import ProxyService
+    from ctxbench.service.proxy.service import ProxyService
     from ctxbench.service.workbench import Workbench
 
     name = Path(command[0]).name

@@ -36,11 +36,12 @@ the budget covers the whole prompt the provider counts, not only the messages.
 Every candidate appears once in ``items``: included ones in payload order, then excluded ones in
 candidate order (layers, history chronologically, the current turn's isolated atoms).
 
-The PlanId is ``plan_`` + the first 20 hex digits of the sha256 of the canonical JSON of every
-input (messages by id, content hash and status; pins; mode; budget; strategy; window; provider
-family; system prompt; tool-definition tokens; hashes of state, scratchpad and memos; the retrieval set; the keyword and
-semantic rankings; the whole planner config; the tokenizer name). No clock, no randomness and no
-dict-order dependence enter a plan, so the same inputs give the same plan byte for byte.
+The PlanId (``records.plans.plan_id_of``, the proxy's recipe too) is ``plan_`` + the first 20 hex digits
+of the sha256 of the canonical JSON of every input (messages by id, content hash and status; pins; mode;
+budget; strategy; window; provider family; system prompt; tool-definition tokens; hashes of state, scratchpad
+and memos; the retrieval set; the keyword and semantic rankings; the whole planner config; the tokenizer name).
+No clock, no randomness and no dict-order dependence enter a plan, so the same inputs give the same plan byte
+for byte.
 """
 from __future__ import annotations
 
@@ -60,7 +61,7 @@ from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, Hi
 from ctxbench.planner.cache import CACHE_ORDER, CACHE_SETTINGS, RELEVANCE_ORDER, cache_order
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
+from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
@@ -69,7 +70,6 @@ from ctxbench.planner.summaries import fill_summaries
 from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 
 PLAN_FORMAT_VERSION = 1
-PLAN_ID_HEX = 20
 OVER_BUDGET_LISTED = 6  # mandatory items named in an over_budget reason
 ESTIMATE_NOTE = "token counts are estimates (chars/4), not the model's tokenizer"
 HISTORY_SECTION = "history"  # the section of every history atom's item
@@ -179,9 +179,7 @@ def _pairs_json(pairs: Any) -> list[list[Any]]:
 
 
 def _plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str, history: str) -> str:
-    text = json.dumps(canonical_inputs(inputs, config, tokenizer_name, history), sort_keys=True,
-                      ensure_ascii=False, separators=(",", ":"))
-    return "plan_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:PLAN_ID_HEX]
+    return plan_id_of(canonical_inputs(inputs, config, tokenizer_name, history))
 
 
 def plan_id(inputs: PlanInputs, config: PlannerConfig, tokenizer_name: str) -> str:

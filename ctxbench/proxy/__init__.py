@@ -1,1 +1,1 @@
-"""``ctxbench proxy``: an HTTP front end over :mod:`ctxbench.service.proxy_service` (aiohttp)."""
+"""``ctxbench proxy``: an HTTP front end over :mod:`ctxbench.service.proxy.service` (aiohttp)."""

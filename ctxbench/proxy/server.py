@@ -29,8 +29,8 @@ from aiohttp import web
 from ctxbench.config import ProxyConfig
 from ctxbench.proxy.guard import TOKEN_HEADER, Admitted, Guard, Refusal, recordable
 from ctxbench.records.proxy import ReplyRecord
-from ctxbench.service.proxy_body import BodyTap
-from ctxbench.service.proxy_service import Exchange, ProxyService
+from ctxbench.service.proxy.body import BodyTap
+from ctxbench.service.proxy.service import Exchange, ProxyService
 
 HOP_BY_HOP = frozenset({
     "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",

@@ -6,13 +6,26 @@ the fixed vocabulary below, and carries a PlanId that is a hash of every input.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
+import json
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from ctxbench.records.compaction import Summary, compaction_metrics
 from ctxbench.records.messages import Message
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, QueryClusterTag, RetrievalSet
 
+PLAN_ID_HEX = 20  # hex digits of the sha256 a PlanId keeps
+
+
+def plan_id_of(canonical: Mapping[str, Any]) -> str:
+    """The PlanId of the plan whose inputs, in canonical form (JSON data), are ``canonical``: ``plan_`` + the
+    first ``PLAN_ID_HEX`` hex digits of the sha256 of their canonical JSON (sorted keys, no spaces, UTF-8).
+
+    The one recipe for every plan: the planner's (``planner.plan.canonical_inputs``) and the proxy's
+    (``service.proxy.plan.canonical_proxy_inputs``), so the same inputs always give the same id."""
+    text = json.dumps(canonical, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return "plan_" + hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:PLAN_ID_HEX]
 
 
 @dataclass(frozen=True)

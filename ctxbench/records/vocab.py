@@ -75,7 +75,7 @@ ITEM_KINDS = (
     "attached_file",  # proxied requests: a file (or image, document) the client attached
     "summary",  # a summary of earlier turns (compaction)
     "capsule",  # a capsule of code: a module's or a process's summary (seed 002), a retrieval aid
-    # proxied requests: what the assistant adds around the user's words (service.proxy_anatomy)
+    # proxied requests: what the assistant adds around the user's words (service.proxy.anatomy)
     "memory_file", "skill_list", "todo_list", "environment", "reminder", "few_shot", "repo_map", "chat_files",
     "request_options",  # proxied requests: the body's model, options and JSON syntax (bytes, no tokens)
 )

@@ -315,7 +315,7 @@ class WorkbenchSession:
         """A card as the plan sends it (or, left out, as its mode would: Light the thin card, Heavy the head and an
         excerpt whose lines carry their file numbers), then the symbol's lines numbered as in its file."""
         symbol = card_symbol(item.id) or item.id
-        heavy = self.config.planner.mode(plan.mode).excerpts
+        heavy = bool(plan.mode) and self.config.planner.mode(plan.mode).excerpts  # "": a proxied plan's, no mode
         hit = self.card_hit(symbol, plan)
         if heavy and hit is not None and hit.excerpt:
             lines = hit.excerpt_lines
@@ -362,7 +362,7 @@ class WorkbenchSession:
         retrieval, else from the code index; "" when neither knows the symbol."""
         from ctxbench.planner.render import card_text
 
-        excerpts = self.config.planner.mode(plan.mode).excerpts if plan is not None else False
+        excerpts = bool(plan.mode) and self.config.planner.mode(plan.mode).excerpts if plan is not None else False
         hit = self.card_hit(symbol, plan) if plan is not None else None
         if hit is not None:
             return card_text(hit, excerpts)

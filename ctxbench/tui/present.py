@@ -12,7 +12,7 @@ METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
 # sections a proxied request's plan has beyond those (shown when they hold tokens)
 EXTRA_METER_SECTIONS = ("tools", "tool_results", "files")
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
-MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy"}
+MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy", "": "no mode"}  # "": a proxied plan no mode shaped
 BUILTIN_MODE_CYCLE = tuple(m.name for m in DEFAULT_MODES)  # the config's modes, in order, are the real cycle
 
 

@@ -69,7 +69,7 @@ class SessionLink:
         self.host.run_worker(self._open, thread=True, group="engine", name="open session", exit_on_error=False)
 
     def _open(self) -> None:
-        from ctxbench.service.proxy_session import open_session_class
+        from ctxbench.service.proxy.session import open_session_class
 
         session = open_session_class(self.options.watch)(self.options, self.config)
         try:

@@ -19,7 +19,7 @@ from ctxbench.tui.host import WatchHost
 from ctxbench.tui.present import proxied_label, tok
 
 if TYPE_CHECKING:
-    from ctxbench.service.proxy_session import WatchPoll
+    from ctxbench.service.proxy.session import WatchPoll
 
 DIFF_LINES = 4  # entries listed per kind (entered, left, changed) in a request's note
 REPLY_CHARS = 160  # characters of the reply quoted in a request's note

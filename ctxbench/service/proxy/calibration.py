@@ -17,7 +17,7 @@ from typing import Sequence
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.proxy import ProxyExchange
 from ctxbench.records.proxy_cost import Calibration
-from ctxbench.service.proxy_wire import WireError, cache_blocks, parse_request
+from ctxbench.service.proxy.wire import WireError, cache_blocks, parse_request
 from ctxbench.service.workbench import Workbench
 
 COUNT_TOKENS_PATH = "/messages/count_tokens"  # Anthropic's token counting endpoint (forwarded, not recorded)

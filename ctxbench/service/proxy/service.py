@@ -1,8 +1,8 @@
 """The proxy's application layer: a request in, the body to forward out, and everything recorded.
 
-:meth:`ProxyService.begin` reads a request (:mod:`service.proxy_wire`), recognises its conversation,
+:meth:`ProxyService.begin` reads a request (:mod:`service.proxy.wire`), recognises its conversation,
 stores the messages it adds as the session's history, builds its plan — steered with the user's controls
-when the proxy steers and the conversation is not switched to pass-through (:mod:`service.proxy_plan`) —
+when the proxy steers and the conversation is not switched to pass-through (:mod:`service.proxy.plan`) —
 and stores the plan and the exchange (the original body, and the upstream body when it differs). The
 front end forwards :attr:`Exchange.forward_body`, feeds the reply to :meth:`recorder`, and ends with
 :meth:`finish` (status, outcome, reply text, reported usage).
@@ -30,14 +30,14 @@ from ctxbench.config import Config
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.proxy import (CacheReport, ConversationState, DiffEntry, PlanDiff, ProxyExchange, ReplyRecord,
                                     WireRequest)
-from ctxbench.service.proxy_body import BodyCut
-from ctxbench.service.proxy_masking import Masker, mask
-from ctxbench.service.proxy_plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan
-from ctxbench.service.proxy_policy import due_deferred, with_policy
-from ctxbench.service.proxy_pricing import billed_usage, breakpoints
-from ctxbench.service.proxy_calibration import COUNT_TOKENS_PATH, record_count
-from ctxbench.service.proxy_reply import COUNT_TOKENS, ReplyRecorder
-from ctxbench.service.proxy_wire import (
+from ctxbench.service.proxy.body import BodyCut
+from ctxbench.service.proxy.masking import Masker, mask
+from ctxbench.service.proxy.plan import PROXY_STRATEGY, SteerControls, SteeredPlan, steer_plan, steered_mode
+from ctxbench.service.proxy.policy import due_deferred, with_policy
+from ctxbench.service.proxy.pricing import billed_usage, breakpoints
+from ctxbench.service.proxy.calibration import COUNT_TOKENS_PATH, record_count
+from ctxbench.service.proxy.reply import COUNT_TOKENS, ReplyRecorder
+from ctxbench.service.proxy.wire import (
     WireError,
     apply_edits,
     cache_blocks,
@@ -144,7 +144,7 @@ class ProxyService:
                 plan = dataclasses.replace(plan, notes=(*plan.notes, *notes), estimated=plan.estimated or cut is not None)
                 steered = dataclasses.replace(steered, plan=plan)
             blocks = cache_blocks(sent)
-            # what is stored is masked; what is forwarded is not (proxy_masking)
+            # what is stored is masked; what is forwarded is not (service.proxy.masking)
             self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)), masker.plan(plan))
             exchange_id = self.wb.proxy.add_exchange(
                 session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
@@ -313,10 +313,11 @@ class ProxyService:
     def _inputs(self, request: WireRequest, session_id: str, controls: SteerControls,
                 steered: SteeredPlan) -> PlanInputs:
         """What the stored plan was built from. The messages themselves are the session's history and the
-        exchange's stored body, so they are not copied into the plan's inputs."""
+        exchange's stored body, so they are not copied into the plan's inputs; the mode is the one that
+        shaped the plan (none unless the user set it), the strategy ``proxy``: nothing a planner would have chosen."""
         plan = steered.plan
         return PlanInputs(session_id=session_id, query=plan.query, history=(), current_turn=(),
-                          budget=controls.budget, mode=controls.mode, strategy=PROXY_STRATEGY,
+                          budget=controls.budget, mode=steered_mode(controls), strategy=PROXY_STRATEGY,
                           provider_family=request.provider,
                           system_prompt="\n\n".join(p.text for p in request.system), pins=controls.pins,
                           dropped_groups=tuple(sorted(controls.dropped_groups)), tokenizer=self.wb.tokenizer.name,

@@ -18,8 +18,8 @@ from datetime import datetime, timezone
 
 from ctxbench.records.plans import Pin
 from ctxbench.records.proxy import ProxyExchange, WireRequest
-from ctxbench.service.proxy_plan import SteerControls
-from ctxbench.service.proxy_wire import cache_blocks, shared_prefix
+from ctxbench.service.proxy.plan import SteerControls
+from ctxbench.service.proxy.wire import cache_blocks, shared_prefix
 from ctxbench.service.workbench import Workbench
 
 POLICY_PIN_ID = "policy{n}"  # the id of a policy pin (its plan item is ``pin:policy{n}``)

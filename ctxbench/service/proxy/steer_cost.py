@@ -25,10 +25,10 @@ from dataclasses import dataclass, replace
 from ctxbench.config import Config, ModelPrice
 from ctxbench.records.proxy import WireRequest
 from ctxbench.records.proxy_cost import SteerCost
-from ctxbench.service.proxy_plan import steer_plan
-from ctxbench.service.proxy_pricing import breakpoints
-from ctxbench.service.proxy_service import PREVIOUS_LOOKBACK, ProxyService
-from ctxbench.service.proxy_wire import Edits, WireError, apply_edits, cache_blocks, parse_request, shared_prefix
+from ctxbench.service.proxy.plan import steer_plan
+from ctxbench.service.proxy.pricing import breakpoints
+from ctxbench.service.proxy.service import PREVIOUS_LOOKBACK, ProxyService
+from ctxbench.service.proxy.wire import Edits, WireError, apply_edits, cache_blocks, parse_request, shared_prefix
 from ctxbench.service.workbench import Workbench
 
 # the ratios of the price table's defaults: how a steer is weighed for a model the table does not name

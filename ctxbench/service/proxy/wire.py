@@ -27,7 +27,7 @@ from typing import Any, Iterable
 
 from ctxbench.records.messages import ToolCall
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest, WireTool
-from ctxbench.service import proxy_anatomy as anatomy
+from ctxbench.service.proxy import anatomy
 from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 
 OPENAI_PATH = "/chat/completions"
@@ -368,7 +368,7 @@ class _Reader:
 def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = "") -> WireRequest:
     """The request ``body`` of ``provider`` (``openai``, ``anthropic`` or ``responses``), read; WireError if it
     cannot be. The assistant's scaffolding (reminders, examples, environment) is told apart from the user's
-    words (:mod:`service.proxy_anatomy`), and every byte of the body is given to one part, message or tool,
+    words (:mod:`service.proxy.anatomy`), and every byte of the body is given to one part, message or tool,
     or to the envelope."""
     try:
         data = json.loads(body)

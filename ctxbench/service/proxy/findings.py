@@ -1,5 +1,5 @@
 """Findings: waste in a proxied conversation, flagged as it happens, each with the steer that would remove it
-and what that steer saves and costs (:func:`proxy_steer_cost.preview_steer` with the steer weighed, nothing
+and what that steer saves and costs (:func:`steer_cost.preview_steer` with the steer weighed, nothing
 stored):
 
 - ``repeated_result``: a large tool result of a past turn sent in each of the latest requests;
@@ -17,9 +17,9 @@ import math
 
 from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.proxy_cost import Finding
-from ctxbench.service.proxy_calibration import calibration_for
-from ctxbench.service.proxy_steer_cost import preview_steer
-from ctxbench.service.proxy_wire import WireError, parse_request
+from ctxbench.service.proxy.calibration import calibration_for
+from ctxbench.service.proxy.steer_cost import preview_steer
+from ctxbench.service.proxy.wire import WireError, parse_request
 from ctxbench.service.workbench import Workbench
 
 OVERFLOW_STEER_ITEMS = 3  # past tool results an overflow finding suggests dropping, largest first

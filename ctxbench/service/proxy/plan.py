@@ -4,7 +4,7 @@ Every request through the proxy becomes a plan whose items are what the client s
 their tokens and the bytes of the body they hold (every byte in exactly one item): the system blocks
 (``system``), each tool definition (``tools``), the assistant's scaffolding — reminder blocks, memory files,
 skills and todo lists, environment context, few-shot examples, a repository map (``scaffold``, one item per
-block of its kind, :mod:`service.proxy_anatomy`) — each turn's own words (``history``), each tool call with
+block of its kind, :mod:`service.proxy.anatomy`) — each turn's own words (``history``), each tool call with
 its result (``tool_results``, one atom), each attached file (``files``), and the body's model, options and
 JSON syntax (``request_options``: bytes, no tokens). With steering on, the user's controls for the conversation change the outgoing request:
 
@@ -31,15 +31,14 @@ from dataclasses import dataclass, field
 
 from ctxbench.config import ProxyConfig, TruncationConfig
 from ctxbench.planner.truncation import TIER_INACTIVE, active_tiers, tier_limit
-from ctxbench.records.plans import ContextPlan, Pin, PlanItem
+from ctxbench.records.plans import ContextPlan, Pin, PlanItem, plan_id_of
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.vocab import PROXY_SECTIONS
-from ctxbench.service.proxy_wire import Edits
+from ctxbench.service.proxy.wire import Edits
 from ctxbench.tokens import Tokenizer
 
 PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the history, not a planner
-PLAN_ID_HEX = 20
 PROXY_TRUNCATION_HINT = "\n... [cut by ctxbench: {kept} of {total} characters kept ({tier} tier)]"
 STEERING_NOTE = "proxy steering: on"  # a plan's note when the proxy ran with --steer
 CUT_DETAIL = "tool result cut to"  # how a cut tool result's detail starts
@@ -428,26 +427,40 @@ def _plan(request: WireRequest, session_id: str, controls: SteerControls, items:
     for i in ordered:
         sections[i.section] = sections.get(i.section, 0) + i.tokens
     used = sum(sections.values())
-    key = {
-        "provider": request.provider,
-        "body": hashlib.sha256(json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode()).hexdigest(),
-        "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": controls.mode, "budget": controls.budget,
-        "mode_set": controls.mode_set,
-        "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
-        "pins": sorted((p.target, p.kind, p.content) for p in controls.pins),
-        "edits": [sorted(map(str, edits.remove)), sorted((str(k), v) for k, v in edits.replace.items()),
-                  edits.system_append],
-        "session": session_id,
-    }
-    digest = hashlib.sha256(json.dumps(key, sort_keys=True).encode("utf-8", "surrogatepass")).hexdigest()
+    pid = plan_id_of(canonical_proxy_inputs(request, session_id, controls, edits, tokenizer_name))
     over = used > controls.budget
     return ContextPlan(
-        plan_id="plan_" + digest[:PLAN_ID_HEX], session_id=session_id, query=_query(request),
-        mode=controls.mode, strategy=PROXY_STRATEGY, budget=controls.budget, used_tokens=used, over_budget=over,
+        plan_id=pid, session_id=session_id, query=_query(request),
+        mode=steered_mode(controls), strategy=PROXY_STRATEGY, budget=controls.budget, used_tokens=used,
+        over_budget=over,
         over_budget_reason=(f"the client's request is {used - controls.budget:,} tokens over the budget "
                             "(the proxy never cuts a request to fit)") if over else "",
         sections=tuple(sections.items()), items=tuple(ordered + excluded), retrieval_set_id=EMPTY_RETRIEVAL_SET.id,
         tokenizer=tokenizer_name, estimated=tokenizer_name == "estimate", notes=tuple(notes))
+
+
+def steered_mode(controls: SteerControls) -> str:
+    """The Context Mode that shaped a proxied plan: the one the user set for the conversation while steering is
+    on, else none (``""``) — the session's default mode is nobody's choice and changes nothing the proxy sends."""
+    return controls.mode if controls.steer and controls.mode_set else ""
+
+
+def canonical_proxy_inputs(request: WireRequest, session_id: str, controls: SteerControls, edits: Edits,
+                           tokenizer_name: str) -> dict[str, object]:
+    """The canonical form of every input of a proxied request's plan, for :func:`records.plans.plan_id_of` (the
+    planner's recipe): the request body (as a digest), the conversation, the tokenizer that counted it, and the
+    user's controls with the edits they made (the proxy's truncation settings enter through the edits)."""
+    body = json.dumps(request.body, sort_keys=True, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return {
+        "strategy": PROXY_STRATEGY, "session": session_id, "provider": request.provider,
+        "body": hashlib.sha256(body).hexdigest(), "tokenizer": tokenizer_name,
+        "steer": controls.steer, "proxy_steers": controls.proxy_steers, "mode": steered_mode(controls),
+        "budget": controls.budget,
+        "drops": sorted(controls.dropped_items), "dropped_groups": sorted(controls.dropped_groups),
+        "pins": sorted([p.target, p.kind, p.content] for p in controls.pins),
+        "edits": [sorted(map(str, edits.remove)), sorted([str(k), v] for k, v in edits.replace.items()),
+                  list(edits.system_append)],
+    }
 
 
 def _query(request: WireRequest) -> str:
