@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: demo test install clean bench clients encoder
 
-# The real assistants the proxy tests drive (tests/test_real_clients.py), pinned, in a git-ignored folder:
+# The real assistants the proxy tests drive (tests/functional/clients/test_real_clients.py), pinned, in a git-ignored folder:
 # the npm ones under $(CLIENTS)/npm, aider in its own virtualenv (its pins clash with ctxbench's).
 # A failed install never fails `make test`: the tests that need the missing client skip, saying which.
 CLIENTS        ?= .clients

@@ -1,7 +1,7 @@
 """The command reference (``docs/cli-reference.md``), generated from the commands themselves.
 
 Every command's ``--help`` text, in the order ``ctxbench --help`` lists them, subcommands under their group,
-so the page cannot say anything the code does not. ``tests/test_docs.py`` compares the file with what this
+so the page cannot say anything the code does not. ``tests/unit/project/test_docs.py`` compares the file with what this
 module renders; regenerate it after changing a command::
 
     python -m ctxbench.cli.reference --write

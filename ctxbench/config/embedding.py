@@ -43,7 +43,7 @@ class EmbeddingConfig:
     query_threads: int = 2
     """onnxruntime threads of the query encoder (query_runtime "onnx"; 0 = onnxruntime's default, all cores), at most
     the machine's cores. Its idle threads sleep instead of spinning, so a busy core does not stall a query, and it
-    splits no sum across threads: the vectors are bitwise the same for any count (tests/test_embedder.py), so plan ids
+    splits no sum across threads: the vectors are bitwise the same for any count (tests/unit/retrieval/test_embedder.py), so plan ids
     are too"""
     progress_every: PositiveInt = 256
     """cards encoded between two progress callbacks"""

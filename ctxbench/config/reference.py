@@ -2,7 +2,7 @@
 
 Every section of ``Config`` and every key of it: its type as declared, its default and its description, which is
 the attribute docstring written under the field (read from the module's source with ``ast``: Python keeps no
-attribute docstrings at run time). ``tests/test_config_docs.py`` compares the file with what this module renders
+attribute docstrings at run time). ``tests/unit/project/test_config_docs.py`` compares the file with what this module renders
 and checks that every field has a docstring; regenerate it after changing a field::
 
     python -m ctxbench.config.reference --write

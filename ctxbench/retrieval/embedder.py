@@ -319,7 +319,7 @@ class Embedder:
             if progress is not None:
                 progress(len(texts), len(texts))
             return vectors
-        if self.bulk_onnx:  # the float32 graph of the same model, without torch (its vectors: tests/test_embedder.py)
+        if self.bulk_onnx:  # the float32 graph of the same model, without torch (its vectors: tests/unit/retrieval/test_embedder.py)
             step = max(1, self.config.progress_every)
             parts = []
             with self._bulk_lock:  # one bulk run at a time; queries are not held up by it

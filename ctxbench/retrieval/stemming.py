@@ -13,7 +13,7 @@ the fused strategy's keyword scores are computed over a branch's own history in 
   algorithm as ``ext/fts5/fts5_tokenize.c`` implements it, byte by byte on the UTF-8 form), the rest pass
   through.
 
-``tests/test_history_keywords.py`` checks the tokens against SQLite's own for a large corpus.
+``tests/unit/planner/test_history_keywords.py`` checks the tokens against SQLite's own for a large corpus.
 """
 from __future__ import annotations
 

