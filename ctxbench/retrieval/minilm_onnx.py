@@ -44,8 +44,8 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
     weights by name. ``int8``: the 24 weight products of the encoder layers run as onnxruntime's
     ``DynamicQuantizeMatMul`` (weights int8 per output column, the activations of a run quantized to uint8 with
     one scale as they come, so a batched text's vector depends on its batch-mates), and each layer's attention
-    runs as one ``MultiHeadAttention`` (the same values as the dozen operators of the float32 form, bit for bit on the bench questions): a quarter of the bytes to read per query and integer
-    products, 2.8 against 5.5 ms on a ten-token query here (two threads, p50); the vectors differ from float32 ones
+    runs as one ``MultiHeadAttention`` (the same values as the dozen operators of the float32 form, bit for bit
+    on the bench questions): a quarter of the bytes to read per query and integer products, 2.8 against 5.5 ms on a ten-token query here (two threads, p50); the vectors differ from float32 ones
     by ~0.006 in cosine (``EmbeddingConfig.query_precision``). The weights are not in the serialized bytes (writing 90 MB into a protobuf took a second):
     the graph names them as external data, and the session is given the arrays themselves
     (``SessionOptions.add_external_initializers``).
