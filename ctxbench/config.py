@@ -435,8 +435,9 @@ class EmbeddingConfig:
     # "onnx"): "int8" runs them as the query graph's int8 products, one text per run (the int8 graph quantizes a
     # run's activations with one scale, so a batched text's vector would depend on its batch-mates: cosine 0.994 to
     # its own); vectors are cached under their own key (Embedder.key ends "|bulk-int8"), never mixed with float32
-    # ones. Measured on textual's 1,500 card texts (2 threads): float32 batched 66 cards/s, int8 per text 88
-    # (batched and padded: 121), cosine to float32 0.985 min, 0.995 mean
+    # ones. Measured on textual's 4,662 cards, alternating in one process: 102-184 cards/s against 38-113 (1.6-3.0x
+    # pass by pass), cosine to float32 0.985 min, 0.995 mean; code tune fused R@10 0.811 vs 0.810, semantic-only
+    # 0.573 vs 0.589 (benchmarks/results/*bulk_int8*)
     bulk_precision: str = "float32"  # float32 | int8
     numpy_max_texts: PositiveInt = 8  # calls with at most this many texts use the query encoder (onnx or numpy)
     # torch threads for encoding (0 = torch's default, all cores). One: with two threads, a core busy with other
