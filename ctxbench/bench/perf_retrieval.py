@@ -89,7 +89,8 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
                      ("model_load_s", round(ctx.shared.get("embedder_load_s", 0.0), 2)),
                      ("bulk_model_load_s", round(bulk_load_s, 2)),
                      ("max_seq_length", ctx.config.embedding.max_seq_length),
-                     ("precision", ctx.config.embedding.precision)), tuple(cpu_per_card)),
+                     ("precision", ctx.config.embedding.precision),
+                     ("bulk_precision", ctx.config.embedding.bulk_precision)), tuple(cpu_per_card)),
         PhaseTiming("embed unchanged (cache reuse)", (reuse.seconds,), None,
                     (("cards_reused", reuse.reused), ("cards_embedded", reuse.embedded))),
         # the plain baseline in the same run: the machine's own speed for this model and these texts, so the

@@ -35,6 +35,11 @@ class EmbeddingConfig:
     """what embeds many texts at once (cards at indexing, a session's history): "onnx" the float32 graph of the query
     encoder (the same vectors as torch to float32 rounding, and the process never imports torch), "torch"
     sentence-transformers (the model's definition). One of onnx, torch"""
+    bulk_precision: str = "float32"
+    """the weight products of the graph that embeds stored texts (cards, a history; bulk_runtime and query_runtime
+    "onnx"): "int8" runs them as the query graph's int8 products, one text per run (the int8 graph quantizes a run's
+    activations with one scale, so a batched text's vector would depend on its batch-mates); vectors are cached under
+    their own key (Embedder.key ends "|bulk-int8"), never mixed with float32 ones. One of float32, int8"""
     numpy_max_texts: PositiveInt = 8
     """calls with at most this many texts use the query encoder (onnx or numpy)"""
     threads: int = 1

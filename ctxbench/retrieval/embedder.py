@@ -30,6 +30,7 @@ from ctxbench.records.errors import EmbedderError
 QUERY_RUNTIMES = ("onnx", "numpy", "torch")
 BULK_RUNTIMES = ("onnx", "torch")  # what embeds many texts at once (``EmbeddingConfig.bulk_runtime``)
 QUERY_PRECISIONS = ("int8", "float32")  # of the onnx query encoder's weight products (queries only)
+BULK_PRECISIONS = ("float32", "int8")  # of the onnx graph that embeds stored texts (``EmbeddingConfig.bulk_precision``)
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
 _HASH_CHUNK = 1 << 20
@@ -131,7 +132,7 @@ class Embedder:
     def key(self) -> str:
         c = self.config
         name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
-        return f"{name}|seq{c.max_seq_length}|{c.precision}"
+        return f"{name}|seq{c.max_seq_length}|{c.precision}" + ("|bulk-int8" if c.bulk_precision == "int8" else "")
 
     @property
     def query_key(self) -> str:
@@ -142,6 +143,10 @@ class Embedder:
     def _query_int8(self) -> bool:
         c = self.config
         return c.query_runtime == "onnx" and c.query_precision == "int8" and c.precision == "float32"
+
+    def _bulk_int8(self) -> bool:
+        """Stored texts (cards, messages) run by the int8 graph (``embedding.bulk_precision``)."""
+        return self.config.bulk_precision == "int8"
 
     # -- loading -------------------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -207,6 +212,12 @@ class Embedder:
                                 f"{', '.join(QUERY_PRECISIONS)}")
         if c.bulk_runtime not in BULK_RUNTIMES:
             raise EmbedderError(f"embedding.bulk_runtime {c.bulk_runtime!r}: expected one of {', '.join(BULK_RUNTIMES)}")
+        if c.bulk_precision not in BULK_PRECISIONS:
+            raise EmbedderError(f"embedding.bulk_precision {c.bulk_precision!r}: expected one of "
+                                f"{', '.join(BULK_PRECISIONS)}")
+        if self._bulk_int8() and (c.query_runtime, c.bulk_runtime, c.precision) != ("onnx", "onnx", "float32"):
+            raise EmbedderError("embedding.bulk_precision 'int8' runs by the onnx graph: it needs query_runtime and "
+                                "bulk_runtime 'onnx' and precision 'float32'")
         if c.query_runtime == "torch" or c.precision != "float32":
             return None
         path, bundled = resolve_model_dir(c)
@@ -219,7 +230,8 @@ class Embedder:
 
             # both sessions made here, in the loader thread: a session made in a background thread after the model
             # was ready was still being built when a one-shot command exited, and onnxruntime aborted the process
-            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8())
+            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8(),
+                                    stored_int8=self._bulk_int8())
         else:
             from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 

@@ -42,10 +42,10 @@ def quantize_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[str, np.ndarray]]:
     """The serialized ONNX model of ``model``'s embeddings, encoder layers and masked mean pooling, and its
     weights by name. ``int8``: the 24 weight products of the encoder layers run as onnxruntime's
-    ``DynamicQuantizeMatMul`` (weights int8 per output column, each row of activations quantized to uint8 as it
-    comes), and each layer's attention runs as one ``MultiHeadAttention`` (the same values as the dozen operators
-    of the float32 form, bit for bit on the bench questions): a quarter of the bytes to read per query and integer
-    products, 2.8 against 5.5 ms on a ten-token query here (two threads, p50); the vectors differ from float32 ones
+    ``DynamicQuantizeMatMul`` (weights int8 per output column, the activations of a run quantized to uint8 with
+    one scale as they come, so a batched text's vector depends on its batch-mates), and each layer's attention
+    runs as one ``MultiHeadAttention`` (the same values as the dozen operators of the float32 form, bit for bit
+    on the bench questions): a quarter of the bytes to read per query and integer products, 2.8 against 5.5 ms on a ten-token query here (two threads, p50); the vectors differ from float32 ones
     by ~0.006 in cosine (``EmbeddingConfig.query_precision``). The weights are not in the serialized bytes (writing 90 MB into a protobuf took a second):
     the graph names them as external data, and the session is given the arrays themselves
     (``SessionOptions.add_external_initializers``).
@@ -182,7 +182,8 @@ def _batches(order: list[int], lengths: list[int], size: int) -> list[list[int]]
 class OnnxMiniLM:
     """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
 
-    def __init__(self, model_dir: Path, threads: int = 1, batch_size: int = 32, *, query_int8: bool = False):
+    def __init__(self, model_dir: Path, threads: int = 1, batch_size: int = 32, *, query_int8: bool = False,
+                 stored_int8: bool = False):
         reference = NumpyMiniLM(model_dir)
         self.hidden = reference.hidden
         self.max_positions = reference.max_positions
@@ -196,10 +197,15 @@ class OnnxMiniLM:
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
         # texts that are stored, and queries unless int8; without onnxruntime's memory arena, which kept the largest
         # batch's activations for the life of the process (the workbench stayed at 1.2 GB after embedding a history)
-        self.session = self._session(*build_graph(reference), arena=False)
-        # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the float32 one, so
-        # a message's cached vector is the same whichever call embedded it
-        self.query_session = self._session(*build_graph(reference, int8=True)) if query_int8 else self.session
+        # ``stored_int8``: stored texts by the int8 graph instead (``EmbeddingConfig.bulk_precision``), one text per run
+        int8 = self._session(*build_graph(reference, int8=True), arena=not stored_int8) \
+            if query_int8 or stored_int8 else None
+        self.session = int8 if stored_int8 else self._session(*build_graph(reference), arena=False)
+        # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the stored texts'
+        # graph, so a message's cached vector is the same whichever call embedded it
+        self.query_session = int8 if query_int8 else (
+            self.session if not stored_int8 else self._session(*build_graph(reference), arena=False))
+        self._int8_sessions = tuple(s for s in (int8,) if s is not None)
 
     def _session(self, graph: bytes, weights: dict[str, np.ndarray], *, arena: bool = True):
         import onnxruntime as ort
@@ -253,9 +259,9 @@ class OnnxMiniLM:
         encodings = tokenizer.encode_batch(list(texts)) if len(texts) > 1 else [tokenizer.encode(texts[0])]
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         done = 0
-        # the int8 graph quantizes a whole batch's activations with one scale: each query runs alone, so its vector
-        # does not depend on what it was batched with
-        size = 1 if session is not self.session else self.batch_size
+        # the int8 graph quantizes a whole batch's activations with one scale: each text run by it (a query, or a card
+        # with ``stored_int8``) runs alone, so its vector does not depend on what it was batched with
+        size = 1 if any(session is s for s in self._int8_sessions) else self.batch_size
         for rows in _batches(order, [len(e.ids) for e in encodings], size):
             length = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), length), dtype=np.int64)

@@ -313,3 +313,78 @@ def test_an_unknown_bulk_runtime_is_refused_in_one_line():
     emb = Embedder(EmbeddingConfig(bulk_runtime="gpu"))
     with pytest.raises(EmbedderError, match=r"embedding.bulk_runtime 'gpu': expected one of onnx, torch"):
         emb.wait()
+
+
+INT8_COSINE_FLOOR = 0.97  # an int8 vector against the float32 one of the same text (queries: 0.970 at worst)
+CARD_TEXTS = [
+    "textual widget DataTable class DataTable(ScrollView) A widget to display text in a table.",
+    "textual app App run def run(self, *, headless: bool = False) -> ReturnType | None Run the app.",
+    "ctxbench planner plan def plan(request: PlanRequest) -> Plan Choose what fits the budget.",
+    "x",
+]
+
+
+def test_bulk_precision_is_part_of_the_vector_key():
+    base = Embedder(EmbeddingConfig())
+    int8 = Embedder(EmbeddingConfig(bulk_precision="int8"))
+    assert base.key == Embedder(EmbeddingConfig(bulk_precision="float32")).key  # float32 caches stay valid
+    assert int8.key != base.key and int8.key.endswith("|bulk-int8")
+    assert EmbeddingConfig().bulk_precision == "float32"
+
+
+def test_unknown_bulk_precision_is_a_clear_error():
+    emb = Embedder(EmbeddingConfig(bulk_precision="int4"))
+    with pytest.raises(EmbedderError, match=r"^embedding.bulk_precision 'int4': expected one of float32, int8$"):
+        emb.wait(timeout=60)
+
+
+def test_int8_bulk_precision_without_the_onnx_graph_is_refused():
+    emb = Embedder(EmbeddingConfig(bulk_precision="int8", bulk_runtime="torch"))
+    with pytest.raises(EmbedderError, match="bulk_precision 'int8' runs by the onnx graph"):
+        emb.wait(timeout=60)
+
+
+@pytest.mark.model
+def test_int8_stored_vectors_are_near_float32_and_independent_of_their_batch():
+    """``bulk_precision = "int8"``: cards and messages run by the int8 graph, each alone (one activation scale per
+    run), so a text's vector is the same in a batch of many or on its own, and near its float32 vector."""
+    plain = Embedder(EmbeddingConfig())
+    int8 = Embedder(EmbeddingConfig(bulk_precision="int8", numpy_max_texts=1))
+    texts = CARD_TEXTS + QUERY_TEXTS
+    exact = plain.encode(texts)
+    quick = int8.encode(texts)
+    assert int8.bulk_onnx and not np.array_equal(quick, exact)
+    cosines = np.sum(quick * exact, axis=1)
+    assert cosines.min() >= INT8_COSINE_FLOOR, cosines  # 0.985 min, 0.995 mean over textual's 1,500 card texts
+    assert np.allclose(np.linalg.norm(quick, axis=1), 1.0, atol=1e-5)
+    assert np.array_equal(quick, np.vstack([int8.encode([t]) for t in texts]))  # few texts: same graph, same bits
+    assert np.array_equal(int8.encode_query(texts[0], max_seq_length=64), quick[0])  # int8 queries: the same graph
+
+
+@pytest.mark.model
+def test_switching_bulk_precision_re_embeds_the_cards_and_never_mixes_vectors(tmp_path):
+    from ctxbench.codegraph.index import build_index, load_index
+    from ctxbench.retrieval.vectors import embed_cards, embed_text, load_vectors, model_key
+    from ctxbench.store.database import Database
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "shop.py").write_text(
+        'def price(item):\n    """The price of an item in cents."""\n    return item.cents\n\n\n'
+        'class Basket:\n    """Items a customer holds."""\n\n    def total(self):\n        return 0\n')
+    conn = Database(tmp_path / "db.sqlite").dedicated_connection()
+    build_index(repo, conn)
+    cards = list(load_index(repo, conn).cards.values())
+    plain, int8 = Embedder(EmbeddingConfig()), Embedder(EmbeddingConfig(bulk_precision="int8"))
+    first = embed_cards(cards, conn, plain)
+    switched = embed_cards(cards, conn, int8)
+    back = embed_cards(cards, conn, plain)
+    assert first.embedded == switched.embedded == len({c.card_hash for c in cards}) > 0 and switched.reused == 0
+    assert back.embedded == 0 and back.reused == first.embedded  # both sets kept, each under its own key
+    by_hash = {c.card_hash: c for c in cards}
+    stored_f32 = load_vectors(conn, by_hash, model_key(plain.key))
+    stored_int8 = load_vectors(conn, by_hash, model_key(int8.key))
+    for h, card in by_hash.items():
+        assert np.array_equal(stored_int8[h], int8.encode([embed_text(card)])[0])
+        assert np.allclose(stored_f32[h], plain.encode([embed_text(card)])[0], atol=1e-5)  # batched: float rounding
+        assert not np.array_equal(stored_int8[h], stored_f32[h])
