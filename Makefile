@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install clean bench clients encoder
+.PHONY: demo test install clean bench clients encoder docs
 
 # The real assistants the proxy tests drive (tests/functional/clients/test_real_clients.py), pinned, in a git-ignored folder:
 # the npm ones under $(CLIENTS)/npm, aider in its own virtualenv (its pins clash with ctxbench's).
@@ -54,6 +54,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	HF_HUB_OFFLINE=1 $(PY) -m pytest -q -n auto
+
+# the two generated reference pages (tests/unit/project/test_docs.py and test_config_docs.py fail when they drift)
+docs: $(STAMP)
+	$(PY) -m ctxbench.cli.reference --write
+	$(PY) -m ctxbench.config.reference --write
 
 bench: $(STAMP)
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench bench plan-latency

@@ -19,7 +19,7 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 from ctxbench.config import MAX_TOKENS
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.sessions import SessionSettings
-from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
+from ctxbench.records.vocab import EMBEDDING_STRATEGIES, NO_MODE, STRATEGIES
 from ctxbench.records.item_refs import card_symbol
 
 if TYPE_CHECKING:  # the CLI imports the service when a command runs
@@ -45,7 +45,8 @@ def render_plan(plan: ContextPlan, *, footer: str = "", origin=None) -> None:
     console.print(Text(f"plan {plan.plan_id}   session {plan.session_id}" + _branch_line(origin)))
     console.print(Text(f"query: {plan.query}"))
     console.print(Text(
-        f"mode {plan.mode} · strategy {plan.strategy} · budget {plan.budget} · used {plan.used_tokens} ({share})"
+        f"mode {plan.mode or NO_MODE} · strategy {plan.strategy} · budget {plan.budget} · used {plan.used_tokens} "
+        f"({share})"
         + (" · estimated counts" if plan.estimated else "")
     ))
     if plan.over_budget:

@@ -35,6 +35,7 @@ from ctxbench.llm.tools import tools_tokens
 from ctxbench.records.messages import ToolCall
 from ctxbench.tokens import count_messages, get_tokenizer
 from ctxbench.records.item_refs import card_symbol
+from ctxbench.records.vocab import NO_MODE
 
 TOOL_DIRECTIVE = re.compile(r"^\s*!tool\s+([A-Za-z_][\w]*)\s*(\{.*\})?\s*$")
 OFFLINE_MODEL = "offline"
@@ -116,7 +117,7 @@ class OfflineClient:
         lines = ["Offline model (no network): here is the context I was given."]
         if plan is not None:
             lines.append(
-                f"Plan {plan.plan_id} · mode {plan.mode} · strategy {plan.strategy} · "
+                f"Plan {plan.plan_id} · mode {plan.mode or NO_MODE} · strategy {plan.strategy} · "
                 f"{plan.used_tokens:,} / {plan.budget:,} tokens" + (" · OVER BUDGET" if plan.over_budget else "")
             )
             sections = " · ".join(f"{name} {tokens:,}" for name, tokens in plan.sections)

@@ -105,3 +105,7 @@ TIER_ACTIVE_RECENT = "active_recent"
 TIER_ACTIVE_OLDER = "active_older"
 TIER_INACTIVE = "inactive"
 TRUNCATION_TIERS = (TIER_ACTIVE_RECENT, TIER_ACTIVE_OLDER, TIER_INACTIVE)
+
+# how a plan that no Context Mode shaped (a proxied plan whose conversation the user set no mode for) names its mode
+# where a line prints it (`show`, the offline model)
+NO_MODE = "none"

@@ -5,9 +5,15 @@ results only once the user set it for the conversation. Real proxy on loopback, 
 from __future__ import annotations
 
 import json
+import os
+
+from click.testing import CliRunner
 
 from test_proxy import Capture, anthropic_client, conversation, openai_client, proxied, settled
 from upstream_server import Answer
+
+from ctxbench.cli import main
+from ctxbench.records.vocab import NO_MODE
 
 
 def test_steering_on_with_nothing_asked_forwards_every_request_byte_for_byte(tmp_path):
@@ -86,6 +92,11 @@ def test_a_stored_proxied_plan_names_no_mode_the_user_did_not_set(tmp_path):
         client.chat.completions.create(model="m", messages=messages)
         second = settled(wb, session)[-1].plan_id
         assert wb.plans.get(second).mode == "heavy" and wb.plans.inputs(second).mode == "heavy"
+    # `show` names no mode rather than printing an empty one ("mode  · strategy proxy")
+    shown = CliRunner().invoke(main, ["show", first, "--db", str(tmp_path / "ctx.db")],
+                               env={"CTXBENCH_CONFIG": os.devnull})
+    assert shown.exit_code == 0, shown.output
+    assert f"mode {NO_MODE} · strategy proxy" in shown.output and "mode  ·" not in shown.output
 
 
 def test_the_start_up_line_says_what_steering_will_change(tmp_path):
