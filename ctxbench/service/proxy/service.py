@@ -141,21 +141,24 @@ class ProxyService:
             plan = steered.plan
             notes = ((FORWARDED_UNSTEERED,) if forwarded and self.steer else ()) + ((cut.note(),) if cut else ())
             if notes:
-                plan = dataclasses.replace(plan, notes=(*plan.notes, *notes), estimated=plan.estimated or cut is not None)
+                plan = dataclasses.replace(plan, notes=(*plan.notes, *notes),
+                                           estimated=plan.estimated or cut is not None)
                 steered = dataclasses.replace(steered, plan=plan)
             blocks = cache_blocks(sent)
-            # what is stored is masked; what is forwarded is not (service.proxy.masking)
-            self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)), masker.plan(plan))
-            exchange_id = self.wb.proxy.add_exchange(
-                session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path, model=request.model,
-                stream=request.stream, request=masker.body(body, request.body),
-                upstream_request=None if forward is body else masker.body(forward),
-                changes=[masker.mask(c) for c in steered.changes], estimated=steered.plan.used_tokens)
-            shared, tokens = shared_prefix(previous, blocks)
-            self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, sum(t for _h, t in blocks),
-                                                            previous is None), blocks)
-            self.wb.proxy_billing.add(exchange_id, session_id, request.model, sum(t for _h, t in blocks),
-                                      breakpoints(sent))
+            with self.wb.transaction():  # the plan, the exchange and its cache and billing rows: one commit
+                # what is stored is masked; what is forwarded is not (service.proxy.masking)
+                self.wb.plans.save(masker.inputs(self._inputs(request, session_id, controls, steered)),
+                                   masker.plan(plan))
+                exchange_id = self.wb.proxy.add_exchange(
+                    session_id=session_id, plan_id=steered.plan.plan_id, provider=provider, path=path,
+                    model=request.model, stream=request.stream, request=masker.body(body, request.body),
+                    upstream_request=None if forward is body else masker.body(forward),
+                    changes=[masker.mask(c) for c in steered.changes], estimated=steered.plan.used_tokens)
+                shared, tokens = shared_prefix(previous, blocks)
+                total = sum(t for _h, t in blocks)
+                self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, total, previous is None),
+                                        blocks)
+                self.wb.proxy_billing.add(exchange_id, session_id, request.model, total, breakpoints(sent))
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
 
@@ -196,24 +199,25 @@ class ProxyService:
             # the upstream's error as it was sent, and the proxy's log says so)
             self.wb.delete_session(exchange.session_id)
             return False
-        # the usage and the last reply first: whoever sees the exchange ended sees everything it left
-        if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
-            self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
-                                       reply.model or "")
-        text = mask(reply.text)
-        if outcome == "ok" and text:
-            self.wb.proxy.set_last_reply(exchange.session_id, text)
-        if reply.prompt_tokens is not None or reply.cached_tokens is not None:
-            self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
-        usage = billed_usage(reply)
-        if usage is not None:
-            self.wb.proxy_billing.set_usage(exchange.id, usage)
-        if outcome == "ok" and reply.response_id:
-            self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
-        self.wb.proxy.finish_exchange(
-            exchange.id, status=status, outcome=outcome, error=mask(error[: self.config.proxy.error_excerpt_chars]),
-            reply=text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
-            reported_completion=reply.completion_tokens, model=reply.model)
+        with self.wb.transaction():  # everything the exchange left, in one commit
+            # the usage and the last reply first: whoever sees the exchange ended sees everything it left
+            if exchange.plan is not None and (reply.prompt_tokens is not None or outcome == "ok"):
+                self.wb.plans.record_usage(exchange.plan.plan_id, exchange.plan.used_tokens, reply.prompt_tokens,
+                                           reply.model or "")
+            text = mask(reply.text)
+            if outcome == "ok" and text:
+                self.wb.proxy.set_last_reply(exchange.session_id, text)
+            if reply.prompt_tokens is not None or reply.cached_tokens is not None:
+                self.wb.proxy_cache.set_reported(exchange.id, reply.cached_tokens, reply.prompt_tokens)
+            usage = billed_usage(reply)
+            if usage is not None:
+                self.wb.proxy_billing.set_usage(exchange.id, usage)
+            if outcome == "ok" and reply.response_id:
+                self.wb.proxy_chains.add(reply.response_id, exchange.session_id, exchange.id)
+            self.wb.proxy.finish_exchange(
+                exchange.id, status=status, outcome=outcome, error=mask(error[: self.config.proxy.error_excerpt_chars]),
+                reply=text, reply_cut=reply.cut, reported_prompt=reply.prompt_tokens,
+                reported_completion=reply.completion_tokens, model=reply.model)
         return True
 
     # -- recognising the conversation ------------------------------------------------------------------------
