@@ -1,8 +1,9 @@
-"""One policy, set once, with a real client: Claude Code (``claude -p``) through a steering ``ctxbench proxy``
-to the scripted upstream, with the policy dropping its skills list (a section of the system message it puts
-among the messages) and pinning a text. The upstream receives exactly Claude Code's request without the skills
-list and with the pin — the expected body worked out here from the request as Claude Code sent it — and Claude
-Code still prints the reply."""
+"""One policy, set once, with the real clients through a steering ``ctxbench proxy`` to the scripted upstream:
+Claude Code (``claude -p``) with its skills list (a section of the system message it puts among the messages)
+dropped, Codex (``codex exec``) with its environment context (an input message of its own) dropped, and a text
+pinned for both. The upstream receives exactly the client's request without the dropped item and with the pin
+— the expected body worked out here from the request as the client sent it — and the client still prints the
+reply."""
 from __future__ import annotations
 
 import copy
@@ -18,10 +19,11 @@ from ctxbench.service.proxy.policy import add_rule, pin_text
 pytestmark = pytest.mark.slow
 SKILLS = "The following skills are available"
 AFTER_SKILLS = "Today's date is"  # the section Claude Code sends after its skills list
+CODEX_ENV = "<environment_context>"
 RULE_TEXT = "Money is rounded half up, to the cent."
 
 
-def _expected(original: dict, block: str) -> dict:
+def _claude_expected(original: dict, block: str) -> dict:
     """Claude Code's request without the skills list section and with the pinned block as a system block of its
     own: cut here by the section's own words, not by the proxy's anatomy."""
     out = copy.deepcopy(original)
@@ -39,11 +41,28 @@ def _expected(original: dict, block: str) -> dict:
     return out
 
 
-def test_claude_code_gets_a_policy_drop_of_its_skills_list_and_a_pin_and_still_answers(tmp_path):
+def _codex_expected(original: dict, block: str) -> dict:
+    """Codex's request without its environment context message and with the pin in its instructions."""
+    out = copy.deepcopy(original)
+    kept = [i for i in out["input"] if not (i.get("type") == "message" and any(
+        str(c.get("text", "")).startswith(CODEX_ENV) for c in i.get("content") or ()))]
+    assert len(kept) == len(out["input"]) - 1, "Codex sent no environment context message"
+    out["input"] = kept
+    out["instructions"] = f"{out['instructions']}\n\n{block}" if out.get("instructions") else block
+    return out
+
+
+CASES = {"claude": ("kind:skill_list", SKILLS, _claude_expected),
+         "codex": ("kind:environment", CODEX_ENV, _codex_expected)}
+
+
+@pytest.mark.parametrize("client", list(CASES))
+def test_a_real_client_gets_a_policy_drop_of_its_scaffolding_and_a_pin_and_still_answers(tmp_path, client):
+    rule_target, dropped, expected = CASES[client]
     with proxied(tmp_path, [Turn(text=REPLY)] * 4, steer=True) as (up, wb, proxy):
-        add_rule(wb, "drop", "kind:skill_list")
+        add_rule(wb, "drop", rule_target)
         rule = pin_text(wb, RULE_TEXT, "rounding")
-        result = driver("claude", tmp_path).ask(proxy.url, QUESTION)
+        result = driver(client, tmp_path).ask(proxy.url, QUESTION)
         assert result.returncode == 0 and REPLY in result.stdout, shown(result, up.calls())
         found = asking(wb, QUESTION)
         assert found, f"no stored exchange carries the question; upstream calls: {up.calls()}"
@@ -52,6 +71,6 @@ def test_claude_code_gets_a_policy_drop_of_its_skills_list_and_a_pin_and_still_a
         (received,) = [s for s in up.chats() if QUESTION.encode() in s.body]
         assert exchange.steered and as_stored(received.body, upstream)
         block = f"[pinned by the user in ctxbench: {rule.label}]\n{RULE_TEXT}"
-        assert same_but_masked(json.loads(received.body), _expected(json.loads(original), block))
-        assert SKILLS.encode() in original and SKILLS.encode() not in received.body
-        assert len(exchange.changes) == 2, exchange.changes  # the skills list left out, the pin added
+        assert same_but_masked(json.loads(received.body), expected(json.loads(original), block))
+        assert dropped.encode() in original and dropped.encode() not in received.body
+        assert len(exchange.changes) == 2, exchange.changes  # the item left out, the pin added
