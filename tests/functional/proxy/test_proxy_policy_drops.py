@@ -12,6 +12,7 @@ import httpx2 as httpx
 import pytest
 from test_proxy import FAKE_ANTHROPIC_KEY, FAKE_OPENAI_KEY, proxied, settled
 from test_proxy_anatomy import AIDER_EXAMPLES, AIDER_REPO, CLAUDE_ENV, CLAUDE_MD, CLAUDE_SKILLS
+from test_proxy_prices import _watch
 
 from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.steer_cost import preview_steer
@@ -131,6 +132,9 @@ def test_a_policy_set_once_drops_exactly_the_matched_items_in_every_wire_format(
         assert up.seen[len(FORMATS)].body == raw
         exchanges = [e for info in wb.sessions.list() for e in settled(wb, info.id)]
         assert len(exchanges) == len(FORMATS) + 1
+        # the watch's status line says what the policy will leave out
+        assert f"leaves out what the policy drops ({', '.join(r for r in RULES)})" in \
+            _watch(wb, exchanges[0].session_id).steering()
         for exchange in exchanges:  # each change the plan records names the rule that made it
             assert all("the policy drops" in c for c in exchange.changes), exchange.changes
             plan = wb.plans.get(exchange.plan_id)
