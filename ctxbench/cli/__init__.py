@@ -30,6 +30,7 @@ COMMANDS: dict[str, str] = {
     "serve": "ctxbench.cli.serve_cmd:command",
     "compact": "ctxbench.cli.compact_cmd:command",
     "capsules": "ctxbench.cli.capsules_cmd:command",
+    "policy": "ctxbench.cli.policy_cmd:command",
 }
 
 STORE_ERROR_EXIT = 2  # the database given (--db, $CTXBENCH_DB) cannot be opened or used

@@ -29,9 +29,10 @@ masked. Only loopback Host names are served and requests from web pages (an Orig
 with --token, every request must carry the token (X-Ctxbench-Token header, or the base URL
 http://127.0.0.1:PORT/t/TOKEN/v1). Follow a conversation live with `ctxbench open --watch`.
 
-With --steer, only what you ask changes what goes upstream: your drops, your pins, and a Context Mode you
-set for a conversation (both requests are stored); with nothing asked a request goes upstream byte for
-byte. Switch a conversation back to pass-through in the workbench (ctrl+r)."""
+With --steer, only what you ask changes what goes upstream: your drops, your pins, a Context Mode you
+set for a conversation, and the rules set once for every client with `ctxbench policy` (drops of any item by
+what it is, pinned text, a budget for tool results); both requests are stored. With nothing asked a request
+goes upstream byte for byte. Switch a conversation back to pass-through in the workbench (ctrl+r)."""
 
 
 def _is_loopback(host: str) -> bool:

@@ -130,15 +130,25 @@ class PolicyRule:
     """Steering set once for every proxied conversation (``proxy_policy``)."""
 
     n: int
-    kind: str  # drop | pin | mode | budget
-    target: str  # drop: tool:NAME (``*`` for any characters); pin: what it pins; mode: a mode; budget: tokens
+    kind: str  # drop | pin | mode | budget | results
+    # drop: tool:NAME, result:TOOL (``*`` for any characters), kind:KIND or system:N; pin: what it pins; mode: a
+    # mode; budget, results: tokens
+    target: str
     label: str = ""
     content: str = ""  # a pin's text
     origin: str = ""  # a pin's conversation (where its target names an item; elsewhere only its text counts)
 
     def describe(self) -> str:
-        if self.kind == "drop":
+        if self.kind == "drop" and self.target.startswith("tool:"):
             return f"#{self.n} drop {self.target} from every request (kept where a conversation calls it)"
+        if self.kind == "drop" and self.target.startswith("result:"):
+            return (f"#{self.n} drop {self.target} from every request: each such call with its result, in the turns "
+                    "before the one in progress")
+        if self.kind == "drop":
+            return f"#{self.n} drop {self.target} from every request: every item that is one, nothing else"
+        if self.kind == "results":
+            return (f"#{self.n} results {int(self.target):,} tok: tool results in a request above it are left out, "
+                    "oldest first (never the turn in progress's)")
         if self.kind == "pin":
             return (f"#{self.n} pin {self.label or self.target} ({len(self.content):,} chars) in every conversation: "
                     "added back wherever a request does not carry it")

@@ -2,8 +2,10 @@
 back until they keep the prompt cache.
 
 - ``proxy_policy``: rules that apply to every proxied conversation, whatever client sends it: ``drop`` (a tool
-  definition by name, ``tool:NAME``, ``*`` matching any characters: ``tool:mcp__*``), ``pin`` (a text added
-  back to the system prompt of any request that does not carry it), ``mode`` (the Context Mode whose truncation
+  definition by name, ``tool:NAME``, ``*`` matching any characters: ``tool:mcp__*``; a tool's results,
+  ``result:NAME``; an anatomy kind, ``kind:skill_list``; a system block, ``system:N``), ``pin`` (a text added
+  back to the system prompt of any request that does not carry it), ``results`` (the most tokens of tool results
+  a request carries, oldest left out first), ``mode`` (the Context Mode whose truncation
   tiers cut long tool results where a conversation has no mode of its own) and ``budget`` (the meter's limit,
   which overflow findings measure against).
 - ``proxy_deferred_drops``: a conversation's drops held back so as not to break the provider's prompt cache:
@@ -39,8 +41,25 @@ CREATE TABLE proxy_deferred_drops (
 );
 """
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
-SINGLE = ("mode", "budget")  # kinds with one rule at a time: a new one replaces the old
+# v2: ``results`` rules (the most tokens of tool results a request may carry, oldest left out first)
+_V2 = """
+CREATE TABLE proxy_policy_v2 (
+    n          INTEGER PRIMARY KEY AUTOINCREMENT,
+    kind       TEXT NOT NULL CHECK (kind IN ('drop', 'pin', 'mode', 'budget', 'results')),
+    target     TEXT NOT NULL,
+    label      TEXT NOT NULL DEFAULT '',
+    content    TEXT NOT NULL DEFAULT '',
+    origin     TEXT NOT NULL DEFAULT '',
+    created_at TEXT NOT NULL
+);
+INSERT INTO proxy_policy_v2 (n, kind, target, label, content, origin, created_at)
+    SELECT n, kind, target, label, content, origin, created_at FROM proxy_policy;
+DROP TABLE proxy_policy;
+ALTER TABLE proxy_policy_v2 RENAME TO proxy_policy;
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2)
+SINGLE = ("mode", "budget", "results")  # kinds with one rule at a time: a new one replaces the old
 
 
 class ProxyPolicy:

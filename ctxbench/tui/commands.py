@@ -74,8 +74,9 @@ SLASH_COMMANDS: tuple[SlashCommand, ...] = (
     SlashCommand("steer defer", "ITEM", "proxied conversation: drop ITEM once the prompt cache breaks before it anyway "
                                         "(or expires), keeping the cache until then"),
     SlashCommand("steer policy", "", "the steering rules set for every proxied conversation"),
-    SlashCommand("steer everywhere", "drop tool:NAME|pin ITEM|mode M|budget N|remove N",
-                 "a steering rule for every proxied assistant (or remove rule N)"),
+    SlashCommand("steer everywhere", "drop tool:NAME|result:TOOL|kind:KIND|system:N · pin ITEM · results N · "
+                                     "mode M · budget N · remove N",
+                 "a steering rule for every proxied assistant (results N: tool results a request, oldest out first)"),
     SlashCommand("mode", "|".join(m.name for m in DEFAULT_MODES), "set the Context Mode"),
     SlashCommand("budget", "N", "set the token budget of the plan"),
     SlashCommand("strategy", "|".join(STRATEGIES), "choose the history strategy"),

@@ -56,7 +56,7 @@ class ProxyCommands(SlashBase):
     @handles("steer everywhere")
     def steer_everywhere(self, args: tuple[str, ...]) -> None:
         if len(args) != 2:
-            raise ValueError("expected drop tool:NAME | pin ITEM | mode MODE | budget N | remove N")
+            raise ValueError("expected drop TARGET | pin ITEM | results N | mode MODE | budget N | remove N")
         self._need_watch()
         plan = self._plan()
         self.host.link.act(lambda session: session.everywhere(args[0], args[1], plan))  # type: ignore[attr-defined]

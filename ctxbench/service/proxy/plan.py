@@ -35,6 +35,7 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanItem, plan_id_of
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.vocab import PROXY_SECTIONS
+from ctxbench.service.proxy.rules import item_rule, remove_parts, result_budget_drops, tool_name
 from ctxbench.service.proxy.wire import Edits
 from ctxbench.tokens import Tokenizer
 
@@ -58,11 +59,13 @@ class SteerControls:
     pins: tuple[Pin, ...] = ()
     proxy_steers: bool = False  # the proxy runs with --steer (``steer`` is off while the user switched it off)
     mode_set: bool = False  # the user set this conversation's mode (only then does the mode cut tool results)
+    drop_rules: tuple[str, ...] = ()  # the policy's drops by what an item is (kind:…, result:…, system:…)
+    result_budget: int = 0  # the policy's most tokens of tool results a request (0: no such rule)
 
 
 # what the proxy's start-up line says --steer does
 STEER_SCOPE = ("steering on: only what you ask changes a request (your drops, your pins, a Context Mode you set "
-               "for a conversation); nothing asked, nothing changed")
+               "for a conversation, the rules of `ctxbench policy`); nothing asked, nothing changed")
 
 
 def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
@@ -78,6 +81,11 @@ def steering_summary(controls: SteerControls, proxy: ProxyConfig) -> str:
     patterns = sum(1 for d in controls.dropped_items if "*" in d)
     if patterns:
         asked.append(f"leaves out tool definitions matching {patterns} pattern{'s' if patterns != 1 else ''}")
+    if controls.drop_rules:
+        asked.append(f"leaves out what the policy drops ({', '.join(controls.drop_rules)})")
+    if controls.result_budget:
+        asked.append(f"keeps tool results within {controls.result_budget:,} tok a request (the policy's; oldest "
+                     "left out first)")
     pins = sum(1 for p in controls.pins if p.kind == "sticky" and p.content)
     if pins:
         asked.append(f"adds back {pins} sticky pin{'s' if pins != 1 else ''} the client stops sending")
@@ -300,6 +308,16 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
                 out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=None,
                                       detail="tool definition dropped by the user"))
                 continue
+        rule = item_rule(controls.drop_rules, item.id, item.kind, tool_name(item.parts)) \
+            if controls.steer and pin is None else ""
+        if rule and rule.startswith("result:") and item.group == b.last_group:
+            held.append(f"kept {item.id}: the policy drops {rule}, but the turn in progress works with it")
+        elif rule:
+            remove_parts(item.parts, edits)
+            changes.append(f"left out {item.id} ({item.label}, {item.tokens:,} tok): the policy drops {rule}")
+            out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=None,
+                                  detail=f"dropped by the policy ({rule})"))
+            continue
         dropped = controls.steer and pin is None and item.group and item.group != b.last_group and (
             item.group in controls.dropped_groups or item.id in controls.dropped_items)
         if dropped and item.kind != "history_atom" and item.group in controls.dropped_groups:
@@ -307,8 +325,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
         else:
             why = "dropped by the user"
         if dropped:
-            for _m, part in item.parts:
-                edits.remove.add(part.location)
+            remove_parts(item.parts, edits)
             changes.append(f"left out {item.id} ({item.label}, {item.tokens:,} tok): {why}")
             out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=pin, detail=why))
             continue
@@ -319,6 +336,8 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
             "mandatory" if item.section in ("system", "tools") or item.group == b.last_group else "client_sent")
         out.append(_plan_item(item, included=True, reason=reason, pin=pin, detail=detail, tokens=tokens,
                               replaced=edits.replace))
+    if controls.steer and controls.result_budget:
+        _keep_results_within(b, controls.result_budget, out, edits, changes, held)
     notes = [f"proxied {request.provider} request to {request.model or 'the upstream'}"]
     if controls.steer:
         out.extend(_readd_pins(b, controls.pins, pinned, edits, changes, tokenizer))
@@ -334,6 +353,28 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     notes.extend(held)
     plan = _plan(request, session_id, controls, out, notes, edits, tokenizer.name)
     return SteeredPlan(plan, edits, tuple(changes))
+
+
+def _keep_results_within(b: _Builder, budget: int, out: list[PlanItem], edits: Edits, changes: list[str],
+                         held: list[str]) -> None:
+    """The policy's budget for tool results: whole tool calls with their results left out, oldest first, until
+    the results sent come to ``budget`` tokens (none of the turn in progress, none pinned)."""
+    atoms = sorted((i for i in out if i.included and i.kind == "tool_atom"), key=lambda i: i.order)
+    gone, total = result_budget_drops([(i.id, i.tokens, not i.pin and b.items[i.id].group != b.last_group)
+                                       for i in atoms], budget)
+    where = {planned.id: n for n, planned in enumerate(out)}
+    for atom_id in gone:
+        item, planned = b.items[atom_id], out[where[atom_id]]
+        for _m, part in item.parts:
+            edits.replace.pop(part.location, None)
+        remove_parts(item.parts, edits)
+        why = f"tool results over the policy's {budget:,} tok a request (oldest left out first)"
+        changes.append(f"left out {atom_id} ({item.label}, {planned.tokens:,} tok): {why}")
+        out[where[atom_id]] = _plan_item(item, included=False, reason="over_budget", pin=None, detail=why,
+                                         tokens=planned.tokens)
+    if total > budget:
+        held.append(f"tool results {total:,} tok, over the policy's {budget:,}: the rest are the turn in "
+                    "progress's or pinned")
 
 
 def _dropped_tool(item_id: str, dropped: frozenset[str]) -> bool:
@@ -460,6 +501,10 @@ def canonical_proxy_inputs(request: WireRequest, session_id: str, controls: Stee
         "pins": sorted([p.target, p.kind, p.content] for p in controls.pins),
         "edits": [sorted(map(str, edits.remove)), sorted([str(k), v] for k, v in edits.replace.items()),
                   list(edits.system_append)],
+        # the policy's drops by kind and its budget for tool results, where set (inputs without them keep their id)
+        **({"drop_rules": sorted(controls.drop_rules)} if controls.drop_rules else {}),
+        **({"result_budget": controls.result_budget} if controls.result_budget else {}),
+        **({"cuts": sorted([str(k), sorted(v)] for k, v in edits.cut.items())} if edits.cut else {}),
     }
 
 

@@ -2,7 +2,8 @@
 
 :func:`with_policy` adds the rules set once for every proxied conversation (``proxy_policy``) to one
 conversation's controls, whatever assistant sends it: dropped tool definitions (by name or a ``*`` pattern; a
-tool the conversation calls is still kept), sticky pins (added back to the system prompt of any request that
+tool the conversation calls is still kept), drops of any other item by what it is (a tool's results, an anatomy
+kind such as the skills list, a system block: :mod:`service.proxy.rules`), a budget for tool results, sticky pins (added back to the system prompt of any request that
 does not carry them — after a client compacts its history too), a Context Mode where the conversation has
 none of its own, and the budget where the conversation keeps the proxy's default.
 
@@ -18,11 +19,40 @@ from datetime import datetime, timezone
 
 from ctxbench.records.plans import Pin
 from ctxbench.records.proxy import ProxyExchange, WireRequest
-from ctxbench.service.proxy.plan import SteerControls
+from ctxbench.records.proxy_cost import PolicyRule
+from ctxbench.service.proxy.plan import LABEL_CHARS, SteerControls
+from ctxbench.service.proxy.rules import check_drop_target
 from ctxbench.service.proxy.wire import cache_blocks, shared_prefix
 from ctxbench.service.workbench import Workbench
 
 POLICY_PIN_ID = "policy{n}"  # the id of a policy pin (its plan item is ``pin:policy{n}``)
+TEXT_PIN = "text:{label}"  # the target of a pinned text that no request's item holds (added to every request)
+RULE_KINDS = "drop TARGET | pin ITEM | mode MODE | budget N | results N | remove N"
+
+
+def add_rule(wb: Workbench, kind: str, target: str) -> PolicyRule:
+    """Add a rule for every proxied conversation: ``drop`` (:data:`service.proxy.rules.DROP_TARGETS`), ``mode``,
+    ``budget`` (the meter's limit) or ``results`` (the most tokens of tool results a request carries); ValueError
+    with a one-line reason for anything else. (Pins: :func:`pin_text`, or a watch's ``everywhere pin``.)"""
+    if kind == "drop":
+        return wb.proxy_policy.add("drop", check_drop_target(target))
+    if kind == "mode":
+        if target not in wb.config.planner.mode_names:
+            raise ValueError(f"unknown mode {target!r}; known: {', '.join(wb.config.planner.mode_names)}")
+        return wb.proxy_policy.add("mode", target)
+    if kind in ("budget", "results"):
+        if not target.isdigit() or int(target) <= 0:
+            raise ValueError(f"{kind} is a number of tokens, got {target!r}")
+        return wb.proxy_policy.add(kind, str(int(target)))
+    raise ValueError(f"expected {RULE_KINDS}")
+
+
+def pin_text(wb: Workbench, text: str, label: str) -> PolicyRule:
+    """Pin ``text`` in every proxied request of every client: it is added to each request's system prompt."""
+    if not text.strip():
+        raise ValueError("a pinned text needs some text")
+    label = label or " ".join(text.split())[:LABEL_CHARS]
+    return wb.proxy_policy.add("pin", TEXT_PIN.format(label=label), label=label, content=text)
 
 
 def with_policy(wb: Workbench, controls: SteerControls, session_id: str) -> SteerControls:
@@ -32,20 +62,24 @@ def with_policy(wb: Workbench, controls: SteerControls, session_id: str) -> Stee
     rules = wb.proxy_policy.rules()
     if not rules:
         return controls
-    drops = frozenset(r.target for r in rules if r.kind == "drop")
+    drops = frozenset(r.target for r in rules if r.kind == "drop" and r.target.startswith("tool:"))
+    drop_rules = tuple(r.target for r in rules if r.kind == "drop" and not r.target.startswith("tool:"))
     own = {p.target for p in controls.pins}
     pins = tuple(Pin(POLICY_PIN_ID.format(n=r.n), _pin_target(r.n, r.target, r.origin, session_id), "sticky",
                      label=r.label or r.target, content=r.content, source="policy")
                  for r in rules if r.kind == "pin" and r.target not in own)
     mode, mode_set = controls.mode, controls.mode_set
-    budget = controls.budget
+    budget, result_budget = controls.budget, controls.result_budget
     for rule in rules:
         if rule.kind == "mode" and not controls.mode_set:
             mode, mode_set = rule.target, True
         elif rule.kind == "budget" and controls.budget == wb.config.proxy.budget:
             budget = int(rule.target)
+        elif rule.kind == "results":
+            result_budget = int(rule.target)
     return replace(controls, dropped_items=controls.dropped_items | drops, pins=(*controls.pins, *pins), mode=mode,
-                   mode_set=mode_set, budget=budget)
+                   mode_set=mode_set, budget=budget, drop_rules=(*controls.drop_rules, *drop_rules),
+                   result_budget=result_budget)
 
 
 def _pin_target(n: int, target: str, origin: str, session_id: str) -> str:

@@ -21,6 +21,7 @@ from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy.plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
                                          steering_summary)
 from ctxbench.service.proxy.calibration import calibration_line
+from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.findings import findings
 from ctxbench.service.proxy.pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy.service import ProxyService, plan_diff
@@ -230,37 +231,24 @@ class ProxyWatchSession(WorkbenchSession):
         return "\n".join(r.describe() for r in rules)
 
     def everywhere(self, kind: str, target: str, plan: ContextPlan | None = None) -> str:
-        """Add a rule for every proxied conversation (``drop tool:NAME``, ``pin ITEM``, ``mode M``, ``budget N``),
-        or ``remove N``."""
+        """Add a rule for every proxied conversation (``drop TARGET``: tool:NAME, result:TOOL, kind:KIND,
+        system:N; ``pin ITEM``; ``mode M``; ``budget N``; ``results N``), or ``remove N``."""
         policy = self.wb.proxy_policy
         if kind == "remove":
             if not target.lstrip("#").isdigit() or not policy.remove(int(target.lstrip("#"))):
                 raise LookupError(f"no policy rule {target} (/steer policy lists them)")
             return f"removed policy rule {target}"
-        if kind == "drop":
-            if not target.startswith("tool:"):
-                raise ValueError("a policy drops tool definitions: tool:NAME (* for any characters)")
-            return policy.add("drop", target).describe()
-        if kind == "mode":
-            if target not in self.config.planner.mode_names:
-                raise ValueError(f"unknown mode {target!r}; known: {', '.join(self.config.planner.mode_names)}")
-            return policy.add("mode", target).describe()
-        if kind == "budget":
-            if not target.isdigit() or int(target) <= 0:
-                raise ValueError("a budget is a number of tokens")
-            return policy.add("budget", target).describe()
-        if kind == "pin":
-            item = next((i for i in plan.items if i.id == target), None) if plan is not None else None
-            if item is None or not item.messages:
-                raise LookupError(f"{target} is not an item of the latest request with text to pin")
-            if item.kind == "attached_file":
-                rule_target = f"path:{item.label.removeprefix('file ')}"
-                content = "\n".join(str(m.get("content", "")) for m in item.messages)
-            else:
-                rule_target, content = target, render_messages(item.messages)
-            return policy.add("pin", rule_target, label=item.label, content=content,
-                              origin=self.session_id).describe()
-        raise ValueError("drop tool:NAME | pin ITEM | mode MODE | budget N | remove N")
+        if kind != "pin":
+            return add_rule(self.wb, kind, target).describe()
+        item = next((i for i in plan.items if i.id == target), None) if plan is not None else None
+        if item is None or not item.messages:
+            raise LookupError(f"{target} is not an item of the latest request with text to pin")
+        if item.kind == "attached_file":
+            rule_target = f"path:{item.label.removeprefix('file ')}"
+            content = "\n".join(str(m.get("content", "")) for m in item.messages)
+        else:
+            rule_target, content = target, render_messages(item.messages)
+        return policy.add("pin", rule_target, label=item.label, content=content, origin=self.session_id).describe()
 
     def restore_item(self, item_id: str) -> bool:
         return self.wb.proxy.restore(self.session_id, item_id)

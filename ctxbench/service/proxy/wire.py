@@ -670,16 +670,18 @@ def neutral_messages(message: WireMessage, tool_names: dict[str, str]) -> list[N
 # -- editing ------------------------------------------------------------------------------------------------
 @dataclass
 class Edits:
-    """What steering changes in a request: parts or whole messages removed, tool results replaced by
-    shorter text, and text appended to the system prompt."""
+    """What steering changes in a request: parts, whole messages or system blocks removed, pieces cut out of
+    a text (a reminder block inside a user's message: ``cut`` maps a text's location to the ``[start, end)``
+    spans taken out of it), tool results replaced by shorter text, and text appended to the system prompt."""
 
     remove: set[tuple[Any, ...]] = field(default_factory=set)
     replace: dict[tuple[Any, ...], str] = field(default_factory=dict)
     system_append: list[str] = field(default_factory=list)
+    cut: dict[tuple[Any, ...], list[tuple[int, int]]] = field(default_factory=dict)
 
     @property
     def empty(self) -> bool:
-        return not (self.remove or self.replace or self.system_append)
+        return not (self.remove or self.replace or self.system_append or self.cut)
 
 
 def _parent(body: Any, location: tuple[Any, ...]) -> tuple[Any, Any]:
@@ -701,12 +703,32 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
             node[key] = dict(node[key], functionResponse=dict(result, response={"output": text}))
         else:
             node[key] = text
-    tools = sorted((loc for loc in edits.remove if loc[0] == "tools"), key=lambda l: l[-1], reverse=True)
+    remove = set(edits.remove)
+    for location, spans in edits.cut.items():  # pieces of a text taken out; a text left empty goes whole
+        node, key = _parent(body, location)
+        value = node[key]
+        text = value if isinstance(value, str) else str(value.get("text", ""))
+        kept, at = [], 0
+        for start, end in sorted(spans):
+            kept.append(text[at:start])
+            at = max(at, end)
+        kept.append(text[at:])
+        rest = "".join(kept)
+        if not rest:
+            remove.add(location)
+        elif isinstance(value, str):
+            node[key] = rest
+        else:
+            node[key] = dict(value, text=rest)
+    tools = sorted((loc for loc in remove if loc[0] == "tools"), key=lambda l: l[-1], reverse=True)
     for loc in tools:  # a tool definition the user dropped (the last index first, so the others stay put)
         node, key = _parent(body, loc)
         del node[key]
+    if tools:
+        _drop_empty_tools(body)
+    _remove_system(body, request, {loc for loc in remove if loc[0] != "tools" and loc[0] != request.list_key})
     messages = body[request.list_key]
-    remove = {loc for loc in edits.remove if loc[0] != "tools"}
+    remove = {loc for loc in remove if loc[0] == request.list_key}
     whole = {loc[1] for loc in remove if len(loc) == 2}
     if request.provider == "responses":  # an item that is not a message (a call, an output) goes whole
         whole |= {loc[1] for loc in remove if len(loc) > 2 and loc[2] != "content"}
@@ -732,6 +754,40 @@ def apply_edits(request: WireRequest, edits: Edits) -> bytes:
     if edits.system_append:
         _append_system(body, request.provider, "\n\n".join(edits.system_append))
     return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+# what a request may say only beside tool definitions (OpenAI refuses tool_choice or parallel_tool_calls with no
+# tools, Anthropic a tool_choice, Gemini a toolConfig): it goes when a drop leaves none
+TOOL_OPTIONS = ("tool_choice", "parallel_tool_calls", "toolConfig", "tool_config")
+_DECLARATIONS = ("functionDeclarations", "function_declarations")
+
+
+def _drop_empty_tools(body: dict[str, Any]) -> None:
+    """After tool definitions were dropped: a Gemini tool entry left with no declarations goes, and a tool list
+    left empty goes with the options that need it (an empty list is refused upstream: OpenAI's "empty array")."""
+    tools = body.get("tools")
+    if not isinstance(tools, list):
+        return
+    tools[:] = [t for t in tools if not (isinstance(t, dict) and any(k in t for k in _DECLARATIONS)
+                                         and not any(t.get(k) for k in _DECLARATIONS))]
+    if not tools:
+        del body["tools"]
+        for key in TOOL_OPTIONS:
+            body.pop(key, None)
+
+
+def _remove_system(body: dict[str, Any], request: WireRequest, locations: set[tuple[Any, ...]]) -> None:
+    """System blocks outside the messages removed (Anthropic's ``system`` blocks, the Responses API's
+    ``instructions``, Gemini's ``systemInstruction`` parts); a system prompt left with no block goes whole."""
+    for loc in sorted(locations, key=lambda l: l[-1] if isinstance(l[-1], int) else -1, reverse=True):
+        node, key = _parent(body, loc)
+        del node[key]
+        if len(loc) > 1 and isinstance(node, list) and not node:
+            holder = loc[0]
+            if len(loc) == 3 and isinstance(body.get(holder), dict):  # Gemini: {"parts": []} says nothing either
+                del body[holder]
+            elif len(loc) == 2:
+                del body[holder]
 
 
 def _empty(message: dict[str, Any], provider: str) -> bool:
