@@ -42,6 +42,9 @@ class ProxyConfig:
     record_wait_s: PositiveFloat = 0.5
     """the reply waits this long for its request to be recorded (so a watcher sees the exchange as it streams); a
     request that takes longer (megabytes of text to mask and count) is recorded while the reply goes on"""
+    record_stop_wait_s: PositiveFloat = 10.0
+    """seconds a stop (Ctrl+C, SIGTERM) waits for the recording of a request whose reply is streaming while it is
+    still being written, so the exchange is closed as cut rather than left pending for the next start"""
     reply_save_s: PositiveFloat = 1.0
     """a streaming reply's text so far is saved this often (a killed proxy keeps it)"""
     stop_grace_s: PositiveFloat = 1.0

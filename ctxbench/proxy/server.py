@@ -80,6 +80,19 @@ class ProxyServer:
         self.token = config.token if token is None else token
         self.guard = Guard("127.0.0.1", 0, self.token)  # its address once it listens (:meth:`listening`)
         self._client: aiohttp.ClientSession | None = None
+        # replies cut by a stop while their request's recording was still being written: (recording, status, reply)
+        self._stopped: list[tuple["asyncio.Future[Exchange]", int | None, ReplyRecord]] = []
+
+    async def close_stopped(self) -> None:
+        """After a stop: wait (``proxy.record_stop_wait_s`` at most) for the recordings still being written of
+        replies the stop cut, and close each as cut with what arrived, so none is left pending."""
+        stopped, self._stopped = self._stopped, []
+        for begun, status, reply in stopped:
+            try:
+                exchange = await asyncio.wait_for(begun, self.config.record_stop_wait_s)
+            except (asyncio.TimeoutError, asyncio.CancelledError):
+                continue  # still pending: the next start closes it
+            self._finish_now(exchange, status, "cut", reply, "the proxy was stopped mid-reply")
 
     def listening(self, host: str, port: int) -> None:
         """The address the proxy serves: the Host a request may name."""
@@ -264,8 +277,13 @@ class ProxyServer:
                 except (ConnectionError, aiohttp.ClientConnectionResetError):
                     pass
         except asyncio.CancelledError:
-            # the proxy is stopping (Ctrl+C, SIGTERM) mid-reply: keep what arrived, as cut
-            self._finish_now(current(), upstream.status, "cut", recorder.result(), "the proxy was stopped mid-reply")
+            # the proxy is stopping (Ctrl+C, SIGTERM) mid-reply: keep what arrived, as cut — a recording still being
+            # written (a busy machine: the reply went on after record_wait_s) is closed by ``close_stopped`` once
+            # it is stored, after the server has stopped, instead of being left pending
+            if begun is not None and not begun.done():
+                self._stopped.append((begun, upstream.status, recorder.result()))
+            else:
+                self._finish_now(current(), upstream.status, "cut", recorder.result(), "the proxy was stopped mid-reply")
             raise
         if begun is not None and not begun.cancelled():
             exchange = await begun
@@ -353,6 +371,7 @@ class RunningProxy:
     def stop(self) -> None:
         if self._runner is not None:
             asyncio.run_coroutine_threadsafe(self._runner.cleanup(), self._loop).result()
+            asyncio.run_coroutine_threadsafe(self.server.close_stopped(), self._loop).result()
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join()
         self._loop.close()
@@ -383,6 +402,7 @@ def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[
             await stop.wait()
         finally:
             await runner.cleanup()
+            await server.close_stopped()
 
     try:
         asyncio.run(main())

@@ -198,3 +198,33 @@ def test_the_log_says_no_session_was_kept_for_a_conversations_first_request_no_m
     assert failed.startswith("POST /v1/chat/completions → 529 upstream_error · (no session kept: ")
     assert "#1" not in failed and "Overloaded" in failed
     assert answered.startswith(f"POST /v1/chat/completions → 200 ok · #2 {kept} · ")
+
+
+def test_a_stop_while_the_recording_is_still_being_written_records_the_exchange_cut(tmp_path, monkeypatch):
+    """On a busy machine the reply may start streaming before the request's recording is stored (it waits only
+    ``record_wait_s``); a stop then must wait for that recording and close it as cut, not leave it pending."""
+    from ctxbench.config import load_config
+    from ctxbench.proxy.server import ProxyServer, RunningProxy
+    from ctxbench.service.proxy.service import ProxyService
+
+    slow_begin = ProxyService.begin
+
+    def begin_on_a_busy_machine(self, *args, **kwargs):
+        time.sleep(3.0)
+        return slow_begin(self, *args, **kwargs)
+
+    monkeypatch.setattr(ProxyService, "begin", begin_on_a_busy_machine)
+    db = tmp_path / "ctx.db"
+    config = load_config(_config(tmp_path))
+    with Upstream([SLOW]) as up, Workbench(db, config) as wb:
+        proxy = RunningProxy(ProxyServer(ProxyService(wb), up.url, config.proxy), "127.0.0.1", 0).start()
+        try:
+            got: list[bytes] = []
+            client = _stream_in_background(proxy.url, got)
+            _wait_for(lambda: sum(map(len, got)) > 2000)
+            assert wb.sessions.list() == []  # the reply streams while the recording is still being written
+        finally:
+            proxy.stop()
+        client.join(timeout=30)
+    (exchange,) = _exchanges(db)
+    assert exchange.outcome == "cut" and "stopped" in exchange.error
