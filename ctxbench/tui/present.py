@@ -186,11 +186,11 @@ def usage_text(checks) -> tuple[str, bool]:
     calls = f" · {len(checks)} calls" if len(checks) > 1 else ""
     calls += f" · {cost_text(cost)}" if cost is not None else ""  # only where the model's price is known
     model = f" · {last.model}" if last.model else ""
+    cache = f" · {last.cache_text}" if last.cache_text else ""  # as the provider reported them
     if bad is not None:
-        return f"⚠ {bad.badge} — estimate off by more than the threshold{calls}{model}", True
+        return f"⚠ {bad.badge} — estimate off by more than the threshold{cache}{calls}{model}", True
     if last.reported is None:
         return f"est {tok(last.estimated)} prompt tok · no usage reported{calls}{model}", False
-    cache = f" ({last.cache_text})" if last.cache_text else ""
     return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{cache}{calls}{model}", False
 
 
