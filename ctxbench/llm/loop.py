@@ -437,7 +437,7 @@ class TurnRunner:
         if not getattr(self.client, "uses_previous_request", False):
             return None
         if session_id not in self._previous:
-            call = next((c for c in reversed(self.traces.calls(session_id=session_id)) if c.status == "ok"), None)
+            call = self.traces.last_call(session_id)
             if call is None:
                 return None
             tools = offered_tools(self.config.llm, call.round, True) if call.tools_offered else ()
