@@ -41,7 +41,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
-from ctxbench.records.errors import StoreError
+from ctxbench.records.errors import StoreError, UnknownPlan
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
     AssistantStored,
@@ -440,9 +440,12 @@ class TurnRunner:
             call = self.traces.last_call(session_id)
             if call is None:
                 return None
+            try:
+                plan = self.workbench.plans.get(call.plan_id)
+            except UnknownPlan:  # the plan went with what was deleted since: nothing to share
+                return None
             tools = offered_tools(self.config.llm, call.round, True) if call.tools_offered else ()
-            self._previous[session_id] = PreviousRequest(tuple(self.workbench.plans.get(call.plan_id).messages()),
-                                                         tuple(tools))
+            self._previous[session_id] = PreviousRequest(tuple(plan.messages()), tuple(tools))
         return self._previous[session_id]
 
     def _reply_cap(self, prompt_tokens: int) -> int:

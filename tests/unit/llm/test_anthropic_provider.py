@@ -59,3 +59,17 @@ def test_a_call_is_priced_with_its_cache_reads_and_writes_at_their_share_of_the_
     assert check.cache_text == "cache read 800 · cache write 200"
     plain = check_usage("p", 1000, 1010, "m", 0.05, completion=5, price=price)
     assert plain.cost_usd == pytest.approx((1010 * 3.0 + 5 * 15.0) / 1_000_000) and plain.cache_text == ""
+
+
+def test_a_recorded_call_whose_plan_is_gone_leaves_no_previous_request(tmp_path):
+    from ctxbench.config import Config
+    from ctxbench.llm.loop import TurnRunner
+    from ctxbench.service.workbench import Workbench
+
+    with Workbench(tmp_path / "w.db", Config()) as wb:
+        sid = wb.new_session("t", None)
+        runner = TurnRunner(wb, AnthropicChatClient(LLMConfig(provider="anthropic", model="m"), None))
+        assert runner._previous_request(sid) is None  # no call yet
+        wb.traces.record_call(plan_id="plan_gone", session_id=sid, group_id=1, round=0, provider="anthropic",
+                              model="m", status="ok")
+        assert runner._previous_request(sid) is None
