@@ -2,7 +2,8 @@
 
 The reply streams to stdout; tool calls, retries and the usage badge go to stderr. Everything is
 stored (the user's message first, the plans, tool calls and results, usage, state). ``--json``
-prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens}}``
+prints ``{session_id, plan_id, reply, usage: {estimated_prompt_tokens, reported_prompt_tokens,
+cache_read_input_tokens, cache_creation_input_tokens, ...}}``
 once the turn is done. When the endpoint fails the command exits 1 with a one-line reason; a budget too small
 for what every call must send (system prompt, tool definitions, the message, sticky pins) is refused before
 anything is sent (exit 2), never sent over budget. A turn
@@ -193,6 +194,8 @@ def command(message: str, session_id: str | None, repo: Path | None, base_url: s
             "usage": {
                 "estimated_prompt_tokens": usage.estimated if usage else None,
                 "reported_prompt_tokens": usage.reported if usage else None,
+                "cache_read_input_tokens": usage.cache_read if usage else None,
+                "cache_creation_input_tokens": usage.cache_write if usage else None,
                 "mismatch": usage.mismatch if usage else False,
                 "reply_tokens": sum(c.completion or 0 for c in checks) if checks else None,
                 "cost_usd": round(cost, 6) if cost is not None else None,

@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 from ctxbench.config.constraints import PositiveFloat, PositiveInt, Tokens
+from ctxbench.validation import Range
 
 
 @dataclass(frozen=True)
@@ -67,13 +69,20 @@ DEFAULT_PRICES = (
 @dataclass(frozen=True)
 class LLMConfig:
     provider: str = "offline"
-    """offline | openai (any OpenAI-compatible endpoint)"""
+    """offline | openai (any OpenAI-compatible Chat Completions endpoint) | anthropic (Anthropic's Messages API,
+    streamed, with ``cache_control`` breakpoints and the cache reads and writes it reports)"""
     base_url: str = ""
-    """the endpoint's base URL (an OpenAI-compatible ``/v1``)"""
+    """the endpoint's base URL (openai: an OpenAI-compatible ``/v1``; anthropic: the API's root, e.g.
+    ``https://api.anthropic.com``; empty: the provider's own)"""
     model: str = "offline"
     """the model named in each call"""
     api_key_env: str = "OPENAI_API_KEY"
-    """the environment variable holding the API key (the key itself is never in the config)"""
+    """the environment variable holding the API key (the key itself is never in the config); with the anthropic
+    provider this default means ``ANTHROPIC_API_KEY``"""
+    cache_breakpoints: Annotated[int, Range(ge=0, le=4)] = 4
+    """anthropic: ``cache_control`` breakpoints placed per request, at most 4 (Anthropic's limit): the end of the
+    prompt, the last message shared with the previous request, the end of the stable context, the end of the
+    system prompt, in that order of preference; 0 sends none (no prompt caching)"""
     context_limit: Tokens = 128000
     """the model's context window in tokens"""
     timeout_s: PositiveFloat = 60.0

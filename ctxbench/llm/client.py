@@ -29,9 +29,13 @@ CANCEL_POLL_S = 0.05  # how often a blocked read checks the cancel token
 class Usage:
     """Token usage as the provider reported it (None when it reported nothing)."""
 
-    prompt_tokens: int | None = None
+    prompt_tokens: int | None = None  # the whole prompt, cache reads and writes included
     completion_tokens: int | None = None
     total_tokens: int | None = None
+    # of the prompt, the tokens the provider read from its prompt cache (Anthropic ``cache_read_input_tokens``,
+    # OpenAI ``prompt_tokens_details.cached_tokens``) and wrote to it (Anthropic ``cache_creation_input_tokens``)
+    cache_read_tokens: int | None = None
+    cache_write_tokens: int | None = None
 
 
 @dataclass(frozen=True)
@@ -51,6 +55,9 @@ class ChatRequest:
     tools: tuple[dict[str, Any], ...] = ()
     plan: Any = None  # the ContextPlan (the offline model describes it); never sent over the wire
     max_tokens: int | None = None  # the reply-token cap sent as ``max_tokens`` (None: the endpoint's default)
+    # the session's previous request that got a reply (an ``anthropic_wire.PreviousRequest``): where this one's
+    # prompt-cache breakpoints go; never sent over the wire
+    previous: Any = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +167,7 @@ class _Assembly:
     finish_reason: str = ""
     usage: Usage = field(default_factory=Usage)
     model: str = ""
+    reported: dict[str, int] = field(default_factory=dict)  # usage counts as the provider named them, so far
 
     @property
     def text(self) -> str:
@@ -258,9 +266,17 @@ class OpenAIChatClient:
     def _redact(self, text: str) -> str:
         return text.replace(self._secret, "***") if self._secret else text
 
+    @property
+    def _where(self) -> str:
+        return self.config.base_url or "the OpenAI API"
+
+    def _create(self, payload: dict[str, Any]) -> Any:
+        """Open the streamed call (the SDK's request)."""
+        return self._sdk.chat.completions.create(**payload)
+
     def _classify(self, exc: BaseException, partial: str) -> LLMError:
-        o = self._openai
-        where = self.config.base_url or "the OpenAI API"
+        o = self._openai  # the SDK module whose exception classes the client raises
+        where = self._where
         if isinstance(exc, LLMError):
             return exc
         if isinstance(exc, o.APITimeoutError):
@@ -393,7 +409,7 @@ class OpenAIChatClient:
         """Send the request and read up to the first token (or the end): everything a retry may redo."""
         if cancel.cancelled:
             raise LLMCancelled()
-        pump = _Pump(lambda: self._sdk.chat.completions.create(**payload))
+        pump = _Pump(lambda: self._create(payload))
         assembly = _Assembly()
         events: list[StreamEvent] = []
         try:
@@ -417,7 +433,9 @@ class OpenAIChatClient:
             assembly.model = chunk.model
         usage = getattr(chunk, "usage", None)
         if usage is not None:
-            assembly.usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens)
+            details = getattr(usage, "prompt_tokens_details", None)
+            assembly.usage = Usage(usage.prompt_tokens, usage.completion_tokens, usage.total_tokens,
+                                   cache_read_tokens=getattr(details, "cached_tokens", None))
         for choice in chunk.choices or ():
             delta = choice.delta
             if delta is not None:

@@ -23,11 +23,12 @@ cancel (the token, or the consumer closing the generator) stores it the same way
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator
 
 from ctxbench.config import Config
 from ctxbench.llm import reflection
+from ctxbench.llm.anthropic_wire import PreviousRequest
 from ctxbench.llm.client import (
     CancelToken,
     ChatClient,
@@ -40,7 +41,7 @@ from ctxbench.llm.client import (
     TextDelta,
     ToolCallStarted,
 )
-from ctxbench.records.errors import StoreError
+from ctxbench.records.errors import StoreError, UnknownPlan
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
     AssistantStored,
@@ -136,6 +137,8 @@ class TurnRunner:
     config: Config | None = None
     code: CodeContext | None = None
     offer_tools: bool = True
+    # per session, the last request that got a reply (for a client that places prompt-cache breakpoints)
+    _previous: dict[str, PreviousRequest] = field(default_factory=dict, init=False, repr=False)
 
     def __post_init__(self) -> None:
         if self.config is None:
@@ -266,9 +269,11 @@ class TurnRunner:
             # Action
             yield CallStarted(plan.plan_id, round_no, self.client.model, bool(tools))
             request = ChatRequest(messages=tuple(plan.messages()), tools=tuple(tools), plan=plan,
-                                  max_tokens=self._reply_cap(estimated))
+                                  max_tokens=self._reply_cap(estimated), previous=self._previous_request(session_id))
             result = _CallResult()
             yield from self._call(request, cancel, result, group_id)
+            if result.completion is not None:
+                self._previous[session_id] = PreviousRequest(request.messages, request.tools)
 
             if result.completion is None:  # failed or cancelled: keep what arrived
                 partial = None
@@ -390,8 +395,11 @@ class TurnRunner:
         yield PlanReady(plan, 0)
         yield CallStarted(plan.plan_id, 0, self.client.model, False)
         result = _CallResult()
-        yield from self._call(ChatRequest(messages=tuple(plan.messages()), plan=plan,
-                                          max_tokens=self._reply_cap(plan.used_tokens)), cancel, result)
+        request = ChatRequest(messages=tuple(plan.messages()), plan=plan, max_tokens=self._reply_cap(plan.used_tokens),
+                              previous=self._previous_request(session_id))
+        yield from self._call(request, cancel, result)
+        if result.completion is not None:
+            self._previous[session_id] = PreviousRequest(request.messages, request.tools)
         check = None
         block = None
         status, error_line = "ok", ""
@@ -422,6 +430,24 @@ class TurnRunner:
 
     # -- internals ----------------------------------------------------------------------------
 
+    def _previous_request(self, session_id: str) -> PreviousRequest | None:
+        """The session's last request that got a reply, for a client that places prompt-cache breakpoints
+        (``uses_previous_request``): this runner's, or the last one the store records (its plan's messages and the
+        tools that round offered)."""
+        if not getattr(self.client, "uses_previous_request", False):
+            return None
+        if session_id not in self._previous:
+            call = self.traces.last_call(session_id)
+            if call is None:
+                return None
+            try:
+                plan = self.workbench.plans.get(call.plan_id)
+            except UnknownPlan:  # the plan went with what was deleted since: nothing to share
+                return None
+            tools = offered_tools(self.config.llm, call.round, True) if call.tools_offered else ()
+            self._previous[session_id] = PreviousRequest(tuple(plan.messages()), tuple(tools))
+        return self._previous[session_id]
+
     def _reply_cap(self, prompt_tokens: int) -> int:
         """``max_tokens`` for a call: ``llm.max_reply_tokens``, or what the context window has left after the
         prompt when that is less (an endpoint refuses a request whose prompt and cap exceed its window)."""
@@ -430,12 +456,16 @@ class TurnRunner:
 
     def _record_usage(self, plan_id: str, estimated: int, completion: Any) -> UsageCheck:
         """Store the provider's prompt tokens against the plan's estimate and say whether they disagree."""
-        reported = completion.usage.prompt_tokens
-        self.workbench.plans.record_usage(plan_id, estimated, reported, completion.model)
+        usage = completion.usage
+        reported = usage.prompt_tokens
+        self.workbench.plans.record_usage(plan_id, estimated, reported, completion.model,
+                                          completion=usage.completion_tokens, cache_read=usage.cache_read_tokens,
+                                          cache_write=usage.cache_write_tokens)
         llm = self.config.llm
         return reflection.check_usage(plan_id, estimated, reported, completion.model, llm.usage_mismatch_ratio,
-                                      completion=completion.usage.completion_tokens,
-                                      price=llm.price_of(self.client.model, completion.model))
+                                      completion=usage.completion_tokens,
+                                      price=llm.price_for_model(self.client.model, completion.model),
+                                      cache_read=usage.cache_read_tokens, cache_write=usage.cache_write_tokens)
 
     def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
               group_id: int | None = None) -> Iterator[TurnEvent]:

@@ -17,7 +17,8 @@ from ctxbench.config import LLMConfig
 from ctxbench.llm.client import ChatClient
 from ctxbench.records.errors import ProviderError
 
-PROVIDERS = ("offline", "openai")
+PROVIDERS = ("offline", "openai", "anthropic")
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"  # the anthropic provider's key variable where the config names the default
 
 # environment variable -> LLMConfig field
 ENV_OVERRIDES: tuple[tuple[str, str], ...] = (
@@ -70,10 +71,16 @@ def resolve_llm_config(
         resolved = dataclasses.replace(resolved, provider="openai")
     if resolved.provider not in PROVIDERS:
         raise ProviderError(f"unknown LLM provider {resolved.provider!r}; known: {', '.join(PROVIDERS)}")
-    if resolved.provider == "openai" and resolved.base_url:
+    if resolved.provider in ("openai", "anthropic") and resolved.base_url:
         _check_base_url(resolved.base_url)
     if resolved.provider == "openai" and resolved.model in ("", "offline"):
         raise ProviderError("an OpenAI-compatible endpoint needs a model name (--model NAME or [llm] model)")
+    if resolved.provider == "anthropic":
+        if resolved.model in ("", "offline"):
+            raise ProviderError("the anthropic provider needs a model name (--model NAME or [llm] model, "
+                                "e.g. claude-sonnet-4-5)")
+        if resolved.api_key_env == LLMConfig.api_key_env:  # the default names OpenAI's variable
+            resolved = dataclasses.replace(resolved, api_key_env=ANTHROPIC_KEY_ENV)
     return resolved
 
 
@@ -101,7 +108,7 @@ def _env_value(var: str, name: str, raw: str, config: LLMConfig) -> object:
 
 
 def make_client(config: LLMConfig) -> ChatClient:
-    """The client for ``config``: the offline model or an OpenAI-compatible endpoint."""
+    """The client for ``config``: the offline model, an OpenAI-compatible endpoint or Anthropic's Messages API."""
     if config.provider == "offline":
         from ctxbench.llm.offline import OfflineClient
 
@@ -110,6 +117,10 @@ def make_client(config: LLMConfig) -> ChatClient:
         from ctxbench.llm.client import OpenAIChatClient
 
         return OpenAIChatClient(config, os.environ.get(config.api_key_env) or None)
+    if config.provider == "anthropic":
+        from ctxbench.llm.anthropic_client import AnthropicChatClient
+
+        return AnthropicChatClient(config, os.environ.get(config.api_key_env) or None)
     raise ProviderError(f"unknown LLM provider {config.provider!r}; known: {', '.join(PROVIDERS)}")
 
 
@@ -117,5 +128,5 @@ def describe(config: LLMConfig) -> str:
     """One line naming the endpoint, for status bars and errors; never includes the key."""
     if config.provider == "offline":
         return "offline model (no network)"
-    where = config.base_url or "api.openai.com"
+    where = config.base_url or ("api.anthropic.com" if config.provider == "anthropic" else "api.openai.com")
     return f"{config.model} at {where} (key from ${config.api_key_env})"

@@ -38,16 +38,22 @@ _SHORT_NAME_MIN = 3  # a bare name shorter than this is never matched on its own
 
 
 def check_usage(plan_id: str, estimated: int, reported: int | None, model: str, threshold: float, *,
-                completion: int | None = None, price: Any = None) -> UsageCheck:
+                completion: int | None = None, price: Any = None, cache_read: int | None = None,
+                cache_write: int | None = None) -> UsageCheck:
     """Compare the estimate with the provider's report; ``mismatch`` when they differ by more than ``threshold``.
-    With the model's ``price`` (a ``config.ModelPrice``) and reported prompt and reply tokens, the call's cost."""
+    With the model's ``price`` (a ``config.ModelPrice``) and reported prompt and reply tokens, the call's cost: the
+    prompt's ``cache_read`` tokens at the cache-read price, its ``cache_write`` tokens at the cache-write price
+    (both shares of the input price), the rest at the input price."""
     cost = None
     if price is not None and reported is not None and completion is not None:
-        cost = (reported * price.input_per_mtok + completion * price.output_per_mtok) / 1_000_000
+        read, written = cache_read or 0, cache_write or 0
+        cost = ((reported - read - written) * price.input_per_mtok + written * price.cache_write_per_mtok
+                + read * price.cache_read_per_mtok + completion * price.output_per_mtok) / 1_000_000
     if reported is None or reported <= 0:
-        return UsageCheck(plan_id, estimated, reported, model, None, False, completion, cost)
+        return UsageCheck(plan_id, estimated, reported, model, None, False, completion, cost, cache_read, cache_write)
     ratio = (reported - estimated) / reported
-    return UsageCheck(plan_id, estimated, reported, model, ratio, abs(ratio) > threshold, completion, cost)
+    return UsageCheck(plan_id, estimated, reported, model, ratio, abs(ratio) > threshold, completion, cost,
+                      cache_read, cache_write)
 
 
 @dataclass(frozen=True)

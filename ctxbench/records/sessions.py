@@ -99,6 +99,9 @@ class UsageReport:
     reported: int | None  # prompt tokens the provider reported; None when it did not say
     model: str
     created_at: str
+    completion: int | None = None  # reply tokens the provider reported
+    cache_read: int | None = None  # of the prompt, read from the provider's cache (as it reported; None: not said)
+    cache_write: int | None = None  # of the prompt, written to the provider's cache (as it reported)
 
 
 @dataclass(frozen=True)

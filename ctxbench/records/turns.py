@@ -140,6 +140,17 @@ class UsageCheck:
     # what the call cost in US dollars, from the reported tokens and the model's price (``[[llm.prices]]``);
     # None when the model has no price there or the provider reported no usage: never a guess
     cost_usd: float | None = None
+    # of the reported prompt, the tokens the provider said it read from its prompt cache and wrote to it (Anthropic
+    # ``cache_read_input_tokens`` / ``cache_creation_input_tokens``); None when it did not say
+    cache_read: int | None = None
+    cache_write: int | None = None
+
+    @property
+    def cache_text(self) -> str:
+        """``cache read 800 · cache write 200`` as reported ("" when the provider reported neither)."""
+        parts = [f"cache {what} {value:,}" for what, value in (("read", self.cache_read), ("write", self.cache_write))
+                 if value is not None]
+        return " · ".join(parts)
 
     @property
     def badge(self) -> str:

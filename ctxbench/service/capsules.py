@@ -163,7 +163,10 @@ class _ModelWriter:
         if completion is None or not completion.content.strip():
             raise ProviderError(f"the model's reply for {draft.subject} ended without a capsule")
         reported = completion.usage.prompt_tokens
-        wb.plans.record_usage(plan.plan_id, plan.used_tokens, reported, completion.model)
+        wb.plans.record_usage(plan.plan_id, plan.used_tokens, reported, completion.model,
+                              completion=completion.usage.completion_tokens,
+                              cache_read=completion.usage.cache_read_tokens,
+                              cache_write=completion.usage.cache_write_tokens)
         wb.traces.record_call(plan_id=plan.plan_id, session_id=self.session_id, group_id=0, round=0,
                               provider=self.chat.provider, model=completion.model, status="ok",
                               finish_reason=completion.finish_reason)

@@ -54,7 +54,10 @@ def model_summariser(wb: Workbench, config: Config, session_id: str, *, cancel: 
         if completion is None:
             raise ProviderError("the model's reply ended without a summary")
         reported = completion.usage.prompt_tokens
-        wb.plans.record_usage(plan.plan_id, plan.used_tokens, reported, completion.model)
+        wb.plans.record_usage(plan.plan_id, plan.used_tokens, reported, completion.model,
+                              completion=completion.usage.completion_tokens,
+                              cache_read=completion.usage.cache_read_tokens,
+                              cache_write=completion.usage.cache_write_tokens)
         wb.traces.record_call(plan_id=plan.plan_id, session_id=session_id, group_id=last_group, round=0,
                               provider=chat.provider, model=completion.model, status="ok",
                               finish_reason=completion.finish_reason)

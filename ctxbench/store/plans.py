@@ -261,19 +261,26 @@ def get_retrieval_set(conn: sqlite3.Connection, retrieval_id: str) -> RetrievalS
     return codec.loads(RetrievalSet, row["data"]) if row else None
 
 
-def record_usage(conn: sqlite3.Connection, plan_id: str, estimated: int, reported: int | None, model: str) -> UsageReport:
+def record_usage(conn: sqlite3.Connection, plan_id: str, estimated: int, reported: int | None, model: str, *,
+                 completion: int | None = None, cache_read: int | None = None,
+                 cache_write: int | None = None) -> UsageReport:
     _row(conn, plan_id)
     stamp = now_iso()
-    conn.execute(
+    cur = conn.execute(
         "INSERT INTO usage_reports (plan_id, estimated, reported, model, created_at) VALUES (?, ?, ?, ?, ?)",
         (plan_id, estimated, reported, model, stamp),
     )
-    return UsageReport(plan_id, estimated, reported, model, stamp)
+    if (completion, cache_read, cache_write) != (None, None, None):
+        conn.execute("INSERT INTO usage_billing (usage_id, completion, cache_read, cache_write) VALUES (?, ?, ?, ?)",
+                     (cur.lastrowid, completion, cache_read, cache_write))
+    return UsageReport(plan_id, estimated, reported, model, stamp, completion, cache_read, cache_write)
 
 
 def usage_reports(conn: sqlite3.Connection, plan_id: str) -> tuple[UsageReport, ...]:
-    rows = conn.execute("SELECT * FROM usage_reports WHERE plan_id = ? ORDER BY id", (plan_id,))
-    return tuple(UsageReport(r["plan_id"], int(r["estimated"]), r["reported"], r["model"], r["created_at"]) for r in rows)
+    rows = conn.execute("SELECT u.*, b.completion, b.cache_read, b.cache_write FROM usage_reports u "
+                        "LEFT JOIN usage_billing b ON b.usage_id = u.id WHERE u.plan_id = ? ORDER BY u.id", (plan_id,))
+    return tuple(UsageReport(r["plan_id"], int(r["estimated"]), r["reported"], r["model"], r["created_at"],
+                             r["completion"], r["cache_read"], r["cache_write"]) for r in rows)
 
 
 STORED_MESSAGE_CACHE = 50_000  # messages remembered as already in plan_messages before the memory is reset
@@ -338,10 +345,14 @@ class Plans:
         with self._db.transaction() as conn:
             save_retrieval_set(conn, retrieval)
 
-    def record_usage(self, plan_id: str, estimated: int, reported: int | None, model: str) -> UsageReport:
-        """Record estimated vs provider-reported prompt tokens for a stored plan."""
+    def record_usage(self, plan_id: str, estimated: int, reported: int | None, model: str, *,
+                     completion: int | None = None, cache_read: int | None = None,
+                     cache_write: int | None = None) -> UsageReport:
+        """Record estimated vs provider-reported prompt tokens for a stored plan, with the reply tokens and the
+        prompt's cache reads and writes where the provider reported them."""
         with self._db.transaction() as conn:
-            return record_usage(conn, plan_id, estimated, reported, model)
+            return record_usage(conn, plan_id, estimated, reported, model, completion=completion,
+                                cache_read=cache_read, cache_write=cache_write)
 
     def usage_reports(self, plan_id: str) -> tuple[UsageReport, ...]:
         with self._db.connection() as conn:

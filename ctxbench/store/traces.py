@@ -131,6 +131,17 @@ class Traces:
                                r["model"], r["status"], r["finish_reason"], r["error"], r["assistant_message_id"],
                                r["tools_offered"], r["created_at"]) for r in rows)
 
+    def last_call(self, session_id: str, status: str = "ok") -> ModelCall | None:
+        """The session's latest model call with ``status`` (None: it has none)."""
+        with self._db.connection() as conn:
+            r = conn.execute("SELECT * FROM model_calls WHERE session_id = ? AND status = ? ORDER BY id DESC LIMIT 1",
+                             (session_id, status)).fetchone()
+        if r is None:
+            return None
+        return ModelCall(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["round"], r["provider"], r["model"],
+                         r["status"], r["finish_reason"], r["error"], r["assistant_message_id"], r["tools_offered"],
+                         r["created_at"])
+
     def tool_traces(self, *, plan_id: str | None = None, session_id: str | None = None) -> tuple[ToolTrace, ...]:
         sql, params = _where(plan_id=plan_id, session_id=session_id)
         with self._db.connection() as conn:

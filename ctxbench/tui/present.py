@@ -175,8 +175,8 @@ def state_line_parts(line: str) -> tuple[str, str]:
 # -- usage reports ---------------------------------------------------------------------------------
 
 def usage_text(checks) -> tuple[str, bool]:
-    """The line under a reply: estimated vs reported prompt tokens of the turn's calls, and whether
-    any call differed by more than the threshold (the badge)."""
+    """The line under a reply: estimated vs reported prompt tokens of the turn's last call (with the cache reads and
+    writes it reported), and whether any call differed by more than the threshold (the badge)."""
     checks = tuple(checks)
     if not checks:
         return "", False
@@ -186,11 +186,12 @@ def usage_text(checks) -> tuple[str, bool]:
     calls = f" · {len(checks)} calls" if len(checks) > 1 else ""
     calls += f" · {cost_text(cost)}" if cost is not None else ""  # only where the model's price is known
     model = f" · {last.model}" if last.model else ""
+    cache = f" · {last.cache_text}" if last.cache_text else ""  # as the provider reported them
     if bad is not None:
-        return f"⚠ {bad.badge} — estimate off by more than the threshold{calls}{model}", True
+        return f"⚠ {bad.badge} — estimate off by more than the threshold{cache}{calls}{model}", True
     if last.reported is None:
         return f"est {tok(last.estimated)} prompt tok · no usage reported{calls}{model}", False
-    return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{calls}{model}", False
+    return f"est {tok(last.estimated)} · reported {tok(last.reported)} prompt tok{cache}{calls}{model}", False
 
 
 def over_budget_notice(plan) -> str:
@@ -203,7 +204,7 @@ def model_label(llm) -> str:
     """Short name of the model for the status line: ``offline model`` or ``NAME @ host:port``."""
     if llm is None or llm.provider == "offline":
         return "offline model"
-    where = llm.base_url or "api.openai.com"
+    where = llm.base_url or ("api.anthropic.com" if llm.provider == "anthropic" else "api.openai.com")
     for prefix in ("http://", "https://"):
         where = where.removeprefix(prefix)
     where = where.split("/", 1)[0]
