@@ -1,0 +1,72 @@
+"""An image in a proxied request is an item of kind ``image``, counted as its provider bills it (Anthropic by its
+pixels, OpenAI by 512-px tiles and its ``detail``, Gemini by 768-px tiles), from the size in the image's own
+header, never as text; its label says the size and the rule, an image of unknown size is marked as an estimate,
+and every byte of the request still belongs to exactly one item. Through a real proxy on loopback to a scripted
+upstream, for each wire format."""
+from __future__ import annotations
+
+from image_bytes import b64, data_url, gif, jpeg, png, webp_lossy
+from test_proxy import proxied
+from test_proxy_anatomy import only_plan, post
+
+from ctxbench.service.proxy.images import anthropic_count, gemini_count, image_count, openai_count
+
+QUESTION = "what is different between these pictures?"
+GEMINI_PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
+
+
+def image_bodies() -> list[tuple[str, str, dict, list]]:
+    """(provider, path, body, the counts of its images in order) for each wire format."""
+    return [
+        ("anthropic", "/v1/messages", {"model": "claude-scripted", "max_tokens": 100, "messages": [
+            {"role": "user", "content": [
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(png(3000, 2000))}},
+                {"type": "image", "source": {"type": "url", "url": "https://example.com/ant.jpg"}},
+                {"type": "text", "text": QUESTION}]}]},
+         [anthropic_count(3000, 2000), image_count("anthropic", None)]),
+        ("openai", "/v1/chat/completions", {"model": "gpt-4o", "messages": [
+            {"role": "user", "content": [
+                {"type": "text", "text": QUESTION},
+                {"type": "image_url", "image_url": {"url": data_url(jpeg(2048, 4096), "image/jpeg"), "detail": "high"}},
+                {"type": "image_url", "image_url": {"url": data_url(gif(640, 480), "image/gif"), "detail": "low"}}]}]},
+         [openai_count(2048, 4096, "high"), openai_count(640, 480, "low")]),
+        ("responses", "/v1/responses", {"model": "gpt-5-codex", "input": [
+            {"type": "message", "role": "user", "content": [
+                {"type": "input_text", "text": QUESTION},
+                {"type": "input_image", "image_url": data_url(webp_lossy(1024, 1024), "image/webp"), "detail": "auto"},
+                {"type": "input_image", "file_id": "file-abc123"}]}]},
+         [openai_count(1024, 1024, "auto"), image_count("responses", None)]),
+        ("gemini", GEMINI_PATH, {"contents": [
+            {"role": "user", "parts": [
+                {"text": QUESTION}, {"inlineData": {"mimeType": "image/png", "data": b64(png(1000, 500))}},
+                {"fileData": {"mimeType": "image/jpeg", "fileUri": "https://example.com/v1beta/files/abc"}}]}]},
+         [gemini_count(1000, 500), image_count("gemini", None)]),
+    ]
+
+
+def test_each_image_is_an_item_counted_by_its_providers_rule(tmp_path):
+    for n, (provider, path, body, counts) in enumerate(image_bodies(), start=1):
+        with proxied(tmp_path / provider) as (up, wb, proxy):
+            raw = post(proxy, path, body)
+            session, plan = only_plan(wb)
+            images = [i for i in plan.items if i.kind == "image"]
+            assert [i.tokens for i in images] == [c.tokens for c in counts], provider
+            assert [i.label for i in images] == [c.label() for c in counts], provider
+            assert all(i.section == "files" and i.included for i in images)
+            assert sum(i.bytes for i in plan.items) == len(raw), provider
+            assert wb.sessions.info(session).title == f"proxy: {QUESTION}"
+            turn = next(i for i in plan.items if i.id == "group:1")
+            assert plan.used_tokens == sum(i.tokens for i in plan.included)
+            assert turn.tokens < 100  # the question and the message's own tokens, no base64 counted as text
+
+
+def test_an_images_label_says_its_size_and_the_rule_or_that_its_size_is_an_estimate(tmp_path):
+    (_p, _path, body, counts) = image_bodies()[0]
+    with proxied(tmp_path) as (up, wb, proxy):
+        post(proxy, "/v1/messages", body)
+        _session, plan = only_plan(wb)
+        known, unknown = [i for i in plan.items if i.kind == "image"]
+        assert known.label == "image 3000×2000 → 1341×894: 1,599 tok (Anthropic: w×h/750 after scaling to ≤1568 px, " \
+                              "≤1,600 tok)"
+        assert unknown.label.startswith("image size unknown, counted as 1024×1024 (an estimate): 1,399 tok")
+        assert counts[1].estimated and not counts[0].estimated
