@@ -16,7 +16,7 @@ from typing import Sequence
 
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.proxy import ProxyExchange
-from ctxbench.records.proxy_cost import Calibration
+from ctxbench.records.proxy_cost import Calibration, PlanCounts
 from ctxbench.service.proxy.wire import WireError, cache_blocks, parse_request
 from ctxbench.service.workbench import Workbench
 
@@ -65,6 +65,26 @@ def calibrated(tokens: Sequence[tuple[str, int]], ratio: float) -> dict[str, int
 def calibrated_items(plan: ContextPlan, calibration: Calibration) -> dict[str, int]:
     """The calibrated tokens of each item the plan includes."""
     return calibrated([(i.id, i.tokens) for i in plan.included], calibration.ratio)
+
+
+def plan_counts(wb: Workbench, plan: ContextPlan, model: str, *, before: int | None = None) -> PlanCounts:
+    """``plan``'s counts as the meter and the overlay show them: each item calibrated for ``model`` from what the
+    provider reported before exchange ``before`` (None: every answered exchange), the
+    sections the included items' sums; the plan's own counts where there is no calibration yet."""
+    calibration = calibration_for(wb, model, before=before)
+    if calibration is None:
+        items = {i.id: i.tokens for i in plan.items}
+        sections = dict(plan.sections)
+        used = plan.used_tokens
+    else:
+        items = {i.id: round(i.tokens * calibration.ratio) for i in plan.excluded}
+        items.update(calibrated_items(plan, calibration))
+        sections = {name: 0 for name, _t in plan.sections}
+        for item in plan.included:
+            sections[item.section] = sections.get(item.section, 0) + items[item.id]
+        used = sum(items[i.id] for i in plan.included)
+    return PlanCounts(plan.tokenizer, model, plan.used_tokens, used, tuple(items.items()), tuple(sections.items()),
+                      calibration)
 
 
 def calibration_line(wb: Workbench, exchange: ProxyExchange, plan: ContextPlan) -> str:
