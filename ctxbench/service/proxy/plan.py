@@ -261,7 +261,8 @@ class _Builder:
             name = call.tool_name if call is not None else "tool"
             args = _short(call.text, 40) if call is not None else ""
             size = f" → {len(result.text):,} chars" if result is not None else " (no result yet)"
-            item.label = f"{name}({args}){size}"
+            images = f" + {result.label}" if result is not None and result.label else ""  # images in the result
+            item.label = f"{name}({args}){size}{images}"
 
 
 def _tier_of(builder: _Builder, truncation: TruncationConfig) -> dict[str, str]:

@@ -146,6 +146,16 @@ class _Reader:
         detail = value.get("detail") if isinstance(value, dict) else block.get("detail")
         return self.image_part(data_url_base64(url) if isinstance(url, str) else None, detail, location)
 
+    def result_images(self, content: Any) -> tuple[int, str]:
+        """The tokens and labels of the images among a tool result's blocks (Claude Code's Read of a screenshot,
+        Codex's view_image): counted as the provider bills them, they are part of the tool's atom."""
+        images = [self.image_part(b.get("source", {}).get("data") if b.get("source", {}).get("type") == "base64"
+                                  else None, "", ())
+                  if b.get("type") == "image" else self.openai_image(b, ())
+                  for b in content if isinstance(b, dict) and b.get("type") in ("image", "input_image")] \
+            if isinstance(content, list) else []
+        return sum(p.tokens for p in images), "; ".join(p.label for p in images)
+
     def other_part(self, block: Any, location: tuple[Any, ...]) -> WirePart:
         text = block.get("thinking") or block.get("text") or "" if isinstance(block, dict) else ""
         text = str(text) or json.dumps(block, ensure_ascii=False)
@@ -216,9 +226,10 @@ class _Reader:
                 elif kind == "tool_result":
                     inner = block.get("content", "")
                     text = _text_of(inner)
-                    parts.append(WirePart("tool_result", text, self.tok.count(text), where,
+                    image_tokens, images = self.result_images(inner)
+                    parts.append(WirePart("tool_result", text, self.tok.count(text) + image_tokens, where,
                                           tool_call_id=str(block.get("tool_use_id", "")),
-                                          replaceable=_only_text(inner)))
+                                          replaceable=_only_text(inner), label=images))
                 elif kind == "image":
                     source = block.get("source") if isinstance(block.get("source"), dict) else {}
                     parts.append(self.image_part(source.get("data") if source.get("type") == "base64" else None,
@@ -279,10 +290,15 @@ class _Reader:
         elif kind in RESPONSES_OUTPUTS:
             role = "tool"
             output = item.get("output", "")
-            text = output if isinstance(output, str) else _text_of(output) or json.dumps(output, ensure_ascii=False)
-            parts.append(WirePart("tool_result", text, self.tok.count(text), (*loc, "output"),
+            image_tokens, images = self.result_images(output)
+            texts = [str(b.get("text", "")) for b in output if isinstance(b, dict) and b.get("type") in (
+                "text", "input_text", "output_text")] if isinstance(output, list) else []
+            text = output if isinstance(output, str) else "\n".join(texts) if texts else (
+                "" if images else json.dumps(output, ensure_ascii=False))
+            parts.append(WirePart("tool_result", text, self.tok.count(text) + image_tokens, (*loc, "output"),
                                   tool_call_id=str(item.get("call_id") or item.get("id") or ""),
-                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str)))
+                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str),
+                                  label=images))
         elif kind == "reasoning":
             role = "assistant"
             summary = "\n".join(str(s.get("text", "")) for s in item.get("summary") or () if isinstance(s, dict))

@@ -70,3 +70,30 @@ def test_an_images_label_says_its_size_and_the_rule_or_that_its_size_is_an_estim
                               "≤1,600 tok)"
         assert unknown.label.startswith("image size unknown, counted as 1024×1024 (an estimate): 1,399 tok")
         assert counts[1].estimated and not counts[0].estimated
+
+
+def test_an_image_a_tool_returns_is_counted_in_its_tool_atom_by_the_providers_rule(tmp_path):
+    """Claude Code's Read of a screenshot answers with an image block inside the tool_result; Codex's view_image
+    with an input_image in the function_call_output: the atom's tokens hold the image as the provider bills it."""
+    shot = anthropic_count(1280, 800)
+    claude = {"model": "claude-scripted", "max_tokens": 100, "messages": [
+        {"role": "user", "content": "what does the screenshot show?"},
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1", "name": "Read",
+                                           "input": {"file_path": "/home/u/shot.png"}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "toolu_1", "content": [
+            {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": b64(png(1280, 800))}}]}]}]}
+    view = openai_count(1600, 900, "auto")
+    codex = {"model": "gpt-5-codex", "input": [
+        {"type": "message", "role": "user", "content": [{"type": "input_text", "text": "look at the chart"}]},
+        {"type": "function_call", "name": "view_image", "call_id": "call_1", "arguments": '{"path": "chart.png"}'},
+        {"type": "function_call_output", "call_id": "call_1", "output": [
+            {"type": "input_image", "image_url": data_url(png(1600, 900))}]}]}
+    for provider, path, body, count, call in (("anthropic", "/v1/messages", claude, shot, "toolu_1"),
+                                              ("responses", "/v1/responses", codex, view, "call_1")):
+        with proxied(tmp_path / provider) as (up, wb, proxy):
+            raw = post(proxy, path, body)
+            _session, plan = only_plan(wb)
+            atom = next(i for i in plan.items if i.id == f"atom:1:{call}")
+            assert atom.tokens >= count.tokens and atom.tokens < count.tokens + 60, provider
+            assert count.label() in atom.label, provider
+            assert sum(i.bytes for i in plan.items) == len(raw), provider
