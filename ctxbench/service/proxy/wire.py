@@ -859,6 +859,12 @@ def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
     return tuple(out)
 
 
+def fixed_tokens(request: WireRequest) -> int:
+    """The request's tokens counted by the provider's own rule rather than the tokenizer: its images (the items of
+    kind ``image``; one inside a tool's result is counted with the tool). Calibration leaves them as they are."""
+    return sum(p.tokens for m in request.messages for p in m.parts if p.kind == "image")
+
+
 def shared_prefix(before: tuple[tuple[str, int], ...] | None, after: tuple[tuple[str, int], ...]) -> tuple[int, int]:
     """How many of ``after``'s blocks, and tokens, repeat ``before``'s first ones unchanged."""
     blocks = tokens = 0

@@ -8,8 +8,12 @@ from __future__ import annotations
 from image_bytes import b64, data_url, gif, jpeg, png, webp_lossy
 from test_proxy import proxied
 from test_proxy_anatomy import only_plan, post
+from upstream_server import Answer
 
 from ctxbench.service.proxy.images import anthropic_count, gemini_count, image_count, openai_count
+from ctxbench.tokens import get_tokenizer
+
+TOK = get_tokenizer()
 
 QUESTION = "what is different between these pictures?"
 GEMINI_PATH = "/v1beta/models/gemini-2.5-flash:generateContent"
@@ -97,3 +101,42 @@ def test_an_image_a_tool_returns_is_counted_in_its_tool_atom_by_the_providers_ru
             assert atom.tokens >= count.tokens and atom.tokens < count.tokens + 60, provider
             assert count.label() in atom.label, provider
             assert sum(i.bytes for i in plan.items) == len(raw), provider
+
+
+def _provider_with_images(payload: dict) -> int:
+    """A provider whose tokenizer makes 1.8 tokens of every cl100k token of the request's texts, 5 a message, and
+    counts each image by its published rule (as providers do: an image's tokens are not its text's)."""
+    texts, images = [], 0
+    for m in payload["messages"]:
+        for block in m["content"] if isinstance(m["content"], list) else [{"type": "text", "text": m["content"]}]:
+            if block["type"] == "image_url":
+                images += image_count("openai", block["image_url"]["url"].partition(",")[2],
+                                      block["image_url"].get("detail", "")).tokens
+            else:
+                texts.append(block["text"])
+    return round(1.8 * sum(TOK.count(t) for t in texts)) + 5 * len(payload["messages"]) + images
+
+
+def test_calibration_scales_the_tokenizers_counts_and_leaves_an_images_count_as_its_provider_bills_it(tmp_path):
+    from test_proxy import openai_client, settled
+
+    from ctxbench.service.proxy.calibration import calibrated_items, calibration_for
+
+    photo = {"type": "image_url", "image_url": {"url": data_url(png(2048, 4096)), "detail": "high"}}
+    messages = [{"role": "system", "content": "You look at pictures carefully. " * 40},
+                {"role": "user", "content": [{"type": "text", "text": QUESTION + " " + "in detail " * 50}, photo]}]
+    with proxied(tmp_path, [Answer(prompt_of=_provider_with_images)] * 2) as (up, wb, proxy):
+        client = openai_client(proxy)
+        client.chat.completions.create(model="vision-model", messages=messages)
+        messages += [{"role": "assistant", "content": "Hello from upstream."},
+                     {"role": "user", "content": [{"type": "text", "text": "and this one? " * 30}, photo]}]
+        client.chat.completions.create(model="vision-model", messages=messages)
+        first, second = settled(wb)
+        calibration = calibration_for(wb, "vision-model", before=second.id)
+        assert abs(calibration.ratio - 1.8) < 0.1  # the tokenizer's ratio, not diluted by the images
+        plan = wb.plans.get(second.plan_id)
+        items = calibrated_items(plan, calibration)
+        images = [i for i in plan.included if i.kind == "image"]
+        assert len(images) == 2 and all(items[i.id] == i.tokens == openai_count(2048, 4096).tokens for i in images)
+        billed = wb.proxy_billing.usage(second.id).prompt
+        assert abs(sum(items.values()) - billed) <= 0.02 * billed
