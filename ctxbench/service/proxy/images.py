@@ -42,7 +42,9 @@ GEMINI_SMALL_SIDE = 384  # px: an image with both sides at most this is one 258-
 GEMINI_TILE = 768  # px
 # an image whose size cannot be read is counted as one this large (and marked as an estimate)
 UNKNOWN_SIZE = (1024, 1024)
-HEADER_BASE64_CHARS = 8192  # the base64 decoded first to find a size (a JPEG's header may lie further in)
+# how much of an image's base64 is decoded to find its size, in turn: the head, then past a JPEG's metadata segments
+# (EXIF, ICC profiles: up to 64 KB each), then all of it
+HEADER_BASE64_CHARS = (8192, 262_144)
 
 PROVIDER_NAMES = {"anthropic": "Anthropic", "openai": "OpenAI", "responses": "OpenAI", "gemini": "Gemini"}
 
@@ -132,8 +134,8 @@ def _jpeg_size(data: bytes) -> tuple[int, int] | None:
 
 
 def base64_size(text: str) -> tuple[int, int] | None:
-    """The size of the image in ``text`` (base64): from its first HEADER_BASE64_CHARS, else from all of it."""
-    for chars in (text[:HEADER_BASE64_CHARS], text):
+    """The size of the image in ``text`` (base64): from its head (HEADER_BASE64_CHARS), else from all of it."""
+    for chars in (*(text[:n] for n in HEADER_BASE64_CHARS if n < len(text)), text):
         head = chars[: len(chars) - len(chars) % 4]
         try:
             size = image_size(base64.b64decode(head, validate=False))
