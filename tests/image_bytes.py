@@ -15,10 +15,10 @@ def png(width: int, height: int) -> bytes:
     return b"\x89PNG\r\n\x1a\n" + chunk + FILLER
 
 
-def jpeg(width: int, height: int) -> bytes:
+def jpeg(width: int, height: int, exif_bytes: int = 5000) -> bytes:
     """A JPEG with an APP0 and an EXIF-sized APP1 segment before its frame header (cameras put one there)."""
     app0 = b"\xff\xe0" + struct.pack(">H", 16) + b"JFIF\x00\x01\x01\x00\x00\x01\x00\x01\x00\x00"
-    exif = b"Exif\x00\x00" + bytes(5000)
+    exif = b"Exif\x00\x00" + bytes(exif_bytes)
     app1 = b"\xff\xe1" + struct.pack(">H", len(exif) + 2) + exif
     sof = b"\xff\xc2" + struct.pack(">HBHHB", 17, 8, height, width, 3) + bytes(9)
     return b"\xff\xd8" + app0 + app1 + sof + FILLER

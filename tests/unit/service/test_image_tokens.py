@@ -15,6 +15,11 @@ def test_an_images_size_is_read_from_its_header(make):
     assert base64_size(b64(make(801, 3001))) == (801, 3001)
 
 
+def test_a_jpegs_size_is_found_past_a_large_exif_block():
+    photo = jpeg(4032, 3024, exif_bytes=60_000) + bytes(500_000)  # a phone photo's metadata, then its pixels
+    assert base64_size(b64(photo)) == (4032, 3024)
+
+
 def test_bytes_that_are_no_known_image_have_no_size():
     assert image_size(b"not an image at all") is None
     assert image_size(png(10, 10)[:20]) is None  # cut inside the header
