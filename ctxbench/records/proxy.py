@@ -17,7 +17,7 @@ PROVIDERS = ("openai", "anthropic", "responses", "gemini")
 # how an exchange ended
 OUTCOMES = ("pending", "ok", "upstream_error", "upstream_down", "cut", "client_gone")
 
-PART_KINDS = ("text", "tool_call", "tool_result", "file", "other")
+PART_KINDS = ("text", "tool_call", "tool_result", "file", "image", "other")
 
 
 @dataclass(frozen=True)
@@ -28,7 +28,7 @@ class WirePart:
     location: tuple[Any, ...]  # path into the request JSON: ("messages", 3, "content", 1) …
     tool_call_id: str = ""
     tool_name: str = ""
-    label: str = ""  # a file's path, a tool's name
+    label: str = ""  # a file's path, a tool's name, an image's size and the rule it is counted by
     replaceable: bool = True  # a tool result whose content is text only (steering may cut it)
     scaffold: str = ""  # text the assistant wrote, not the user: its kind (a reminder, a memory file …)
     segment: tuple[int, int] | None = None  # a piece of the text at ``location``: its characters [start, end)
@@ -54,7 +54,7 @@ class WireMessage:
 
     @property
     def has_user_text(self) -> bool:
-        return self.role == "user" and any(p.kind in ("text", "file") and not p.scaffold for p in self.parts)
+        return self.role == "user" and any(p.kind in ("text", "file", "image") and not p.scaffold for p in self.parts)
 
     @property
     def answers_tools(self) -> bool:

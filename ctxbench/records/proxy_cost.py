@@ -126,6 +126,41 @@ class Calibration:
 
 
 @dataclass(frozen=True)
+class PlanCounts:
+    """A proxied plan's token counts as the meter and the overlay show them: calibrated to the model's own tokenizer
+    where the provider has reported usage for it (``calibration``), else the proxy's tokenizer's own, labelled so."""
+
+    tokenizer: str  # the proxy's tokenizer (the raw counts)
+    model: str
+    raw_used: int  # the plan's tokens by the tokenizer
+    used: int  # what is shown: calibrated (the items' calibrated sum), else ``raw_used``
+    items: tuple[tuple[str, int], ...]  # every item's tokens as shown, by item id
+    sections: tuple[tuple[str, int], ...]  # the included items' shown tokens by section
+    calibration: Calibration | None = None
+
+    @property
+    def calibrated(self) -> bool:
+        return self.calibration is not None
+
+    def tokens(self, item_id: str, raw: int) -> int:
+        """The tokens shown for item ``item_id`` (``raw`` when it has none of its own)."""
+        return dict(self.items).get(item_id, raw)
+
+    def mark(self) -> str:
+        """How the figures are counted, in a word or three: ``≈ calibrated ×1.80`` or ``not calibrated``."""
+        return f"≈ calibrated ×{self.calibration.ratio:.2f}" if self.calibration is not None else "not calibrated"
+
+    def label(self) -> str:
+        """``≈ calibrated ×1.80 from 3 billed exchanges (cl100k_base 6,858)``, or why the counts are plain."""
+        c = self.calibration
+        if c is None:
+            return f"{self.tokenizer} counts, not calibrated for {self.model or 'this model'}: no usage reported yet"
+        source = "count_tokens answer" if c.source == "count_tokens" else "billed exchange"
+        return (f"≈ calibrated ×{c.ratio:.2f} from {c.samples} {source}{'s' if c.samples != 1 else ''} "
+                f"({self.tokenizer} {self.raw_used:,})")
+
+
+@dataclass(frozen=True)
 class PolicyRule:
     """Steering set once for every proxied conversation (``proxy_policy``)."""
 

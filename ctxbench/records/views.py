@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from ctxbench.records.diffs import PlanDiff
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import ContextPlan, Pin
+from ctxbench.records.proxy_cost import PlanCounts
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.item_refs import ItemRef, PinRef
 
@@ -50,6 +51,8 @@ class PlanView:
     diff: PlanDiff | None = None  # against the previous turn's last stored plan (None: there is none)
     compact_warning: str = ""  # the meter's auto-compact warning ("" below the threshold)
     task: str = ""  # the task open now ("" when none), for the status line
+    # a proxied plan's counts as shown (calibrated to the model where usage is known); None: the plan's own counts
+    counts: PlanCounts | None = None
 
     def pin_for(self, item_id: str) -> Pin | None:
         ref = ItemRef.parse(item_id)

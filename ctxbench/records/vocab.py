@@ -72,7 +72,8 @@ ITEM_KINDS = (
     "scaffold",
     "tool_definitions",
     "tool_atom",  # proxied requests: a tool call with its result
-    "attached_file",  # proxied requests: a file (or image, document) the client attached
+    "attached_file",  # proxied requests: a file (or document, audio) the client attached
+    "image",  # proxied requests: an image, counted as its provider bills it (service.proxy.images)
     "summary",  # a summary of earlier turns (compaction)
     "capsule",  # a capsule of code: a module's or a process's summary (seed 002), a retrieval aid
     # proxied requests: what the assistant adds around the user's words (service.proxy.anatomy)

@@ -4,7 +4,7 @@ price it and to calibrate the proxy's token counts.
 - ``proxy_token_counts``: what an upstream's ``count_tokens`` endpoint answered for a request a client asked it
   about, beside the proxy's estimate of the same request (not an exchange: such requests are not recorded).
 - ``proxy_billing``: one row per recorded exchange: the model, the request's estimated tokens as it went
-  upstream (tiktoken, item by item), the blocks (in cache order) that carry an Anthropic ``cache_control``
+  upstream (tiktoken, item by item; ``fixed``: those of its images, counted by the provider's rule), the blocks (in cache order) that carry an Anthropic ``cache_control``
   breakpoint, and once the reply ended, the usage the provider billed split as it bills it: uncached input,
   cache writes (5-minute, 1-hour), cache reads and output.
 
@@ -49,7 +49,13 @@ CREATE TABLE proxy_token_counts (
 CREATE INDEX proxy_token_counts_by_model ON proxy_token_counts (model, n);
 """
 
-MIGRATIONS: tuple[db.Migration, ...] = (_V1,)
+# the tokens of each request counted by the provider's own rule, not by the tokenizer (images): calibration leaves them
+_V2 = """
+ALTER TABLE proxy_billing ADD COLUMN fixed INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE proxy_token_counts ADD COLUMN fixed INTEGER NOT NULL DEFAULT 0;
+"""
+
+MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2)
 
 
 def _usage(r: sqlite3.Row) -> BilledUsage | None:
@@ -65,10 +71,13 @@ class Billing:
     def __init__(self, database: db.Connections) -> None:
         self._db = database
 
-    def add(self, exchange_id: int, session_id: str, model: str, estimated: int, breakpoints: tuple[int, ...]) -> None:
+    def add(self, exchange_id: int, session_id: str, model: str, estimated: int, breakpoints: tuple[int, ...],
+            fixed: int = 0) -> None:
         with self._db.transaction() as conn:
-            conn.execute("INSERT OR REPLACE INTO proxy_billing (exchange_id, session_id, model, estimated, breakpoints) "
-                         "VALUES (?, ?, ?, ?, ?)", (exchange_id, session_id, model, estimated, json.dumps(breakpoints)))
+            conn.execute("INSERT OR REPLACE INTO proxy_billing (exchange_id, session_id, model, estimated, breakpoints, "
+                         "fixed) "
+                         "VALUES (?, ?, ?, ?, ?, ?)",
+                         (exchange_id, session_id, model, estimated, json.dumps(breakpoints), fixed))
 
     def set_usage(self, exchange_id: int, usage: BilledUsage) -> None:
         """The usage the provider billed for the exchange."""
@@ -102,26 +111,28 @@ class Billing:
             row = conn.execute("SELECT breakpoints FROM proxy_billing WHERE exchange_id = ?", (exchange_id,)).fetchone()
         return tuple(int(b) for b in json.loads(row[0])) if row else ()
 
-    def samples(self, model: str, *, before: int | None = None, limit: int = 50) -> tuple[tuple[int, int], ...]:
-        """(estimated, billed prompt) of the latest answered exchanges of ``model`` (before exchange ``before``)."""
+    def samples(self, model: str, *, before: int | None = None,
+                limit: int = 50) -> tuple[tuple[int, int, int], ...]:
+        """(estimated, billed prompt, fixed) of the latest answered exchanges of ``model`` (before exchange
+        ``before``); ``fixed``: the estimate's tokens counted by the provider's rule (images), not the tokenizer."""
         with self._db.connection() as conn:
             rows = conn.execute(
                 "SELECT estimated, input + COALESCE(cache_write, 0) + COALESCE(cache_write_1h, 0) "
-                "+ COALESCE(cache_read, 0) AS billed FROM proxy_billing WHERE model = ? AND input IS NOT NULL "
+                "+ COALESCE(cache_read, 0) AS billed, fixed FROM proxy_billing WHERE model = ? AND input IS NOT NULL "
                 "AND estimated > 0 AND exchange_id < ? AND input + COALESCE(cache_write, 0) + COALESCE(cache_write_1h, 0) "
                 "+ COALESCE(cache_read, 0) > 0 ORDER BY exchange_id DESC LIMIT ?",
                 (model, before if before is not None else 2 ** 62, limit)).fetchall()
-        return tuple((int(e), int(b)) for e, b in rows)
+        return tuple((int(e), int(b), int(f)) for e, b, f in rows)
 
-    def add_count(self, model: str, estimated: int, counted: int) -> None:
+    def add_count(self, model: str, estimated: int, counted: int, fixed: int = 0) -> None:
         with self._db.transaction() as conn:
-            conn.execute("INSERT INTO proxy_token_counts (model, estimated, counted, created_at) VALUES (?, ?, ?, ?)",
-                         (model, estimated, counted, now_iso()))
+            conn.execute("INSERT INTO proxy_token_counts (model, estimated, counted, created_at, fixed) "
+                         "VALUES (?, ?, ?, ?, ?)", (model, estimated, counted, now_iso(), fixed))
 
-    def counts(self, model: str, *, limit: int = 50) -> tuple[tuple[int, int], ...]:
-        """(estimated, counted) of the latest count_tokens answers for ``model``."""
+    def counts(self, model: str, *, limit: int = 50) -> tuple[tuple[int, int, int], ...]:
+        """(estimated, counted, fixed) of the latest count_tokens answers for ``model``."""
         with self._db.connection() as conn:
-            rows = conn.execute("SELECT estimated, counted FROM proxy_token_counts WHERE model = ? AND estimated > 0 "
-                                "AND counted > 0 "
+            rows = conn.execute("SELECT estimated, counted, fixed FROM proxy_token_counts WHERE model = ? "
+                                "AND estimated > 0 AND counted > 0 "
                                 "ORDER BY n DESC LIMIT ?", (model, limit)).fetchall()
-        return tuple((int(e), int(c)) for e, c in rows)
+        return tuple((int(e), int(c), int(f)) for e, c, f in rows)

@@ -1,16 +1,14 @@
 """How plans and messages read on screen: pure functions, no widgets, easy to test."""
 from __future__ import annotations
 
-import dataclasses
-
 from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
 from ctxbench.records.turns import cost_text, turn_cost
+# the meter's figures live in their own module; named here too, where the screens have always found them
+from ctxbench.tui.meter import (EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, figure, meter_cells,  # noqa: F401
+                                meter_state, with_budget)
 
-METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
-# sections a proxied request's plan has beyond those (shown when they hold tokens)
-EXTRA_METER_SECTIONS = ("tools", "tool_results", "files")
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
 MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy", "": "no mode"}  # "": a proxied plan no mode shaped
 BUILTIN_MODE_CYCLE = tuple(m.name for m in DEFAULT_MODES)  # the config's modes, in order, are the real cycle
@@ -29,70 +27,6 @@ def next_mode(mode: str, cycle: tuple[str, ...] = BUILTIN_MODE_CYCLE) -> str:
     if mode not in cycle:
         return cycle[0]
     return cycle[(cycle.index(mode) + 1) % len(cycle)]
-
-
-@dataclass(frozen=True)
-class MeterState:
-    """What the budget meter shows."""
-
-    sections: tuple[tuple[str, int], ...] = ()
-    budget: int = 0
-    used: int = 0
-    over_budget: bool = False
-    over_reason: str = ""
-    warning: str = ""  # the auto-compact warning ("" when the history is below the threshold)
-
-    @property
-    def free(self) -> int:
-        return max(0, self.budget - self.used)
-
-    @property
-    def overflow(self) -> int:
-        return max(0, self.used - self.budget)
-
-
-def meter_state(plan, warning: str = "") -> MeterState:
-    by_name = dict(plan.sections)
-    names = METER_SECTIONS + tuple(n for n in EXTRA_METER_SECTIONS if by_name.get(n))
-    sections = tuple((name, int(by_name.get(name, 0))) for name in names)
-    over = bool(plan.over_budget) or plan.used_tokens > plan.budget
-    return MeterState(sections, int(plan.budget), int(plan.used_tokens), over, plan.over_budget_reason or "", warning)
-
-
-def with_budget(state: MeterState, budget: int) -> MeterState:
-    """``state`` against another budget, before the plan under it is made: the same tokens used (what is known)."""
-    if state.budget <= 0:
-        return state  # no plan shown yet: nothing known to show against it
-    return dataclasses.replace(state, budget=budget, over_budget=state.used > budget,
-                               over_reason=state.over_reason if state.used > budget else "")
-
-
-def meter_cells(state: MeterState, width: int) -> list[tuple[str, int]]:
-    """Split ``width`` cells between the sections and ``free`` in proportion to their tokens.
-
-    Every part with tokens gets at least one cell and the cells add up to ``width`` exactly.
-    Over budget there is no ``free`` part, so the bar is full.
-    """
-    if width <= 0:
-        return []
-    parts = [(name, tokens) for name, tokens in state.sections if tokens > 0]
-    if state.free > 0:
-        parts.append(("free", state.free))
-    if not parts:
-        return [("free", width)]
-    parts = parts[:width]
-    scale = sum(tokens for _, tokens in parts)
-    exact = [tokens * width / scale for _, tokens in parts]
-    cells = [max(1, int(x)) for x in exact]
-    by_remainder = sorted(range(len(parts)), key=lambda i: (exact[i] - int(exact[i]), exact[i]), reverse=True)
-    i = 0
-    while sum(cells) < width:
-        cells[by_remainder[i % len(parts)]] += 1
-        i += 1
-    while sum(cells) > width:
-        widest = max(range(len(parts)), key=lambda j: cells[j])
-        cells[widest] -= 1
-    return [(name, c) for (name, _), c in zip(parts, cells) if c > 0]
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,9 @@ token — measured on what the provider itself said about earlier requests of th
   estimate of the request as it went upstream.
 
 Calibrated item counts are the estimates times the ratio, rounded so that they sum to the calibrated total
-(largest remainders). A count without a calibration says so (``tiktoken cl100k, not calibrated``).
+(largest remainders). An image's count is the provider's own rule already (:mod:`.images`): it is left out of the
+ratio on both sides (billed and estimated) and never scaled. A count without a calibration says so
+(``tiktoken cl100k, not calibrated``).
 """
 from __future__ import annotations
 
@@ -16,12 +18,13 @@ from typing import Sequence
 
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.proxy import ProxyExchange
-from ctxbench.records.proxy_cost import Calibration
-from ctxbench.service.proxy.wire import WireError, cache_blocks, parse_request
+from ctxbench.records.proxy_cost import Calibration, PlanCounts
+from ctxbench.service.proxy.wire import WireError, cache_blocks, fixed_tokens, parse_request
 from ctxbench.service.workbench import Workbench
 
 COUNT_TOKENS_PATH = "/messages/count_tokens"  # Anthropic's token counting endpoint (forwarded, not recorded)
 CALIBRATION_SAMPLES = 20  # the latest requests (or count_tokens answers) a model's ratio is measured on
+FIXED_KINDS = ("image",)  # plan items counted by the provider's own rule (service.proxy.images): never scaled
 
 
 def record_count(wb: Workbench, body: bytes, counted: int) -> None:
@@ -32,7 +35,7 @@ def record_count(wb: Workbench, body: bytes, counted: int) -> None:
         return
     estimated = sum(t for _h, t in cache_blocks(request))
     if estimated > 0 and request.model:
-        wb.proxy_billing.add_count(request.model, estimated, counted)
+        wb.proxy_billing.add_count(request.model, estimated, counted, fixed_tokens(request))
 
 
 def calibration_for(wb: Workbench, model: str, *, before: int | None = None) -> Calibration | None:
@@ -45,10 +48,11 @@ def calibration_for(wb: Workbench, model: str, *, before: int | None = None) -> 
     if not counts:
         counts = wb.proxy_billing.samples(model, before=before, limit=CALIBRATION_SAMPLES)
         source = "billed usage"
-    estimated = sum(e for e, _c in counts)
+    # the tokenizer's part of each request: its images are counted by the provider's rule on both sides
+    estimated = sum(e - f for e, _c, f in counts)
     if not counts or estimated <= 0:
         return None
-    return Calibration(model, sum(c for _e, c in counts) / estimated, len(counts), source)
+    return Calibration(model, sum(c - f for _e, c, f in counts) / estimated, len(counts), source)
 
 
 def calibrated(tokens: Sequence[tuple[str, int]], ratio: float) -> dict[str, int]:
@@ -63,8 +67,32 @@ def calibrated(tokens: Sequence[tuple[str, int]], ratio: float) -> dict[str, int
 
 
 def calibrated_items(plan: ContextPlan, calibration: Calibration) -> dict[str, int]:
-    """The calibrated tokens of each item the plan includes."""
-    return calibrated([(i.id, i.tokens) for i in plan.included], calibration.ratio)
+    """The calibrated tokens of each item the plan includes: the tokenizer's counts times the ratio, an image's
+    count (the provider's own rule) as it is."""
+    out = calibrated([(i.id, i.tokens) for i in plan.included if i.kind not in FIXED_KINDS], calibration.ratio)
+    out.update((i.id, i.tokens) for i in plan.included if i.kind in FIXED_KINDS)
+    return out
+
+
+def plan_counts(wb: Workbench, plan: ContextPlan, model: str, *, before: int | None = None) -> PlanCounts:
+    """``plan``'s counts as the meter and the overlay show them: each item calibrated for ``model`` from what the
+    provider reported before exchange ``before`` (None: every answered exchange), the
+    sections the included items' sums; the plan's own counts where there is no calibration yet."""
+    calibration = calibration_for(wb, model, before=before)
+    if calibration is None:
+        items = {i.id: i.tokens for i in plan.items}
+        sections = dict(plan.sections)
+        used = plan.used_tokens
+    else:
+        items = {i.id: i.tokens if i.kind in FIXED_KINDS else round(i.tokens * calibration.ratio)
+                 for i in plan.excluded}
+        items.update(calibrated_items(plan, calibration))
+        sections = {name: 0 for name, _t in plan.sections}
+        for item in plan.included:
+            sections[item.section] = sections.get(item.section, 0) + items[item.id]
+        used = sum(items[i.id] for i in plan.included)
+    return PlanCounts(plan.tokenizer, model, plan.used_tokens, used, tuple(items.items()), tuple(sections.items()),
+                      calibration)
 
 
 def calibration_line(wb: Workbench, exchange: ProxyExchange, plan: ContextPlan) -> str:

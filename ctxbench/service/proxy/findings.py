@@ -17,7 +17,7 @@ import math
 
 from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.proxy_cost import Finding
-from ctxbench.service.proxy.calibration import calibration_for
+from ctxbench.service.proxy.calibration import calibrated_items, calibration_for
 from ctxbench.service.proxy.steer_cost import preview_steer
 from ctxbench.service.proxy.wire import WireError, parse_request
 from ctxbench.service.workbench import Workbench
@@ -120,7 +120,8 @@ def _overflow(wb: Workbench, exchanges, plan: ContextPlan) -> tuple[str, tuple[s
     growth = (sizes[-1] - sizes[0]) / (len(sizes) - 1)
     calibration = calibration_for(wb, exchanges[-1].model, before=None)
     ratio = calibration.ratio if calibration is not None else 1.0
-    used = round(plan.used_tokens * ratio)
+    # the meter's calibrated figure (images as the provider counts them, the rest scaled)
+    used = sum(calibrated_items(plan, calibration).values()) if calibration is not None else plan.used_tokens
     left = plan.budget - used
     if growth <= 0:
         return None

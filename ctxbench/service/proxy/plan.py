@@ -5,8 +5,9 @@ their tokens and the bytes of the body they hold (every byte in exactly one item
 (``system``), each tool definition (``tools``), the assistant's scaffolding — reminder blocks, memory files,
 skills and todo lists, environment context, few-shot examples, a repository map (``scaffold``, one item per
 block of its kind, :mod:`service.proxy.anatomy`) — each turn's own words (``history``), each tool call with
-its result (``tool_results``, one atom), each attached file (``files``), and the body's model, options and
-JSON syntax (``request_options``: bytes, no tokens). With steering on, the user's controls for the conversation change the outgoing request:
+its result (``tool_results``, one atom), each attached file and each image (``files``; an image counted as its
+provider bills it, :mod:`.images`), and the body's model, options and JSON syntax (``request_options``: bytes, no
+tokens). With steering on, the user's controls for the conversation change the outgoing request:
 
 - a dropped turn leaves with everything in it; a dropped atom leaves whole (the call and its result), so the
   upstream never sees a result without its call or a call without its result; the turn in progress (the
@@ -228,6 +229,8 @@ class _Builder:
                 self._add(f"atom:{g}:{part.tool_call_id}", "tool_atom", "tool_results", "", order + j, m, part, g)
             elif part.kind == "file":
                 self._add(f"file:{m.index}:{j}", "attached_file", "files", f"file {part.label}", order + j, m, part, g)
+            elif part.kind == "image":  # droppable as a file is; counted by the provider's image rule
+                self._add(f"file:{m.index}:{j}", "image", "files", part.label, order + j, m, part, g)
             elif part.scaffold:
                 self._add(f"{part.scaffold}:{m.index}:{j}", part.scaffold, "scaffold",
                           _scaffold_label(part.scaffold, part.text), order + j, m, part, g)
@@ -266,7 +269,8 @@ class _Builder:
             name = call.tool_name if call is not None else "tool"
             args = _short(call.text, 40) if call is not None else ""
             size = f" → {len(result.text):,} chars" if result is not None else " (no result yet)"
-            item.label = f"{name}({args}){size}"
+            images = f" + {result.label}" if result is not None and result.label else ""  # images in the result
+            item.label = f"{name}({args}){size}{images}"
 
 
 def _tier_of(builder: _Builder, truncation: TruncationConfig) -> dict[str, str]:

@@ -41,6 +41,7 @@ from ctxbench.service.proxy.wire import (
     WireError,
     apply_edits,
     cache_blocks,
+    fixed_tokens,
     neutral_messages,
     parse_request,
     provider_for_path,
@@ -158,7 +159,8 @@ class ProxyService:
                 total = sum(t for _h, t in blocks)
                 self.wb.proxy_cache.add(session_id, CacheReport(exchange_id, shared, tokens, total, previous is None),
                                         blocks)
-                self.wb.proxy_billing.add(exchange_id, session_id, request.model, total, breakpoints(sent))
+                self.wb.proxy_billing.add(exchange_id, session_id, request.model, total, breakpoints(sent),
+                                          fixed_tokens(sent))
         return Exchange(exchange_id, session_id, provider, request.stream, forward, forward is not body, steered.plan,
                         "; ".join(steered.changes), new_session=created)
 

@@ -10,7 +10,7 @@ client stops sending it. :meth:`toggle_passthrough` is the switch back to pass-t
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
@@ -20,7 +20,7 @@ from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
 from ctxbench.service.proxy.plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
                                          steering_summary)
-from ctxbench.service.proxy.calibration import calibration_line
+from ctxbench.service.proxy.calibration import calibration_line, plan_counts
 from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.findings import findings
 from ctxbench.service.proxy.pricing import cost_line, request_cost, usage_line
@@ -87,6 +87,17 @@ class ProxyWatchSession(WorkbenchSession):
                          self.findings() if latest.outcome != "pending" else (),
                          cache_estimate_line(self.wb, latest.id, self.session_id, latest.provider,
                                              self.config.proxy.cache_min_tokens))
+
+    def view_of(self, plan: ContextPlan, group_id: int | None, *, draft: bool = False) -> PlanView:
+        """The plan with its counts as shown: calibrated for the latest request's model from the usage the provider
+        reported for the requests before it (the same calibration whether the plan is the request as sent or as
+        the user's controls would steer it now, and the one the watch's note compares with its bill)."""
+        view = super().view_of(plan, group_id, draft=draft)
+        latest = self.wb.proxy.latest_exchange(self.session_id)
+        if latest is None or not plan.plan_id:
+            return view
+        model = self.wb.proxy_billing.model(latest.id) or latest.model
+        return replace(view, counts=plan_counts(self.wb, plan, model, before=latest.id))
 
     def findings(self) -> tuple[Finding, ...]:
         """Waste in the conversation's latest request, each with what the steer it suggests saves and costs."""

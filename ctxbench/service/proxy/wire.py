@@ -28,6 +28,7 @@ from typing import Any, Iterable
 from ctxbench.records.messages import ToolCall
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest, WireTool
 from ctxbench.service.proxy import anatomy
+from ctxbench.service.proxy.images import data_url_base64, image_count
 from ctxbench.tokens import TOKENS_PER_MESSAGE, Tokenizer
 
 OPENAI_PATH = "/chat/completions"
@@ -99,14 +100,21 @@ def _only_text(content: Any) -> bool:
     return isinstance(content, list) and all(isinstance(b, dict) and b.get("type") == "text" for b in content)
 
 
+def _gemini_image(part: dict[str, Any]) -> bool:
+    """A Gemini part that is an image: ``inlineData`` or ``fileData`` of an ``image/`` type."""
+    data = part.get("inlineData") or part.get("fileData")
+    return isinstance(data, dict) and str(data.get("mimeType") or "").startswith("image/")
+
+
 def _file_label(text: str) -> str:
     match = _ATTACHED_FILE.match(text)
     return match.group(1) if match else ""
 
 
 class _Reader:
-    def __init__(self, tokenizer: Tokenizer) -> None:
+    def __init__(self, tokenizer: Tokenizer, provider: str = "openai") -> None:
         self.tok = tokenizer
+        self.provider = provider
 
     def text_part(self, text: str, location: tuple[Any, ...]) -> WirePart:
         label = _file_label(text)
@@ -121,6 +129,32 @@ class _Reader:
         size = len(json.dumps(block, ensure_ascii=False))
         shown = text or f"[{kind} {label}, {size:,} bytes of JSON]"
         return WirePart("file", shown, self.tok.count(shown), location, label=label, replaceable=False)
+
+    def image_part(self, data: Any, detail: Any, location: tuple[Any, ...], media_type: Any = "") -> WirePart:
+        """An image, counted as the provider bills it from its base64 ``data`` (None: a URL or a file reference,
+        whose size is not in the request: an estimate), never as text."""
+        count = image_count(self.provider, data if isinstance(data, str) else None,
+                            detail if isinstance(detail, str) else "")
+        kind = f", {media_type}" if isinstance(media_type, str) and media_type else ""
+        return WirePart("image", f"[{count.label()}{kind}]", count.tokens, location, label=count.label(),
+                        replaceable=False)
+
+    def openai_image(self, block: dict[str, Any], location: tuple[Any, ...]) -> WirePart:
+        """A Chat Completions ``image_url`` part or a Responses ``input_image``."""
+        value = block.get("image_url")
+        url = value.get("url") if isinstance(value, dict) else value
+        detail = value.get("detail") if isinstance(value, dict) else block.get("detail")
+        return self.image_part(data_url_base64(url) if isinstance(url, str) else None, detail, location)
+
+    def result_images(self, content: Any) -> tuple[int, str]:
+        """The tokens and labels of the images among a tool result's blocks (Claude Code's Read of a screenshot,
+        Codex's view_image): counted as the provider bills them, they are part of the tool's atom."""
+        images = [self.image_part(b.get("source", {}).get("data") if b.get("source", {}).get("type") == "base64"
+                                  else None, "", ())
+                  if b.get("type") == "image" else self.openai_image(b, ())
+                  for b in content if isinstance(b, dict) and b.get("type") in ("image", "input_image")] \
+            if isinstance(content, list) else []
+        return sum(p.tokens for p in images), "; ".join(p.label for p in images)
 
     def other_part(self, block: Any, location: tuple[Any, ...]) -> WirePart:
         text = block.get("thinking") or block.get("text") or "" if isinstance(block, dict) else ""
@@ -146,7 +180,9 @@ class _Reader:
                 where = (*loc, "content", j)
                 if isinstance(block, dict) and block.get("type") == "text":
                     parts.append(self.text_part(str(block.get("text", "")), where))
-                elif isinstance(block, dict) and block.get("type") in ("image_url", "input_audio", "file"):
+                elif isinstance(block, dict) and block.get("type") == "image_url":
+                    parts.append(self.openai_image(block, where))
+                elif isinstance(block, dict) and block.get("type") in ("input_audio", "file"):
                     parts.append(self.media_part(block, where))
                 else:
                     parts.append(self.other_part(block, where))
@@ -190,10 +226,15 @@ class _Reader:
                 elif kind == "tool_result":
                     inner = block.get("content", "")
                     text = _text_of(inner)
-                    parts.append(WirePart("tool_result", text, self.tok.count(text), where,
+                    image_tokens, images = self.result_images(inner)
+                    parts.append(WirePart("tool_result", text, self.tok.count(text) + image_tokens, where,
                                           tool_call_id=str(block.get("tool_use_id", "")),
-                                          replaceable=_only_text(inner)))
-                elif kind in ("image", "document"):
+                                          replaceable=_only_text(inner), label=images))
+                elif kind == "image":
+                    source = block.get("source") if isinstance(block.get("source"), dict) else {}
+                    parts.append(self.image_part(source.get("data") if source.get("type") == "base64" else None,
+                                                 "", where, source.get("media_type")))
+                elif kind == "document":
                     parts.append(self.media_part(block, where))
                 else:
                     parts.append(self.other_part(block, where))
@@ -233,7 +274,9 @@ class _Reader:
                     btype = block.get("type") if isinstance(block, dict) else None
                     if btype in ("input_text", "output_text", "text"):
                         parts.append(self.text_part(str(block.get("text", "")), where))
-                    elif btype in ("input_image", "input_file", "input_audio"):
+                    elif btype == "input_image":
+                        parts.append(self.openai_image(block, where))
+                    elif btype in ("input_file", "input_audio"):
                         parts.append(self.media_part(block, where))
                     else:
                         parts.append(self.other_part(block, where))
@@ -247,10 +290,15 @@ class _Reader:
         elif kind in RESPONSES_OUTPUTS:
             role = "tool"
             output = item.get("output", "")
-            text = output if isinstance(output, str) else _text_of(output) or json.dumps(output, ensure_ascii=False)
-            parts.append(WirePart("tool_result", text, self.tok.count(text), (*loc, "output"),
+            image_tokens, images = self.result_images(output)
+            texts = [str(b.get("text", "")) for b in output if isinstance(b, dict) and b.get("type") in (
+                "text", "input_text", "output_text")] if isinstance(output, list) else []
+            text = output if isinstance(output, str) else "\n".join(texts) if texts else (
+                "" if images else json.dumps(output, ensure_ascii=False))
+            parts.append(WirePart("tool_result", text, self.tok.count(text) + image_tokens, (*loc, "output"),
                                   tool_call_id=str(item.get("call_id") or item.get("id") or ""),
-                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str)))
+                                  tool_name=str(item.get("name") or ""), replaceable=isinstance(output, str),
+                                  label=images))
         elif kind == "reasoning":
             role = "assistant"
             summary = "\n".join(str(s.get("text", "")) for s in item.get("summary") or () if isinstance(s, dict))
@@ -314,6 +362,10 @@ class _Reader:
                     waiting.remove(call_id)
                 parts.append(WirePart("tool_result", text, self.tok.count(text), where, tool_call_id=call_id,
                                       tool_name=name, replaceable=isinstance(output, str)))
+            elif _gemini_image(part):
+                inline = part.get("inlineData") if isinstance(part.get("inlineData"), dict) else None
+                media = inline or part.get("fileData") or {}
+                parts.append(self.image_part(inline.get("data") if inline else None, "", where, media.get("mimeType")))
             elif isinstance(part.get("inlineData"), dict) or isinstance(part.get("fileData"), dict):
                 data = part.get("inlineData") or part.get("fileData") or {}
                 parts.append(self.media_part({"type": "file", "source": {"media_type": data.get("mimeType")},
@@ -376,7 +428,7 @@ def parse_request(provider: str, body: bytes, tokenizer: Tokenizer, path: str = 
         raise WireError(f"the body is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise WireError("the body is not a JSON object")
-    reader = _Reader(tokenizer)
+    reader = _Reader(tokenizer, provider)
     if provider == "responses":
         request = reader.responses(data)
     elif provider == "gemini":
@@ -651,7 +703,7 @@ def neutral_messages(message: WireMessage, tool_names: dict[str, str]) -> list[N
     maps tool call ids seen so far to their tools (filled as calls are met)."""
     out: list[NeutralMessage] = []
     role = "system" if message.role == "developer" else message.role
-    texts = [p.text for p in message.parts if p.kind in ("text", "file", "other") and not p.scaffold]
+    texts = [p.text for p in message.parts if p.kind in ("text", "file", "image", "other") and not p.scaffold]
     calls = [ToolCall(p.tool_call_id, p.tool_name, p.text) for p in message.parts if p.kind == "tool_call"]
     for call in calls:
         tool_names[call.id] = call.name
@@ -861,6 +913,12 @@ def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
             out.append((digest(["system", part.text]), part.tokens))
     out.extend((m.hash, m.tokens) for m in request.messages)
     return tuple(out)
+
+
+def fixed_tokens(request: WireRequest) -> int:
+    """The request's tokens counted by the provider's own rule rather than the tokenizer: its images (the items of
+    kind ``image``; one inside a tool's result is counted with the tool). Calibration leaves them as they are."""
+    return sum(p.tokens for m in request.messages for p in m.parts if p.kind == "image")
 
 
 def shared_prefix(before: tuple[tuple[str, int], ...] | None, after: tuple[tuple[str, int], ...]) -> tuple[int, int]:

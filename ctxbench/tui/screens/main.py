@@ -166,7 +166,7 @@ class MainScreen(Screen[None]):
 
     async def show_plan(self, view: PlanView, *, settled: bool = True) -> None:
         self.view = view
-        self.meter.state = present.meter_state(view.plan, view.compact_warning)
+        self.meter.state = present.meter_state(view.plan, view.compact_warning, view.counts)
         if settled and view.task != self.task_name:  # a task started or ended (a STATE goal opens one in a turn)
             self.task_name = view.task
             self._status_detail()

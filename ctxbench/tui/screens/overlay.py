@@ -19,6 +19,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
+from ctxbench.tui.meter import figure
 from ctxbench.tui.present import cluster_label, mode_label, tok
 from ctxbench.tui.screens.overlay_cells import pin_shown, row_cells
 from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
@@ -97,12 +98,14 @@ class ContextOverlay(ModalScreen[None]):
         if self.view is None:
             title.update("Context plan: waiting for the first plan…")
             return
-        plan = self.view.plan
+        plan, counts = self.view.plan, self.view.counts
         over = " · OVER BUDGET" if plan.over_budget else ""
+        used = figure(counts.used, counts.calibrated) if counts is not None else tok(plan.used_tokens)
+        how = f" · {counts.label()}" if counts is not None else ""
         text = Text()
         text.append("Context plan ", style="bold")
         text.append(f"{plan.plan_id} · {mode_label(plan.mode)} · {plan.strategy} · "
-                    f"{tok(plan.used_tokens)} / {tok(plan.budget)} tok{over} · "
+                    f"{used} / {tok(plan.budget)} tok{how}{over} · "
                     f"{len(plan.included)} included · {len(plan.excluded)} excluded · "
                     f"{len(self.view.suggestions)} suggested{cluster_label(plan.query_cluster)}")
         redacted = sum(i.redacted for i in plan.items)
@@ -160,7 +163,10 @@ class ContextOverlay(ModalScreen[None]):
             return
         if row.item is not None:
             i = row.item
-            bits = [i.id, f"{tok(i.tokens)} tok", *([f"{tok(i.bytes)} bytes of the request"] if i.bytes else []), i.reason]
+            tokens = f"{tok(i.tokens)} tok"
+            if row.calibrated is not None and self.view is not None and self.view.counts is not None:
+                tokens = f"≈{tok(row.calibrated)} tok calibrated ({tok(i.tokens)} {self.view.counts.tokenizer})"
+            bits = [i.id, tokens, *([f"{tok(i.bytes)} bytes of the request"] if i.bytes else []), i.reason]
             if i.detail:
                 bits.append(i.detail)
             if i.redacted:

@@ -43,7 +43,8 @@ def row_cells(row: OverlayRow, w: dict[str, int], pending: dict[str, str]) -> li
         kind = i.kind if w["kind"] >= 14 else KIND_SHORT.get(i.kind, i.kind)
         return [Text(badge, style=dim or "bold"), cell(section, dim), cell(kind, dim),
                 fit_label(i.label, w["label"], dim),
-                Text(tok(i.tokens), style=dim, justify="right"),
+                Text(tok(i.tokens) if row.calibrated is None else f"≈{tok(row.calibrated)}", style=dim,
+                     justify="right"),
                 cell(reason, dim if i.included else "dim italic"),
                 Text(f"{i.score:.3f}" if i.score else "", style=dim, justify="right")]
     s = row.suggestion

@@ -29,6 +29,7 @@ class OverlayRow:
     suggestion: Suggestion | None = None
     pin: str = ""  # the pin kind shown as a badge
     text: str = ""  # divider text
+    calibrated: int | None = None  # a proxied item's tokens calibrated to the model's tokenizer (None: not calibrated)
 
     @property
     def muted(self) -> bool:
@@ -61,12 +62,14 @@ class OverlayRow:
 def build_rows(view: PlanView) -> list[OverlayRow]:
     rows: list[OverlayRow] = []
     plan = view.plan
+    counts = view.counts if view.counts is not None and view.counts.calibrated else None
     for kind, items in (("included", plan.included), ("excluded", plan.excluded)):
         if kind == "excluded" and items:
             rows.append(OverlayRow("div:excluded", "divider", text=f"excluded ({len(items)})"))
         for item in items:
             pin = item.pin or (p.kind if (p := view.pin_for(item.id)) else "")
-            rows.append(OverlayRow(f"{kind[:3]}:{item.id}", kind, item=item, pin=pin))
+            rows.append(OverlayRow(f"{kind[:3]}:{item.id}", kind, item=item, pin=pin,
+                                   calibrated=counts.tokens(item.id, item.tokens) if counts is not None else None))
     rows.append(OverlayRow("div:suggested", "divider", text=f"suggested pins ({len(view.suggestions)})"))
     for s in view.suggestions:
         rows.append(OverlayRow(f"sug:{s.target}", "suggestion", suggestion=s))

@@ -5,7 +5,8 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from ctxbench.tui.present import EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, meter_cells, tok
+from ctxbench.tui.meter import EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, figure, meter_cells
+from ctxbench.tui.present import tok
 
 SHORT = {"system": "sys", "pins": "pins", "history": "hist", "retrieval": "retr", "scaffold": "scaf", "free": "free",
          "tools": "tools", "tool_results": "results", "files": "files"}
@@ -29,8 +30,9 @@ class BudgetMeter(Widget):
         self.tooltip = self._describe(state)
 
     def _describe(self, state: MeterState) -> str:
-        lines = [f"{name}: {tok(tokens)} tok" for name, tokens in state.sections]
-        lines.append(f"free: {tok(state.free)} tok")
+        lines = [state.counts] if state.counts else []
+        lines += [f"{name}: {figure(tokens, state.calibrated)} tok" for name, tokens in state.sections]
+        lines.append(f"free: {figure(state.free, state.calibrated)} tok")
         if state.warning:
             lines.append(state.warning)
         return "\n".join(lines)
@@ -43,10 +45,11 @@ class BudgetMeter(Widget):
         width = max(10, self.size.width)
         if state.budget <= 0:
             return Text("budget meter: waiting for the first plan…", style=self._style("label"))
+        used = figure(state.used, state.calibrated)
         if state.over_budget:
-            label = f" {tok(state.used)} / {tok(state.budget)} tok OVER "
+            label = f" {used} / {tok(state.budget)} tok OVER "
         else:
-            label = f" {tok(state.used)} / {tok(state.budget)} tok"
+            label = f" {used} / {tok(state.budget)} tok"
         if self.pending:
             label += " …"
         bar_width = max(4, width - len(label))
@@ -69,10 +72,12 @@ class BudgetMeter(Widget):
         entries = [*state.sections, ("free", state.free)]
         for names in (None, SHORT):
             legend = Text(no_wrap=True, overflow="ellipsis")
+            if state.mark:  # how a proxied plan's figures are counted, before them (in full in the tooltip)
+                legend.append(f"{state.mark}:  ", style=self._style("label"))
             for name, tokens in entries:
                 label = names[name] if names else name
                 legend.append("░ " if name == "free" else "■ ", style=self._style(name))
-                legend.append(f"{label} {tok(tokens)}  ", style=self._style("label"))
+                legend.append(f"{label} {figure(tokens, state.calibrated)}  ", style=self._style("label"))
             if legend.cell_len <= width:
                 break
         return legend

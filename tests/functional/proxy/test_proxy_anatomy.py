@@ -203,6 +203,9 @@ def test_every_byte_of_a_request_belongs_to_exactly_one_item():
                       {"id": "c1", "type": "function", "function": {"name": "f", "arguments": "{}"}}]},
                   {"role": "tool", "tool_call_id": "c1", "content": "<system-reminder>x</system-reminder>out"},
                   {"role": "user", "content": "<system-reminder>\ntodo: none\n</system-reminder>\nmixed words"}]})]
+    from test_proxy_images import image_bodies  # an image in each wire format (that module imports this one)
+
+    bodies += [(provider, body) for provider, _path, body, _counts in image_bodies()]
     from ctxbench.config import Config
     from ctxbench.service.proxy.plan import SteerControls, steer_plan
 
