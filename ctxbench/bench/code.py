@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ctxbench.records.item_refs import card_symbol
+
 KS = (5, 10, 20)
 SPLITS = ("tune", "holdout", "all")
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -283,8 +285,8 @@ def fresh_plan(retrieval_set, query: str, mode: str, config, tokenizer, budget: 
 
 
 def _included_cards(plan) -> dict[str, Any]:
-    return {item.id.split(":", 1)[1]: item for item in plan.items
-            if item.kind == "symbol_card" and item.included and ":" in item.id}
+    return {symbol: item for item in plan.items
+            if item.kind == "symbol_card" and item.included and (symbol := card_symbol(item.id)) is not None}
 
 
 def plan_includes_all(retrieval_set, query: str, gold: Sequence[str], mode: str, config, tokenizer,
