@@ -37,6 +37,7 @@ TUI_MAY_IMPORT = ("tui", "service", "records", "config")
 # the planner is pure: plan inputs in, a ContextPlan out; it reads no store, index, model or retrieval
 PLANNER_MAY_IMPORT = ("planner", "records", "tokens", "config")
 MAX_TUI_FILE_LINES = 300
+MAX_RETRIEVAL_FILE_LINES = 400  # small modules named after what they hold
 # the workbench is the unit of work and the repositories; plans go through service.planning
 WORKBENCH_MAY_NOT_IMPORT = ("planner", "retrieval")
 MAX_WORKBENCH_LINES = 300
@@ -45,16 +46,6 @@ MAX_PORT_PARAMETERS = 3  # a port method that needs more takes a record (a PlanR
 _ID_KINDS = "card|group|atom|capsule|summary|pin|path|tool|memo|text|file|system"
 HAND_SLICED_ID = re.compile(r'\b(item_id|\w+\.id|\w+\.target)(\.(split|rsplit|partition)\(":"|\[\d+:\]'
                             r'|\.removeprefix\("(' + _ID_KINDS + r'):"\))|\[len\("(' + _ID_KINDS + r'):"\):\]')
-# files still taking ids apart by hand (at most this many lines), owned by work in flight when ItemRef came:
-# convert them, then drop the row
-HAND_SLICED_STILL = {
-    "planner/candidates.py": 1,  # a pin target's kind and name
-    "service/proxy/plan.py": 2,  # the proxy's atom:GROUP:CALL_ID and tool:NAME
-    "service/proxy/session.py": 1,  # the proxy's atom:GROUP:CALL_ID
-    "bench/code.py": 1,  # a plan's ids without their kind
-    "service/proxy/findings.py": 1,  # the proxy's tool:NAME (steer-cost)
-    "service/proxy/policy.py": 3,  # the proxy's atom:GROUP:CALL_ID, tool:NAME, file:MESSAGE:PART (steer-cost)
-}
 
 
 def _modules() -> dict[str, Path]:
@@ -180,13 +171,32 @@ def test_item_ids_are_taken_apart_only_by_item_refs():
         hits = sum(1 for line in path.read_text(encoding="utf-8").splitlines() if HAND_SLICED_ID.search(line))
         if hits:
             found[name] = hits
-    assert {name: n for name, n in found.items() if n > HAND_SLICED_STILL.get(name, 0)} == {}
+    assert found == {}
 
 
 def test_no_file_under_tui_is_over_300_lines():
     long = {str(p.relative_to(ROOT)): n for p in (ROOT / "tui").rglob("*.py")
             if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_TUI_FILE_LINES}
     assert long == {}
+
+
+def test_no_file_under_retrieval_is_over_400_lines():
+    long = {str(p.relative_to(ROOT)): n for p in (ROOT / "retrieval").rglob("*.py")
+            if (n := len(p.read_text(encoding="utf-8").splitlines())) > MAX_RETRIEVAL_FILE_LINES}
+    assert long == {}
+
+
+def test_no_retrieval_module_imports_another_module_s_private_names():
+    """A name another module needs is public where it is defined, and imported from there (no re-exports of
+    private names kept for old import paths)."""
+    private = {}
+    for path in (ROOT / "retrieval").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("ctxbench"):
+                names = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+                if names:
+                    private[str(path.relative_to(ROOT))] = names
+    assert private == {}
 
 
 def _opens_a_connection(node: ast.AST, store_connect: set[str]) -> bool:
