@@ -65,15 +65,11 @@ def _variant(retriever, **changes):
     """A retriever over the same index and connection with some retrieval settings changed."""
     import dataclasses
 
-    from ctxbench.retrieval.retriever import Retriever
-
-    config = retriever.config
     capsule_weight = changes.pop("capsule_weight", None)
-    changed = dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, **changes))
+    sections = {"retrieval": dataclasses.replace(retriever.retrieval, **changes)}
     if capsule_weight is not None:
-        changed = dataclasses.replace(changed, capsules=dataclasses.replace(config.capsules,
-                                                                            retrieval_weight=capsule_weight))
-    other = Retriever(retriever.conn, retriever.root, changed, retriever.embedder, index=retriever.index)
+        sections["capsules"] = dataclasses.replace(retriever.capsule_config, retrieval_weight=capsule_weight)
+    other = retriever.variant(**sections)
     other.prepare(wait_for_model=True)
     return other
 

@@ -5,9 +5,11 @@ live draft preview (no timers), no notifications, no cursor blink, the offline m
 """
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 from pathlib import Path
+from typing import AsyncIterator
 
 from ctxbench.config import Config
 from ctxbench.records.retrieval import RetrievalHit, RetrievalSet
@@ -98,6 +100,15 @@ def make_app(tmp_path: Path, *, retriever=True, config: Config | None = None, **
     app = CtxbenchApp(opts, config or quiet_config())
     app._disable_notifications = True
     return app
+
+
+@contextlib.asynccontextmanager
+async def running(tmp_path: Path, *, size: tuple[int, int] | None = None, **options) -> AsyncIterator:
+    """``make_app(tmp_path, **options)`` running (at ``size``, else Textual's default) and settled: its pilot."""
+    app = make_app(tmp_path, **options)
+    async with (app.run_test(size=size) if size is not None else app.run_test()) as pilot:
+        await settle(pilot)
+        yield pilot
 
 
 def fixed_ids(monkeypatch) -> None:

@@ -44,6 +44,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Sequence
 
+from ctxbench.records.item_refs import card_symbol
+
 KS = (5, 10, 20)
 SPLITS = ("tune", "holdout", "all")
 VARIANTS: dict[str, tuple[str, ...]] = {
@@ -283,8 +285,8 @@ def fresh_plan(retrieval_set, query: str, mode: str, config, tokenizer, budget: 
 
 
 def _included_cards(plan) -> dict[str, Any]:
-    return {item.id.split(":", 1)[1]: item for item in plan.items
-            if item.kind == "symbol_card" and item.included and ":" in item.id}
+    return {symbol: item for item in plan.items
+            if item.kind == "symbol_card" and item.included and (symbol := card_symbol(item.id)) is not None}
 
 
 def plan_includes_all(retrieval_set, query: str, gold: Sequence[str], mode: str, config, tokenizer,
@@ -309,27 +311,31 @@ def excerpts_answer(plan, retrieval_set, lines: Sequence[tuple[str, int, int]]) 
     return True
 
 
-def run_code_bench(retriever, queries: Sequence[CodeQuery], *, split: str = "all",
+def run_code_bench(retriever, queries: Sequence[CodeQuery], config: Any = None, *, split: str = "all",
                    variants: Sequence[str] = tuple(VARIANTS), plans: bool = True,
                    progress: Callable[[str, int, int], None] | None = None,
                    budget: int = PLAN_BUDGET, pinned: bool = True, capsule_retriever: Any = None) -> CodeBenchReport:
     """Run every variant over the queries of ``split`` with the same retriever (same index, same machine).
 
     ``fused`` retrieves through ``ModeRetrieval`` per mode, as the Workbench does for a fresh session.
-    ``capsule_retriever``: a retriever over the same index whose config turns the capsule component on; it
-    adds the variant ``capsules`` (the fused retrieval through its own seam).
+    ``config``: the configuration the retriever was made with (default: the default one), for the modes, budgets
+    and tokenizer of the plans. ``capsule_retriever``: a retriever over the same index whose config turns the
+    capsule component on; it adds the variant ``capsules`` (the fused retrieval through its own seam).
     """
     from ctxbench.service.attach import ModeRetrieval
     from ctxbench.retrieval.mentions import mentions
     from ctxbench.tokens import get_tokenizer
 
     chosen = select_split(queries, split)
-    config = retriever.config
+    if config is None:
+        from ctxbench.config import Config
+
+        config = Config()
     tokenizer = get_tokenizer(config.tokenizer.name, config.tokenizer.cache_size)
     seam = ModeRetrieval(retriever, config, tokenizer, cache_size=0)
     seams = {"fused": seam}
     if capsule_retriever is not None:
-        seams["capsules"] = ModeRetrieval(capsule_retriever, capsule_retriever.config, tokenizer, cache_size=0)
+        seams["capsules"] = ModeRetrieval(capsule_retriever, config, tokenizer, cache_size=0)
         variants = tuple(variants) + ("capsules",)
     k_max = max(KS)
     view = retriever.index

@@ -186,7 +186,7 @@ def _session(wb: Workbench, conversation: Conversation, mapping: str) -> str:
 
 def _baselines(wb: Workbench, conversation: Conversation, budgets: Sequence[int], embedder: Any,
                tallies: dict[tuple[str, str, int], _Tally]) -> None:
-    from ctxbench.retrieval.history_vectors import text_hash
+    from ctxbench.retrieval.history_texts import text_hash
 
     texts = [t.text for t in conversation.turns]
     key = f"{embedder.key}|{TURN_VECTOR_VERSION}|seq{EMBED_SEQ}"

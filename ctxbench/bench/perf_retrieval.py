@@ -124,13 +124,13 @@ def _has_vectors(conn) -> bool:
 
 def retrieve_group(ctx: PerfContext) -> list[PhaseTiming]:
     """One query with the model and both indexes warm (fused semantic + keyword + graph)."""
-    from ctxbench.retrieval.retriever import Retriever
+    from ctxbench.service.index_views import retriever_for
     from ctxbench.store.database import Database
 
     embedder = _load_embedder(ctx)
     database = Database(ctx.shared["db_path"])
     conn = database.dedicated_connection()
-    retriever = Retriever(conn, ctx.repo, ctx.config, embedder)
+    retriever = retriever_for(conn, ctx.repo, ctx.config, embedder)
     ctx.progress("warming the retriever (vector and keyword indexes)")
     retriever.prepare(wait_for_model=True)
     for query in PERF_QUERIES:  # warm-up pass

@@ -87,7 +87,7 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                 with stderr_progress(quiet=as_json) as tick:
                     progress = None if tick is None else (lambda v, d, t, _n=spec.name: tick(f"{_n} {v}", d, t))
                     extra = {"capsule_retriever": capsule_retriever} if capsule_retriever is not None else {}
-                    report = run_code_bench(retriever, queries, split=split, plans=not no_plans, progress=progress,
+                    report = run_code_bench(retriever, queries, config, split=split, plans=not no_plans, progress=progress,
                                             pinned=not no_pinned, **extra)
                 reports.append(RepoReport(spec, len(index.cards), report, gold_named_share(queries), tuple(unknown)))
     except EmbedderError as exc:
@@ -143,12 +143,9 @@ def _capsule_retriever(retriever: Any, weight: float | None) -> Any:
     """A retriever over the same index and connection whose symbol ranking has the capsule component on."""
     import dataclasses
 
-    from ctxbench.retrieval.retriever import Retriever
-
-    config = retriever.config
-    chosen = weight if weight is not None else (config.capsules.retrieval_weight or 1.0)
-    changed = dataclasses.replace(config, capsules=dataclasses.replace(config.capsules, retrieval_weight=chosen))
-    other = Retriever(retriever.conn, retriever.root, changed, retriever.embedder, index=retriever.index)
+    capsules = retriever.capsule_config
+    chosen = weight if weight is not None else (capsules.retrieval_weight or 1.0)
+    other = retriever.variant(capsules=dataclasses.replace(capsules, retrieval_weight=chosen))
     other.prepare()
     return other
 

@@ -10,16 +10,18 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ctxbench.config import Config
+from ctxbench.config import IndexConfig, LLMConfig
 
 
 class IndexCodeContext:
     """Symbol bodies and the known names of one indexed repository."""
 
-    def __init__(self, index: Any, config: Config) -> None:
+    def __init__(self, index: Any, llm: LLMConfig, index_config: IndexConfig) -> None:
+        """``llm``: the query_db limits a tool answer keeps to; ``index_config``: the secret files never read."""
         self.index = index
         self.root = Path(index.root).resolve()
-        self.config = config
+        self.llm = llm
+        self.index_config = index_config
 
     # -- lookup -----------------------------------------------------------------------------
 
@@ -35,14 +37,14 @@ class IndexCodeContext:
         return None, sorted(tail)
 
     def expand(self, symbol: str) -> str | None:
-        limit = self.config.llm.query_db_max_chars
+        limit = self.llm.query_db_max_chars
         text = symbol.strip().removeprefix("path:")
         if text in self.index.by_path:
             return self._file(text, limit)
         sid, candidates = self.resolve(symbol)
         if sid is None:
             if candidates:
-                return "ambiguous symbol; one of: " + ", ".join(candidates[: self.config.llm.query_db_max_rows])
+                return "ambiguous symbol; one of: " + ", ".join(candidates[: self.llm.query_db_max_rows])
             return None
         sym = self.index.symbols[sid]
         body = self._lines(sym.path, sym.line, sym.end_line)
@@ -67,7 +69,7 @@ class IndexCodeContext:
     # -- files ------------------------------------------------------------------------------
 
     def _read(self, rel: str) -> str | None:
-        return read_masked(self.root, rel, self.config.index.secret_file_globs)
+        return read_masked(self.root, rel, self.index_config.secret_file_globs)
 
     def _lines(self, rel: str, start: int, end: int) -> str | None:
         text = self._read(rel)
@@ -80,7 +82,7 @@ class IndexCodeContext:
         text = self._read(rel)
         if text is None:
             return None
-        symbols = ", ".join(self.index.by_path.get(rel, ())[: self.config.llm.query_db_max_rows])
+        symbols = ", ".join(self.index.by_path.get(rel, ())[: self.llm.query_db_max_rows])
         return _cap(f"# {rel} (defines: {symbols or 'nothing indexed'})\n{text}", limit)
 
 

@@ -11,7 +11,7 @@ from typing import Callable, Mapping, Sequence
 
 from ctxbench.compaction import extractive
 from ctxbench.compaction.preview import Dispositions, Turn, dispositions, protections, turns_of
-from ctxbench.config import Config
+from ctxbench.config import CompactionConfig, PlannerConfig
 from ctxbench.planner.render import summary_message
 from ctxbench.records.compaction import SOURCE_EXTRACTIVE, CompactionPreview, Summary, Task
 from ctxbench.records.messages import Message
@@ -22,9 +22,10 @@ from ctxbench.tokens import Tokenizer, count_message
 Summariser = Callable[[Sequence[Sequence[Message]], int], tuple[str, str, str]]
 
 
-def extractive_summariser(config: Config, tokenizer: Tokenizer, encode: extractive.Encode | None = None) -> Summariser:
+def extractive_summariser(compaction: CompactionConfig, tokenizer: Tokenizer,
+                          encode: extractive.Encode | None = None) -> Summariser:
     def run(groups: Sequence[Sequence[Message]], max_tokens: int) -> tuple[str, str, str]:
-        return extractive.summarise(groups, max_tokens, tokenizer, config.compaction, encode), SOURCE_EXTRACTIVE, ""
+        return extractive.summarise(groups, max_tokens, tokenizer, compaction, encode), SOURCE_EXTRACTIVE, ""
 
     return run
 
@@ -35,15 +36,14 @@ def summary_tokens(text: str, source: str, group_ids: Sequence[int], tokenizer: 
     return count_message(tokenizer, summary_message(probe))
 
 
-def sent_tokens(history: Sequence[Message], config: Config, tokenizer: Tokenizer) -> dict[int, int]:
+def sent_tokens(history: Sequence[Message], planner: PlannerConfig, tokenizer: Tokenizer) -> dict[int, int]:
     """Turn -> the tokens a plan sends of it whole: its history atoms as the planner renders them (tool results cut
     by the truncation tiers of a turn that is not the current one), so the preview counts what the meter counts."""
     from ctxbench.planner.atoms import history_layout
     from ctxbench.records.messages import strategy_family
 
     active = tuple(m for m in history if m.status == "active")
-    layout = history_layout(active, strategy_family(config.planner.provider_family), config.planner.truncation,
-                            tokenizer)
+    layout = history_layout(active, strategy_family(planner.provider_family), planner.truncation, tokenizer)
     return {view.group_id: view.eligible_tokens for view in layout.views}
 
 
@@ -76,15 +76,14 @@ def squeeze_note(turns: Sequence[Turn], text: str, summary_tokens: int, limit: f
 
 
 def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message], pins: Sequence[Pin],
-                  summaries: Sequence[Summary], task: Task | None, target_tokens: int, config: Config,
-                  tokenizer: Tokenizer, choices: Mapping[int, str] | None = None,
+                  summaries: Sequence[Summary], task: Task | None, target_tokens: int,
+                  planner: PlannerConfig, compaction: CompactionConfig, tokenizer: Tokenizer, choices: Mapping[int, str] | None = None,
                   summariser: Summariser | None = None, only_groups: Sequence[int] | None = None,
                   task_id: int = 0) -> CompactionPreview:
     """What compacting ``history`` (the active branch's, active and dropped messages) to ``target_tokens``
     would do. ``only_groups``: summarise exactly these turns (a finished task's) and keep the rest."""
-    turns = turns_of(history, sent_tokens(history, config, tokenizer))
-    protected = protections(turns, pins, task, config.planner.levels, config.planner.instructions,
-                            config.planner.fused.speaker_share)
+    turns = turns_of(history, sent_tokens(history, planner, tokenizer))
+    protected = protections(turns, pins, task, planner.levels, planner.instructions, planner.fused.speaker_share)
     notes: list[str] = []
     if choices and only_groups is None:
         known = {t.group_id for t in turns}
@@ -98,8 +97,8 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
         wanted = set(only_groups)
         choices = {t.group_id: ("summarised" if t.group_id in wanted else "kept") for t in turns}
         target_tokens = max(target_tokens, 0)
-    plan: Dispositions = dispositions(turns, summaries, protected, target_tokens, config.compaction, choices)
-    summariser = summariser or extractive_summariser(config, tokenizer)
+    plan: Dispositions = dispositions(turns, summaries, protected, target_tokens, compaction, choices)
+    summariser = summariser or extractive_summariser(compaction, tokenizer)
     text, source, cost = ("", SOURCE_EXTRACTIVE, "")
     new_tokens = 0
     groups = [t.group_id for t in plan.summarised]
@@ -117,7 +116,7 @@ def build_preview(*, session_id: str, branch_id: str, history: Sequence[Message]
     if plan.summarised and not text:
         notes.append("the summariser found nothing to keep in these turns")
     elif plan.summarised:
-        warning = squeeze_note(plan.summarised, text, new_tokens, config.compaction.squeeze_warning)
+        warning = squeeze_note(plan.summarised, text, new_tokens, compaction.squeeze_warning)
         if warning:
             notes.append(warning)
     return CompactionPreview(

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 from ctxbench.config import ModeProfile, PlannerConfig
+from ctxbench.records.item_refs import CardRef, GroupRef, ItemRef, OtherRef
 from ctxbench.records.messages import Message
 from ctxbench.planner import render, truncation
 from ctxbench.planner.atoms import GroupView, HistoryLayout, exclusion_of, render_atom_messages, split_atoms
@@ -146,6 +147,16 @@ class Candidates:
         out += self.cards
         out += self.summaries
         return out
+
+
+def _target_name(target: ItemRef) -> str:
+    """What a pin's target names after its kind, as the plan's labels write it: a card's symbol, a turn's id, or
+    what follows the kind of an id without a type of its own ("" for any other)."""
+    if isinstance(target, CardRef):
+        return target.symbol
+    if isinstance(target, GroupRef):
+        return str(target.group)
+    return target.value if isinstance(target, OtherRef) else ""
 
 
 def _unique(ids: set[str], base: str) -> str:
@@ -276,7 +287,8 @@ def build_candidates(
         label = f"{pin.kind} pin: {pin.label or pin.target}"
         group_index = -1
         content = pin.content
-        target_kind, _, target_name = pin.target.partition(":")
+        target = ItemRef.parse(pin.target)
+        target_kind, target_name = target.kind, _target_name(target)
         pin_detail = ""
         if target_kind == "card" and not content:  # a pin that holds no text of its own (made before it could)
             hit = hits_by_symbol.get(target_name)
@@ -287,8 +299,8 @@ def build_candidates(
             else:
                 pin_detail = ("no text stored with the pin and retrieval did not find the card this turn: only its "
                               "name is sent (pin it again to keep its text)")
-        if target_kind == "group" and target_name.lstrip("-").isdigit():
-            gid = int(target_name)
+        if isinstance(target, GroupRef):
+            gid = target.group
             if gid in view_index:
                 group_index = view_index[gid]
             view = views[group_index] if group_index >= 0 else None

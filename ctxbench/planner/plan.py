@@ -84,8 +84,11 @@ def _item(**fields: Any) -> PlanItem:
     return item
 
 
-def _planner_config(config: Any) -> PlannerConfig:
-    return config.planner if hasattr(config, "planner") else config
+def _planner_config(config: PlannerConfig) -> PlannerConfig:
+    """The planner reads its own section only: a whole Config is refused, not looked into."""
+    if not isinstance(config, PlannerConfig):
+        raise TypeError(f"the planner takes the [planner] section (PlannerConfig), not a {type(config).__name__}")
+    return config
 
 
 # ---- PlanId --------------------------------------------------------------------------------

@@ -1,9 +1,11 @@
 """Typed references to plan items and pin targets: ``ItemRef.parse(item_id)`` and ``str(ref)`` back.
 
 An item id (and a pin target) is ``kind:rest``: ``card:pkg.mod.f``, ``group:12``, ``atom:12:40`` (a turn's part:
-its first message id, or a tool call's id in the proxy), ``capsule:3``, ``summary:4``, ``pin:p_ab12``,
-``path:src/app.py``. :meth:`ItemRef.parse` reads one into its typed reference; an id of another kind (``memo:``,
-``text:``, ``tool:``, ``system:``, ``file:``, ``system_prompt``...) or a malformed one (``group:x``) becomes an
+its first message id, or a tool call's id in the proxy, empty when the client sent none), ``capsule:3``,
+``summary:4``, ``pin:p_ab12``, ``path:src/app.py``, and the proxy's ``tool:NAME`` (a tool definition) and
+``file:MESSAGE:PART`` (an attached file: the message's index in the request and the part's).
+:meth:`ItemRef.parse` reads one into its typed reference; an id of another kind (``memo:``, ``text:``,
+``system:``, ``system_prompt``...) or a malformed one (``group:x``) becomes an
 :class:`OtherRef` holding the id as it was. ``str(ItemRef.parse(x)) == x`` for every id the planner and the
 proxy make. This is the one place an id is taken apart.
 """
@@ -43,8 +45,14 @@ class ItemRef:
             if kind == "atom":
                 head, has_part, part = rest.partition(":")
                 n = _int(head)
-                if n is not None and (part or not has_part):
+                if n is not None:
                     return AtomRef(n, part if has_part else None)
+            if kind == "tool":
+                return ToolRef(rest)
+            if kind == "file":
+                message, has_part, part = rest.partition(":")
+                if has_part and (m := _int(message)) is not None and (k := _int(part)) is not None:
+                    return FileRef(m, k)
             if kind in ("capsule", "summary") and (n := _int(rest)) is not None and n >= 0:
                 return CapsuleRef(n) if kind == "capsule" else SummaryRef(n)
         return OtherRef(item_id)
@@ -109,7 +117,8 @@ class GroupRef(ItemRef):
 
 @dataclass(frozen=True)
 class AtomRef(ItemRef):
-    """A part of a turn: ``part`` is its first message id (the planner's atoms) or a tool call's id (the proxy's)."""
+    """A part of a turn: ``part`` is its first message id (the planner's atoms) or a tool call's id (the proxy's,
+    "" for a call the client sent without an id)."""
 
     group: int
     part: str | None = None
@@ -129,6 +138,35 @@ class AtomRef(ItemRef):
 
     def __str__(self) -> str:
         return f"atom:{self.group}" if self.part is None else f"atom:{self.group}:{self.part}"
+
+
+@dataclass(frozen=True)
+class ToolRef(ItemRef):
+    """A tool definition in a proxied request (``tool:read_file``; the name as the client sent it, maybe empty)."""
+
+    name: str
+
+    @property
+    def kind(self) -> str:
+        return "tool"
+
+    def __str__(self) -> str:
+        return f"tool:{self.name}"
+
+
+@dataclass(frozen=True)
+class FileRef(ItemRef):
+    """A file attached to a proxied request: the message's index in the request and the part's in the message."""
+
+    message: int
+    part: int
+
+    @property
+    def kind(self) -> str:
+        return "file"
+
+    def __str__(self) -> str:
+        return f"file:{self.message}:{self.part}"
 
 
 @dataclass(frozen=True)
@@ -157,7 +195,7 @@ class SummaryRef(ItemRef):
 
 @dataclass(frozen=True)
 class OtherRef(ItemRef):
-    """An id of a kind without a type of its own (``memo:3``, ``text:label``, ``tool:name``, ``system_prompt``)."""
+    """An id of a kind without a type of its own (``memo:3``, ``text:label``, ``system_prompt``)."""
 
     item_id: str
 
@@ -178,3 +216,15 @@ def card_symbol(item_id: str) -> str | None:
     """The symbol a card id (``card:pkg.mod.f``) names; None for an id of another kind."""
     ref = ItemRef.parse(item_id)
     return ref.symbol if isinstance(ref, CardRef) else None
+
+
+def tool_name(item_id: str) -> str | None:
+    """The tool a tool definition's id (``tool:read_file``) names; None for an id of another kind."""
+    ref = ItemRef.parse(item_id)
+    return ref.name if isinstance(ref, ToolRef) else None
+
+
+def atom_call_id(item_id: str) -> str | None:
+    """The part an atom id names after its turn (``atom:12:call_1`` → ``call_1``); None for another id."""
+    ref = ItemRef.parse(item_id)
+    return ref.part if isinstance(ref, AtomRef) else None

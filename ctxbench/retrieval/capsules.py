@@ -21,7 +21,7 @@ from typing import Any, Mapping, Sequence
 
 import numpy as np
 
-from ctxbench.config import Config
+from ctxbench.config import CapsuleConfig, RetrievalConfig
 from ctxbench.records.capsules import Capsule, CapsuleHit
 from ctxbench.records.code import SymbolCard
 from ctxbench.retrieval.areas import area_of, area_weight, asks_for
@@ -66,9 +66,11 @@ class _Ranked:
 class CapsuleSearch:
     """Capsule ranking over one retriever's index view (caches keyword sync and vectors per view version)."""
 
-    def __init__(self, conn: sqlite3.Connection, config: Config) -> None:
+    def __init__(self, conn: sqlite3.Connection, capsules: CapsuleConfig, retrieval: RetrievalConfig) -> None:
+        """``capsules``: the capsules' own settings; ``retrieval``: the fusion (RRF constant, area weights, floor)."""
         self.conn = conn
-        self.config = config
+        self.capsules = capsules
+        self.retrieval = retrieval
         self._lock = threading.Lock()
         self._keyword_version: str | None = None
         self._vectors: tuple[str, dict[int, np.ndarray]] | None = None
@@ -92,7 +94,7 @@ class CapsuleSearch:
             todo = [c for c in missing if hashes[c.id] not in found]
             if todo:
                 encoded = embedder.encode([f"{c.title}. {c.text}" for c in todo],
-                                          max_seq_length=self.config.capsules.embed_max_seq_length)
+                                          max_seq_length=self.capsules.embed_max_seq_length)
                 rows = [(hashes[c.id], np.asarray(v, dtype=np.float32)) for c, v in zip(todo, encoded)]
                 save_vectors(self.conn, rows, key)
                 found.update(rows)
@@ -105,7 +107,7 @@ class CapsuleSearch:
         """Keyword rows and (with a ready embedder) the vectors of ``capsules``, before the first query needs them."""
         self._sync(repo, version, capsules)
         if embedder is not None and getattr(embedder, "ready", False):
-            self.vectors(version, [c for c in capsules if c.confidence >= self.config.capsules.min_confidence],
+            self.vectors(version, [c for c in capsules if c.confidence >= self.capsules.min_confidence],
                          embedder)
 
     def _topical(self, repo: str, version: str, capsules: Sequence[Capsule], allowed: Sequence[Capsule], query: str,
@@ -113,7 +115,7 @@ class CapsuleSearch:
         """Every capsule of ``allowed`` the query's words or meaning reach, with its keyword and semantic signals
         (ranks among ``allowed``); ``capsules``: all of the repository's, which the keyword rows hold."""
         self._sync(repo, version, capsules)
-        rc = self.config.retrieval
+        rc = self.retrieval
         by_id = {c.id: c for c in allowed}
         ranked: dict[int, _Ranked] = {}
         terms = query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words))
@@ -136,7 +138,7 @@ class CapsuleSearch:
                        query: str, query_vector: np.ndarray | None, embedder: Any,
                        *rankings: Sequence[tuple[str, float]]) -> list[tuple[str, float]]:
         """Symbols in the files of the fresh capsules the query is most about, in the order ``rankings`` put them."""
-        cc = self.config.capsules
+        cc = self.capsules
         fresh = [c for c in capsules if not c.stale and c.confidence >= cc.min_confidence]
         if not fresh:
             return []
@@ -158,7 +160,7 @@ class CapsuleSearch:
              query_vector: np.ndarray | None, embedder: Any, support: Sequence[tuple[str, float]]) -> tuple[CapsuleHit, ...]:
         """The capsules to offer for ``query``: at most ``max_hits``, each with evidence, best first.
         ``support``: the symbol hits above the relevance floor, best first, with their fused scores."""
-        cc = self.config.capsules
+        cc = self.capsules
         offered = [c for c in capsules if c.confidence >= cc.min_confidence]
         if cc.max_hits <= 0 or not offered:
             return ()
@@ -193,12 +195,12 @@ class CapsuleSearch:
                asked: frozenset[str] | None = None) -> list[_Ranked]:
         """RRF of the signals; times the area weight of the capsule's code (tests, shims, generated, vendored
         code: ``[retrieval] area_weights``) unless the query asks for that area (``asked``; None: no weights)."""
-        cc = self.config.capsules
+        cc = self.capsules
         weights = {"keyword": cc.keyword_weight, "semantic": cc.semantic_weight, "support": cc.support_weight}
         rankings = {s: [(str(cid), r.scores[s]) for cid, r in sorted(ranked.items(), key=lambda kv: kv[1].ranks.get(s, 0))
                         if s in r.scores] for s in sources}
-        k = self.config.retrieval.rrf_k
-        area_weights = dict(self.config.retrieval.area_weights)
+        k = self.retrieval.rrf_k
+        area_weights = dict(self.retrieval.area_weights)
         for f in fuse(rankings, {s: weights[s] for s in sources}, method="rrf", rrf_k=k):
             entry = ranked[int(f.symbol)]
             entry.score = f.score
@@ -208,10 +210,10 @@ class CapsuleSearch:
 
     def _evidence(self, r: _Ranked) -> bool:
         return ("keyword" in r.scores or "support" in r.scores
-                or r.scores.get("semantic", float("-inf")) >= self.config.retrieval.min_semantic_similarity)
+                or r.scores.get("semantic", float("-inf")) >= self.retrieval.min_semantic_similarity)
 
     def _why(self, r: _Ranked, support_hits: int) -> str:
-        unit = rrf_unit(self.config.retrieval.rrf_k)
+        unit = rrf_unit(self.retrieval.rrf_k)
         bits = [f"capsule score {r.score:.3f} (RRF: a first place in one signal = {unit:.3f})"]
         if "keyword" in r.ranks:
             bits.append(f"keyword rank {r.ranks['keyword']}")

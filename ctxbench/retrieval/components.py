@@ -31,7 +31,7 @@ from ctxbench.retrieval.stemming import stem
 from ctxbench.retrieval.tables import FeedbackWords, IndexTables
 
 if TYPE_CHECKING:
-    from ctxbench.config import Config, RetrievalConfig
+    from ctxbench.config import CapsuleConfig, RetrievalConfig
     from ctxbench.retrieval.index_view import IndexView
     from ctxbench.records.code import SymbolCard
 
@@ -89,9 +89,10 @@ class Component:
     evidence: bool = False  # alone ties a hit to the query (the relevance floor)
     provenance: str = ""  # the hit's provenance when this is its best-ranked direct component
 
-    def weight(self, config: Config) -> float:
+    def weight(self, retrieval: RetrievalConfig, capsules: CapsuleConfig) -> float:
+        """Its fusion weight, read from the section its ``weight_field`` names (``retrieval`` or ``capsules``)."""
         section, name = self.weight_field
-        return getattr(getattr(config, section), name)
+        return getattr({"retrieval": retrieval, "capsules": capsules}[section], name)
 
     def shown(self, score: float, rank: int) -> tuple[tuple[str, float], ...]:
         """Its entries in a hit's ``components``: its raw score rounded, unless it has figures of its own."""
@@ -120,7 +121,7 @@ COMPONENTS: tuple[Component, ...] = (
               read_by_others=True, areas_last=True, provenance="semantic"),
     Component(KEYWORD, "keyword", ("retrieval", "keyword_weight"),
               why=lambda score, rank, sid: f"keyword rank {rank}",
-              rank=lambda q, got: q.searcher.keyword_ranking(q.text, q.searcher.config.retrieval.candidate_pool),
+              rank=lambda q, got: q.searcher.keyword_ranking(q.text, q.searcher.retrieval.candidate_pool),
               figures=lambda score, rank: ((KEYWORD, round(score, 4)), ("keyword_rank", float(rank))),
               read_by_others=True, areas_last=True, takes_feedback=True, provenance="keyword"),
     Component(NAME, "name", ("retrieval", "name_weight"),
@@ -136,11 +137,11 @@ COMPONENTS: tuple[Component, ...] = (
     Component("class_scope", "name", ("retrieval", "class_scope_weight"),
               why=lambda score, rank, sid: f"member of {short_name(sid.rsplit('.', 1)[0])}, a class the query is about",
               rank=lambda q, got: class_member_ranking(
-                  q.view.cards, q.tables, q.searcher.config.retrieval, q.semantic.similarity, got.get(SEMANTIC, ()),
+                  q.view.cards, q.tables, q.searcher.retrieval, q.semantic.similarity, got.get(SEMANTIC, ()),
                   got.get(KEYWORD, ()), named=[sid for sid, _ in got[NAME]])),
     Component("phrase", "phrase", ("retrieval", "phrase_weight"),
               why=lambda score, rank, sid: "holds the quoted text",
-              rank=lambda q, got: q.searcher.phrase_ranking(q.text, q.searcher.config.retrieval.candidate_pool),
+              rank=lambda q, got: q.searcher.phrase_ranking(q.text, q.searcher.retrieval.candidate_pool),
               takes_feedback=True, evidence=True),
     Component("capsule", "capsule", ("capsules", "retrieval_weight"),
               why=lambda score, rank, sid: "in a capsule the query is about",
@@ -157,22 +158,24 @@ FEEDBACK_TAKERS = tuple(c.name for c in COMPONENTS if c.takes_feedback)
 EVIDENCE = tuple(c.name for c in COMPONENTS if c.evidence)
 
 
-def weights(config: Config, components: Iterable[Component] = COMPONENTS) -> dict[str, float]:
+def weights(retrieval: RetrievalConfig, capsules: CapsuleConfig, components: Iterable[Component] = COMPONENTS
+            ) -> dict[str, float]:
     """Component name -> its fusion weight."""
-    return {c.name: c.weight(config) for c in components}
+    return {c.name: c.weight(retrieval, capsules) for c in components}
 
 
-def rank_components(question: Question, sources: Sequence[str], config: Config) -> dict[str, Ranking]:
+def rank_components(question: Question, sources: Sequence[str], retrieval: RetrievalConfig,
+                    capsules: CapsuleConfig) -> dict[str, Ranking]:
     """Every component ``sources`` turns on and its weight (or another component) needs, in table order: the
     direct ones, then (demoted areas moved last in the rankings marked so) the ones that read those."""
-    rc = config.retrieval
+    rc = retrieval
     got: dict[str, Ranking] = {}
     for late in (False, True):
         if late and rc.areas_last_in_components and rc.area_weights:
             got = {name: question.tables.areas_last(ranking, question.asked, rc)
                    if BY_NAME[name].areas_last else ranking for name, ranking in got.items()}
         for c in COMPONENTS:
-            if c.after_areas != late or c.source not in sources or not (c.read_by_others or c.weight(config) > 0):
+            if c.after_areas != late or c.source not in sources or not (c.read_by_others or c.weight(retrieval, capsules) > 0):
                 continue
             ranking = c.rank(question, got)
             if ranking is not None:

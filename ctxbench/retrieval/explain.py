@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from ctxbench.config import IndexConfig, RetrievalConfig
 from ctxbench.records.code import SymbolCard
 from ctxbench.records.retrieval import RetrievalHit
 from ctxbench.retrieval.components import COMPONENTS, EVIDENCE, KEYWORD, PROVENANCE, SEMANTIC, short_name
@@ -137,12 +138,11 @@ def excerpt_words(query: str, rc: Any) -> Any:
     return WordMatcher(query_words(query_terms(query, tuple(rc.keyword_stopwords) + tuple(rc.chat_words))))
 
 
-def _excerpt(card: SymbolCard, source: Any, words: Any, width: int, config: Any) -> Any:
+def _excerpt(card: SymbolCard, source: Any, words: Any, width: int, rc: RetrievalConfig, icfg: IndexConfig) -> Any:
     if words is None:
         return None
     from ctxbench.retrieval.excerpts import query_excerpt
 
-    icfg, rc = config.index, config.retrieval
     width = width or rc.excerpt_lines or icfg.excerpt_lines
     return query_excerpt(card, source, words.words, width, rc.excerpt_context_lines, icfg.card_line_max_chars, words,
                          slack=rc.excerpt_whole_slack, statement_lines=rc.excerpt_statement_lines,
@@ -150,17 +150,18 @@ def _excerpt(card: SymbolCard, source: Any, words: Any, width: int, config: Any)
 
 
 def explain(query: str, cards: Mapping[str, SymbolCard], ranked: Sequence[Fused], notes: HitNotes,
-            below: Mapping[str, str], config: Any, source: Any) -> tuple[RetrievalHit, ...]:
+            below: Mapping[str, str], retrieval: RetrievalConfig, index_config: IndexConfig,
+            source: Any) -> tuple[RetrievalHit, ...]:
     """The hits of ``ranked`` (best first), each with its reasons, its excerpt for the query (``source``: the
     repository's ``excerpts.SourceLines``; the first ``excerpt_top_hits`` get ``excerpt_top_lines``) and its floor
-    note."""
-    rc = config.retrieval
+    note; excerpts are as wide as ``retrieval`` says, else as ``index_config`` makes cards)."""
+    rc = retrieval
     words = excerpt_words(query, rc)
     top_lines, top_hits = (rc.excerpt_top_lines, rc.excerpt_top_hits) if rc.excerpt_top_lines > 0 else (0, 0)
     out: list[RetrievalHit] = []
     for rank, f in enumerate(ranked):
         card = cards[f.symbol]
-        chosen = _excerpt(card, source, words, top_lines if rank < top_hits else 0, config)
+        chosen = _excerpt(card, source, words, top_lines if rank < top_hits else 0, rc, index_config)
         figures, why = reasons(f, notes, rc)
         provenance = provenance_of(f)
         out.append(RetrievalHit(

@@ -2,7 +2,7 @@
 
 A turn (group) is embedded as ``turn_text`` (its user message, then the start of the assistant's replies), a single
 message as ``message_text`` (without a transcript's speaker labels: ``transcript_speakers``); each text is keyed by
-``text_hash``. A ``_Units`` set holds one history's units (id -> (text, hash)) and is extended, not rebuilt, when
+``text_hash``. A ``TextUnits`` set holds one history's units (id -> (text, hash)) and is extended, not rebuilt, when
 the history grows; ``history_vectors`` keeps their vectors.
 """
 from __future__ import annotations
@@ -63,7 +63,7 @@ def _speakers(names: Iterable[str], named: int, texted: int, share: float) -> fr
     return frozenset(names) if reads_as_transcript(named, texted, share) else frozenset()
 
 
-class _Units:
+class TextUnits:
     """The units of one history — unit id -> (text, hash) in history order — and what was derived from them; a
     history that extends this one only adds its tail."""
 
@@ -71,7 +71,7 @@ class _Units:
         self.history: tuple[Message, ...] = ()
         self.skip = skip
         self.config = config
-        self.share = share  # the speaker share (:class:`_MessageUnits`)
+        self.share = share  # the speaker share (:class:`MessageUnits`)
         self.speakers: frozenset[str] = frozenset()  # a transcript's speakers, left out of texts and the query
         self.rows: dict[int, tuple[str, str]] = {}
         self.ready: tuple[str, list[int], tuple[str, ...]] | None = None  # (cache key, ids, hashes) with vectors
@@ -79,7 +79,7 @@ class _Units:
         # cache key -> (hashes, their vectors, [the buffer holding them, rows written there])
         self.matrix: dict[str, tuple[tuple[str, ...], np.ndarray, list]] = {}
 
-    def derived(self, history: tuple[Message, ...]) -> "_Units":
+    def derived(self, history: tuple[Message, ...]) -> "TextUnits":
         """A new set for ``history``, which extends this one's (this one stays as it is)."""
         new = self._copy()
         new.rows = dict(self.rows)
@@ -88,7 +88,7 @@ class _Units:
         new.extend(history)
         return new
 
-    def _copy(self) -> "_Units":
+    def _copy(self) -> "TextUnits":
         return type(self)(self.config, self.skip, self.share)
 
     def extends_to(self, history: tuple[Message, ...], config: SemanticHistoryConfig, skip: frozenset[int],
@@ -109,7 +109,7 @@ class _Units:
         raise NotImplementedError
 
 
-class _MessageUnits(_Units):
+class MessageUnits(TextUnits):
     """Single messages. When at least ``share`` (> 0) of the messages with a text open with a speaker label, the
     history is a transcript of those speakers (``transcript_speakers``): their labels are left out of the texts (a
     history whose speakers change as it grows has its texts made again)."""
@@ -120,8 +120,8 @@ class _MessageUnits(_Units):
         self.names: dict[str, None] = {}  # the speaker labels they open with
         self.named = 0  # ... how many open with one
 
-    def _copy(self) -> "_Units":
-        new = _MessageUnits(self.config, self.skip, self.share)
+    def _copy(self) -> "TextUnits":
+        new = MessageUnits(self.config, self.skip, self.share)
         new.texted, new.names, new.named, new.speakers = self.texted, dict(self.names), self.named, self.speakers
         return new
 
@@ -151,13 +151,13 @@ class _MessageUnits(_Units):
 
 
 
-class _TurnUnits(_Units):
+class TurnUnits(TextUnits):
     def __init__(self, config: SemanticHistoryConfig, skip: frozenset[int], share: float = 0.0) -> None:
         super().__init__(config, skip, share)
         self.groups: dict[int, tuple[Message, ...]] = {}
 
-    def _copy(self) -> "_Units":
-        new = _TurnUnits(self.config, self.skip, self.share)
+    def _copy(self) -> "TextUnits":
+        new = TurnUnits(self.config, self.skip, self.share)
         new.groups = dict(self.groups)
         return new
 

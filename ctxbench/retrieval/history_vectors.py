@@ -33,9 +33,7 @@ from ctxbench.retrieval.query_vector import encode_query
 from ctxbench.records.scored import ScoredIds
 from ctxbench.records.speakers import without_names
 from ctxbench.store.vectors import MESSAGE_KEY_MARK, TURN_KEY_MARK
-from ctxbench.retrieval.history_texts import (MESSAGE_TEXT_VERSION, TURN_TEXT_VERSION, _MessageUnits,  # noqa: F401
-                                              _TurnUnits, _Units, message_text, text_hash, transcript_speakers,
-                                              turn_text)
+from ctxbench.retrieval.history_texts import MESSAGE_TEXT_VERSION, TURN_TEXT_VERSION, MessageUnits, TextUnits, TurnUnits
 
 
 class VectorCache(Protocol):
@@ -96,9 +94,9 @@ class _HistoryVectors:
     matrix of the units' vectors is kept between plans and extended when turns are added (an append-only history
     never re-stacks). A plan embeds a few missing units itself (newest first); :meth:`warm` embeds the rest."""
 
-    def __init__(self, units: type[_Units]) -> None:
+    def __init__(self, units: type[TextUnits]) -> None:
         self._unit_type = units
-        self._unit_sets: list[_Units] = []
+        self._unit_sets: list[TextUnits] = []
         self._memory: dict[tuple[str, str], np.ndarray] = {}
         self._absent: set[tuple[str, str]] = set()  # hashes the store's cache did not have (asked once)
         self._lock = threading.RLock()
@@ -139,7 +137,7 @@ class _HistoryVectors:
             for units in self._unit_sets:
                 units.ready = None
 
-    def matrix(self, units: _Units, key: str, hashes: tuple[str, ...]) -> np.ndarray:
+    def matrix(self, units: TextUnits, key: str, hashes: tuple[str, ...]) -> np.ndarray:
         """The vectors of ``hashes`` stacked (kept with the unit set). Rows live in a buffer with room to grow: when
         only hashes were added (a new turn) their rows are written after the others, nothing is copied — unless a
         set derived from the same one wrote there first."""
@@ -165,7 +163,7 @@ class _HistoryVectors:
         return matrix
 
     def _units(self, history: Sequence[Message], config: SemanticHistoryConfig, skip: Iterable[int],
-               share: float = 0.0) -> _Units:
+               share: float = 0.0) -> TextUnits:
         """The unit set of ``history``: kept, extended from a kept one, or new (the last ``UNIT_SETS_KEPT`` kept)."""
         history, skip = tuple(history), frozenset(skip)
         sets = self._unit_sets
@@ -196,7 +194,7 @@ class _HistoryVectors:
 
         Units without one are embedded here, newest first, ``embed_limit`` at most (None: all of them); the rest
         stay without a similarity until :meth:`warm` has embedded them. In a transcript of speakers
-        (``speaker_share``, :class:`_MessageUnits`) the query is compared without the speakers' names: the
+        (``speaker_share``, :class:`MessageUnits`) the query is compared without the speakers' names: the
         messages' texts have no labels, and the fused strategy weighs the speaker a query names on its own.
         """
         with self._lock:
@@ -248,7 +246,7 @@ class MessageVectors(_HistoryVectors):
     """Vectors of single messages (the fused strategy's similarity)."""
 
     def __init__(self) -> None:
-        super().__init__(_MessageUnits)
+        super().__init__(MessageUnits)
 
     def _key(self, embedder_key: str, config: SemanticHistoryConfig) -> str:
         return message_cache_key(embedder_key, config)
@@ -268,7 +266,7 @@ class TurnVectors(_HistoryVectors):
     """Vectors of whole turns (the semantic strategy's ranking): ``turn_text`` of each earlier turn."""
 
     def __init__(self) -> None:
-        super().__init__(_TurnUnits)
+        super().__init__(TurnUnits)
 
     def _key(self, embedder_key: str, config: SemanticHistoryConfig) -> str:
         return cache_key(embedder_key, config)

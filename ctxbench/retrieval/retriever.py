@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from ctxbench.records.code import SymbolCard
-from ctxbench.config import Config
+from ctxbench.config import CapsuleConfig, EmbeddingConfig, IndexConfig, RetrievalConfig
 from ctxbench.retrieval.capsules import CapsuleSearch
 from ctxbench.retrieval.areas import asks_for
 from ctxbench.retrieval import stages
@@ -42,7 +42,7 @@ from ctxbench.retrieval.components import (BY_NAME, COMPONENTS, FEEDBACK, SOURCE
                                           class_member_ranking, feedback_terms, name_ranking, rank_components,
                                           scope_ranking, weights)
 from ctxbench.retrieval.query_vector import encode_query, query_key
-from ctxbench.retrieval.index_view import IndexView, load_index_view, view_of  # noqa: F401 (the public names)
+from ctxbench.retrieval.index_view import IndexView
 from ctxbench.retrieval.tables import NESTED, IndexTables, Recent, VersionedTables  # noqa: F401
 from ctxbench.records.retrieval import RetrievalSet
 
@@ -60,14 +60,21 @@ QUERY_VECTOR_CACHE_SIZE = 32  # query vectors kept per retriever: clustering a q
 class Retriever:
     """Answers retrieval queries over one indexed repository; caches what it loads."""
 
-    def __init__(self, conn: sqlite3.Connection, root: str | Path | None, config: Config | None = None,
-                 embedder: Any = None, *, index: IndexView | None = None):
+    def __init__(self, conn: sqlite3.Connection, root: str | Path | None, retrieval: RetrievalConfig | None = None,
+                 embedder: Any = None, *, index: IndexView | None = None,
+                 load_view: Callable[[], IndexView | None] | None = None, index_config: IndexConfig | None = None,
+                 embedding: EmbeddingConfig | None = None, capsules: CapsuleConfig | None = None):
+        """Over ``index`` (or what ``load_view`` loads when first asked; None: not indexed), reading only its own
+        sections of the config (``service.index_views.retriever_for`` makes one from the whole Config)."""
         self.conn = conn
         self.root = Path(root).resolve() if root is not None else None
-        self.config = config or Config()
+        self.retrieval = retrieval or RetrievalConfig()
+        self.index_config = index_config or IndexConfig()
+        self.embedding_config = embedding or EmbeddingConfig()
+        self.capsule_config = capsules or CapsuleConfig()
         self.embedder = embedder
         self.semantic_off = ""  # why the user turned semantic search off (``--no-semantic``); "" when they did not
-        self._index = index
+        self._index, self._load_view = index, load_view
         self._tables = VersionedTables()  # what is derived from the index, one frozen record per version
         self._keyword_lock = threading.Lock()  # held while the keyword index is brought up to date
         self._keyword_version: str | None = None
@@ -75,14 +82,20 @@ class Retriever:
         self._vectors: tuple[str, Any] | None = None  # (index version, its FAISS index)
         self._personalized = Recent(PERSONALIZED_CACHE_SIZE)  # (version, personalization) -> closeness
         self._query_vectors = Recent(QUERY_VECTOR_CACHE_SIZE)  # (embedder key, query) -> vector
-        self._capsules = CapsuleSearch(conn, self.config)
+        self._capsules = CapsuleSearch(conn, self.capsule_config, self.retrieval)
         self.last_embed_stats: Any = None
+
+    def variant(self, **changes: Any) -> "Retriever":
+        """This retriever with some of its keyword arguments changed (a bench's variant, a test's settings)."""
+        made = {"retrieval": self.retrieval, "index": self.index, "index_config": self.index_config,
+                "embedding": self.embedding_config, "capsules": self.capsule_config, **changes}
+        return Retriever(self.conn, self.root, made.pop("retrieval"), self.embedder, **made)
 
     # -- index ------------------------------------------------------------------------------------
     @property
     def index(self) -> IndexView | None:
-        if self._index is None and self.root is not None:
-            self._index = load_index_view(self.root, self.conn, self.config)
+        if self._index is None and self._load_view is not None:
+            self._index = self._load_view()
         return self._index
 
     def prepare(self, progress: Callable[[int, int], None] | None = None, *, wait_for_model: bool = False,
@@ -95,12 +108,12 @@ class Retriever:
             return
         self._sync_keyword(view)
         if walk:
-            self._tables.walk(view, self.config.index)  # personalized retrieval's, not on the first turn with a pin
-            if self.config.retrieval.prf_keyword_weight > 0:
+            self._tables.walk(view, self.index_config)  # personalized retrieval's, not on the first turn with a pin
+            if self.retrieval.prf_keyword_weight > 0:
                 self._tables.feedback_words(view)  # the keyword feedback's, here rather than on the first turn
         if self.embedder is not None:
             if wait_for_model:
-                if not self.embedder.ready and self.config.retrieval.query_excerpts:
+                if not self.embedder.ready and self.retrieval.query_excerpts:
                     # while the model loads: the secret scanner that masks the files of excerpts (its rules load on
                     # first use, ~0.1 s that a one-shot ``retrieve`` otherwise spends after the model is ready)
                     from ctxbench.redaction import redact
@@ -128,7 +141,7 @@ class Retriever:
     def _sync_keyword(self, view: IndexView) -> None:
         with self._keyword_lock:
             if self._keyword_version != view.version:
-                lines = self.config.retrieval.keyword_body_lines
+                lines = self.retrieval.keyword_body_lines
                 body = None
                 if lines > 0:
                     def body(card: SymbolCard) -> str:
@@ -153,7 +166,7 @@ class Retriever:
         from ctxbench.retrieval.excerpts import SourceLines
 
         return self._tables.get("source", view, lambda v: SourceLines(
-            self.root or v.repo_key, self.config.index.secret_file_globs, self.config.retrieval.excerpt_files_cached))
+            self.root or v.repo_key, self.index_config.secret_file_globs, self.retrieval.excerpt_files_cached))
 
     def _vector_index(self, view: IndexView, progress: Callable[[int, int], None] | None = None, *,
                       block: bool = True):
@@ -169,7 +182,7 @@ class Retriever:
         try:
             if self._vectors is None or self._vectors[0] != view.version:
                 vectors, self.last_embed_stats = load_or_build_index(
-                    self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.config.embedding,
+                    self.conn, view.repo_key, list(view.cards.values()), self.embedder, self.embedding_config,
                     progress)
                 self._vectors = (view.version, vectors)
             return self._vectors[1]
@@ -187,7 +200,7 @@ class Retriever:
         view = self.index
         if view is None:
             return []
-        return self.tables(view).resolve_mentions(view.cards, mentioned, self.config.retrieval.mention_max_symbols)
+        return self.tables(view).resolve_mentions(view.cards, mentioned, self.retrieval.mention_max_symbols)
 
     def personalized_closeness(self, pins: Iterable[str] = (), mentioned: Iterable[str] = (),
                                activation: Mapping[str, float] | None = None) -> dict[str, float]:
@@ -201,7 +214,7 @@ class Retriever:
         view = self.index
         if view is None:
             return {}
-        icfg = self.config.index
+        icfg = self.index_config
         restart = graphmod.personalization(view.graph, pins=sorted(set(pins)), mentioned=sorted(set(mentioned)),
                                            activation=activation, config=icfg)
         if not restart:
@@ -249,7 +262,7 @@ class Retriever:
         found = self._query_vectors.get(key)
         if found is not None:
             return found
-        vector = encode_query(self.embedder, query, self.config.embedding.query_max_seq_length)
+        vector = encode_query(self.embedder, query, self.embedding_config.query_max_seq_length)
         self._query_vectors.put(key, vector)
         return vector
 
@@ -271,7 +284,7 @@ class Retriever:
         if view is None:
             return []
         self._sync_keyword(view)
-        return keyword_search(self.conn, view.repo_key, query, pool, self.config.retrieval)
+        return keyword_search(self.conn, view.repo_key, query, pool, self.retrieval)
 
     def name_ranking(self, query: str) -> list[tuple[str, float]]:
         """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
@@ -287,8 +300,8 @@ class Retriever:
         if view is None or not phrases:
             return []
         indexes = self._tables.get("phrases", view, lambda v: PhraseIndexes(self.root or v.repo_key,
-                                                                             self.config.index.secret_file_globs))
-        return indexes.get(view.version, view.cards).search(phrases, pool, self.config.retrieval.keyword_stopwords)
+                                                                             self.index_config.secret_file_globs))
+        return indexes.get(view.version, view.cards).search(phrases, pool, self.retrieval.keyword_stopwords)
 
     def scope_ranking(self, named: Sequence[tuple[str, float]], *rankings: Sequence[tuple[str, float]]
                       ) -> list[tuple[str, float]]:
@@ -302,7 +315,7 @@ class Retriever:
         view = self.index
         if view is None:
             return []
-        return class_member_ranking(view.cards, self.tables(view), self.config.retrieval, similarity, *rankings,
+        return class_member_ranking(view.cards, self.tables(view), self.retrieval, similarity, *rankings,
                                     named=named)
 
     def capsule_ranking(self, view: IndexView, query: str, query_vector: Any, *rankings: Sequence[tuple[str, float]]
@@ -316,10 +329,10 @@ class Retriever:
         """Pseudo-relevance feedback for the keyword component: the words ``components.feedback_terms`` picks from
         a first fusion of the direct components (``rankings``) searched as a second keyword query (demoted areas
         last). Empty when the first fusion found nothing or no word is left."""
-        rc = self.config.retrieval
+        rc = self.retrieval
         if rc.feedback_hits <= 0 or rc.feedback_terms <= 0:
             return []
-        direct = weights(self.config, (c for c in COMPONENTS if c.direct))
+        direct = weights(self.retrieval, self.capsule_config, (c for c in COMPONENTS if c.direct))
         first = fuse({c: r for c, r in rankings.items() if c in direct}, direct, method=rc.fusion, rrf_k=rc.rrf_k)
         tables = self.tables(view)
         terms = feedback_terms(first, view.cards, tables, self._tables.feedback_words(view), query, asked, rc)
@@ -341,18 +354,19 @@ class Retriever:
                  activation: Mapping[str, float] | None = None, mentioned: Iterable[str] = (),
                  sources: Sequence[str] = SOURCES, scaffold: str | None = None) -> RetrievalSet:
         """The fused RetrievalSet for ``query``; ``scaffold`` replaces the view's default-budget scaffold."""
-        rc = self.config.retrieval
+        rc = self.retrieval
         view = self.index
         if view is None:
             return RetrievalSet.create(query, (), notes=(NOTE_NOT_INDEXED,))
         semantic = self._semantic(query, rc.candidate_pool) if "semantic" in sources else SemanticAnswer()
         question = Question(query, view, self.tables(view), asks_for(query_terms(query)), semantic, self)
-        rankings = rank_components(question, sources, self.config)
+        rankings = rank_components(question, sources, self.retrieval, self.capsule_config)
         fused, notes = self._fuse(question, rankings, self.boosts(pins, activation, mentioned), sources)
         ranked = stages.ranked(fused, view.cards, rc.default_k if k is None else k)
         below = below_floor(query, ranked, fused, notes, semantic.available, self.semantic_off,
                             lambda terms, ids: symbols_matching(self.conn, view.repo_key, terms, ids), rc)
-        hits = explain(query, view.cards, ranked, notes, below, self.config, self._source_lines(view))
+        hits = explain(query, view.cards, ranked, notes, below, self.retrieval, self.index_config,
+                       self._source_lines(view))
         capsules = view.capsules if "capsule" in sources else ()
         offered = self._capsules.hits(view.repo_key, view.version, capsules, view.cards, query, semantic.vector,
                                       self.embedder, [(f.symbol, f.score) for f in ranked if f.symbol not in below]
@@ -365,9 +379,9 @@ class Retriever:
               sources: Sequence[str]) -> tuple[Mapping[str, Fused], HitNotes]:
         """The fusion stages in order (``stages``), as ``sources`` and the weights turn them on: the fused entries
         and what the stages noted of them."""
-        rc, view, tables = self.config.retrieval, q.view, q.tables
+        rc, view, tables = self.retrieval, q.view, q.tables
         fused = stages.fuse_components({name: r for name, r in rankings.items() if BY_NAME[name].fused},
-                                       weights(self.config, (c for c in COMPONENTS if c.fused)), rc)
+                                       weights(rc, self.capsule_config, (c for c in COMPONENTS if c.fused)), rc)
         fused = stages.weigh_kinds(fused, tables, q.asked, rc)
         support: Mapping[str, str] = {}
         if fused and rc.graph_support_weight > 0 and (rc.graph_support_heavy if "graph" in sources

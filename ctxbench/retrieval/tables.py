@@ -26,7 +26,7 @@ import networkx as nx
 from ctxbench.records.code import SymbolCard
 from ctxbench.retrieval.areas import area_of, area_weight
 from ctxbench.retrieval.mentions import SOURCE_SUFFIXES
-from ctxbench.retrieval.vectors import _NON_WORD, split_identifier
+from ctxbench.retrieval.vectors import NON_WORD, split_identifier
 
 if TYPE_CHECKING:
     from ctxbench.config import IndexConfig, RetrievalConfig
@@ -180,7 +180,7 @@ def card_words(card: SymbolCard) -> frozenset[str]:
     """The words of a card's id and signature, identifiers split as the keyword index splits them."""
     out: set[str] = set()
     for text in (card.symbol_id, card.signature):
-        for token in _NON_WORD.split(text):
+        for token in NON_WORD.split(text):
             if token:
                 out.update(_token_words(token))
     return frozenset(out)

@@ -30,13 +30,13 @@ Progress = Callable[[int, int], None]
 SAVE_EVERY = EmbeddingConfig().save_every  # for embedders without an EmbeddingConfig (tests' small ones)
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
-_NON_WORD = re.compile(r"[^A-Za-z0-9]+")
+NON_WORD = re.compile(r"[^A-Za-z0-9]+")
 
 
 def split_identifier(text: str) -> list[str]:
     """``_render_line`` -> [render, line]; ``TableRenderer.add_row`` -> [table, renderer, add, row]."""
     words: list[str] = []
-    for token in _NON_WORD.split(text):
+    for token in NON_WORD.split(text):
         if token:
             words.extend(p.lower() for p in _CAMEL.split(token) if p)
     return words

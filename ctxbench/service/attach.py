@@ -287,7 +287,7 @@ def attach_repository(workbench: Workbench, repo: Path | None, progress: IndexPr
     if repo is None:
         return None
     from ctxbench.codegraph.index import build_index, load_index, normalize_root
-    from ctxbench.retrieval.retriever import Retriever, view_of
+    from ctxbench.service.index_views import retriever_for, view_of
 
     config = workbench.config
     root = normalize_root(repo)
@@ -314,11 +314,11 @@ def attach_repository(workbench: Workbench, repo: Path | None, progress: IndexPr
 
     result = build_index(root, conn, config, progress=progress, embed=embed)
     index = load_index(root, conn, config)
-    retriever = Retriever(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
+    retriever = retriever_for(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
     retriever.semantic_off = semantic_off if embedder is None else ""
     retriever.prepare(wait_for_model=embedder is not None and wait_for_model, walk=not one_shot)
     attached = AttachedRepository(root, index, retriever, ModeRetrieval(retriever, config, _LazyTokenizer(workbench)),
-                                  IndexCodeContext(index, config), files=getattr(result, "files", 0))
+                                  IndexCodeContext(index, config.llm, config.index), files=getattr(result, "files", 0))
     if embedder is not None and workbench.embedder is None:
         workbench.embedder = embedder
     workbench.retriever = attached.retrieval

@@ -47,7 +47,7 @@ class Compactor:
         from ctxbench.compaction import sent_tokens
 
         covered = {g for s in self.wb.summaries.active(session_id) for g in s.group_ids}
-        sent = sent_tokens(self._history(session_id), self.config, self.wb.tokenizer)
+        sent = sent_tokens(self._history(session_id), self.config.planner, self.wb.tokenizer)
         tokens = sum(t for g, t in sent.items() if g not in covered)
         return tokens + sum(s.tokens_after for s in self.wb.summaries.active(session_id))
 
@@ -84,7 +84,8 @@ class Compactor:
         return build_preview(
             session_id=session_id, branch_id=wb.branches.active_id(session_id), history=history,
             pins=wb.pins.list(session_id), summaries=wb.summaries.active(session_id),
-            task=wb.tasks.current(session_id), target_tokens=target, config=self.config, tokenizer=wb.tokenizer,
+            task=wb.tasks.current(session_id), target_tokens=target, planner=self.config.planner,
+            compaction=self.config.compaction, tokenizer=wb.tokenizer,
             choices=choices, summariser=summariser, only_groups=only_groups, task_id=task_id)
 
     def _summariser(self, session_id: str, use_model: bool | None, cancel: Any) -> Summariser:
@@ -95,7 +96,7 @@ class Compactor:
             from ctxbench.service.summariser import model_summariser
 
             return model_summariser(self.wb, self.config, session_id, cancel=cancel)
-        return extractive_summariser(self.config, self.wb.tokenizer, self._encoder())
+        return extractive_summariser(self.config.compaction, self.wb.tokenizer, self._encoder())
 
     def _encoder(self) -> Any:
         """The history embedder's encode, when it is ready (semantic signal of the extractive summariser)."""

@@ -136,9 +136,7 @@ class WhatIf:
         self._inputs: dict[SessionSettings, PlanInputs] = {}
 
     def plan(self, settings: SessionSettings) -> ContextPlan:
-        """The plan under ``settings`` (not stored)."""
-        from ctxbench.planner import build_plan
-
+        """The plan under ``settings`` (not stored), built by the planning door as the next call's would be."""
         key = dataclasses.replace(settings, budget=0)
         inputs = self._inputs.get(key)
         if inputs is None:
@@ -149,7 +147,7 @@ class WhatIf:
         checked = self.wb.rules.check(settings)
         retrieval = self.wb.planning.retrieval(PlanRequest(self.session_id, settings=checked), inputs)
         inputs = dataclasses.replace(inputs, budget=checked.budget, retrieval=retrieval)
-        return build_plan(inputs, self.wb.config.planner, self.wb.tokenizer)
+        return self.wb.planning.build(inputs, store=False)
 
     def curve(self, settings: SessionSettings, limit: int) -> tuple[CurvePoint, ...]:
         """What the next call would include at budgets from ``CURVE_START`` doubling up to ``limit`` (and at

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import math
 
+from ctxbench.records.item_refs import tool_name
 from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.proxy_cost import Finding
 from ctxbench.service.proxy.calibration import calibrated_items, calibration_for
@@ -67,7 +68,7 @@ def findings(wb: Workbench, session_id: str, *, proxy_steers: bool) -> tuple[Fin
             request = None
         if request is not None:
             called = {q.tool_name for m in request.messages for q in m.parts if q.kind == "tool_call"}
-            unused = [i for i in plan.included if i.section == "tools" and i.id.removeprefix("tool:") not in called
+            unused = [i for i in plan.included if i.section == "tools" and tool_name(i.id) not in called
                       and i.id not in dropped]
             if unused:
                 tokens = sum(i.tokens for i in unused)

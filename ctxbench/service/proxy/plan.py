@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from ctxbench.config import ProxyConfig, TruncationConfig
 from ctxbench.planner.truncation import TIER_INACTIVE, active_tiers, tier_limit
+from ctxbench.records.item_refs import atom_call_id, tool_name
 from ctxbench.records.plans import ContextPlan, Pin, PlanItem, plan_id_of
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
@@ -263,8 +264,7 @@ class _Builder:
         for item in self.items.values():
             if item.kind != "tool_atom":
                 continue
-            call_id = item.id.split(":", 2)[2]
-            call = calls.get(call_id)
+            call = calls.get(atom_call_id(item.id))
             result = next((p for _m, p in item.parts if p.kind == "tool_result"), None)
             name = call.tool_name if call is not None else "tool"
             args = _short(call.text, 40) if call is not None else ""
@@ -303,7 +303,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
     for item in sorted(b.items.values(), key=lambda i: i.order):
         pin = pinned.get(item.id)
         if controls.steer and item.section == "tools" and _dropped_tool(item.id, controls.dropped_items):
-            name = item.id.removeprefix("tool:")
+            name = tool_name(item.id) or ""
             if name in called:  # the upstream must know a tool the conversation has called
                 held.append(f"kept {item.id}: you dropped it, but the conversation calls {name}")
             else:

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timezone
 
+from ctxbench.records.item_refs import AtomRef, FileRef, ItemRef, ToolRef
 from ctxbench.records.plans import Pin
 from ctxbench.records.proxy import ProxyExchange, WireRequest
 from ctxbench.records.proxy_cost import PolicyRule
@@ -89,17 +90,16 @@ def _pin_target(n: int, target: str, origin: str, session_id: str) -> str:
 def _item_block(request: WireRequest, item_id: str) -> tuple[int, str] | None:
     """The first block (cache order) of ``item_id`` in ``request`` and the hash of that block, or None."""
     blocks = cache_blocks(request)
-    if item_id.startswith("tool:"):
-        name = item_id.removeprefix("tool:")
-        n = next((k for k, t in enumerate(request.tools) if t.name == name), None)
+    ref = ItemRef.parse(item_id)
+    if isinstance(ref, ToolRef):
+        n = next((k for k, t in enumerate(request.tools) if t.name == ref.name), None)
         return (n, blocks[n][0]) if n is not None else None
     head = len(blocks) - len(request.messages)
     for k, m in enumerate(request.messages):
-        if item_id.startswith("atom:"):
-            call = item_id.split(":", 2)[2]
-            if any(p.tool_call_id == call for p in m.parts):
+        if isinstance(ref, AtomRef):
+            if any(p.tool_call_id == ref.part for p in m.parts):
                 return head + k, m.hash
-        elif item_id.startswith("file:") and str(m.index) == item_id.split(":")[1]:
+        elif isinstance(ref, FileRef) and m.index == ref.message:
             return head + k, m.hash
     return None
 

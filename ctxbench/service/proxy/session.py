@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ctxbench.records.item_refs import atom_call_id
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
 from ctxbench.records.proxy_cost import Finding, RequestCost
@@ -290,7 +291,7 @@ def sent_notes(plan: ContextPlan, history: tuple) -> dict[int, str]:
     for item in plan.items:
         if item.kind != "tool_atom":
             continue
-        call_id = item.id.split(":", 2)[2]
+        call_id = atom_call_id(item.id)
         sent = next((str(m.get("content", "")) for m in item.messages if m.get("role") == "tool"), "")
         cut = len(sent) if item.detail.startswith(CUT_DETAIL) else None
         for message_id in item.message_ids:

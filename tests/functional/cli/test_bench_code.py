@@ -19,7 +19,7 @@ from ctxbench.bench.code import (
 from ctxbench.cli import main
 from ctxbench.config import Config
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, write_repo
@@ -86,7 +86,7 @@ def test_run_code_bench_figures_and_plan_check(tmp_path):
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
     index = index_repo(repo, conn)
-    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    retriever = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index))
     queries = load_queries(write_queries(tmp_path / "q.jsonl"))
     report = run_code_bench(retriever, queries, split="all")
     assert set(report.variants) == {"fused", "keyword", "semantic"}
@@ -225,7 +225,7 @@ def test_excerpt_check_counts_marked_lines_inside_the_heavy_excerpt(tmp_path):
     """The bench's excerpt figure: a how question whose marked lines are in the body of its gold function."""
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
-    retriever = Retriever(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    retriever = retriever_for(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
     body = [n for n, text in enumerate((repo / "store/cache.py").read_text().splitlines(), 1) if "evict" not in text
             and "self.data.pop" in text]
     inside = CodeQuery("e1", "evict the oldest cache entry when full", ("store.cache.LRUCache.set",), "tune", "how",
@@ -248,7 +248,7 @@ def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_pat
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
     index = index_repo(repo, conn)
-    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    retriever = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index))
     query = CodeQuery("g1", "Fill with spaces", ("render.text.pad", "render.text._blank"))
     report = run_code_bench(retriever, [query], split="all", variants=("fused",))
     flags = dict(report.outcomes["fused"][0].plan_all_gold)
@@ -268,7 +268,7 @@ def test_the_light_plan_is_checked_on_the_set_the_app_retrieves_in_light(tmp_pat
 def test_pinned_followup_pins_each_gold_of_multi_gold_queries(tmp_path):
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
-    retriever = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    retriever = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
     report = run_code_bench(retriever, load_queries(write_queries(tmp_path / "q.jsonl")), split="all", plans=False)
     pinned = report.pinned
     assert (pinned.queries, pinned.cases) == (1, 2)  # q3 has two gold symbols, each pinned once

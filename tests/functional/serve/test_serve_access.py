@@ -22,6 +22,7 @@ import pytest
 from aiohttp import web
 
 from ctxbench.web.guard import LoopbackGuard, new_token
+from ports import free_port
 from ctxbench.web.server import GuardedServer
 
 DEMO = Path(__file__).resolve().parents[3] / "fixtures" / "demo_repo"
@@ -42,12 +43,6 @@ while b"quit" not in seen:
 URL_PATTERN = re.compile(r"""(?:src|href|action)\s*=\s*["']([^"']*)["']|url\(\s*["']?([^"')]*)|((?:https?|wss?)://[^\s"'<>)]*)""",
                          re.IGNORECASE)
 LOOPBACK_URL = re.compile(r"^(?:https?|wss?)://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d+)?(?:/|$)", re.IGNORECASE)
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Served:

@@ -24,6 +24,8 @@ from pathlib import Path
 import aiohttp
 import pytest
 
+from ports import free_port
+
 DEMO = Path(__file__).resolve().parents[3] / "fixtures" / "demo_repo"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
@@ -50,12 +52,6 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07]*\x07|\x1b[()][0-9A-Z
 
 def chromium() -> str | None:
     return shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class Page:

@@ -11,7 +11,7 @@ from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.widgets.bubbles import AssistantBubble, AttachmentLine, TurnBlock, UserBubble
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
-from tui_helpers import cut_cards_config, type_and_enter, make_app, quiet_config, settle
+from tui_helpers import cut_cards_config, make_app, quiet_config, running, settle, type_and_enter
 
 
 def cards(plan, included=True):
@@ -19,9 +19,8 @@ def cards(plan, included=True):
 
 
 async def test_opens_the_session_with_a_plan_and_an_attachment_line(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         assert main.session is not None and main.view is not None
         blocks = list(main.query(TurnBlock))
@@ -42,9 +41,8 @@ async def test_opens_the_session_with_a_plan_and_an_attachment_line(tmp_path):
 
 
 async def test_ctrl_t_cycles_the_mode_from_the_input_and_replans(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         indicator = main.query_one(ModeIndicator)
         assert isinstance(app.focused, PromptInput)
@@ -78,9 +76,8 @@ async def test_ctrl_t_cycles_the_mode_from_the_input_and_replans(tmp_path):
 
 
 async def test_the_session_remembers_its_mode(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test() as pilot:
-        await settle(pilot)
+    async with running(tmp_path) as pilot:
+        app = pilot.app
         await pilot.press("ctrl+t")  # light -> heavy
         await settle(pilot)
         session_id = app.main_screen.session.session_id
@@ -92,9 +89,8 @@ async def test_the_session_remembers_its_mode(tmp_path):
 
 
 async def test_budget_keys_and_over_budget_meter(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         await pilot.press("ctrl+up")
         await settle(pilot)
@@ -111,9 +107,8 @@ async def test_budget_keys_and_over_budget_meter(tmp_path):
 
 
 async def test_overlay_lists_included_excluded_and_suggested(tmp_path):
-    app = make_app(tmp_path, budget=700)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, budget=700, size=(120, 40)) as pilot:
+        app = pilot.app
         await pilot.press("ctrl+o")
         await settle(pilot)
         overlay = app.screen
@@ -145,9 +140,8 @@ async def open_overlay(pilot) -> ContextOverlay:
 
 
 async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         sid = main.session.session_id
         overlay = await open_overlay(pilot)
@@ -193,9 +187,8 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
 
 
 async def test_overlay_accept_and_reject_suggestions(tmp_path):
-    app = make_app(tmp_path, config=cut_cards_config())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=cut_cards_config(), size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         overlay = await open_overlay(pilot)
         suggested = [r.target for r in overlay.shown_rows if r.kind == "suggestion"]
@@ -223,9 +216,8 @@ async def test_overlay_accept_and_reject_suggestions(tmp_path):
 
 
 async def test_overlay_filter_and_preview(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         overlay = await open_overlay(pilot)
         assert isinstance(app.focused, Input)
         await pilot.press(*"money")
@@ -246,9 +238,8 @@ async def test_overlay_filter_and_preview(tmp_path):
 
 
 async def test_slash_commands(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
 
@@ -300,9 +291,8 @@ async def test_slash_commands(tmp_path):
 
 
 async def test_a_bad_command_says_so_and_lists_close_ones(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test() as pilot:
-        await settle(pilot)
+    async with running(tmp_path) as pilot:
+        app = pilot.app
         main = app.main_screen
         before = main.view.plan.plan_id
         await type_and_enter(pilot, "/contxt show")
@@ -314,9 +304,8 @@ async def test_a_bad_command_says_so_and_lists_close_ones(tmp_path):
 
 
 async def test_sending_a_message_stores_it_plans_and_streams_the_reply(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         groups_before = wb.messages.group_ids(sid)
@@ -337,9 +326,8 @@ async def test_sending_a_message_stores_it_plans_and_streams_the_reply(tmp_path)
 
 
 async def test_resize_to_80x24(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         await pilot.resize_terminal(80, 24)
         await settle(pilot)
         main = app.main_screen
@@ -353,9 +341,8 @@ async def test_resize_to_80x24(tmp_path):
 
 
 async def test_command_palette_runs_the_same_actions(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(100, 30)) as pilot:
+        app = pilot.app
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"Context Mode: Heavy")
@@ -369,9 +356,8 @@ async def test_bindings_are_rebound_from_the_config(tmp_path):
     base = quiet_config()
     config = dataclasses.replace(base, ui=dataclasses.replace(base.ui, keymap=(("ctxbench.mode_cycle", "f6"),
                                                                                 ("no.such.binding", "f7"))))
-    app = make_app(tmp_path, config=config)
-    async with app.run_test() as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=config) as pilot:
+        app = pilot.app
         assert app.keymap_errors == ["ui.keymap: unknown binding id 'no.such.binding'"]
         await pilot.press("ctrl+t")
         await settle(pilot)
@@ -388,9 +374,8 @@ async def test_compact_preview_apply_undo_and_tasks(tmp_path):
 
     config = quiet_config()
     config = dataclasses.replace(config, compaction=dataclasses.replace(config.compaction, keep_recent_turns=1))
-    app = make_app(tmp_path, config=config)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=config, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         before = main.view.plan.used_tokens

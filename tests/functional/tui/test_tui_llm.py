@@ -28,7 +28,7 @@ from ctxbench.tui.screens.replay import ReplayScreen
 from ctxbench.tui.screens.viewer import ViewerScreen
 from ctxbench.tui.widgets.bubbles import AssistantBubble, StatePanel, TurnBlock, UsageLine
 from llm_server import LLMServer, Reply
-from tui_helpers import type_and_enter, make_app, quiet_config, settle
+from tui_helpers import quiet_config, running, settle, type_and_enter
 
 STATE_REPLY = "Done.\n\n### STATE\nGoal: ship it\nContext: money.py\nResolved: rounding\nTechnical Anchors: 2 places"
 
@@ -61,9 +61,8 @@ def new_blocks(main, before: set[int | None]) -> list[TurnBlock]:
 # -- 1. /context rebuild ----------------------------------------------------------------------------
 
 async def test_context_rebuild_streams_a_state_block_stores_it_and_replans(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         history_before = wb.messages.history(sid)
@@ -95,9 +94,8 @@ async def test_context_rebuild_streams_a_state_block_stores_it_and_replans(tmp_p
 
 
 async def test_context_rebuild_from_the_palette(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(100, 30)) as pilot:
+        app = pilot.app
         await pilot.press("ctrl+p")
         await pilot.pause()
         await pilot.press(*"rebuild the ### STATE")
@@ -109,9 +107,8 @@ async def test_context_rebuild_from_the_palette(tmp_path):
 
 
 async def test_undo_restores_the_stored_previous_state_without_a_model_call(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         said: list[str] = []
@@ -145,9 +142,8 @@ async def test_undo_restores_the_stored_previous_state_without_a_model_call(tmp_
 
 
 async def test_context_drop_and_restore(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         gid = wb.messages.group_ids(sid)[1]
@@ -172,9 +168,8 @@ async def test_one_turn_runner_per_session_closed_with_the_app(tmp_path, monkeyp
             super().__post_init__()
 
     monkeypatch.setattr(loop, "TurnRunner", CountingRunner)
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         session = app.main_screen.session
         await type_and_enter(pilot, "first question")
         await type_and_enter(pilot, "second question")
@@ -188,9 +183,8 @@ async def test_one_turn_runner_per_session_closed_with_the_app(tmp_path, monkeyp
 # -- 3. usage badge ---------------------------------------------------------------------------------
 
 async def test_offline_turn_shows_estimated_and_reported_tokens_dimly(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         await type_and_enter(pilot, "How is Money rounded?")
         wb, sid = main.session.wb, main.session.session_id
@@ -205,9 +199,8 @@ async def test_offline_turn_shows_estimated_and_reported_tokens_dimly(tmp_path):
 
 async def test_usage_badge_when_the_provider_reports_far_more_than_estimated(tmp_path):
     with LLMServer([Reply(content=STATE_REPLY, prompt_tokens=50_000)]) as server:
-        app = make_app(tmp_path, config=loopback_config(server))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
+        async with running(tmp_path, config=loopback_config(server), size=(120, 40)) as pilot:
+            app = pilot.app
             main = app.main_screen
             await type_and_enter(pilot, "Where are the reports rendered?")
             wb, sid = main.session.wb, main.session.session_id
@@ -237,9 +230,8 @@ def test_usage_text_flags_any_mismatched_call():
 # -- 4. replay --------------------------------------------------------------------------------------
 
 async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         s = main.settings
@@ -300,18 +292,16 @@ async def test_replay_steps_through_the_turns_with_the_plan_each_would_get(tmp_p
 
 
 async def test_replay_starts_at_a_given_turn_and_clamps(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(100, 30)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(100, 30)) as pilot:
+        app = pilot.app
         await type_and_enter(pilot, "/replay 99")
         await settle(pilot)
         assert isinstance(app.screen, ReplayScreen) and app.screen.step.turn == 5
 
 
 async def test_replay_budgets_the_tool_definitions_and_counts_dropped_turns(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         users = [m for m in wb.messages.all(sid) if m.role == "user"]
@@ -349,9 +339,8 @@ async def test_replay_budgets_the_tool_definitions_and_counts_dropped_turns(tmp_
 async def test_escape_cancels_a_streaming_reply_and_keeps_it_as_partial(tmp_path):
     full = "A slow answer, streamed in small pieces. " * 20
     with LLMServer([Reply(content=full, chunk_chars=4, delay_s=0.03)]) as server:
-        app = make_app(tmp_path, config=loopback_config(server))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
+        async with running(tmp_path, config=loopback_config(server), size=(120, 40)) as pilot:
+            app = pilot.app
             main = app.main_screen
             wb, sid = main.session.wb, main.session.session_id
             await type_and_enter(pilot, "Tell me slowly", wait=False)
@@ -371,9 +360,8 @@ async def test_escape_cancels_a_streaming_reply_and_keeps_it_as_partial(tmp_path
 async def test_a_history_refresh_during_a_reply_keeps_the_live_turn(tmp_path):
     full = "Streaming while the history changes. " * 12
     with LLMServer([Reply(content=full, chunk_chars=4, delay_s=0.02)]) as server:
-        app = make_app(tmp_path, config=loopback_config(server))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
+        async with running(tmp_path, config=loopback_config(server), size=(120, 40)) as pilot:
+            app = pilot.app
             main = app.main_screen
             wb, sid = main.session.wb, main.session.session_id
             await type_and_enter(pilot, "Keep going", wait=False)
@@ -392,9 +380,8 @@ async def test_a_history_refresh_during_a_reply_keeps_the_live_turn(tmp_path):
 
 async def test_escape_before_the_first_token_says_so(tmp_path):
     with LLMServer([Reply(content="late", delay_s=2.0)]) as server:
-        app = make_app(tmp_path, config=loopback_config(server))
-        async with app.run_test(size=(120, 40)) as pilot:
-            await settle(pilot)
+        async with running(tmp_path, config=loopback_config(server), size=(120, 40)) as pilot:
+            app = pilot.app
             main = app.main_screen
             await type_and_enter(pilot, "Are you there?", wait=False)
             await wait_for(pilot, lambda: server.received, "the request to reach the server")
@@ -414,9 +401,8 @@ SUGGEST = ('!tool suggest_pins {"items": ["ledgerlite.money.Money.round", "ledge
 
 
 async def test_model_suggestions_appear_under_the_suggested_pins_delimiter(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         wb, sid = main.session.wb, main.session.session_id
         await type_and_enter(pilot, SUGGEST)
@@ -456,9 +442,9 @@ async def test_model_suggestions_appear_under_the_suggested_pins_delimiter(tmp_p
 # -- 6. provider flags and the model in the status line ---------------------------------------------
 
 async def test_status_line_names_the_model(tmp_path):
-    app = make_app(tmp_path, llm_base_url="http://127.0.0.1:11434/v1", llm_model="llama3.1")
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, llm_base_url="http://127.0.0.1:11434/v1", llm_model="llama3.1",
+                       size=(120, 40)) as pilot:
+        app = pilot.app
         assert app.config_.llm.provider == "openai" and app.config_.llm.model == "llama3.1"
         assert "llama3.1 @ 127.0.0.1:11434" in app.main_screen.status.detail
 
@@ -553,9 +539,8 @@ async def test_a_streamed_state_block_goes_to_the_panel_not_to_markdown(reply, s
 
 
 async def test_history_replies_render_their_state_as_a_panel(tmp_path):
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         main = app.main_screen
         await type_and_enter(pilot, "What is the state now?")
         snap = main.session.snapshot()

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from ctxbench.tui.screens.overlay import ContextOverlay
-from tui_helpers import cut_cards_config, make_app, settle
+from tui_helpers import cut_cards_config, running, settle
 
 
 async def open_overlay(pilot) -> ContextOverlay:
@@ -15,9 +15,7 @@ async def open_overlay(pilot) -> ContextOverlay:
 async def test_overlay_cursor_never_rests_on_a_leading_delimiter(tmp_path):
     # Filtering to the suggestions puts the `suggested pins` delimiter first; page up / up used to park
     # the cursor on it, where Enter and the accept / reject keys silently did nothing.
-    app = make_app(tmp_path, config=cut_cards_config())
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=cut_cards_config(), size=(120, 40)) as pilot:
         overlay = await open_overlay(pilot)
         await pilot.press(*"suggested")
         assert overlay.shown_rows[0].kind == "divider"
@@ -33,9 +31,7 @@ async def test_overlay_footer_at_80x24_shows_the_keys_for_the_selected_row(tmp_p
     from textual.widgets import Footer
     from textual.widgets._footer import FooterKey
 
-    app = make_app(tmp_path, config=cut_cards_config())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=cut_cards_config(), size=(80, 24)) as pilot:
         overlay = await open_overlay(pilot)
         index = next(n for n, r in enumerate(overlay.shown_rows) if r.kind == "suggestion")
         from textual.widgets import DataTable
@@ -55,9 +51,8 @@ async def test_overlay_at_80x24_keeps_the_delimiter_and_the_tail_of_names_readab
     # `suggested p`, so the suggestions could not be told apart.
     from textual.widgets import DataTable
 
-    app = make_app(tmp_path, config=cut_cards_config())
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, config=cut_cards_config(), size=(80, 24)) as pilot:
+        app = pilot.app
         overlay = await open_overlay(pilot)
         table = overlay.query_one(DataTable)
         width = overlay._widths["label"]
@@ -80,9 +75,8 @@ async def test_message_list_keeps_one_line_per_turn(tmp_path):
 
     from ctxbench.tui.screens.viewer import ViewerScreen
 
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(80, 24)) as pilot:
+        app = pilot.app
         prompt = app.main_screen.prompt
         prompt.focus()
         prompt.value = "/message list"
@@ -100,9 +94,8 @@ async def test_message_list_keeps_one_line_per_turn(tmp_path):
 
 async def test_theme_without_a_name_says_which_theme_is_on(tmp_path):
     # `/theme` listed 27 names and never said which one was in use.
-    app = make_app(tmp_path)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
         said: list[str] = []
         app.main_screen.notify = lambda message, **kw: said.append(str(message))
         prompt = app.main_screen.prompt
@@ -115,9 +108,8 @@ async def test_theme_without_a_name_says_which_theme_is_on(tmp_path):
 
 async def test_prompt_placeholder_fits_at_80x24(tmp_path):
     # At 80 columns the hint read "…/help lists them, ctrl+p opens the" and stopped mid-sentence.
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(80, 24)) as pilot:
+        app = pilot.app
         prompt = app.main_screen.prompt
         assert "/help" in prompt.placeholder and "ctrl+p" in prompt.placeholder
         assert len(prompt.placeholder) < prompt.content_region.width, (prompt.placeholder, prompt.content_region)
@@ -131,9 +123,8 @@ async def test_over_budget_attachment_line_is_whole_at_80x24(tmp_path):
     # At 80 columns the over-budget attachment line ended in "ctrl+o" — the hint lost its "details".
     from ctxbench.tui.widgets.bubbles import AttachmentLine
 
-    app = make_app(tmp_path)
-    async with app.run_test(size=(80, 24)) as pilot:
-        await settle(pilot)
+    async with running(tmp_path, size=(80, 24)) as pilot:
+        app = pilot.app
         prompt = app.main_screen.prompt
         prompt.focus()
         prompt.value = "/budget 40"

@@ -288,11 +288,7 @@ def test_the_capsule_component_lifts_members_of_the_capsule_the_query_is_about(t
     with wb:
         attach_repository(wb, repo, semantic=False)
         base = wb.retriever.retriever
-        from ctxbench.retrieval.retriever import Retriever
-
-        on = dataclasses.replace(base.config, capsules=dataclasses.replace(base.config.capsules, retrieval_weight=1.0,
-                                                                           seed_capsules=1))
-        lifted = Retriever(base.conn, base.root, on, None, index=base.index)
+        lifted = base.variant(capsules=dataclasses.replace(base.capsule_config, retrieval_weight=1.0, seed_capsules=1))
         query = "exchange rates quoted against one base currency"
         with_capsules = lifted.retrieve(query)
         without = base.retrieve(query)
@@ -480,9 +476,7 @@ def test_with_the_default_weight_capsules_change_no_symbol_hit(tmp_path, repo):
     with wb:
         attach_repository(wb, repo, semantic=False)
         base = wb.retriever.retriever
-        from ctxbench.retrieval.retriever import Retriever
-
-        bare = Retriever(base.conn, base.root, base.config, None, index=dataclasses.replace(base.index, capsules=()))
+        bare = base.variant(index=dataclasses.replace(base.index, capsules=()))
         for query in ("how does currency conversion derive cross rates?", "save the ledger as json",
                       "which rules must a transaction pass"):
             with_capsules, without = base.retrieve(query), bare.retrieve(query)

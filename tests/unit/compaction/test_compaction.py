@@ -179,7 +179,7 @@ def test_the_extractive_summary_keeps_decisions_errors_and_names_within_its_limi
                        "Fixed the TypeError: Journal.append converted cents twice. " + filler),
         _turn_messages(3, filler, filler),
     ]
-    summarise = extractive_summariser(Config(), TOKENIZER)
+    summarise = extractive_summariser(Config().compaction, TOKENIZER)
     text_a, source, _ = summarise(groups, 80)
     text_b, _, _ = summarise(groups, 80)
     assert text_a == text_b and source == "extractive"

@@ -33,7 +33,7 @@ def indexed(tmp_path):
     (repo / ".env").write_text(f"OPENAI_API_KEY={KEY}\n")
     with Workbench(tmp_path / "ctx.db", Config()) as wb:
         build_index(repo, wb.conn, wb.config)
-        yield wb, IndexCodeContext(load_index(repo, wb.conn, wb.config), wb.config)
+        yield wb, IndexCodeContext(load_index(repo, wb.conn, wb.config), wb.config.llm, wb.config.index)
 
 
 def test_a_symbol_expands_to_its_body_with_secrets_masked(indexed):

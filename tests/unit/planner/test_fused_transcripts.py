@@ -12,7 +12,8 @@ from ctxbench.planner import build_plan
 from ctxbench.records.messages import Message
 from ctxbench.records.plans import PlanInputs
 from ctxbench.records.speakers import body, speaker_label, without_names, without_stamp
-from ctxbench.retrieval.history_vectors import MessageVectors, transcript_speakers
+from ctxbench.retrieval.history_texts import transcript_speakers
+from ctxbench.retrieval.history_vectors import MessageVectors
 from ctxbench.tokens import get_tokenizer
 from planner_helpers import SessionBuilder
 from test_history_vectors import CountingEmbedder, DictCache

@@ -12,7 +12,8 @@ from ctxbench.config import Config, SemanticHistoryConfig
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.history_vectors import cache_key, rank_turns, turn_text
+from ctxbench.retrieval.history_texts import turn_text
+from ctxbench.retrieval.history_vectors import cache_key, rank_turns
 from ctxbench.service.workbench import Workbench
 from plan_requests import inputs_of, plan_of
 

@@ -316,6 +316,17 @@ def test_unknown_mode_and_strategy_are_errors():
         build_plan(make_inputs(b, strategy="magic"), CONFIG, TOK)
 
 
+def test_the_planner_reads_its_own_section_and_refuses_the_whole_config():
+    from ctxbench.config import Config
+
+    inputs = make_inputs(chatty_session(2))
+    with pytest.raises(TypeError, match=r"\[planner\] section"):
+        build_plan(inputs, Config(), TOK)
+    with pytest.raises(TypeError, match=r"\[planner\] section"):
+        plan_id(inputs, Config(), TOK.name)
+    assert build_plan(inputs, Config().planner, TOK).plan_id == plan_id(inputs, CONFIG, TOK.name)
+
+
 # ---- layers, budget, determinism ----------------------------------------------------------
 
 def test_layers_render_in_payload_order():

@@ -6,7 +6,8 @@ import dataclasses
 import pytest
 
 from ctxbench.records.item_refs import (
-    AtomRef, CapsuleRef, CardRef, GroupRef, ItemRef, OtherRef, PathRef, PinRef, SummaryRef, card_symbol,
+    AtomRef, CapsuleRef, CardRef, FileRef, GroupRef, ItemRef, OtherRef, PathRef, PinRef, SummaryRef, ToolRef,
+    card_symbol,
 )
 
 
@@ -24,7 +25,10 @@ from ctxbench.records.item_refs import (
     ("path:src/app.py", PathRef("src/app.py")),
     ("memo:2", OtherRef("memo:2")),
     ("text:a label", OtherRef("text:a label")),
-    ("tool:read_file", OtherRef("tool:read_file")),
+    ("tool:read_file", ToolRef("read_file")),
+    ("tool:", ToolRef("")),
+    ("file:4:1", FileRef(4, 1)),
+    ("atom:5:", AtomRef(5, "")),
     ("system_prompt", OtherRef("system_prompt")),
 ])
 def test_an_id_reads_into_its_typed_reference_and_writes_back_unchanged(item_id, ref):
@@ -32,7 +36,7 @@ def test_an_id_reads_into_its_typed_reference_and_writes_back_unchanged(item_id,
     assert str(ref) == item_id
 
 
-@pytest.mark.parametrize("item_id", ["group:x", "group:012", "group:", "atom:x:1", "atom:5:", "capsule:c3",
+@pytest.mark.parametrize("item_id", ["group:x", "group:012", "group:", "atom:x:1", "capsule:c3", "file:4", "file:x:1",
                                      "summary:-2", "card:", "pin:", "path:", "", ":"])
 def test_a_malformed_id_is_kept_as_it_was_not_misread(item_id):
     ref = ItemRef.parse(item_id)
@@ -53,8 +57,8 @@ def test_references_are_frozen_values_and_the_kind_is_the_id_s_prefix():
     with pytest.raises(dataclasses.FrozenInstanceError):
         ref.symbol = "other"  # type: ignore[misc]
     assert {ItemRef.parse(i).kind for i in ("card:a", "group:1", "atom:1:2", "capsule:1", "summary:1", "pin:p",
-                                            "path:a.py", "memo:1", "text:t")} == {
-        "card", "group", "atom", "capsule", "summary", "pin", "path", "memo", "text"}
+                                            "path:a.py", "memo:1", "text:t", "tool:t", "file:1:0")} == {
+        "card", "group", "atom", "capsule", "summary", "pin", "path", "memo", "text", "tool", "file"}
     assert card_symbol("card:m.f") == "m.f" and card_symbol("path:m.py") is None
 
 

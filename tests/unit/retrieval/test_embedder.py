@@ -10,16 +10,9 @@ import numpy as np
 import pytest
 
 from ctxbench.config import EmbeddingConfig
-from ctxbench.retrieval import embedder as embedder_mod
-from ctxbench.retrieval.embedder import (
-    BUNDLED_MODEL_SHA256,
-    Embedder,
-    EmbedderError,
-    HashingEmbedder,
-    bundled_model_path,
-    file_sha256,
-    verify_model_dir,
-)
+from ctxbench.retrieval import model_dir as model_dir_mod
+from ctxbench.retrieval.embedder import Embedder, EmbedderError, HashingEmbedder
+from ctxbench.retrieval.model_dir import BUNDLED_MODEL_SHA256, bundled_model_path, file_sha256, verify_model_dir
 
 
 @pytest.fixture
@@ -45,7 +38,7 @@ def test_file_sha256(tmp_path):
 
 
 def test_tampered_bundled_weights_are_refused_before_loading(fake_model, monkeypatch):
-    monkeypatch.setattr(embedder_mod, "bundled_model_path", lambda: fake_model)
+    monkeypatch.setattr(model_dir_mod, "bundled_model_path", lambda: fake_model)
     loaded = []
     monkeypatch.setattr(Embedder, "_construct", lambda self, path: loaded.append(path))
     emb = Embedder(EmbeddingConfig())
@@ -285,17 +278,17 @@ def test_encode_query_falls_back_to_encode_for_embedders_without_a_query_path():
 
 
 def test_query_threads_are_capped_by_the_cores(monkeypatch):
-    from ctxbench.retrieval import embedder as embedder_mod
+    from ctxbench.retrieval import embedding_runtime
 
-    monkeypatch.setattr(embedder_mod.os, "cpu_count", lambda: 2)
-    assert [embedder_mod.query_thread_count(n) for n in (0, -1, 1, 2, 8)] == [0, 0, 1, 2, 2]
-    monkeypatch.setattr(embedder_mod.os, "cpu_count", lambda: None)
-    assert embedder_mod.query_thread_count(4) == 1
+    monkeypatch.setattr(embedding_runtime.os, "cpu_count", lambda: 2)
+    assert [embedding_runtime.query_thread_count(n) for n in (0, -1, 1, 2, 8)] == [0, 0, 1, 2, 2]
+    monkeypatch.setattr(embedding_runtime.os, "cpu_count", lambda: None)
+    assert embedding_runtime.query_thread_count(4) == 1
     assert EmbeddingConfig().query_threads == 2
 
 
 def test_numpy_encoder_only_for_models_it_computes_exactly(tmp_path):
-    from ctxbench.retrieval.embedder import numpy_compatible
+    from ctxbench.retrieval.model_dir import numpy_compatible
 
     src = bundled_model_path()
     assert numpy_compatible(src)

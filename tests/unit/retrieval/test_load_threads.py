@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from threadpoolctl import threadpool_info, threadpool_limits
 
-from ctxbench.retrieval.embedder import limit_blas_threads
+from ctxbench.retrieval.embedding_runtime import limit_blas_threads
 
 
 def _blas_threads() -> set[int]:

@@ -10,7 +10,8 @@ import pytest
 from ctxbench.codegraph.index import IndexNotFound, build_index, load_index
 from ctxbench.config import Config
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.retriever import NOTE_LOADING, NOTE_NO_EMBEDDER, Retriever
+from ctxbench.retrieval.retriever import NOTE_LOADING, NOTE_NO_EMBEDDER
+from ctxbench.service.index_views import retriever_for
 from ctxbench.retrieval.vectors import (
     build_faiss,
     embed_cards,
@@ -65,7 +66,7 @@ def symbols(rs):
 
 
 def test_fused_retrieval_finds_the_method_and_explains_why(index, conn):
-    r = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    r = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index))
     rs = r.retrieve("how is one table row formatted as a padded line?", k=5)
     assert rs.semantic_available and rs.notes == ()
     assert symbols(rs)[0] == "render.table.TableRenderer._render_line"
@@ -85,7 +86,7 @@ def test_fused_retrieval_finds_the_method_and_explains_why(index, conn):
 
 
 def test_same_query_same_retrieval_set_id(index, conn):
-    r = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    r = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index))
     a = r.retrieve("evict the oldest cache entry")
     b = r.retrieve("evict the oldest cache entry")
     c = r.retrieve("download a web page")
@@ -93,7 +94,7 @@ def test_same_query_same_retrieval_set_id(index, conn):
 
 
 def test_graph_expansion_adds_callee_with_relation_in_words(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     rs = r.retrieve("format one row as a padded line", k=10)
     by_symbol = {h.symbol: h for h in rs.hits}
     assert "render.text.pad" in by_symbol
@@ -105,7 +106,7 @@ def test_graph_expansion_adds_callee_with_relation_in_words(index, conn):
 
 
 def test_graph_neighbour_found_only_through_the_graph_has_graph_provenance(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     rs = r.retrieve("Fill with spaces on the right up to the given width", k=20)
     assert symbols(rs)[0] == "render.text.pad"
     hit = next(h for h in rs.hits if h.symbol == "render.text._blank")
@@ -120,7 +121,7 @@ def rs_symbols(rs):
 
 def test_semantic_unavailable_while_model_loads_keyword_and_graph_still_answer(index, conn):
     embedder = NotReadyEmbedder()
-    r = Retriever(conn, None, Config(), embedder, index=view(index))
+    r = retriever_for(conn, None, Config(), embedder, index=view(index))
     rs = r.retrieve("least recently used cache", k=5)
     assert rs.semantic_available is False
     assert rs.notes == (NOTE_LOADING,)
@@ -130,13 +131,13 @@ def test_semantic_unavailable_while_model_loads_keyword_and_graph_still_answer(i
 
 
 def test_no_embedder_note(index, conn):
-    rs = Retriever(conn, None, Config(), None, index=view(index)).retrieve("pad text")
+    rs = retriever_for(conn, None, Config(), None, index=view(index)).retrieve("pad text")
     assert rs.semantic_available is False and rs.notes == (NOTE_NO_EMBEDDER,)
     assert rs.hits
 
 
 def test_identifier_in_the_query_ranks_that_symbol_first(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     rs = r.retrieve("what does `LRUCache.set` do when full?", k=5)
     assert symbols(rs)[0] == "store.cache.LRUCache.set"
     assert "named in the query" in rs.hits[0].why
@@ -146,7 +147,7 @@ def test_identifier_in_the_query_ranks_that_symbol_first(index, conn):
 
 
 def test_pins_activation_and_mentions_boost(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     plain = r.retrieve("render table rows", k=20)
     assert "net.http.fetch_url" not in symbols(plain)
     pinned = r.retrieve("render table rows", k=20, pins=("card:net.http.fetch_url",))
@@ -164,14 +165,14 @@ def test_pins_activation_and_mentions_boost(index, conn):
 
 def test_retriever_loads_the_index_from_the_store(repo, conn):
     build_index(repo, conn, Config())
-    r = Retriever(conn, repo, Config(), None)
+    r = retriever_for(conn, repo, Config(), None)
     rs = r.retrieve("download a web page over http", k=3)
     assert symbols(rs)[0] == "net.http.fetch_url"
 
 
 def test_unindexed_repository_gives_an_empty_set_with_a_note(tmp_path, conn):
     (tmp_path / "empty").mkdir()
-    r = Retriever(conn, tmp_path / "empty", Config(), None)
+    r = retriever_for(conn, tmp_path / "empty", Config(), None)
     with pytest.raises(IndexNotFound):
         load_index(tmp_path / "empty", conn)
     rs = r.retrieve("anything")
@@ -256,25 +257,25 @@ def test_kind_weights_demote_modules_unless_named(index, conn):
     query = "rendering of tables and text"
     # without keyword feedback, which raises the first hits over the hits it lifts
     plain_config = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, prf_keyword_weight=0))
-    plain = Retriever(conn, None, plain_config, None, index=view(index)).retrieve(query, k=20)
+    plain = retriever_for(conn, None, plain_config, None, index=view(index)).retrieve(query, k=20)
     no_weights = dataclasses.replace(plain_config, retrieval=dataclasses.replace(plain_config.retrieval,
                                                                                  kind_weights=()))
-    flat = Retriever(conn, None, no_weights, None, index=view(index)).retrieve(query, k=20)
+    flat = retriever_for(conn, None, no_weights, None, index=view(index)).retrieve(query, k=20)
     score = {h.symbol: h.score for h in plain.hits}
     flat_score = {h.symbol: h.score for h in flat.hits}
     assert "render" in score and score["render"] == pytest.approx(flat_score["render"] * 0.5, rel=1e-6)
     # modules are never name hits (too broad); a named class is not demoted
-    r = Retriever(conn, None, plain_config, None, index=view(index))
+    r = retriever_for(conn, None, plain_config, None, index=view(index))
     assert r.name_ranking("what is in `render.table`?") == []
     sources = ("keyword", "name")
     weighted = {h.symbol: h.score for h in r.retrieve("TableRenderer", k=5, sources=sources).hits}
-    unweighted = {h.symbol: h.score for h in Retriever(conn, None, no_weights, None, index=view(index))
+    unweighted = {h.symbol: h.score for h in retriever_for(conn, None, no_weights, None, index=view(index))
                   .retrieve("TableRenderer", k=5, sources=sources).hits}
     assert weighted["render.table.TableRenderer"] == pytest.approx(unweighted["render.table.TableRenderer"])
 
 
 def test_members_of_a_class_named_in_the_query_are_lifted(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     rs = r.retrieve("how does TableRenderer turn rows into lines?", k=10)
     by_symbol = {h.symbol: h for h in rs.hits}
     member = by_symbol["render.table.TableRenderer._render_line"]
@@ -284,7 +285,7 @@ def test_members_of_a_class_named_in_the_query_are_lifted(index, conn):
 
 
 def test_capitalised_words_count_as_code_but_acronyms_do_not(index, conn):
-    r = Retriever(conn, None, Config(), None, index=view(index))
+    r = retriever_for(conn, None, Config(), None, index=view(index))
     assert [s for s, _ in r.name_ranking("the LRUCache keeps keys")] == ["store.cache.LRUCache"]
     assert r.name_ranking("HTTP and CSS and LRU") == []
     assert [s for s, _ in r.name_ranking("see LRUCache.get please")] == ["store.cache.LRUCache.get"]
@@ -293,7 +294,7 @@ def test_capitalised_words_count_as_code_but_acronyms_do_not(index, conn):
 def test_retrieval_does_not_wait_while_another_thread_embeds_the_cards(index, conn):
     from ctxbench.retrieval.retriever import NOTE_EMBEDDING
 
-    r = Retriever(conn, None, Config(), HashingEmbedder(), index=view(index))
+    r = retriever_for(conn, None, Config(), HashingEmbedder(), index=view(index))
     with r._vector_lock:  # as held by prepare() in the embedder's thread
         busy = r.retrieve("least recently used cache", k=5)
     assert busy.semantic_available is False and busy.notes == (NOTE_EMBEDDING,) and busy.hits

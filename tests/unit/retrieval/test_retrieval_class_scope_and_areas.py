@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, with_retrieval, write_repo
@@ -26,9 +26,9 @@ def test_the_members_of_a_class_the_query_is_about_gain_in_the_order_found(tmp_p
     and climb; other symbols do not join it. Weight 0 turns it off."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
     question = "how does the least recently used cache with a maximum size store a value"
-    on = Retriever(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3, graph_support_weight=0.0),
+    on = retriever_for(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3, graph_support_weight=0.0),
                    None, index=index)
-    off = Retriever(conn, None, with_retrieval(class_scope_weight=0.0, graph_support_weight=0.0), None, index=index)
+    off = retriever_for(conn, None, with_retrieval(class_scope_weight=0.0, graph_support_weight=0.0), None, index=index)
     keyword = on.keyword_ranking(question, 50)
     assert "store.cache.LRUCache" in [sid for sid, _ in keyword[:3]]
     members = on.class_member_ranking(None, keyword)
@@ -50,7 +50,7 @@ def test_the_members_of_a_class_the_query_is_about_gain_in_the_order_found(tmp_p
 def test_a_class_members_not_found_are_ranked_by_their_similarity(tmp_path, conn):
     """With semantic search, the class's other members join after the found ones, by their cosine."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
-    r = Retriever(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3), None, index=index)
+    r = retriever_for(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3), None, index=index)
     cosine = {"store.cache.LRUCache.__init__": 0.2, "store.cache.LRUCache.get": 0.6, "store.cache.LRUCache.set": 0.4}
     ranking = r.class_member_ranking(lambda sid: cosine.get(sid, 0.0),
                                      [("store.cache.LRUCache", 3.0), ("store.cache.LRUCache.set", 2.0)])
@@ -70,14 +70,14 @@ def test_demoted_areas_go_last_in_the_component_rankings(tmp_path, conn):
     test_id = "tests.test_cache.test_evict_oldest_cache_entry_when_full"
     code_id = "store.cache.LRUCache.set"
     # keyword feedback off: it raises the first hits over the hits it lifts, moving the scores compared here
-    plain = Retriever(conn, None, with_retrieval(areas_last_in_components=False, class_scope_weight=0.0,
+    plain = retriever_for(conn, None, with_retrieval(areas_last_in_components=False, class_scope_weight=0.0,
                                                  graph_support_weight=0.0, prf_keyword_weight=0.0), None, index=index)
-    last = Retriever(conn, None, with_retrieval(areas_last_in_components=True, class_scope_weight=0.0,
+    last = retriever_for(conn, None, with_retrieval(areas_last_in_components=True, class_scope_weight=0.0,
                                                 graph_support_weight=0.0, prf_keyword_weight=0.0), None, index=index)
     query = "evict the oldest cache entry when full"
     keyword = plain.keyword_ranking(query, 50)
     assert keyword[0][0] == test_id  # the test's name holds every word
-    moved = last.tables(index).areas_last(keyword, frozenset(), last.config.retrieval)
+    moved = last.tables(index).areas_last(keyword, frozenset(), last.retrieval)
     assert sorted(moved) == sorted(keyword)
     in_tests = [sid.startswith("tests.") for sid, _ in moved]
     assert in_tests == sorted(in_tests) and moved[in_tests.index(True)][0] == test_id  # tests last, in order
@@ -92,7 +92,7 @@ def test_demoted_areas_go_last_in_the_component_rankings(tmp_path, conn):
 def test_a_class_named_in_the_query_is_left_to_the_scope_component(tmp_path, conn):
     """"LRUCache" names the class: its members come from the scope component once, not from class scope too."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
-    r = Retriever(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3), None, index=index)
+    r = retriever_for(conn, None, with_retrieval(class_scope_weight=1.0, class_scope_top=3), None, index=index)
     hits = r.retrieve("LRUCache", k=20, sources=DIRECT).hits
     assert hits[0].symbol == "store.cache.LRUCache"
     assert any("scope" in dict(h.components) for h in hits)

@@ -11,7 +11,7 @@ from ctxbench.retrieval import stages
 from ctxbench.retrieval.components import COMPONENTS, SOURCES
 from ctxbench.retrieval.explain import STAGE_WORDS
 from ctxbench.retrieval.fuse import Fused
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.retrieval.tables import VersionedTables
 from ctxbench.store.db import connect
 
@@ -34,7 +34,7 @@ def test_every_component_is_named_once_and_reads_a_real_weight_field():
     for c in COMPONENTS:
         section, field = c.weight_field
         assert field in {f.name for f in dataclasses.fields(getattr(config, section))}, c.name
-        assert isinstance(c.weight(config), float)
+        assert isinstance(c.weight(config.retrieval, config.capsules), float)
         assert c.source in SOURCES, c.name
     stage_keys = {key for key, _, _ in STAGE_WORDS}
     assert not stage_keys & set(names)  # a stage's score never shadows a component's
@@ -44,8 +44,8 @@ def test_a_component_switched_off_by_its_weight_is_not_run(tmp_path, conn):
     """A phrase in quotes is searched only while the phrase component weighs something."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
     question = 'where is "Fill with spaces" done'
-    on = Retriever(conn, None, with_retrieval(phrase_weight=1.0), None, index=index)
-    off = Retriever(conn, None, with_retrieval(phrase_weight=0.0), None, index=index)
+    on = retriever_for(conn, None, with_retrieval(phrase_weight=1.0), None, index=index)
+    off = retriever_for(conn, None, with_retrieval(phrase_weight=0.0), None, index=index)
     calls: list[str] = []
     real = off.phrase_ranking
     off.phrase_ranking = lambda *a, **kw: calls.append("phrase") or real(*a, **kw)  # type: ignore[method-assign]
@@ -81,7 +81,7 @@ def test_the_tables_are_built_once_per_index_version_and_never_change(tmp_path, 
 def test_a_fusion_stage_returns_new_entries_and_leaves_its_input_as_it_was(tmp_path, conn):
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
     rc = with_retrieval(graph_support_weight=1.0, graph_support_seeds=3, prf_keyword_weight=1.0).retrieval
-    tables = Retriever(conn, None, Config(), None, index=index).tables(index)
+    tables = retriever_for(conn, None, Config(), None, index=index).tables(index)
     entries = {"render.table.TableRenderer.render": Fused("render.table.TableRenderer.render", 0.03, {"keyword": 2.0},
                                                           {"keyword": 1}),
                "render.table.TableRenderer._render_line": Fused("render.table.TableRenderer._render_line", 0.02,
@@ -104,7 +104,7 @@ def test_a_fusion_stage_returns_new_entries_and_leaves_its_input_as_it_was(tmp_p
 def test_a_hit_explains_itself_in_the_component_tables_order(tmp_path, conn):
     """The why lists each component that found the hit in table order, then the stages; the figures likewise."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
-    r = Retriever(conn, None, with_retrieval(phrase_weight=1.0), None, index=index)
+    r = retriever_for(conn, None, with_retrieval(phrase_weight=1.0), None, index=index)
     hits = r.retrieve(QUESTION + ' "padded line"', k=10, pins=["card:render.text.pad"]).hits
     order = [c.name for c in COMPONENTS] + ["keyword_rank"] + [key for key, _, _ in STAGE_WORDS]
     rank = {name: i for i, name in enumerate(order)}

@@ -9,7 +9,7 @@ from ctxbench.retrieval.areas import GENERATED, PLATFORM, TEST, VENDORED, area_o
 from ctxbench.retrieval.embedder import HashingEmbedder
 from ctxbench.retrieval.excerpts import (SourceLines, body_region, choose_window, query_excerpt, query_words,
                                          render_excerpt, stem)
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, write_repo
@@ -148,7 +148,7 @@ def test_heavy_cards_carry_the_query_excerpt_and_no_repeated_head(tmp_path):
 
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
-    retriever = Retriever(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
+    retriever = retriever_for(conn, repo, Config(), HashingEmbedder(), index=view(index_repo(repo, conn)))
     hit = next(h for h in retriever.retrieve("evict the oldest cache entry when full").hits
                if h.symbol == "store.cache.LRUCache.set")
     assert hit.excerpt_lines[0] > hit.line  # the body, after the signature and docstring
@@ -156,7 +156,7 @@ def test_heavy_cards_carry_the_query_excerpt_and_no_repeated_head(tmp_path):
     assert heavy.count("def set(") == 1 and heavy.count("Store a value") == 1
     assert "self.data.pop" in heavy
     assert card_text(hit, False) == hit.card_text  # Light keeps the thin card
-    off = Retriever(conn, repo, Config().__class__(retrieval=Config().retrieval.__class__(query_excerpts=False)),
+    off = retriever_for(conn, repo, Config().__class__(retrieval=Config().retrieval.__class__(query_excerpts=False)),
                     HashingEmbedder(), index=view(index_repo(repo, conn)))
     plain = next(h for h in off.retrieve("evict the oldest cache entry when full").hits
                  if h.symbol == "store.cache.LRUCache.set")
@@ -188,7 +188,7 @@ def test_test_code_is_demoted_unless_the_question_asks_for_it(tmp_path):
     test_id = "tests.test_cache.test_evict_oldest_cache_entry_when_full"
 
     def rank(config, query):
-        hits = [h.symbol for h in Retriever(conn, repo, config, HashingEmbedder(), index=index).retrieve(query).hits]
+        hits = [h.symbol for h in retriever_for(conn, repo, config, HashingEmbedder(), index=index).retrieve(query).hits]
         return hits.index(test_id)
 
     plain = Config().__class__(retrieval=Config().retrieval.__class__(area_weights=()))

@@ -11,7 +11,7 @@ from ctxbench.records.messages import Message
 from ctxbench.planner.plan import build_plan
 from ctxbench.records.plans import PlanInputs
 from ctxbench.retrieval.embedder import HashingEmbedder
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 from ctxbench.store.plans import get_retrieval_set, save_retrieval_set
 from ctxbench.store.schema import open_core
@@ -45,7 +45,7 @@ def index(demo):
 
 
 def retriever(conn, index, config=None, embedder="hashing"):
-    return Retriever(conn, None, config or Config(), HashingEmbedder() if embedder == "hashing" else embedder,
+    return retriever_for(conn, None, config or Config(), HashingEmbedder() if embedder == "hashing" else embedder,
                      index=view(index))
 
 

@@ -9,7 +9,7 @@ import pytest
 from ctxbench.codegraph.graph import neighbours
 from ctxbench.config import Config
 from ctxbench.retrieval.phrases import phrase_grams, quoted_phrases
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, with_retrieval, write_repo
@@ -82,14 +82,14 @@ def test_a_quoted_message_finds_the_function_whose_body_holds_it(long_repo, conn
     """The message is 40 lines into load_settings, past its card and its keyword text: only the phrase
     component reaches it, and it ranks first with the reason in words; off (weight 0) it adds nothing."""
     question = "Loading fails with 'duplicated mapping key in settings'. Where is that raised?"
-    on = Retriever(conn, None, with_retrieval(phrase_weight=1.0), None, index=view(long_repo))
+    on = retriever_for(conn, None, with_retrieval(phrase_weight=1.0), None, index=view(long_repo))
     rs = on.retrieve(question, k=10)
     first = rs.hits[0]
     assert first.symbol == "settings.loader.load_settings"
     # the phrase's three runs of three words ("duplicated mapping key", "mapping key in", "key in settings")
     assert dict(first.components)["phrase"] == 3.0 and "holds the quoted text" in first.why
     assert on.phrase_ranking(question, 10) == [("settings.loader.load_settings", 3.0)]
-    off = Retriever(conn, None, with_retrieval(phrase_weight=0.0), None, index=view(long_repo))
+    off = retriever_for(conn, None, with_retrieval(phrase_weight=0.0), None, index=view(long_repo))
     assert all("phrase" not in dict(h.components) for h in off.retrieve(question, k=10).hits)
     # the innermost symbol around the line gets the match: the nested helper, not the function around it
     assert on.phrase_ranking("why 'may not be empty'?", 10) == [("settings.loader.outer.check", 2.0)]
@@ -103,9 +103,9 @@ def test_graph_support_moves_linked_direct_hits_and_adds_none(tmp_path, conn):
     question = "render every row of the table as padded text lines"
     light = ("keyword", "name")
     # keyword feedback off: it raises the first hits over the hits it lifts, which would blur the scores compared here
-    plain = Retriever(conn, None, with_retrieval(graph_support_weight=0.0, prf_keyword_weight=0.0), None,
+    plain = retriever_for(conn, None, with_retrieval(graph_support_weight=0.0, prf_keyword_weight=0.0), None,
                       index=view(index))
-    helped = Retriever(conn, None, with_retrieval(graph_support_weight=1.0, graph_support_seeds=2,
+    helped = retriever_for(conn, None, with_retrieval(graph_support_weight=1.0, graph_support_seeds=2,
                                                   prf_keyword_weight=0.0), None, index=view(index))
     before = plain.retrieve(question, k=20, sources=light)
     after = helped.retrieve(question, k=20, sources=light)
@@ -130,12 +130,12 @@ def test_the_best_hits_get_the_wider_excerpt(long_repo, conn):
     question = "which step values does load_settings read from the list of values"
     # no whole-body slack: the body (43 lines) would be sent whole, and this is about the widths
     config = with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1, excerpt_whole_slack=0)
-    rs = Retriever(conn, None, config, None, index=view(long_repo)).retrieve(question, k=10)
+    rs = retriever_for(conn, None, config, None, index=view(long_repo)).retrieve(question, k=10)
     first = rs.hits[0]
     assert first.symbol == "settings.loader.load_settings"
     start, end = first.excerpt_lines
     assert end - start + 1 == 30
-    narrow = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=0, excerpt_whole_slack=0), None,
+    narrow = retriever_for(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=0, excerpt_whole_slack=0), None,
                        index=view(long_repo)).retrieve(question, k=10)
     start, end = narrow.hits[0].excerpt_lines
     assert end - start + 1 == 12
@@ -143,7 +143,7 @@ def test_the_best_hits_get_the_wider_excerpt(long_repo, conn):
         if hit.card_head:  # an excerpt chosen by the query (a module keeps its stored head)
             assert hit.excerpt_lines[1] - hit.excerpt_lines[0] + 1 <= 12
     # with a whole-body slack of 16 lines the 43-line body is within reach of the 30-line window: sent whole
-    whole = Retriever(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1,
+    whole = retriever_for(conn, None, with_retrieval(excerpt_lines=12, excerpt_top_lines=30, excerpt_top_hits=1,
                                                  excerpt_whole_slack=16), None, index=view(long_repo))
     start, end = whole.retrieve(question, k=10).hits[0].excerpt_lines
     assert end - start + 1 == 43 and "duplicated mapping key" in whole.retrieve(question, k=10).hits[0].excerpt

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.retrieval.tables import build_feedback_words
 from ctxbench.store.db import connect
 
@@ -25,9 +25,9 @@ def conn(tmp_path):
 
 def _retrievers(conn, index, **changes):
     base = dict(class_scope_weight=0.0, graph_support_weight=0.0, **changes)
-    on = Retriever(conn, None, with_retrieval(prf_keyword_weight=1.0, feedback_hits=1, feedback_terms=4,
+    on = retriever_for(conn, None, with_retrieval(prf_keyword_weight=1.0, feedback_hits=1, feedback_terms=4,
                                               feedback_head=1, **base), None, index=index)
-    off = Retriever(conn, None, with_retrieval(prf_keyword_weight=0.0, **base), None, index=index)
+    off = retriever_for(conn, None, with_retrieval(prf_keyword_weight=0.0, **base), None, index=index)
     return on, off
 
 
@@ -93,9 +93,9 @@ def test_the_feedback_words_leave_out_the_query_words_and_weight_zero_is_off(tmp
 def test_the_head_keeps_the_order_it_had_without_feedback(tmp_path, conn):
     """With a head of three, the first three hits are those (and in the order) retrieval gives without feedback."""
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
-    head = Retriever(conn, None, with_retrieval(prf_keyword_weight=5.0, feedback_head=3, class_scope_weight=0.0),
+    head = retriever_for(conn, None, with_retrieval(prf_keyword_weight=5.0, feedback_head=3, class_scope_weight=0.0),
                      None, index=index)
-    off = Retriever(conn, None, with_retrieval(prf_keyword_weight=0.0, class_scope_weight=0.0), None, index=index)
+    off = retriever_for(conn, None, with_retrieval(prf_keyword_weight=0.0, class_scope_weight=0.0), None, index=index)
     for question in (QUESTION, "least recently used cache evicting the oldest entry", "split raw headers"):
         assert [h.symbol for h in head.retrieve(question, k=20).hits[:3]] == \
             [h.symbol for h in off.retrieve(question, k=20).hits[:3]]
@@ -107,8 +107,8 @@ def test_a_class_weighs_less_than_its_members_by_default(tmp_path, conn):
     index = view(index_repo(write_repo(tmp_path / "repo"), conn))
     question = "least recently used cache"
     plain = dict(prf_keyword_weight=0.0, class_scope_weight=0.0, graph_support_weight=0.0)  # nothing added after
-    low = Retriever(conn, None, with_retrieval(**plain), None, index=index)
-    high = Retriever(conn, None, with_retrieval(**plain,
+    low = retriever_for(conn, None, with_retrieval(**plain), None, index=index)
+    high = retriever_for(conn, None, with_retrieval(**plain,
                                                 kind_weights=(("module", 0.5), ("class", 0.8), ("nested", 0.5))),
                      None, index=index)
     a = {h.symbol: h.score for h in low.retrieve(question, k=20, sources=DIRECT).hits}

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ctxbench.config import Config
-from ctxbench.retrieval.retriever import Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.store.db import connect
 
 from retrieval_fixture import index_repo, view, write_repo
@@ -30,7 +30,7 @@ def test_semantic_retrieval_with_the_real_model_and_faiss(real_embedder, tmp_pat
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "store.db")
     index = index_repo(repo, conn)
-    r = Retriever(conn, None, Config(), real_embedder, index=view(index))
+    r = retriever_for(conn, None, Config(), real_embedder, index=view(index))
     r.prepare()
     assert list(tmp_path.glob("store.*.faiss"))
     assert r.last_embed_stats.embedded == len(index.cards)
@@ -41,7 +41,7 @@ def test_semantic_retrieval_with_the_real_model_and_faiss(real_embedder, tmp_pat
     fused = r.retrieve("how do I get a web page's body?", k=3)
     assert fused.hits[0].symbol == "net.http.fetch_url"
     # a second retriever on the same store reads the FAISS file back and embeds nothing
-    again = Retriever(conn, None, Config(), real_embedder, index=view(index))
+    again = retriever_for(conn, None, Config(), real_embedder, index=view(index))
     again.prepare()
     assert again.last_embed_stats.embedded == 0
     conn.close()

@@ -13,6 +13,7 @@ from ctxbench.retrieval.excerpts import (SourceLines, WordMatcher, choose_window
                                          query_words, stem)
 from ctxbench.retrieval.keyword import query_terms
 from ctxbench.retrieval.retriever import SOURCES, Retriever
+from ctxbench.service.index_views import retriever_for
 from ctxbench.retrieval.vectors import split_identifier
 from ctxbench.store.db import connect
 
@@ -80,13 +81,13 @@ def test_warm_retrieval_sets_equal_the_first_ones_and_those_of_a_fresh_retriever
     repo = write_repo(tmp_path / "repo")
     conn = connect(tmp_path / "b.db")
     index = view(index_repo(repo, conn))
-    first = Retriever(conn, repo, Config(), HashingEmbedder(), index=index)
+    first = retriever_for(conn, repo, Config(), HashingEmbedder(), index=index)
     cold = _sets(first)
     assert any(h.card_head for s in cold for h in s.hits)  # query-chosen excerpts were made
     assert _sets(first) == cold  # the same retriever, warm
     churn = dataclasses.replace(Config(), retrieval=dataclasses.replace(Config().retrieval, excerpt_files_cached=1))
-    assert _sets(Retriever(conn, repo, churn, HashingEmbedder(), index=index)) == cold  # files read again and again
-    assert [s.id for s in _sets(Retriever(conn, repo, Config(), HashingEmbedder(), index=index))] == [s.id for s in cold]
+    assert _sets(retriever_for(conn, repo, churn, HashingEmbedder(), index=index)) == cold  # files read again and again
+    assert [s.id for s in _sets(retriever_for(conn, repo, Config(), HashingEmbedder(), index=index))] == [s.id for s in cold]
     conn.close()
 
 

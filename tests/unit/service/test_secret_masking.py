@@ -230,6 +230,20 @@ def test_on_send_masks_unmasked_stored_messages_and_marks_each_item(tmp_path):
         assert out.ok and not _leaks(out.content) and MASK in out.content
 
 
+def test_a_what_if_plan_marks_the_redactions_the_plan_sent_would(tmp_path):
+    from ctxbench.service.timeline import Timeline
+
+    with Workbench(tmp_path / "ctx.db", Config()) as wb:
+        sid = wb.new_session("s")
+        wb.messages.append(sid, "user", "here is my env file")
+        wb.messages.append(sid, "assistant", "", tool_calls=())
+        wb.messages.append(sid, "user", f"and the old one:\n{ENV_FILE}")
+        what_if = Timeline(wb, sid).what_if("what is wrong with it?", None, 0).plan(wb.settings(sid))
+        sent = plan_of(wb, sid, "what is wrong with it?", store=False)
+    assert sum(i.redacted for i in what_if.items) == sum(i.redacted for i in sent.items) == 4
+    assert what_if.items == sent.items
+
+
 def test_plan_table_prints_a_redacted_line(tmp_path):
     db = tmp_path / "ctx.db"
     with Workbench(db, Config()) as wb:
