@@ -18,8 +18,7 @@ import numpy as np
 
 from ctxbench.retrieval.packaged_models import CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, pack, unpack
 
-SMALL_FILES = ("config.json", "config_sentence_transformers.json", "modules.json", "sentence_bert_config.json",
-               "special_tokens_map.json", "tokenizer.json", "tokenizer_config.json", "vocab.txt")
+LEFT_OUT = {"model.safetensors", "README.md", "checkpoint.pt"}  # the weights ship packed; the card is ours
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,11 +38,13 @@ def main(argv: list[str] | None = None) -> int:
 
     target = MODELS_DIR / args.name
     target.mkdir(parents=True, exist_ok=True)
-    for name in SMALL_FILES:
-        shutil.copy2(args.model / name, target / name)
-    pooling = args.model / "1_Pooling"
-    if pooling.is_dir():
-        shutil.copytree(pooling, target / "1_Pooling", dirs_exist_ok=True)
+    for item in sorted(args.model.iterdir()):  # the tokenizer and sentence-transformers' module files, as saved
+        if item.name in LEFT_OUT:
+            continue
+        if item.is_dir():
+            shutil.copytree(item, target / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, target / item.name)
     weights = target / PACKED_WEIGHTS
     save_file(packed, str(weights), metadata={"format": "ctxbench-int8-rows"})
     sha = hashlib.sha256(weights.read_bytes()).hexdigest()
