@@ -95,7 +95,7 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                                             pinned=not no_pinned, **extra)
                     for name in encoders:
                         other = _encoder_retriever(retriever, name, tick, spec.name)
-                        extra_report = run_code_bench(other, queries, split=split, variants=("fused", "semantic"),
+                        extra_report = run_code_bench(other, queries, config, split=split, variants=("fused", "semantic"),
                                                       plans=not no_plans, progress=progress, pinned=False)
                         for variant in ("fused", "semantic"):
                             report.variants[f"{variant}@{name}"] = extra_report.variants[variant]
@@ -169,12 +169,11 @@ def _encoder_retriever(retriever: Any, name: str, tick: Any, label: str) -> Any:
     from ctxbench.retrieval.embedder import Embedder
     from ctxbench.retrieval.retriever import Retriever
 
-    config = retriever.config
-    changed = dataclasses.replace(config, embedding=dataclasses.replace(config.embedding, model_name=name,
-                                                                           model_path=""))
-    embedder = Embedder(changed.embedding)
+    chosen = dataclasses.replace(retriever.embedding_config, model_name=name, model_path="")
+    embedder = Embedder(chosen)
     embedder.start_loading()
-    other = Retriever(retriever.conn, retriever.root, changed, embedder, index=retriever.index)
+    other = Retriever(retriever.conn, retriever.root, retriever.retrieval, embedder, index=retriever.index,
+                      index_config=retriever.index_config, embedding=chosen, capsules=retriever.capsule_config)
     progress = None if tick is None else (lambda d, t: tick(f"{label} embedding for {name}", d, t))
     other.prepare(progress, wait_for_model=True)
     if embedder.error is not None:

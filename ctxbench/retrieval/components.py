@@ -126,7 +126,7 @@ COMPONENTS: tuple[Component, ...] = (
               read_by_others=True, areas_last=True, takes_feedback=True, provenance="keyword"),
     Component(NAME, "name", ("retrieval", "name_weight"),
               why=lambda score, rank, sid: "named in the query",
-              rank=lambda q, got: name_ranking(q.tables, q.text, q.searcher.config.retrieval.name_generic_max),
+              rank=lambda q, got: name_ranking(q.tables, q.text, q.searcher.retrieval.name_generic_max),
               figures=lambda score, rank: ((NAME, 1.0),),
               read_by_others=True, takes_feedback=True, evidence=True, provenance="keyword"),
     Component("scope", "name", ("retrieval", "scope_weight"),
