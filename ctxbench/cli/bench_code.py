@@ -40,11 +40,15 @@ from ctxbench.cli.common import config_option, db_option, emit_json, fail, get_c
 @click.option("--capsule-weight", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --capsules: the capsule component's weight (default: [capsules] retrieval_weight, or 1.0 "
                    "when that is 0).")
+@click.option("--encoder", "encoders", multiple=True, metavar="NAME",
+              help="Also run fused and semantic-only retrieval with this embedding model (an [embedding] model_name: "
+                   "a packaged encoder such as code-minilm), beside the configured one in the same run, over the "
+                   "same index: variants 'fused@NAME' and 'semantic@NAME'. Repeatable.")
 @db_option
 @config_option
 def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: Path | None, role: str, split: str,
             as_json: bool, no_plans: bool, no_pinned: bool, with_capsules: bool, capsule_weight: float | None,
-            db_path: Path | None, config_path: Path | None) -> None:
+            encoders: tuple[str, ...], db_path: Path | None, config_path: Path | None) -> None:
     from ctxbench.bench.code import (ROLES, QueryFileError, RepoReport, RepoSpec, align_gold, gold_named_share,
                                      load_manifest, load_queries, pool, run_code_bench, select_split)
     from ctxbench.cli.repo_support import opened_retriever, stderr_progress
@@ -89,6 +93,13 @@ def command(queries_paths: tuple[Path, ...], repos: tuple[Path, ...], manifest: 
                     extra = {"capsule_retriever": capsule_retriever} if capsule_retriever is not None else {}
                     report = run_code_bench(retriever, queries, config, split=split, plans=not no_plans, progress=progress,
                                             pinned=not no_pinned, **extra)
+                    for name in encoders:
+                        other = _encoder_retriever(retriever, name, tick, spec.name)
+                        extra_report = run_code_bench(other, queries, config, split=split, variants=("fused", "semantic"),
+                                                      plans=not no_plans, progress=progress, pinned=False)
+                        for variant in ("fused", "semantic"):
+                            report.variants[f"{variant}@{name}"] = extra_report.variants[variant]
+                            report.outcomes[f"{variant}@{name}"] = extra_report.outcomes[variant]
                 reports.append(RepoReport(spec, len(index.cards), report, gold_named_share(queries), tuple(unknown)))
     except EmbedderError as exc:
         fail(str(exc))
@@ -147,6 +158,26 @@ def _capsule_retriever(retriever: Any, weight: float | None) -> Any:
     chosen = weight if weight is not None else (capsules.retrieval_weight or 1.0)
     other = retriever.variant(capsules=dataclasses.replace(capsules, retrieval_weight=chosen))
     other.prepare()
+    return other
+
+
+def _encoder_retriever(retriever: Any, name: str, tick: Any, label: str) -> Any:
+    """A retriever over the same index and connection whose embedding model is ``name``, its cards embedded (under
+    that model's own vector key) before it answers."""
+    import dataclasses
+
+    from ctxbench.retrieval.embedder import Embedder
+    from ctxbench.retrieval.retriever import Retriever
+
+    chosen = dataclasses.replace(retriever.embedding_config, model_name=name, model_path="")
+    embedder = Embedder(chosen)
+    embedder.start_loading()
+    other = Retriever(retriever.conn, retriever.root, retriever.retrieval, embedder, index=retriever.index,
+                      index_config=retriever.index_config, embedding=chosen, capsules=retriever.capsule_config)
+    progress = None if tick is None else (lambda d, t: tick(f"{label} embedding for {name}", d, t))
+    other.prepare(progress, wait_for_model=True)
+    if embedder.error is not None:
+        raise embedder.error
     return other
 
 

@@ -126,7 +126,7 @@ COMPONENTS: tuple[Component, ...] = (
               read_by_others=True, areas_last=True, takes_feedback=True, provenance="keyword"),
     Component(NAME, "name", ("retrieval", "name_weight"),
               why=lambda score, rank, sid: "named in the query",
-              rank=lambda q, got: name_ranking(q.tables, q.text),
+              rank=lambda q, got: name_ranking(q.tables, q.text, q.searcher.retrieval.name_generic_max),
               figures=lambda score, rank: ((NAME, 1.0),),
               read_by_others=True, takes_feedback=True, evidence=True, provenance="keyword"),
     Component("scope", "name", ("retrieval", "scope_weight"),
@@ -183,12 +183,16 @@ def rank_components(question: Question, sources: Sequence[str], retrieval: Retri
     return got
 
 
-def name_ranking(tables: IndexTables, query: str) -> list[tuple[str, float]]:
-    """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
+def name_ranking(tables: IndexTables, query: str, generic_max: int = 0) -> list[tuple[str, float]]:
+    """Symbols whose name (or dotted id suffix) is a code identifier written in the query; with ``generic_max``, a
+    bare name more than that many symbols share (``__init__``, ``get``) is left out as a word of low information."""
     found: dict[str, float] = {}
     for token in code_identifiers(query):
         parts = token.split(".")
-        for sid in tables.names.get(parts[-1], ()):
+        named = tables.names.get(parts[-1], ())
+        if generic_max and len(parts) == 1 and len(named) > generic_max:
+            continue
+        for sid in named:
             # a dotted mention (Screen.dismiss) must match the id's tail, a bare name any symbol so named
             if len(parts) > 1 and not sid.endswith("." + token) and sid != token:
                 continue

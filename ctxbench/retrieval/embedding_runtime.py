@@ -14,7 +14,7 @@ from typing import Any
 
 from ctxbench.config import EmbeddingConfig
 from ctxbench.records.errors import EmbedderError
-from ctxbench.retrieval.model_dir import numpy_compatible, resolve_model_dir, verify_model_dir
+from ctxbench.retrieval.model_dir import numpy_compatible, resolve_model_dir, verify_model_dir, weights_tag
 
 QUERY_RUNTIMES = ("onnx", "numpy", "torch")
 BULK_RUNTIMES = ("onnx", "torch")  # what embeds many texts at once (``EmbeddingConfig.bulk_runtime``)
@@ -26,6 +26,7 @@ def vector_key(c: EmbeddingConfig) -> str:
     """Everything that shapes a stored text's vector (model, sequence length, precision, the int8 bulk graph):
     changing any of them re-embeds instead of mixing vectors."""
     name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
+    name += weights_tag(c)  # retrained weights under the same name or folder never share vectors
     return f"{name}|seq{c.max_seq_length}|{c.precision}" + ("|bulk-int8" if bulk_int8(c) else "")
 
 

@@ -7,6 +7,7 @@ reaches the network: a model is only ever read from disk.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from pathlib import Path
@@ -63,7 +64,35 @@ def resolve_model_dir(config: EmbeddingConfig) -> tuple[Path, bool]:
                 "ctxbench loads models only from disk, never from a hub"
             )
         return path, False
+    if config.model_name != EmbeddingConfig.model_name:  # an encoder shipped in ctxbench/models (checksum verified)
+        from ctxbench.retrieval.packaged_models import expanded_dir
+
+        return expanded_dir(config.model_name), False
     return bundled_model_path(), True
+
+
+def weights_tag(config: EmbeddingConfig) -> str:
+    """What names the weights a vector came from, beyond the model's name: the packed weights' sha256 of a packaged
+    model, the sha256 of ``model.safetensors`` of a ``model_path`` folder (a model retrained in the same folder
+    gets new vectors), nothing for the bundled MiniLM (its weights are checked against one known hash)."""
+    if config.model_path:
+        weights = Path(config.model_path).expanduser() / WEIGHTS_FILE
+        if not weights.is_file():
+            return ""
+        stat = weights.stat()
+        return "#" + _weights_sha256(str(weights.resolve()), stat.st_mtime_ns, stat.st_size)[:16]
+    if config.model_name != EmbeddingConfig.model_name:
+        from ctxbench.retrieval.packaged_models import MODELS_DIR, expected_sha256
+
+        folder = MODELS_DIR / config.model_name
+        return "#" + expected_sha256(folder)[:16] if folder.is_dir() else ""
+    return ""
+
+
+@functools.lru_cache(maxsize=8)
+def _weights_sha256(path: str, mtime_ns: int, size: int) -> str:
+    """``file_sha256`` of a weights file, computed once per version of it (its path, time and size)."""
+    return file_sha256(Path(path))
 
 
 def numpy_compatible(path: Path) -> bool:

@@ -289,7 +289,7 @@ class Retriever:
     def name_ranking(self, query: str) -> list[tuple[str, float]]:
         """Symbols whose name (or dotted id suffix) is a code identifier written in the query."""
         view = self.index
-        return [] if view is None else name_ranking(self.tables(view), query)
+        return [] if view is None else name_ranking(self.tables(view), query, self.retrieval.name_generic_max)
 
     def phrase_ranking(self, query: str, pool: int) -> list[tuple[str, float]]:
         """Symbols whose source lines hold text the query quotes, most of it first (``phrases``)."""

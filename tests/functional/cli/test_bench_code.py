@@ -295,3 +295,43 @@ def test_the_shipped_manifest_keeps_each_held_out_round_apart():
                      "holdout6": ["transitions", "mobx"]}
     for spec in specs:
         assert spec.queries.is_file(), spec.queries
+
+
+@pytest.mark.model
+@pytest.mark.slow
+def test_an_encoder_named_on_the_command_line_runs_beside_the_configured_one_over_the_same_index(tmp_path, monkeypatch):
+    """``--encoder NAME``: the packaged model's fused and semantic-only figures join the report as their own
+    variants, its vectors stored under its own key; the bundled MiniLM packed as int8 rows finds what it finds."""
+    from safetensors.numpy import load_file, save_file
+
+    from ctxbench.retrieval import packaged_models as pm
+    from ctxbench.retrieval.model_dir import bundled_model_path
+
+    source = bundled_model_path()
+    shipped = tmp_path / "models" / "packed-minilm"
+    shipped.mkdir(parents=True)
+    for item in source.iterdir():
+        if item.is_file() and item.name not in ("model.safetensors", "README.md"):
+            (shipped / item.name).write_bytes(item.read_bytes())
+        elif item.is_dir():
+            (shipped / item.name).mkdir()
+            for inner in item.iterdir():
+                (shipped / item.name / inner.name).write_bytes(inner.read_bytes())
+    save_file(pm.pack(load_file(str(source / "model.safetensors"))), str(shipped / pm.PACKED_WEIGHTS))
+    (shipped / pm.CHECKSUM_FILE).write_text(pm._sha256(shipped / pm.PACKED_WEIGHTS) + "\n")
+    monkeypatch.setattr(pm, "MODELS_DIR", tmp_path / "models")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+
+    repo = write_repo(tmp_path / "repo")
+    queries = write_queries(tmp_path / "q.jsonl")
+    db = tmp_path / "bench.db"
+    result = CliRunner().invoke(main, ["bench", "code", "--queries", str(queries), "--repo", str(repo), "--db", str(db),
+                                       "--json", "--no-plans", "--no-pinned", "--encoder", "packed-minilm"],
+                                catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    (one,) = json.loads(result.stdout)["repos"]
+    assert set(one["baselines"]) == {"keyword", "semantic", "fused@packed-minilm", "semantic@packed-minilm"}
+    assert one["baselines"]["semantic@packed-minilm"]["semantic_available"] is True
+    assert one["baselines"]["semantic@packed-minilm"]["recall"] == one["baselines"]["semantic"]["recall"]
+    keys = {row[0] for row in connect(db).execute("SELECT DISTINCT model FROM card_vectors")}
+    assert len(keys) == 2 and any(k.startswith("packed-minilm#") for k in keys)

@@ -300,3 +300,17 @@ def test_retrieval_does_not_wait_while_another_thread_embeds_the_cards(index, co
     assert busy.semantic_available is False and busy.notes == (NOTE_EMBEDDING,) and busy.hits
     done = r.retrieve("least recently used cache", k=5)
     assert done.semantic_available is True and done.notes == ()
+
+
+def test_a_bare_name_many_symbols_share_is_left_out_of_the_name_component_but_a_dotted_one_counts():
+    from ctxbench.retrieval.components import name_ranking
+    from ctxbench.retrieval.tables import IndexTables
+
+    inits = tuple(f"pkg.mod{i}.Thing{i}.__init__" for i in range(6))
+    tables = IndexTables(version="v", names={"__init__": inits, "compile_init": ("pkg.make.compile_init",)},
+                         modules={}, members={}, kinds={}, areas={})
+    query = "where is the generated `__init__` built by `compile_init`"
+    assert {s for s, _ in name_ranking(tables, query)} == set(inits) | {"pkg.make.compile_init"}
+    assert [s for s, _ in name_ranking(tables, query, generic_max=5)] == ["pkg.make.compile_init"]
+    assert [s for s, _ in name_ranking(tables, "`Thing3.__init__`", generic_max=5)] == ["pkg.mod3.Thing3.__init__"]
+    assert {s for s, _ in name_ranking(tables, query, generic_max=6)} == set(inits) | {"pkg.make.compile_init"}

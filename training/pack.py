@@ -1,0 +1,59 @@
+"""Pack a trained encoder folder into ``ctxbench/models/<name>/``: int8 rows + scales, its sha256, the small files.
+
+    python -m training.pack --model training/out/full/model --name code-minilm
+
+What ships is what ``ctxbench.retrieval.packaged_models`` loads: ``model.int8.safetensors`` (every 2-D weight as int8
+with a float32 scale per row, the rest float32), ``SHA256`` (checked at load), and the tokenizer and
+sentence-transformers configuration files copied as they are. The model card (``MODEL_CARD.md``) is kept if the
+folder has one. Prints the packed size and the largest difference the int8 rounding makes to a weight.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import shutil
+from pathlib import Path
+
+import numpy as np
+
+from ctxbench.retrieval.packaged_models import CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, pack, unpack
+
+LEFT_OUT = {"model.safetensors", "README.md", "checkpoint.pt"}  # the weights ship packed; the card is ours
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--model", type=Path, required=True, help="a sentence-transformers folder (training's output)")
+    parser.add_argument("--name", default="code-minilm", help="the packaged model's name (its folder under ctxbench/models)")
+    args = parser.parse_args(argv)
+    from safetensors.numpy import load_file, save_file
+
+    source = args.model / "model.safetensors"
+    if not source.is_file():
+        parser.error(f"{source} not found: --model must be a folder written by training.train")
+    tensors = load_file(str(source))
+    packed = pack(tensors)
+    back = unpack(packed)
+    worst = max(float(np.abs(back[k] - tensors[k].astype(np.float32)).max()) for k in tensors)
+
+    target = MODELS_DIR / args.name
+    target.mkdir(parents=True, exist_ok=True)
+    for item in sorted(args.model.iterdir()):  # the tokenizer and sentence-transformers' module files, as saved
+        if item.name in LEFT_OUT:
+            continue
+        if item.is_dir():
+            shutil.copytree(item, target / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, target / item.name)
+    weights = target / PACKED_WEIGHTS
+    save_file(packed, str(weights), metadata={"format": "ctxbench-int8-rows"})
+    sha = hashlib.sha256(weights.read_bytes()).hexdigest()
+    (target / CHECKSUM_FILE).write_text(f"{sha}  {PACKED_WEIGHTS}\n", encoding="utf-8")
+    size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
+    print(f"{target}: {size / 1e6:.1f} MB in all, weights {weights.stat().st_size / 1e6:.1f} MB, sha256 {sha}, "
+          f"largest weight change from int8 rounding {worst:.2e}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
