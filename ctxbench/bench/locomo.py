@@ -112,7 +112,8 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
 
     Each row also carries the prompt cache's figures (``planner.cache``): the questions of a conversation are asked
     one after another in one session whose history does not change, so each plan's prefix is compared with the
-    previous question's plan under the same strategy, budget and order."""
+    previous question's plan under the same strategy, budget and order. Where the planner keeps the previous plan's
+    history (``planner.cache.keeps_previous``), each plan is handed the previous question's plan of its sequence."""
     from ctxbench.planner import build_plan
     from ctxbench.service.workbench import Workbench
 

@@ -24,6 +24,15 @@ pages of ``cache_page_share`` of the plan's budget, counted from the session's f
 stays put while the session grows by a page and then moves on by a page (the ``window`` strategy; ``fused`` with
 ``cache_stable_share`` > 0, which gives that share of the history budget to such a window before relevance). Up to
 a page of the window's share is left for what comes after it.
+
+The *cache-keeping selection* (``fused``, the cache order, ``cache_keep_share`` > 0) keeps what the previous plan
+picked instead of picking afresh: the caller hands the plan the session's previous plan (``PlanInputs.previous``:
+its history atoms in payload order and its settings). While the user changed nothing (``settings_key``: budget,
+mode, strategy, window, provider family, pins and drops), the previous history atoms are walked in their order and
+kept while each still scores at least the score of the best atom a fresh plan would leave out less
+``cache_keep_margin`` (atoms below it may stay within ``cache_keep_slack`` of the history budget where atoms above it
+follow), within ``cache_keep_share`` of the history budget; the first that fails ends the kept prefix (eviction from
+the tail). New picks follow the kept atoms, so the history is sent in the order each atom was first included.
 """
 from __future__ import annotations
 

@@ -27,7 +27,10 @@ Filling order, each step only taking what still fits:
    "ground rule", a sentence opening with "always"/"never", ...), or that the standing-instruction detector
    recognises (``planner/instructions.py``; not in a transcript of speakers), best first within
    ``instruction_share`` (reason ``standing_instruction``: a rule given early still holds late);
-3. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
+3. in the cache order with ``cache_keep_share`` > 0 and the session's previous plan given (``PlanInputs.previous``,
+   the user having changed nothing since): a prefix of that plan's history atoms, in its order, while they still
+   score near the cut (``planner/cache.py``: ``kept_prefix``; detail ``kept from the previous plan``);
+4. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
    one that does not fit is skipped and the next one tried, so the budget is filled.
 
 A turn a summary stands in for is never one of the latest turns; its atoms compete in step 3 only when the
