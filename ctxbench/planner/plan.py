@@ -59,7 +59,7 @@ from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
 from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, RELEVANCE_ORDER, cache_order,
-                                    keeps_previous, kept_atoms)
+                                    keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
@@ -526,7 +526,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
     items.extend(history_in)
     items.append(current)
     if config.order == CACHE_ORDER:
-        items = cache_order(items, kept_atoms(inputs, config))
+        items = cache_order(items, context.kept)
     items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
     tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 

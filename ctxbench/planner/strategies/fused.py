@@ -445,7 +445,8 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     # 3. the cache-keeping selection: a prefix of the previous plan's history, while it still scores near the cut
     kept = kept_atoms(context.inputs, planner)
     if kept:
-        _keep(selection, budget, units, order, score, values, kw, kept, planner, history_budget)
+        context.kept = _keep(selection, budget, units, order, score, values, kw, kept, planner, history_budget,
+                             by_recency)
 
     # 4. the rest, best first; a misfit is skipped and the next one tried
     chosen, ranks, users = _fill_rest(selection, budget, units, order)
@@ -453,9 +454,11 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
 
 
 def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray, score: np.ndarray,
-          values: list[float], kw: np.ndarray, kept: Sequence[str], planner: PlannerConfig, history_budget: int) -> None:
+          values: list[float], kw: np.ndarray, kept: Sequence[str], planner: PlannerConfig, history_budget: int,
+          by_recency: bool) -> tuple[str, ...]:
     """Include the prefix of the previous plan's history atoms ``kept`` that stays (``planner.cache.kept_prefix``),
-    charged to ``budget`` before the rest is picked; their details name their rank and say they were kept."""
+    charged to ``budget`` before the rest is picked; their details name their rank and say they were kept. Returns
+    the ids of the atoms kept (with the user messages they bring), in the previous plan's order."""
     unit_ids = units.unit_ids(selection)
     competing = np.zeros(units.n, dtype=bool)
     competing[order] = True
@@ -469,11 +472,13 @@ def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.
     keep = kept_prefix(kept, unit_of, score, order.tolist(), units.tokens, units.user_units, taken, budget.remaining,
                        share, planner.cache_keep_margin, int(history_budget * planner.cache_keep_slack))
     if not keep:
-        return
+        return ()
     chosen, _ranks, users = _fill_rest(selection, budget, units, np.asarray(keep, dtype=np.int64))
     rank = np.empty(units.n, dtype=np.int64)
     rank[order] = np.arange(1, len(order) + 1)
-    _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, False, KEPT_NOTE)
+    _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, by_recency, KEPT_NOTE)
+    taken_now = set(chosen).union(users) - {-1}  # with the user messages they brought
+    return tuple(atom for atom in kept if unit_ids.get(atom, -1) in taken_now)
 
 
 def _taken(selection: HistorySelection, units: _Units) -> bytearray:
@@ -551,7 +556,7 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
     summarised = selection.summarised  # turns a summary stands in for: their atoms say they were recalled
     for u, rank, user in zip(chosen, ranks, users):
         if by_recency:
-            why = f"newest first ({rank} of {n}): nothing matched the query yet"
+            why = f"newest first ({rank} of {n}): nothing matched the query yet" + note
         else:
             reason, why = ("keyword_match" if found[u] else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
             why += note
