@@ -61,6 +61,11 @@ TURN_KINDS = frozenset({"state", "scratchpad"})
 # context layers picked per query: after every history atom, before the current turn
 QUERY_KINDS = frozenset({"memo", "symbol_card", "capsule"})
 STABLE_LAYER, SUMMARY_LAYER, STANDING_HISTORY, HISTORY, TURN_LAYER, PICKED_HISTORY, QUERY_LAYER, CURRENT = range(8)
+KEPT_HISTORY = 8  # the cache-keeping selection: the previous plan's history atoms this plan kept
+# the tiers in payload order where plans keep the previous plan's history: what was kept right after the standing
+# history, and the state block after the history picked this turn (that history stays for the next turn now)
+KEEPING_TIERS = {tier: rank for rank, tier in enumerate((STABLE_LAYER, SUMMARY_LAYER, STANDING_HISTORY, KEPT_HISTORY,
+                                                         HISTORY, PICKED_HISTORY, TURN_LAYER, QUERY_LAYER, CURRENT))}
 
 
 def _tier(item: Any) -> int:
@@ -79,18 +84,20 @@ def _tier(item: Any) -> int:
     return STABLE_LAYER
 
 
-def cache_order(included: Sequence[Any], kept: Sequence[str] | None = None) -> list[Any]:
+def cache_order(included: Sequence[Any], kept: Sequence[str] = (), keeping: bool = False) -> list[Any]:
     """``included`` (PlanItems in today's payload order, then any excluded ones) in the cache-friendly order, each
     included item's ``order`` renumbered; within a tier the items keep the order they came in (chronological for the
-    history). Excluded items stay where they were, at the end. ``kept``: the previous plan's history atoms in its
-    order (the cache-keeping selection): within a tier, the history atoms it names come first, in its order (the order
-    each was first included in), then the new ones chronologically."""
+    history). Excluded items stay where they were, at the end. ``keeping`` (the cache-keeping selection): the history
+    atoms ``kept`` names (the previous plan's, in its order: the order each was first included in) go right after the
+    standing history, in that order, and the state block and scratchpad after the history (``KEEPING_TIERS``)."""
     head = [item for item in included if item.included]
     rest = [item for item in included if not item.included]
-    if kept:
+    if keeping:
         position = {atom: i for i, atom in enumerate(kept)}
-        after = len(position)
-        ordered = sorted(head, key=lambda item: (_tier(item), position.get(item.id, after)))
+        def key(item: Any) -> tuple[int, int]:
+            at = position.get(item.id, -1) if item.kind == "history_atom" else -1
+            return (KEEPING_TIERS[KEPT_HISTORY], at) if at >= 0 else (KEEPING_TIERS[_tier(item)], 0)
+        ordered = sorted(head, key=key)
     else:
         ordered = sorted(head, key=_tier)  # stable: keeps the order within a tier
     for order, item in enumerate(ordered):
@@ -142,14 +149,15 @@ def kept_atoms(inputs: Any, config: Any) -> tuple[str, ...] | None:
 
 def kept_prefix(kept: Sequence[str], unit_of: Callable[[str], int], score: Any, fresh_order: Any, tokens: Sequence[int],
                 user_units: Sequence[int], taken: bytearray, remaining: int, share: int, margin: float,
-                slack: int = 0) -> list[int]:
+                slack: int = 0) -> tuple[list[int], int]:
     """The units (atoms) of the previous plan that stay, in its order: walk ``kept`` (atom ids; ``unit_of``: the unit
     of one, -1 when it no longer competes) from the first and stop at the first that no longer competes, whose score
     is below the *floor*, or that does not fit in ``share`` tokens (with the user message a call atom brings) — the
     atoms after it go too, so what stays is a prefix of the previous plan's history. Units ``taken`` already (the
     latest turns, standing instructions) are passed over. The floor is the score of the best atom a fresh plan would
     leave out (units of ``fresh_order``, best first, not taken, filled in order while their tokens add up to at most
-    ``remaining``) less ``margin``."""
+    ``remaining``) less ``margin``. Returns the units kept and how many of ``kept`` the prefix spans (up to its
+    last atom that is in: kept, or taken already)."""
     ranked = [u for u in fresh_order if not taken[u]]
     spent, best_out = 0, None
     for u in ranked:
@@ -160,13 +168,16 @@ def kept_prefix(kept: Sequence[str], unit_of: Callable[[str], int], score: Any, 
     floor = -math.inf if best_out is None else float(score[best_out]) - margin
     out: list[int] = []
     live = 0  # the atoms up to the last one at or above the floor: a kept prefix ends there
+    end = 0  # how many of ``kept`` that spans
     used = dead = 0
     seen = bytearray(taken)
-    for atom in kept:
+    for i, atom in enumerate(kept):
         u = unit_of(atom)
         if u < 0:
             break
         if seen[u]:
+            if taken[u] and live == len(out):  # in already, and no atom below the floor before it
+                end = i + 1
             continue
         cost = tokens[u]
         user = user_units[u]
@@ -183,8 +194,8 @@ def kept_prefix(kept: Sequence[str], unit_of: Callable[[str], int], score: Any, 
         if below:
             dead += cost
         else:
-            live = len(out)
-    return out[:live]
+            live, end = len(out), i + 1
+    return out[:live], end
 
 
 def page_tokens(config: Any, budget: int) -> int:

@@ -526,7 +526,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
     items.extend(history_in)
     items.append(current)
     if config.order == CACHE_ORDER:
-        items = cache_order(items, context.kept)
+        items = cache_order(items, context.kept, keeps_previous(config, inputs.strategy))
     items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
     tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 

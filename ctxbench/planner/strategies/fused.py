@@ -458,7 +458,8 @@ def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.
           by_recency: bool) -> tuple[str, ...]:
     """Include the prefix of the previous plan's history atoms ``kept`` that stays (``planner.cache.kept_prefix``),
     charged to ``budget`` before the rest is picked; their details name their rank and say they were kept. Returns
-    the ids of the atoms kept (with the user messages they bring), in the previous plan's order."""
+    the ids of the previous plan's atoms the kept prefix spans that are in (kept, or in already: the latest turns,
+    the rules), in the previous plan's order."""
     unit_ids = units.unit_ids(selection)
     competing = np.zeros(units.n, dtype=bool)
     competing[order] = True
@@ -469,16 +470,19 @@ def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.
         u = unit_ids.get(atom, -1)
         return u if u >= 0 and competing[u] else -1
 
-    keep = kept_prefix(kept, unit_of, score, order.tolist(), units.tokens, units.user_units, taken, budget.remaining,
-                       share, planner.cache_keep_margin, int(history_budget * planner.cache_keep_slack))
-    if not keep:
-        return ()
-    chosen, _ranks, users = _fill_rest(selection, budget, units, np.asarray(keep, dtype=np.int64))
-    rank = np.empty(units.n, dtype=np.int64)
-    rank[order] = np.arange(1, len(order) + 1)
-    _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, by_recency, KEPT_NOTE)
-    taken_now = set(chosen).union(users) - {-1}  # with the user messages they brought
-    return tuple(atom for atom in kept if unit_ids.get(atom, -1) in taken_now)
+    keep, end = kept_prefix(kept, unit_of, score, order.tolist(), units.tokens, units.user_units, taken,
+                            budget.remaining, share, planner.cache_keep_margin,
+                            int(history_budget * planner.cache_keep_slack))
+    if keep:
+        chosen, _ranks, users = _fill_rest(selection, budget, units, np.asarray(keep, dtype=np.int64))
+        rank = np.empty(units.n, dtype=np.int64)
+        rank[order] = np.arange(1, len(order) + 1)
+        _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, by_recency, KEPT_NOTE)
+        for u in (*chosen, *users):  # with the user messages they brought
+            if u >= 0:
+                taken[u] = 1
+    # the prefix of the previous plan's atoms this one sends in that order: those kept, and those in already
+    return tuple(atom for atom in kept[:end] if taken[unit_ids[atom]])
 
 
 def _taken(selection: HistorySelection, units: _Units) -> bytearray:

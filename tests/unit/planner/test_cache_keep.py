@@ -99,13 +99,17 @@ def test_a_kept_prefix_ends_at_the_first_atom_far_below_the_cut_and_never_ends_o
     def unit_of(atom: str) -> int:
         return int(atom[1:])
 
-    assert kept_prefix(kept, unit_of, margin=1.0, **common) == [0]  # u1 is far below the cut (3.0 - 1.0)
+    assert kept_prefix(kept, unit_of, margin=1.0, **common) == ([0], 1)  # u1 is far below the cut (3.0 - 1.0)
     # slack lets the atoms below the cut stay where atoms above it follow; the dead tail (u5) goes all the same
-    assert kept_prefix(kept, unit_of, margin=1.0, slack=20, **common) == [0, 1, 2]
-    assert kept_prefix(kept, unit_of, margin=20.0, **common) == [0, 1, 2, 4, 5]
-    assert kept_prefix(kept, unit_of, margin=20.0, **{**common, "share": 25}) == [0, 1]  # the share caps it
+    assert kept_prefix(kept, unit_of, margin=1.0, slack=20, **common) == ([0, 1, 2], 3)
+    assert kept_prefix(kept, unit_of, margin=20.0, **common) == ([0, 1, 2, 4, 5], 5)
+    assert kept_prefix(kept, unit_of, margin=20.0, **{**common, "share": 25}) == ([0, 1], 2)  # the share caps it
     assert kept_prefix(["u0", "gone", "u2"], lambda a: -1 if a == "gone" else unit_of(a), margin=20.0,
-                       **common) == [0]  # an atom no longer in the history ends the prefix
+                       **common) == ([0], 1)  # an atom no longer in the history ends the prefix
+    # an atom in already (the latest turn) is passed over and stays in the span; kept atoms after it follow
+    taken = bytearray(6)
+    taken[2] = 1
+    assert kept_prefix(kept, unit_of, margin=20.0, **{**common, "taken": taken}) == ([0, 1, 4, 5], 5)
 
 
 def test_a_changed_budget_pin_or_order_picks_afresh():
@@ -134,3 +138,23 @@ def test_the_previous_plan_enters_the_plan_id_only_where_it_is_kept():
             build_plan(related, config, TOK).plan_id
     assert plan_id(related, KEEP, TOK.name) != plan_id(without, KEEP, TOK.name)
     assert build_plan(related, KEEP, TOK) == build_plan(related, KEEP, TOK)
+
+
+def test_the_next_turn_of_a_live_session_opens_with_what_the_last_plan_sent_before_its_state_block():
+    b = _session()
+    first_inputs = _inputs(b, range(2, 7), state_block="### STATE\nGoal: subjects")
+    first = build_plan(first_inputs, KEEP, TOK)
+    b.messages[-1:] = []  # the question becomes a turn with a reply, and a new question follows
+    b.group -= 1
+    b.turn("a question", "an answer about subject 3 " * 4)
+    b.turn("a next question", reply="")
+    following = _inputs(b, range(2, 7), state_block="### STATE\nGoal: subjects, rewritten",
+                        previous=previous_history(first, first_inputs))
+    plan = build_plan(following, KEEP, TOK)
+    order = [i.kind for i in sorted(plan.included, key=lambda i: i.order)]
+    assert order.index("state") > max(n for n, kind in enumerate(order) if kind == "history_atom")
+    units = payload_units(first)
+    before_state = next(n for n, i in enumerate(sorted(first.included, key=lambda i: i.order)) if i.kind == "state")
+    assert shared_prefix_tokens(units, payload_units(plan)) == sum(t for _k, t in units[:before_state])
+    fresh = payload_units(build_plan(dataclasses.replace(following, previous=None), KEEP, TOK))
+    assert shared_prefix_tokens(units, fresh) < sum(t for _k, t in units[:before_state])
