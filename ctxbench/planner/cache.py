@@ -32,7 +32,10 @@ mode, strategy, window, provider family, pins and drops), the previous history a
 kept while each still scores at least the score of the best atom a fresh plan would leave out less
 ``cache_keep_margin`` (atoms below it may stay within ``cache_keep_slack`` of the history budget where atoms above it
 follow), within ``cache_keep_share`` of the history budget; the first that fails ends the kept prefix (eviction from
-the tail). New picks follow the kept atoms, so the history is sent in the order each atom was first included.
+the tail). The payload sends that prefix (with the latest turn and the rules it spans, which are in anyway) right
+after the standing history, in the previous plan's order, then this turn's new history (the latest turn, new picks)
+and only then the state block and scratchpad, which a live session rewrites every turn: the history goes out in the
+order each atom was first included, and the next turn's prompt opens with all of it.
 """
 from __future__ import annotations
 
