@@ -23,7 +23,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from ctxbench.bench.locomo_baselines import BASELINES, TurnIndex
 from ctxbench.bench.locomo_data import ROLE_MAPPINGS, Conversation, load_conversation, to_transcript
 from ctxbench.config import Config
-from ctxbench.planner.cache import PLAN_ORDERS, RELEVANCE_ORDER, CacheFigures, PrefixTally, TurnCost, figures, new_tally
+from ctxbench.planner.cache import (PLAN_ORDERS, RELEVANCE_ORDER, CacheFigures, PrefixTally, TurnCost, figures,
+                                    keeps_previous, new_tally, previous_history)
+from ctxbench.records.plans import PreviousHistory
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES, STRATEGIES
 from ctxbench.records.plan_request import PlanRequest
 
@@ -110,7 +112,8 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
 
     Each row also carries the prompt cache's figures (``planner.cache``): the questions of a conversation are asked
     one after another in one session whose history does not change, so each plan's prefix is compared with the
-    previous question's plan under the same strategy, budget and order."""
+    previous question's plan under the same strategy, budget and order. Where the planner keeps the previous plan's
+    history (``planner.cache.keeps_previous``), each plan is handed the previous question's plan of its sequence."""
     from ctxbench.planner import build_plan
     from ctxbench.service.workbench import Workbench
 
@@ -148,6 +151,7 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                     if strategy in wanted:
                         wb.history.warm(sid, strategy=strategy)
                 sequences: dict[tuple[str, int, str], PrefixTally] = {}  # one session's plans, in question order
+                previous: dict[tuple[str, int, str], PreviousHistory] = {}  # the last plan's, where one keeps it
                 for qi, question in enumerate(conversation.questions, 1):
                     if qi % 25 == 0:
                         say(f"{conversation.id} ({mapping}): question {qi}/{len(conversation.questions)}")
@@ -159,8 +163,11 @@ def run(paths: Sequence[Path], config: Config, *, db_path: Path, budgets: Sequen
                         for budget in budgets:
                             for order in orders:
                                 t1 = time.perf_counter()
-                                plan = build_plan(dataclasses.replace(inputs, budget=budget), planners[order],
-                                                  wb.tokenizer)
+                                key = (strategy, budget, order)
+                                asked = dataclasses.replace(inputs, budget=budget, previous=previous.get(key))
+                                plan = build_plan(asked, planners[order], wb.tokenizer)
+                                if keeps_previous(planners[order], strategy):  # the next question's plan keeps some
+                                    previous[key] = previous_history(plan, asked)
                                 tally = tallies.setdefault((strategy, mapping, budget, order), _Tally(costs=[]))
                                 tally.ms.append(read_ms + (time.perf_counter() - t1) * 1000)
                                 present = {e for item in plan.included for e in item.external_ids}

@@ -83,6 +83,18 @@ class PlannerConfig:
     cache_stable_share: Share = 0.0
     """order "cache", fused: the latest turns, from a page boundary, take up to this share of the history budget in
     place of the continuity step (0: the continuity step as in the relevance order); the rest goes by relevance"""
+    cache_keep_share: Share = 0.0
+    """order "cache", fused: the history atoms of the session's previous plan, a prefix of them in that plan's order,
+    stay in up to this share of the history budget while the user changed nothing (same budget, mode, strategy,
+    window, pins and drops); new picks follow them (0: every plan picks afresh). planner/cache.py"""
+    cache_keep_margin: Annotated[float, Range(ge=0)] = 1.0
+    """order "cache", cache_keep_share > 0: a kept atom stays while its score for the new query is at least the
+    score of the best atom a fresh plan would leave out, less this margin (fused scores are z-scores); the first one
+    below it goes, with every atom after it (but see cache_keep_slack)"""
+    cache_keep_slack: Share = 0.0
+    """order "cache", cache_keep_share > 0: atoms below the floor (cache_keep_margin) may stay, up to this share of
+    the history budget, where atoms at or above it come after them (the prefix reaches those); what follows the last
+    such atom goes"""
     window_groups: int = 0
     """0 = all groups (budget still applies)"""
     provider_family: str = "openai"

@@ -24,19 +24,36 @@ pages of ``cache_page_share`` of the plan's budget, counted from the session's f
 stays put while the session grows by a page and then moves on by a page (the ``window`` strategy; ``fused`` with
 ``cache_stable_share`` > 0, which gives that share of the history budget to such a window before relevance). Up to
 a page of the window's share is left for what comes after it.
+
+The *cache-keeping selection* (``fused``, the cache order, ``cache_keep_share`` > 0) keeps what the previous plan
+picked instead of picking afresh: the caller hands the plan the session's previous plan (``PlanInputs.previous``:
+its history atoms in payload order and its settings). While the user changed nothing (``settings_key``: budget,
+mode, strategy, window, provider family, pins and drops), the previous history atoms are walked in their order and
+kept while each still scores at least the score of the best atom a fresh plan would leave out less
+``cache_keep_margin`` (atoms below it may stay within ``cache_keep_slack`` of the history budget where atoms above it
+follow), within ``cache_keep_share`` of the history budget; the first that fails ends the kept prefix (eviction from
+the tail). The payload sends that prefix (with the latest turn and the rules it spans, which are in anyway) right
+after the standing history, in the previous plan's order, then this turn's new history (the latest turn, new picks)
+and only then the state block and scratchpad, which a live session rewrites every turn: the history goes out in the
+order each atom was first included, and the next turn's prompt opens with all of it.
 """
 from __future__ import annotations
 
+import hashlib
+import json
+import math
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from ctxbench.config import CachePrice
 from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.records.plans import PreviousHistory
 
 RELEVANCE_ORDER = "relevance"
 CACHE_ORDER = "cache"
 PLAN_ORDERS = (RELEVANCE_ORDER, CACHE_ORDER)
-CACHE_SETTINGS = ("order", "cache_page_share", "cache_stable_share")  # the planner settings of this module
+KEEP_SETTINGS = ("cache_keep_share", "cache_keep_margin", "cache_keep_slack")  # the cache-keeping selection's
+CACHE_SETTINGS = ("order", "cache_page_share", "cache_stable_share", *KEEP_SETTINGS)  # the planner settings of this module
 
 # history atoms that were picked for this query: sent after every history atom that was not
 QUERY_PICKED = frozenset({"keyword_match", "semantic_match", "graph_neighbour"})
@@ -47,6 +64,11 @@ TURN_KINDS = frozenset({"state", "scratchpad"})
 # context layers picked per query: after every history atom, before the current turn
 QUERY_KINDS = frozenset({"memo", "symbol_card", "capsule"})
 STABLE_LAYER, SUMMARY_LAYER, STANDING_HISTORY, HISTORY, TURN_LAYER, PICKED_HISTORY, QUERY_LAYER, CURRENT = range(8)
+KEPT_HISTORY = 8  # the cache-keeping selection: the previous plan's history atoms this plan kept
+# the tiers in payload order where plans keep the previous plan's history: what was kept right after the standing
+# history, and the state block after the history picked this turn (that history stays for the next turn now)
+KEEPING_TIERS = {tier: rank for rank, tier in enumerate((STABLE_LAYER, SUMMARY_LAYER, STANDING_HISTORY, KEPT_HISTORY,
+                                                         HISTORY, PICKED_HISTORY, TURN_LAYER, QUERY_LAYER, CURRENT))}
 
 
 def _tier(item: Any) -> int:
@@ -65,13 +87,22 @@ def _tier(item: Any) -> int:
     return STABLE_LAYER
 
 
-def cache_order(included: Sequence[Any]) -> list[Any]:
+def cache_order(included: Sequence[Any], kept: Sequence[str] = (), keeping: bool = False) -> list[Any]:
     """``included`` (PlanItems in today's payload order, then any excluded ones) in the cache-friendly order, each
     included item's ``order`` renumbered; within a tier the items keep the order they came in (chronological for the
-    history). Excluded items stay where they were, at the end."""
+    history). Excluded items stay where they were, at the end. ``keeping`` (the cache-keeping selection): the history
+    atoms ``kept`` names (the previous plan's, in its order: the order each was first included in) go right after the
+    standing history, in that order, and the state block and scratchpad after the history (``KEEPING_TIERS``)."""
     head = [item for item in included if item.included]
     rest = [item for item in included if not item.included]
-    ordered = sorted(head, key=_tier)  # stable: keeps the order within a tier
+    if keeping:
+        position = {atom: i for i, atom in enumerate(kept)}
+        def key(item: Any) -> tuple[int, int]:
+            at = position.get(item.id, -1) if item.kind == "history_atom" else -1
+            return (KEEPING_TIERS[KEPT_HISTORY], at) if at >= 0 else (KEEPING_TIERS[_tier(item)], 0)
+        ordered = sorted(head, key=key)
+    else:
+        ordered = sorted(head, key=_tier)  # stable: keeps the order within a tier
     for order, item in enumerate(ordered):
         item.__dict__["order"] = order  # the items are fresh, made for this plan
     return ordered + rest
@@ -79,6 +110,95 @@ def cache_order(included: Sequence[Any]) -> list[Any]:
 
 def uses_cache_order(config: Any) -> bool:
     return getattr(config, "order", RELEVANCE_ORDER) == CACHE_ORDER
+
+
+# ---- the cache-keeping selection (fused) ----------------------------------------------------------------------
+
+KEEPING_STRATEGIES = frozenset({"fused"})
+
+
+def keeps_previous(config: Any, strategy: str) -> bool:
+    """Whether plans of ``strategy`` under ``config`` (the planner section) keep the previous plan's history: the cache
+    order with ``cache_keep_share`` > 0, a strategy that ranks atoms (``fused``). A caller hands such a plan its
+    session's previous plan (``PlanInputs.previous``, made by ``previous_history``)."""
+    return uses_cache_order(config) and config.cache_keep_share > 0 and strategy in KEEPING_STRATEGIES
+
+
+def settings_key(inputs: Any) -> str:
+    """What "the user changed nothing" compares between two plans: budget, mode, strategy, window, provider family,
+    the pins (id, target, kind: not a lease's turns left) and the dropped turns, as one digest."""
+    pins = sorted((p.id, p.target, p.kind) for p in inputs.pins)
+    text = json.dumps([inputs.budget, inputs.mode, inputs.strategy, inputs.window_groups, inputs.provider_family,
+                       pins, sorted(set(inputs.dropped_groups))], separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+
+def previous_history(plan: Any, inputs: Any) -> PreviousHistory:
+    """What a plan made from ``inputs`` hands the session's next plan: its history atoms in payload order, and its
+    settings."""
+    atoms = tuple(item.id for item in sorted((i for i in plan.items if i.included and i.kind == "history_atom"),
+                                             key=lambda i: i.order))
+    return PreviousHistory(atoms, settings_key(inputs))
+
+
+def kept_atoms(inputs: Any, config: Any) -> tuple[str, ...] | None:
+    """The previous plan's history atoms this plan may keep, in that plan's order: None unless the plan keeps
+    (``keeps_previous``) and the user changed nothing since the previous plan (``settings_key``)."""
+    previous = inputs.previous
+    if previous is None or not keeps_previous(config, inputs.strategy) or previous.settings != settings_key(inputs):
+        return None
+    return previous.atoms
+
+
+def kept_prefix(kept: Sequence[str], unit_of: Callable[[str], int], score: Any, fresh_order: Any, tokens: Sequence[int],
+                user_units: Sequence[int], taken: bytearray, remaining: int, share: int, margin: float,
+                slack: int = 0) -> tuple[list[int], int]:
+    """The units (atoms) of the previous plan that stay, in its order: walk ``kept`` (atom ids; ``unit_of``: the unit
+    of one, -1 when it no longer competes) from the first and stop at the first that no longer competes, whose score
+    is below the *floor*, or that does not fit in ``share`` tokens (with the user message a call atom brings) — the
+    atoms after it go too, so what stays is a prefix of the previous plan's history. Units ``taken`` already (the
+    latest turns, standing instructions) are passed over. The floor is the score of the best atom a fresh plan would
+    leave out (units of ``fresh_order``, best first, not taken, filled in order while their tokens add up to at most
+    ``remaining``) less ``margin``. Returns the units kept and how many of ``kept`` the prefix spans (up to its
+    last atom that is in: kept, or taken already)."""
+    ranked = [u for u in fresh_order if not taken[u]]
+    spent, best_out = 0, None
+    for u in ranked:
+        spent += tokens[u]
+        if spent > remaining:
+            best_out = u
+            break
+    floor = -math.inf if best_out is None else float(score[best_out]) - margin
+    out: list[int] = []
+    live = 0  # the atoms up to the last one at or above the floor: a kept prefix ends there
+    end = 0  # how many of ``kept`` that spans
+    used = dead = 0
+    seen = bytearray(taken)
+    for i, atom in enumerate(kept):
+        u = unit_of(atom)
+        if u < 0:
+            break
+        if seen[u]:
+            if taken[u] and live == len(out):  # in already, and no atom below the floor before it
+                end = i + 1
+            continue
+        cost = tokens[u]
+        user = user_units[u]
+        if user >= 0 and not seen[user]:
+            cost += tokens[user]
+        below = float(score[u]) < floor
+        if used + cost > share or (below and dead + cost > slack):
+            break
+        used += cost
+        seen[u] = 1
+        if user >= 0:
+            seen[user] = 1
+        out.append(u)
+        if below:
+            dead += cost
+        else:
+            live, end = len(out), i + 1
+    return out[:live], end
 
 
 def page_tokens(config: Any, budget: int) -> int:

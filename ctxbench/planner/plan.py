@@ -58,7 +58,8 @@ from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
 from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
-from ctxbench.planner.cache import CACHE_ORDER, CACHE_SETTINGS, RELEVANCE_ORDER, cache_order
+from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, RELEVANCE_ORDER, cache_order,
+                                    keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
@@ -104,6 +105,9 @@ def _config_digest(config: PlannerConfig) -> str:
     fields = dataclasses.asdict(config)
     if fields.get("order") == RELEVANCE_ORDER:  # the order plans had before it was a setting: older ids stay
         for name in CACHE_SETTINGS:  # (the cache order's settings change nothing in this order)
+            fields.pop(name, None)
+    elif not fields.get("cache_keep_share"):  # the cache order without keeping: its older ids stay
+        for name in KEEP_SETTINGS:
             fields.pop(name, None)
     text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
@@ -173,6 +177,9 @@ def canonical_inputs(
         # absent without a cluster: older ids stay
         **({"query_cluster": dataclasses.astuple(inputs.query_cluster)} if inputs.query_cluster is not None else {}),
         **({"cluster_notes": list(inputs.cluster_notes)} if inputs.cluster_notes else {}),
+        # absent unless the plan keeps the previous one's history (``planner.cache.keeps_previous``): older ids stay
+        **({"previous": [list(inputs.previous.atoms), inputs.previous.settings]}
+           if inputs.previous is not None and keeps_previous(config, inputs.strategy) else {}),
     }
 
 
@@ -522,7 +529,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
     items.extend(history_in)
     items.append(current)
     if config.order == CACHE_ORDER:
-        items = cache_order(items)
+        items = cache_order(items, context.kept, keeps_previous(config, inputs.strategy))
     items.extend(_cand_item(cand, -1) for cand in layers if not cand.included)
     tail = tuple(_cand_item(cand, -1) for cand in c.current[1:])
 

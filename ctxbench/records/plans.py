@@ -51,6 +51,16 @@ class Memo:
 
 
 @dataclass(frozen=True)
+class PreviousHistory:
+    """The history atoms the session's previous plan sent, in its payload order, and the settings it was planned
+    under (``planner.cache.settings_key``): a cache-keeping selection (``[planner] cache_keep_share``) keeps a prefix
+    of them while the user changed nothing, so the next prompt opens as the last one did."""
+
+    atoms: tuple[str, ...]  # PlanItem ids (``atom:<group>:<first message id>``), in the previous plan's payload order
+    settings: str  # the previous plan's budget, mode, strategy, window, pins and drops, as one key
+
+
+@dataclass(frozen=True)
 class PlanInputs:
     """Everything a plan depends on. The PlanId is a hash of the canonical form of this."""
 
@@ -88,6 +98,8 @@ class PlanInputs:
     # and what scoping to it changed for this plan (leases it ended, activation it left out)
     query_cluster: QueryClusterTag | None = None
     cluster_notes: tuple[str, ...] = ()
+    # what the session's previous plan sent from the history (the cache-keeping selection; None: not asked for)
+    previous: PreviousHistory | None = None
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from ctxbench.records.derived import deriving_for
 from ctxbench.records.errors import UnknownGroup
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plan_request import PlanRequest, SentMessage, StoredTurn
-from ctxbench.records.plans import ContextPlan, Pin, PlanInputs
+from ctxbench.records.plans import ContextPlan, Pin, PlanInputs, PreviousHistory
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET, RetrievalSet
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.service.derived_texts import DerivedTexts
@@ -34,6 +34,7 @@ from ctxbench.store.activation import Activation
 from ctxbench.store.compaction import active_summaries, open_task
 from ctxbench.store.memory import Memory
 from ctxbench.store.pins import Pins
+from ctxbench.store import plans as plan_store
 from ctxbench.store.plans import Plans
 from ctxbench.tokens import Tokenizer
 
@@ -183,6 +184,11 @@ class Planning:
         if s.strategy == "hybrid":
             keyword_ranking = self.ranker.keyword_ranking(session_id, history, query)
         in_task = task is not None and task.started_group <= current_gid
+        from ctxbench.planner.cache import keeps_previous  # the planner is imported on first use
+
+        previous = None
+        if keeps_previous(wb.config.planner, s.strategy):
+            previous = _previous_plan(conn, branch_id, history, current_gid)
         return PlanInputs(
             session_id=session_id,
             query=query,
@@ -204,7 +210,21 @@ class Planning:
             summaries=summaries,
             task_id=task.id if task is not None and in_task else 0,
             task_name=task.name if task is not None and in_task else "",
+            previous=previous,
         )
+
+
+def _previous_plan(conn: sqlite3.Connection, branch_id: str, history: Sequence[Message],
+                   group_id: int) -> PreviousHistory | None:
+    """What the last stored plan of the latest turn before ``group_id`` that this branch sees sent from the history,
+    and its settings (the cache-keeping selection's ``PlanInputs.previous``); None when there is none."""
+    from ctxbench.planner.cache import previous_history
+
+    branch_ids = [bid for bid, _limit in session_store.lineage(conn, branch_id)]
+    found = plan_store.turn_plan_before(conn, branch_ids, {m.group_id for m in history}, group_id)
+    if found is None:
+        return None
+    return previous_history(plan_store.get_plan(conn, found), plan_store.get_plan_inputs(conn, found, messages=False))
 
 
 _GROUP_ID = attrgetter("group_id")

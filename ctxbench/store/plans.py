@@ -149,11 +149,15 @@ def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str,
     return found
 
 
-def get_plan_inputs(conn: sqlite3.Connection, plan_id: str) -> PlanInputs:
+def get_plan_inputs(conn: sqlite3.Connection, plan_id: str, messages: bool = True) -> PlanInputs:
+    """A stored plan's inputs; without ``messages`` its history and current turn are left empty (not read)."""
     row = _row(conn, plan_id)
     if row["encoding"] not in ZIPPED:
         return codec.loads(PlanInputs, row["inputs"])
     body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
+    if not messages:
+        values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
+        return codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
     messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
     values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
     inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})

@@ -19,6 +19,9 @@ class StrategyContext:
     # (``places_summaries``) gets them undecided, every other strategy after the planner placed them
     summaries: list[Any] = field(default_factory=list)
     summary_kept: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # the previous plan's history atoms the strategy kept, in that plan's order (the cache-keeping selection): the
+    # payload sends them first within their tier
+    kept: tuple[str, ...] = ()
 
 
 Strategy = Callable[[HistorySelection, Budget, StrategyContext], None]

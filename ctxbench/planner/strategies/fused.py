@@ -27,7 +27,10 @@ Filling order, each step only taking what still fits:
    "ground rule", a sentence opening with "always"/"never", ...), or that the standing-instruction detector
    recognises (``planner/instructions.py``; not in a transcript of speakers), best first within
    ``instruction_share`` (reason ``standing_instruction``: a rule given early still holds late);
-3. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
+3. in the cache order with ``cache_keep_share`` > 0 and the session's previous plan given (``PlanInputs.previous``,
+   the user having changed nothing since): a prefix of that plan's history atoms, in its order, while they still
+   score near the cut (``planner/cache.py``: ``kept_prefix``; detail ``kept from the previous plan``);
+4. every other atom by score, best first (``keyword_match`` when BM25 found it, else ``semantic_match``);
    one that does not fit is skipped and the next one tried, so the budget is filled.
 
 A turn a summary stands in for is never one of the latest turns; its atoms compete in step 3 only when the
@@ -50,9 +53,9 @@ from typing import Sequence
 
 import numpy as np
 
-from ctxbench.config import FusedConfig, InstructionConfig
+from ctxbench.config import FusedConfig, InstructionConfig, PlannerConfig
 from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
-from ctxbench.planner.cache import fill_anchored, page_tokens, uses_cache_order
+from ctxbench.planner.cache import fill_anchored, kept_atoms, kept_prefix, page_tokens, uses_cache_order
 from ctxbench.planner.strategies.window import ANCHORED_DETAIL
 from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
 from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
@@ -64,6 +67,7 @@ NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning 
                     "ready, or no word found); took the latest messages first")
 EPISODES_ONE_BY_ONE = 256  # up to this many episodes, each one's best atoms are found on its own
 ROUND_MARGIN = 1e-6  # round6: scaled scores this close to a half are rounded by Python (their error is ~1e-9)
+KEPT_NOTE = "; kept from the previous plan (prompt cache)"
 FILL_BLOCK = 512  # atoms checked against the budget at once while filling (those that cannot fit are skipped in bulk)
 
 
@@ -219,6 +223,14 @@ class _Units:
         self.smallest = int(self.token_array.min()) if self.n else 0
         self._episodes: dict[float, tuple[np.ndarray, int]] = {}
         self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
+        self._unit_ids: dict[str, int] | None = None
+
+    def unit_ids(self, selection: HistorySelection) -> dict[str, int]:
+        """Each competing atom's item id -> its unit (made on first use: the cache-keeping selection's)."""
+        if self._unit_ids is None or len(self._unit_ids) != self.n:
+            groups = selection.groups
+            self._unit_ids = {groups[gi].atoms[ai].id: u for u, (gi, ai) in enumerate(zip(self.gi, self.ai))}
+        return self._unit_ids
 
     def transcript(self, share: float) -> bool:
         """Whether the history reads as a transcript of speakers: at least ``share`` (> 0) of the atoms open with a
@@ -430,9 +442,60 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
                                f"standing instruction{marked} given in turn {groups[gi].group_id}: it still holds",
                                with_user=False)
 
-    # 3. the rest, best first; a misfit is skipped and the next one tried
+    # 3. the cache-keeping selection: a prefix of the previous plan's history, while it still scores near the cut
+    kept = kept_atoms(context.inputs, planner)
+    if kept:
+        context.kept = _keep(selection, budget, units, order, score, values, kw, kept, planner, history_budget,
+                             by_recency)
+
+    # 4. the rest, best first; a misfit is skipped and the next one tried
     chosen, ranks, users = _fill_rest(selection, budget, units, order)
     _record(selection, units, chosen, ranks, users, values, kw, by_recency)
+
+
+def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray, score: np.ndarray,
+          values: list[float], kw: np.ndarray, kept: Sequence[str], planner: PlannerConfig, history_budget: int,
+          by_recency: bool) -> tuple[str, ...]:
+    """Include the prefix of the previous plan's history atoms ``kept`` that stays (``planner.cache.kept_prefix``),
+    charged to ``budget`` before the rest is picked; their details name their rank and say they were kept. Returns
+    the ids of the previous plan's atoms the kept prefix spans that are in (kept, or in already: the latest turns,
+    the rules), in the previous plan's order."""
+    unit_ids = units.unit_ids(selection)
+    competing = np.zeros(units.n, dtype=bool)
+    competing[order] = True
+    taken = _taken(selection, units)
+    share = min(budget.remaining, int(history_budget * planner.cache_keep_share))
+
+    def unit_of(atom: str) -> int:
+        u = unit_ids.get(atom, -1)
+        return u if u >= 0 and competing[u] else -1
+
+    keep, end = kept_prefix(kept, unit_of, score, order.tolist(), units.tokens, units.user_units, taken,
+                            budget.remaining, share, planner.cache_keep_margin,
+                            int(history_budget * planner.cache_keep_slack))
+    if keep:
+        chosen, _ranks, users = _fill_rest(selection, budget, units, np.asarray(keep, dtype=np.int64))
+        rank = np.empty(units.n, dtype=np.int64)
+        rank[order] = np.arange(1, len(order) + 1)
+        _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, by_recency, KEPT_NOTE)
+        for u in (*chosen, *users):  # with the user messages they brought
+            if u >= 0:
+                taken[u] = 1
+    # the prefix of the previous plan's atoms this one sends in that order: those kept, and those in already
+    return tuple(atom for atom in kept[:end] if taken[unit_ids[atom]])
+
+
+def _taken(selection: HistorySelection, units: _Units) -> bytearray:
+    """Per unit: 1 when it is in already (the latest turns, the rules, pins, kept atoms)."""
+    taken = bytearray(units.n)
+    per_group = units.per_group
+    for gi, pick in selection.picks.items():
+        own = per_group.get(gi)
+        if own is not None:
+            for ai in pick.reasons:
+                if own[ai] >= 0:
+                    taken[own[ai]] = 1
+    return taken
 
 
 def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray
@@ -450,14 +513,7 @@ def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order
     users: list[int] = []
     if remaining < smallest:
         return chosen, ranks, users
-    taken = bytearray(n)  # units already in (the latest turns, the rules, pins)
-    per_group = units.per_group
-    for gi, pick in selection.picks.items():
-        own = per_group.get(gi)
-        if own is not None:
-            for ai in pick.reasons:
-                if own[ai] >= 0:
-                    taken[own[ai]] = 1
+    taken = _taken(selection, units)  # units already in (the latest turns, the rules, pins, kept atoms)
     tokens, user_units = units.tokens, units.user_units
     ranked = order.tolist()
     ordered_tokens = units.token_array[order]
@@ -493,7 +549,7 @@ def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order
 
 
 def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks: list[int], users: list[int],
-            values: list[float], kw: np.ndarray, by_recency: bool) -> None:
+            values: list[float], kw: np.ndarray, by_recency: bool, note: str = "") -> None:
     """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection's picks (already decided and
     charged to the budget: nothing is checked here), in one loop: hundreds of atoms per plan at a large budget."""
     n = units.n
@@ -504,9 +560,10 @@ def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks
     summarised = selection.summarised  # turns a summary stands in for: their atoms say they were recalled
     for u, rank, user in zip(chosen, ranks, users):
         if by_recency:
-            why = f"newest first ({rank} of {n}): nothing matched the query yet"
+            why = f"newest first ({rank} of {n}): nothing matched the query yet" + note
         else:
             reason, why = ("keyword_match" if found[u] else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
+            why += note
         if user >= 0:  # the user message the atom brings along, first (as ``include_atom`` does)
             gi, ai = gis[user], ais[user]
             pick = picks.get(gi)

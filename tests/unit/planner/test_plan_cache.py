@@ -70,13 +70,20 @@ def test_the_relevance_order_keeps_the_plan_ids_plans_had_and_the_cache_order_ha
 
     digest = plan_mod._config_digest(RELEVANCE)
     fields = dataclasses.asdict(RELEVANCE)
-    for name in ("order", "cache_page_share", "cache_stable_share"):
+    keep = ("cache_keep_share", "cache_keep_margin", "cache_keep_slack")
+    for name in ("order", "cache_page_share", "cache_stable_share", *keep):
         del fields[name]
     import hashlib
     import json
 
     text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
     assert digest == hashlib.sha256(text.encode()).hexdigest()  # the digest of the config before the setting
+    # the cache order without keeping: the digest it had before the cache-keeping settings
+    fields = dataclasses.asdict(CACHE)
+    for name in keep:
+        del fields[name]
+    text = json.dumps(fields, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    assert plan_mod._config_digest(CACHE) == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_a_plan_made_again_shares_its_whole_prompt_and_a_changed_turn_ends_the_prefix():

@@ -69,3 +69,31 @@ def test_only_a_request_that_asks_for_it_is_stored(wb):
     assert all(p.plan_id != draft.plan_id for p in wb.plans.list(wb.session))
     kept = wb.planning.plan(PlanRequest(wb.session, QUERY, store=True))
     assert kept.plan_id == draft.plan_id and wb.plans.get(kept.plan_id).plan_id == kept.plan_id
+
+
+def test_a_plan_that_keeps_the_cache_is_handed_what_the_previous_turns_plan_sent(tmp_path):
+    from ctxbench.config import Config
+    from ctxbench.planner.cache import previous_history
+
+    config = Config()
+    config = dataclasses.replace(config, planner=dataclasses.replace(config.planner, order="cache",
+                                                                     cache_keep_share=0.7))
+    with Workbench(tmp_path / "keep.db", config) as wb:
+        session = wb.import_file(FIXTURE)
+        last = max(m.group_id for m in wb.visible_messages(session))
+        assert wb.planning.inputs(PlanRequest(session, QUERY)).previous is None  # no plan stored yet
+        before = wb.planning.plan(PlanRequest(session, None, turn=StoredTurn(last), store=True))
+        inputs = wb.planning.inputs(PlanRequest(session, QUERY))  # the next turn
+        assert inputs.previous == previous_history(before, wb.plans.inputs(before.plan_id))
+        assert inputs.previous.atoms == tuple(i.id for i in sorted(before.included, key=lambda i: i.order)
+                                              if i.kind == "history_atom") != ()
+        plan = wb.planning.build(inputs)
+        assert any("kept from the previous plan" in i.detail for i in plan.included)
+        other = wb.settings(session).with_choices(budget=4000)  # the user changed the budget: nothing is kept
+        changed = wb.planning.build(wb.planning.inputs(PlanRequest(session, QUERY, other)))
+        assert not any("kept from the previous plan" in i.detail for i in changed.included)
+    with Workbench(tmp_path / "plain.db") as wb:  # the default hands no previous plan
+        session = wb.import_file(FIXTURE)
+        last = max(m.group_id for m in wb.visible_messages(session))
+        wb.planning.plan(PlanRequest(session, None, turn=StoredTurn(last), store=True))
+        assert wb.planning.inputs(PlanRequest(session, QUERY)).previous is None
