@@ -37,7 +37,7 @@ from ctxbench.records.plans import ContextPlan, Pin, PlanItem, plan_id_of
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.vocab import PROXY_SECTIONS
-from ctxbench.service.proxy.rules import item_rule, remove_parts, result_budget_drops, tool_name
+from ctxbench.service.proxy.rules import called_tool, item_rule, remove_parts, result_budget_drops
 from ctxbench.service.proxy.wire import Edits
 from ctxbench.tokens import Tokenizer
 
@@ -312,7 +312,7 @@ def steer_plan(request: WireRequest, session_id: str, groups: tuple[int, ...],
                 out.append(_plan_item(item, included=False, reason="dropped_by_user", pin=None,
                                       detail="tool definition dropped by the user"))
                 continue
-        rule = item_rule(controls.drop_rules, item.id, item.kind, tool_name(item.parts)) \
+        rule = item_rule(controls.drop_rules, item.id, item.kind, called_tool(item.parts)) \
             if controls.steer and pin is None else ""
         if rule and rule.startswith("result:") and item.group == b.last_group:
             held.append(f"kept {item.id}: the policy drops {rule}, but the turn in progress works with it")

@@ -74,7 +74,7 @@ def result_budget_drops(atoms: Sequence[tuple[str, int, bool]], budget: int) -> 
     return out, total
 
 
-def tool_name(parts: Sequence[tuple[WireMessage | None, WirePart]]) -> str:
+def called_tool(parts: Sequence[tuple[WireMessage | None, WirePart]]) -> str:
     """The tool a tool call with its result (an item's ``parts``) calls, or ``""``."""
     return next((p.tool_name for _m, p in parts if p.kind in ("tool_call", "tool_result") and p.tool_name), "")
 
