@@ -9,7 +9,6 @@ folder as it loads the bundled MiniLM (onnx, numpy, sentence-transformers).
 """
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import tempfile
@@ -18,13 +17,13 @@ from pathlib import Path
 import numpy as np
 
 from ctxbench.records.errors import EmbedderError
+from ctxbench.retrieval.model_dir import file_sha256
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 PACKED_WEIGHTS = "model.int8.safetensors"
 CHECKSUM_FILE = "SHA256"
 SCALE_SUFFIX = ".__scale__"
 EXPANDED_FOLDER = "models"  # under the user data directory
-_CHUNK = 1 << 20
 
 
 def packaged_names() -> list[str]:
@@ -32,14 +31,6 @@ def packaged_names() -> list[str]:
     if not MODELS_DIR.is_dir():
         return []
     return sorted(p.name for p in MODELS_DIR.iterdir() if (p / PACKED_WEIGHTS).is_file())
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def expected_sha256(folder: Path) -> str:
@@ -56,7 +47,7 @@ def verify_packed(folder: Path) -> str:
     if not weights.is_file():
         raise EmbedderError(f"packaged model weights not found: {weights}")
     expected = expected_sha256(folder)
-    actual = _sha256(weights)
+    actual = file_sha256(weights)
     if actual != expected:
         raise EmbedderError(f"packaged model weights {weights} have sha256 {actual}, expected {expected}; "
                             "refusing to load them (reinstall ctxbench)")

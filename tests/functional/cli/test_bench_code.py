@@ -305,7 +305,7 @@ def test_an_encoder_named_on_the_command_line_runs_beside_the_configured_one_ove
     from safetensors.numpy import load_file, save_file
 
     from ctxbench.retrieval import packaged_models as pm
-    from ctxbench.retrieval.model_dir import bundled_model_path
+    from ctxbench.retrieval.model_dir import bundled_model_path, file_sha256
 
     source = bundled_model_path()
     shipped = tmp_path / "models" / "packed-minilm"
@@ -318,7 +318,7 @@ def test_an_encoder_named_on_the_command_line_runs_beside_the_configured_one_ove
             for inner in item.iterdir():
                 (shipped / item.name / inner.name).write_bytes(inner.read_bytes())
     save_file(pm.pack(load_file(str(source / "model.safetensors"))), str(shipped / pm.PACKED_WEIGHTS))
-    (shipped / pm.CHECKSUM_FILE).write_text(pm._sha256(shipped / pm.PACKED_WEIGHTS) + "\n")
+    (shipped / pm.CHECKSUM_FILE).write_text(file_sha256(shipped / pm.PACKED_WEIGHTS) + "\n")
     monkeypatch.setattr(pm, "MODELS_DIR", tmp_path / "models")
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
 

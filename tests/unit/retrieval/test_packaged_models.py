@@ -9,6 +9,7 @@ from safetensors.numpy import save_file
 from ctxbench.config import EmbeddingConfig
 from ctxbench.records.errors import EmbedderError
 from ctxbench.retrieval import packaged_models as pm
+from ctxbench.retrieval.model_dir import file_sha256
 from ctxbench.retrieval.embedder import Embedder
 from ctxbench.retrieval.model_dir import resolve_model_dir
 
@@ -23,7 +24,7 @@ def _ship(models_dir, name: str, tensors: dict[str, np.ndarray]) -> None:
     folder = models_dir / name
     folder.mkdir(parents=True)
     save_file(pm.pack(tensors), str(folder / pm.PACKED_WEIGHTS))
-    (folder / pm.CHECKSUM_FILE).write_text(pm._sha256(folder / pm.PACKED_WEIGHTS) + "  x\n")
+    (folder / pm.CHECKSUM_FILE).write_text(file_sha256(folder / pm.PACKED_WEIGHTS) + "  x\n")
     (folder / "config.json").write_text("{}")
 
 
