@@ -12,9 +12,11 @@ import ast
 import builtins
 import dataclasses
 import re
+from time import perf_counter
 from typing import Iterable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
+from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
 from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
@@ -478,10 +480,15 @@ def _type_name(ann: ast.AST | None) -> str:
     return ""
 
 
-def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig) -> ParsedFile:
-    """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported)."""
+def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig,
+                 clock: PhaseClock | None = None) -> ParsedFile:
+    """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported).
+    ``clock`` gets the seconds of the secret scan and of the cards."""
     source = _normalize(source)
+    t0 = perf_counter()
     masked, masked_lines = mask_secrets(source, path)
+    if clock is not None:
+        clock.add(PHASE_SECRETS, perf_counter() - t0)
     error, partial = "", False
     try:
         tree = ast.parse(masked, filename=path)
@@ -523,6 +530,7 @@ def parse_python(source: str, path: str, module: str, is_package: bool, config: 
         RawRef(src, kind, name) for (src, kind, name) in ex.refs
         if src in ex.symbols and (("." in name) or name not in _BUILTINS or name in top_level)
     )
+    t0 = perf_counter()
     cards: list[SymbolCard] = []
     children = [s for s in symbols if s.parent == module]
     for sym in symbols:
@@ -532,6 +540,8 @@ def parse_python(source: str, path: str, module: str, is_package: bool, config: 
             cards.append(build_card(sym, lines, b_line, masked_lines, config, snippet=snippet))
         else:
             cards.append(build_card(sym, lines, b_line, masked_lines, config, head_line=h_line))
+    if clock is not None:
+        clock.add(PHASE_CARDS, perf_counter() - t0)
     return ParsedFile(
         path=path, module=module, language="python", symbols=symbols, cards=tuple(cards), refs=refs,
         imports=tuple(ex.imports), bindings=tuple(ex.bindings.items()), star_imports=tuple(ex.stars),
