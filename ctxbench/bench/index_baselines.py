@@ -51,19 +51,20 @@ def python_files(repo: Path, files: Sequence[Any]) -> list[Path]:
     return [repo / f.path for f in files if f.language == "python" and f.path.endswith((".py", ".pyi"))]
 
 
-def ast_floor_seconds(paths: Sequence[Path]) -> float:
-    """Seconds to read and ``ast.parse`` every file of ``paths`` (a file that does not parse still counts), with the
-    cyclic GC paused as the index pauses it while it parses (the floor is the parse alone, not the GC's passes)."""
+def ast_floor_seconds(paths: Sequence[Path]) -> tuple[float, float]:
+    """Wall and CPU seconds to read and ``ast.parse`` every file of ``paths`` (a file that does not parse still
+    counts), with the cyclic GC paused as the index pauses it while it parses (the floor is the parse alone, not
+    the GC's passes)."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         for path in paths:
             try:
                 ast.parse(path.read_bytes(), filename=str(path))
             except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
                 pass
-        return time.perf_counter() - t0
+        return time.perf_counter() - t0, time.process_time() - c0
     finally:
         if was_enabled:
             gc.enable()
@@ -71,9 +72,9 @@ def ast_floor_seconds(paths: Sequence[Path]) -> float:
 
 def ast_floor(repo: Path, files: Sequence[Any], repeat: int) -> PhaseTiming:
     paths = python_files(repo, files)
-    runs = tuple(ast_floor_seconds(paths) for _ in range(repeat))
-    return PhaseTiming("ast floor (read + ast.parse every Python file; baseline)", runs, None,
-                       (("python_files", len(paths)),))
+    runs = [ast_floor_seconds(paths) for _ in range(repeat)]
+    return PhaseTiming("ast floor (read + ast.parse every Python file; baseline)", tuple(w for w, _ in runs), None,
+                       (("python_files", len(paths)),), tuple(c for _, c in runs))
 
 
 def _drop_tags_cache(repo: Path) -> None:
@@ -133,7 +134,11 @@ def phase_table(cold_phases: Sequence[Sequence[tuple[str, float]]], cold_runs: S
 
 
 def versus_floor(cold: PhaseTiming, floor: PhaseTiming, times: float) -> PhaseTiming:
-    """The cold index against ``times`` × the ast floor measured in the same run (the target in seconds)."""
+    """The cold index against ``times`` × the ast floor measured in the same run (the target in seconds); the
+    ratio of their CPU seconds beside it (steadier when other processes share the machine)."""
     ratio = cold.median_s / floor.median_s if floor.median_s else 0.0
-    return PhaseTiming(f"index cold vs {times:g}x the ast floor", cold.runs, times * floor.median_s,
-                       (("x_ast_floor", round(ratio, 2)), ("ast_floor_s", round(floor.median_s, 4))), cold.cpu_runs)
+    detail: tuple[tuple[str, Any], ...] = (("x_ast_floor", round(ratio, 2)), ("ast_floor_s", round(floor.median_s, 4)))
+    if cold.cpu_median_s and floor.cpu_median_s:
+        detail += (("x_ast_floor_cpu", round(cold.cpu_median_s / floor.cpu_median_s, 2)),)
+    return PhaseTiming(f"index cold vs {times:g}x the ast floor", cold.runs, times * floor.median_s, detail,
+                       cold.cpu_runs)

@@ -23,7 +23,7 @@ def test_the_ast_floor_parses_the_python_files_the_index_walks(tmp_path):
     assert paths and all(p.suffix in (".py", ".pyi") for p in paths)
     assert {p.relative_to(repo).as_posix() for p in paths} == {f.path for f in files if f.language == "python"}
     floor = index_baselines.ast_floor(repo, files, 2)
-    assert len(floor.runs) == 2 and dict(floor.detail)["python_files"] == len(paths)
+    assert len(floor.runs) == len(floor.cpu_runs) == 2 and dict(floor.detail)["python_files"] == len(paths)
 
 
 def test_the_phase_table_gives_each_phase_its_share_of_the_cold_median():
@@ -38,11 +38,11 @@ def test_the_phase_table_gives_each_phase_its_share_of_the_cold_median():
 
 
 def test_the_cold_index_is_held_to_three_times_the_floor_of_the_same_run():
-    cold = PhaseTiming("index cold (parse+graph+cards)", (3.0, 5.0, 4.0))
-    floor = PhaseTiming("ast floor", (1.0, 2.0, 1.5))
+    cold = PhaseTiming("index cold (parse+graph+cards)", (3.0, 5.0, 4.0), cpu_runs=(2.0, 2.0, 2.0))
+    floor = PhaseTiming("ast floor", (1.0, 2.0, 1.5), cpu_runs=(1.0, 1.0, 1.0))
     row = index_baselines.versus_floor(cold, floor, 3.0)
     assert row.target_s == 4.5 and row.runs == cold.runs and row.meets is True
-    assert dict(row.detail)["x_ast_floor"] == round(4.0 / 1.5, 2)
+    assert dict(row.detail)["x_ast_floor"] == round(4.0 / 1.5, 2) and dict(row.detail)["x_ast_floor_cpu"] == 2.0
 
 
 def test_the_index_group_reports_floor_ratio_and_phases_beside_the_cold_index(tmp_path):
