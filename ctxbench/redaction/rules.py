@@ -46,9 +46,6 @@ _ENV_LINE = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.]*)=(?P<q>['\"]?)(?P<s>[^\s'\"#]{8,})(?P=q)[ \t]*$",
     re.MULTILINE,
 )
-# what every such line holds where its name meets its value: only the lines holding it are tried (a search for
-# ``=`` instead of the line pattern tried at every character)
-_ENV_HINT = re.compile(r"(?<=[A-Za-z0-9_.])=['\"]?[^\s'\"#]")
 _ENV_SECRET_NAME = re.compile(r"secret|token|passw|pwd|api_?key|access_?key|private_?key|credential|auth",
                               re.IGNORECASE)
 
@@ -108,14 +105,8 @@ def _assignment_spans(text: str) -> Iterator[tuple[int, int]]:
 def _env_spans(text: str) -> Iterator[tuple[int, int]]:
     if "=" not in text:
         return
-    tried = -1
-    for hint in _ENV_HINT.finditer(text):
-        start = text.rfind("\n", 0, hint.start()) + 1
-        if start == tried:
-            continue
-        tried = start
-        match = _ENV_LINE.match(text, start)
-        if match and _ENV_SECRET_NAME.search(match.group("name")) and looks_like_a_value(match.group("s")):
+    for match in _ENV_LINE.finditer(text):
+        if _ENV_SECRET_NAME.search(match.group("name")) and looks_like_a_value(match.group("s")):
             yield match.span("s")
 
 

@@ -38,8 +38,7 @@ _KEYWORD_HINT_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 # the regex detectors run on the lines that could hold what they look for: a long run of token characters
 # with a digit in it (every provider key format has one in all but a vanishing share of keys), or a URL
 # with credentials (``scheme://user:password@``)
-# (a run is only tried from its first character: the same maximal runs, without a retry at each character inside)
-_LONG_TOKEN = re.compile(r"(?<![A-Za-z0-9+/=_\-])[A-Za-z0-9+/=_\-]{12,}")
+_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{12,}")
 _DIGIT = re.compile(r"\d")
 _URL_CREDENTIALS = re.compile(r"://[^\s/@]+:[^\s/@]+@")
 _MIN_KEYWORD_VALUE = 6  # shorter values after a keyword (``password = "x"``) are placeholders, not secrets

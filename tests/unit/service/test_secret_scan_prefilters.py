@@ -1,18 +1,15 @@
-"""The secret scan's cheap prefilters find exactly what the whole-text patterns find: the same lines for the keyword
-detector, the same long tokens, the same ``.env`` lines, so masking (and every card built from masked source) is
-unchanged. Each is compared with the plain pattern run over the whole text, on real source and on made-up lines."""
+"""The secret scan's cheap prefilter finds exactly what the whole-text pattern finds: the same lines for the keyword
+detector, so masking (and every card built from masked source) is unchanged. Compared with the plain pattern run
+over the whole text, on real source and on made-up and fuzzed lines."""
 from __future__ import annotations
 
 import importlib.util
 import random
-import re
 from pathlib import Path
 
 import pytest
 
-from ctxbench.redaction import mask_text, rules, scanner
-
-PLAIN_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{12,}")
+from ctxbench.redaction import mask_text, scanner
 
 MADE_UP = [
     'password = "hunter2hunter2"\n', 'db_password: s3cr3t-value-1\n', "API_KEY=abcd1234efgh5678\n",
@@ -62,19 +59,10 @@ def _plain_keyword_line_starts(text: str) -> list[int]:
     return sorted({text.rfind("\n", 0, m.start()) + 1 for m in hits})
 
 
-def _plain_env_spans(text: str) -> list[tuple[int, int]]:
-    if "=" not in text:
-        return []
-    return [m.span("s") for m in rules._ENV_LINE.finditer(text)
-            if rules._ENV_SECRET_NAME.search(m.group("name")) and rules.looks_like_a_value(m.group("s"))]
-
-
 @pytest.mark.parametrize("i", range(len(TEXTS)))
-def test_prefiltered_scans_find_what_the_whole_text_patterns_find(i):
+def test_the_keyword_lines_found_by_word_are_the_lines_the_whole_text_pattern_finds(i):
     text = TEXTS[i]
     assert scanner._keyword_line_starts(text) == _plain_keyword_line_starts(text)
-    assert [m.span() for m in scanner._LONG_TOKEN.finditer(text)] == [m.span() for m in PLAIN_LONG_TOKEN.finditer(text)]
-    assert list(rules._env_spans(text)) == _plain_env_spans(text)
 
 
 def test_the_made_up_secrets_are_still_masked():
