@@ -45,6 +45,7 @@ from ctxbench.store.locks import exclusive
 
 PARSER_VERSION = 6  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
+WRITE_CACHE_KIB = 32 * 1024  # SQLite page cache while a run writes (the pages of the rows it writes, at most)
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -179,6 +180,21 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+@contextmanager
+def _write_cache(conn: sqlite3.Connection) -> Iterator[None]:
+    """A page cache of WRITE_CACHE_KIB for a run's writes (a cold index of thousands of cards outgrows SQLite's
+    default 2 MiB, which then spills pages mid-transaction), the connection's own size back after it."""
+    (before,) = conn.execute("PRAGMA cache_size").fetchone()
+    if before >= 0 or -before >= WRITE_CACHE_KIB:  # a size in pages, or already as large: left as it is
+        yield
+        return
+    conn.execute(f"PRAGMA cache_size = {-WRITE_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {before}")
+
+
 def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "",
                clock: PhaseClock | None = None) -> ParsedFile:
     """Parse one file of any supported language. A blank file (but a package's ``__init__.py``) has nothing to
@@ -242,7 +258,8 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
         waited_s = time.perf_counter() - started
         if waited:
             report(PHASE_WAIT, 1, 1)
-        result = _build_index(root, conn, config, report, embed)
+        with _write_cache(conn):
+            result = _build_index(root, conn, config, report, embed)
     if waited:
         result = dataclasses.replace(result, waited_for=holder[0] if holder else "another run",
                                      phases=((PHASE_WAIT, waited_s),) + result.phases)
@@ -519,10 +536,11 @@ def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | Inde
         if "centrality" in cached.__dict__:
             index.__dict__["centrality"] = cached.centrality
     else:
-        symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
-        edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
-        index = CodeIndex(root_s, version, generation, symbols, cards, graphmod.build_graph(symbols.values(), edges),
-                          icfg, capsules, ccfg)
+        with _gc_paused():  # tens of thousands of records and graph nodes, none of them garbage: no GC passes
+            symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
+            edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
+            graph = graphmod.build_graph(symbols.values(), edges)
+        index = CodeIndex(root_s, version, generation, symbols, cards, graph, icfg, capsules, ccfg)
     with _LOADED_LOCK:
         _LOADED[key] = index
         _LOADED.move_to_end(key)

@@ -24,6 +24,13 @@ from ctxbench.config import IndexConfig
 
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "super"}
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+# the node types the walk looks at on every node, bound once (an ``ast.X`` lookup per check cost a tenth of a parse)
+_AST, _Name, _Attribute, _Call, _Constant, _Load = ast.AST, ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Load
+_DEF, _CLASS, _IMPORT, _ASSIGN, _ANN_ASSIGN = range(1, 6)
+# the statements the walk handles itself (the rest: their child nodes in field order)
+_SPECIAL: dict[type, int] = {ast.FunctionDef: _DEF, ast.AsyncFunctionDef: _DEF, ast.ClassDef: _CLASS,
+                             ast.Import: _IMPORT, ast.ImportFrom: _IMPORT, ast.Assign: _ASSIGN,
+                             ast.AnnAssign: _ANN_ASSIGN}
 # fields that never hold names worth recording (contexts, operators, comments, identifiers as str)
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "name", "names", "id", "attr", "arg",
                           "asname", "module", "level", "conversion", "is_async", "lineno", "tag"})
@@ -322,62 +329,66 @@ class _Extractor:
 
     def visit(self, node: ast.AST, frame: _Frame) -> None:
         t = type(node)
-        if t is ast.Name:
-            if type(node.ctx) is ast.Load and node.id not in _BUILTINS:
-                self.ref(frame, REFERENCES, node.id)
+        if t is _Name:
+            if type(node.ctx) is _Load and node.id not in _BUILTINS:  # type: ignore[attr-defined]
+                self.ref(frame, REFERENCES, node.id)  # type: ignore[attr-defined]
             return
-        if t is ast.Attribute:
-            if type(node.ctx) is ast.Load:
+        if t is _Attribute:
+            if type(node.ctx) is _Load:  # type: ignore[attr-defined]
                 name = _dotted(node)
                 if name:
                     self.ref(frame, REFERENCES, name)
                     return
-            self.visit(node.value, frame)
+            self.visit(node.value, frame)  # type: ignore[attr-defined]
             return
-        if t is ast.Call:
-            name = _dotted(node.func)
+        if t is _Call:
+            name = _dotted(node.func)  # type: ignore[attr-defined]
+            visit = self.visit
             if name:
                 self.ref(frame, CALLS, name)
             else:
-                self.visit(node.func, frame)
-            for a in node.args:
-                self.visit(a, frame)
-            for kw in node.keywords:
-                self.visit(kw.value, frame)
+                visit(node.func, frame)  # type: ignore[attr-defined]
+            for a in node.args:  # type: ignore[attr-defined]
+                visit(a, frame)
+            for kw in node.keywords:  # type: ignore[attr-defined]
+                visit(kw.value, frame)
             return
-        if t is ast.Constant:
+        if t is _Constant:
             return
-        if t in _DEF_TYPES:
-            self.visit_def(node, frame)  # type: ignore[arg-type]
-            return
-        if t is ast.ClassDef:
-            self.visit_class(node, frame)  # type: ignore[arg-type]
-            return
-        if t is ast.Import or t is ast.ImportFrom:
-            self.visit_import(node)  # type: ignore[arg-type]
-            return
-        if t is ast.Assign:
-            self.note_assign(node.targets, node.value, None, frame)  # type: ignore[attr-defined]
-        elif t is ast.AnnAssign:
-            self.annotation_refs(frame, node.annotation)  # type: ignore[attr-defined]
-            self.note_assign([node.target], node.value, node.annotation, frame)  # type: ignore[attr-defined]
-            if node.value is not None:  # type: ignore[attr-defined]
-                self.visit(node.value, frame)  # type: ignore[attr-defined]
-            self.visit(node.target, frame)  # type: ignore[attr-defined]
-            return
+        special = _SPECIAL.get(t)
+        if special is not None:
+            if special == _DEF:
+                self.visit_def(node, frame)  # type: ignore[arg-type]
+                return
+            if special == _CLASS:
+                self.visit_class(node, frame)  # type: ignore[arg-type]
+                return
+            if special == _IMPORT:
+                self.visit_import(node)  # type: ignore[arg-type]
+                return
+            if special == _ASSIGN:
+                self.note_assign(node.targets, node.value, None, frame)  # type: ignore[attr-defined]
+            else:
+                self.annotation_refs(frame, node.annotation)  # type: ignore[attr-defined]
+                self.note_assign([node.target], node.value, node.annotation, frame)  # type: ignore[attr-defined]
+                if node.value is not None:  # type: ignore[attr-defined]
+                    self.visit(node.value, frame)  # type: ignore[attr-defined]
+                self.visit(node.target, frame)  # type: ignore[attr-defined]
+                return
         fields = _CHILD_FIELDS.get(t)
         if fields is None:
             fields = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        visit = self.visit
         for name in fields:
             value = getattr(node, name, None)
             if value is None:
                 continue
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item, frame)
-            elif isinstance(value, ast.AST):
-                self.visit(value, frame)
+                    if isinstance(item, _AST):
+                        visit(item, frame)
+            elif isinstance(value, _AST):
+                visit(value, frame)
 
     def value_type(self, value: ast.expr, frame: _Frame) -> str:
         """The type a value visibly has: ``T(...)``, ``x or T(...)``, ``a if c else T(...)``, a typed local."""
@@ -428,16 +439,19 @@ def _is_overload(decorators: tuple[str, ...]) -> bool:
 
 def _dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a chain of attributes on a name (``super().x`` gives ``super.x``), else None."""
+    t = type(node)
+    if t is _Name:  # the common case: a plain name
+        return node.id  # type: ignore[attr-defined]
     parts: list[str] = []
     while True:
-        t = type(node)
-        if t is ast.Attribute:
+        if t is _Attribute:
             parts.append(node.attr)  # type: ignore[attr-defined]
             node = node.value  # type: ignore[attr-defined]
-        elif t is ast.Name:
+            t = type(node)
+        elif t is _Name:
             parts.append(node.id)  # type: ignore[attr-defined]
             break
-        elif t is ast.Call and type(node.func) is ast.Name and node.func.id == "super":  # type: ignore[attr-defined]
+        elif t is _Call and type(node.func) is _Name and node.func.id == "super":  # type: ignore[attr-defined]
             parts.append("super")
             break
         else:

@@ -208,3 +208,14 @@ def test_a_cold_index_times_each_phase_once_secret_scan_and_cards_apart(repo, co
     assert dict(result.phases)["secrets"] > 0 and dict(result.phases)["cards"] > 0
     assert result.seconds <= wall  # no second counted in two phases
     assert set(result.to_json()["seconds"]) == set(TIMED_PHASES)
+
+
+def test_an_index_run_writes_with_a_large_page_cache_and_gives_the_connection_its_own_back(repo, conn):
+    from ctxbench.codegraph.index import WRITE_CACHE_KIB
+
+    conn.execute("PRAGMA cache_size = -2000")
+    seen = []
+    build_index(repo, conn, small_config(),
+                progress=lambda phase, done, total: seen.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    assert seen and set(seen) == {-WRITE_CACHE_KIB}
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -2000

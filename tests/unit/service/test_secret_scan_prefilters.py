@@ -1,6 +1,6 @@
-"""The secret scan's cheap prefilter finds exactly what the whole-text pattern finds: the same lines for the keyword
-detector, so masking (and every card built from masked source) is unchanged. Compared with the plain pattern run
-over the whole text, on real source and on made-up and fuzzed lines."""
+"""The secret scan's cheap prefilters find exactly what the whole-text patterns find: the same lines for the keyword
+detector, the same ``.env`` values, so masking (and every card built from masked source) is unchanged. Compared
+with the plain patterns run over the whole text, on real source and on made-up and fuzzed lines."""
 from __future__ import annotations
 
 import importlib.util
@@ -9,9 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from ctxbench.redaction import mask_text, scanner
+from ctxbench.redaction import mask_text, rules, scanner
 
 MADE_UP = [
+    "SECRET_TOKEN=abcdefgh12\nexport API_KEY='zzzz1111yyyy'\n  PASSWORD=\"p4ssw0rd!x\"  \nx=1=SECRET_A=12345678\n",
+    "no_newline_at_end_TOKEN=abcdef123456", "=\n==\nA=\nTOKEN=short\n",
     'password = "hunter2hunter2"\n', 'db_password: s3cr3t-value-1\n', "API_KEY=abcd1234efgh5678\n",
     "export AWS_SECRET=wJalrXUtnFEMI/K7MDENG\n", "  TOKEN='ghp_abcdefghijklmnopqrstuvwxyz0123456789'\n",
     "contraseña = 'x9y8z7w6v5'\n", "ContraseNa: 'Zz12345678'\n", "key_pass=1234567890ab\n", "PWD=/home/user1234\n",
@@ -57,6 +59,17 @@ def _plain_keyword_line_starts(text: str) -> list[int]:
     else:
         hits = scanner._KEYWORD_HINT.finditer(text)
     return sorted({text.rfind("\n", 0, m.start()) + 1 for m in hits})
+
+
+def _plain_env_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span("s") for m in rules._ENV_LINE.finditer(text)
+            if rules._ENV_SECRET_NAME.search(m.group("name")) and rules.looks_like_a_value(m.group("s"))]
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_env_values_found_line_by_line_are_the_ones_the_whole_text_pattern_finds(i):
+    text = TEXTS[i]
+    assert list(rules._env_spans(text)) == _plain_env_spans(text)
 
 
 @pytest.mark.parametrize("i", range(len(TEXTS)))
