@@ -356,7 +356,8 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             t1 = time.perf_counter()
             report(PHASE_RESOLVE, 0, 1)
             with _gc_paused():
-                others = tables.load_parses(conn, repo.id, exclude=set(changed_paths))
+                # a full run has just written every file it keeps: nothing else to read back
+                others = [] if full else tables.load_parses(conn, repo.id, exclude=set(changed_paths))
                 all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
                 edges = resolve_edges(all_parsed)
             report(PHASE_RESOLVE, 1, 1)
