@@ -2,7 +2,7 @@
 built and code retrieval plugged in: keyword + graph) and to ``semantic ready`` (the cards embedded, the vector index
 built), on a fresh database. Default repository: textual's installed source (~4,700 symbols).
 
-    PYTHONPATH=. HF_HUB_OFFLINE=1 python benchmarks/open_ready.py [--repo PATH] [--no-semantic]
+    PYTHONPATH=. HF_HUB_OFFLINE=1 python benchmarks/open_ready.py [--repo PATH] [--no-semantic] [--bulk-precision int8]
 """
 from __future__ import annotations
 
@@ -17,16 +17,22 @@ from pathlib import Path
 POLL_S = 0.05
 
 
-async def measure(repo: Path, semantic: bool) -> dict:
+async def measure(repo: Path, semantic: bool, bulk_precision: str = "") -> dict:
     from ctxbench.config import Config
     from ctxbench.service.options import LaunchOptions
     from ctxbench.tui.app import CtxbenchApp
 
-    out: dict = {"repo": str(repo), "semantic": semantic}
+    import dataclasses
+
+    config = Config()
+    if bulk_precision:
+        config = dataclasses.replace(config, embedding=dataclasses.replace(config.embedding,
+                                                                           bulk_precision=bulk_precision))
+    out: dict = {"repo": str(repo), "semantic": semantic, "bulk_precision": config.embedding.bulk_precision}
     with tempfile.TemporaryDirectory(prefix="ctxbench-open-ready-") as tmp:
         options = LaunchOptions(db_path=Path(tmp) / "open.db", repo=repo, new_session=True, title="open ready",
                                 warm_embedder=semantic)
-        app = CtxbenchApp(options, Config())
+        app = CtxbenchApp(options, config)
         app._disable_notifications = True
         started = time.perf_counter()
         async with app.run_test(size=(160, 48)) as pilot:
@@ -54,6 +60,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repo", type=Path, default=None)
     parser.add_argument("--no-semantic", action="store_true")
+    parser.add_argument("--bulk-precision", default="", help="embedding.bulk_precision for the cards (float32, int8)")
     args = parser.parse_args()
     repo = args.repo
     if repo is None:
@@ -61,7 +68,7 @@ def main() -> None:
 
         spec = importlib.util.find_spec("textual")
         repo = Path(list(spec.submodule_search_locations)[0])
-    result = asyncio.run(measure(repo.resolve(), not args.no_semantic))
+    result = asyncio.run(measure(repo.resolve(), not args.no_semantic, args.bulk_precision))
     result["load_average"] = [round(x, 2) for x in os.getloadavg()]
     print(json.dumps(result))
 
