@@ -120,16 +120,11 @@ class _Extractor:
         lines = self.lines
         while line <= len(lines):
             text = lines[line - 1]
-            hit = -1
-            i = col
-            while i < len(text):
-                ch = text[i]
-                if ch == "#":
-                    break
-                if ch == ":":
-                    hit = i
-                    break
-                i += 1
+            hit = text.find(":", col)  # the first ':' from col, unless a comment starts before it
+            if hit >= 0:
+                comment = text.find("#", col, hit)
+                if comment >= 0:
+                    hit = -1
             if hit >= 0:
                 if line == start_line:
                     raw = text[start_col:hit]
