@@ -23,6 +23,7 @@ from ctxbench.bench.perf_records import PerfContext, PhaseTiming
 from ctxbench.config import Config
 
 COLD_TARGET_S = 2.0  # parse + graph + cards, no embedding, textual's source (issue 3)
+COLD_FLOOR_TIMES = 3.0  # a cold index within 3x the ast floor measured in the same run (issue 26)
 UNCHANGED_TARGET_S = 0.3
 DEFAULT_REPEAT = 3
 CHANGED_FILE_MARKER = "\n\ndef _ctxbench_perf_probe():\n    return {n}\n"
@@ -77,14 +78,37 @@ def _median_phases(results: list[Any]) -> tuple[tuple[str, Any], ...]:
     return tuple((f"{name}_s", round(statistics.median(v), 4)) for name, v in names.items())
 
 
+def _after_index(repo: Path, conn: Any, config: Config) -> tuple[tuple[str, float], ...]:
+    """What follows a cold index before its first scaffold, timed: loading it from the store, PageRank, anchors."""
+    from ctxbench.codegraph import index as index_mod
+
+    index_mod._LOADED.clear()
+    t0 = time.perf_counter()
+    index = index_mod.load_index(repo, conn, config)
+    t1 = time.perf_counter()
+    index.centrality
+    t2 = time.perf_counter()
+    index.anchor_lines
+    t3 = time.perf_counter()
+    index_mod._LOADED.clear()
+    return (("load", t1 - t0), ("pagerank", t2 - t1), ("anchors", t3 - t2))
+
+
 def index_group(ctx: PerfContext) -> list[PhaseTiming]:
-    """Cold index, unchanged re-index and a one-file change, without embedding."""
+    """Cold index (beside the ast floor and, given aider's interpreter, aider's repo map, with a row per phase),
+    unchanged re-index and a one-file change, without embedding."""
+    from ctxbench.bench import index_baselines
     from ctxbench.codegraph.index import build_index
+    from ctxbench.codegraph.walk import walk
     from ctxbench.store.database import Database
 
+    walked = walk(ctx.repo, ctx.config.index).files
+    ctx.progress("ast floor")
+    floor = index_baselines.ast_floor(ctx.repo, walked, ctx.repeat)
     cold_runs: list[float] = []
     cold_cpu: list[float] = []
     cold_results = []
+    after: list[tuple[tuple[str, float], ...]] = []
     db_path = ctx.workdir / "perf.db"
     for i in range(ctx.repeat):
         ctx.progress(f"cold index {i + 1}/{ctx.repeat}")
@@ -96,6 +120,7 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
         cold_runs.append(clock.wall)
         cold_cpu.append(clock.cpu)
         cold_results.append(result)
+        after.append(_after_index(ctx.repo, conn, ctx.config))
         database.close()
         if i == ctx.repeat - 1:
             for suffix in ("", "-wal", "-shm"):
@@ -137,9 +162,10 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
             target.write_text(original, encoding="utf-8")
             build_index(ctx.repo, conn, ctx.config)
     database.close()
+    cold = PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
+                       (("files_parsed", last.files_parsed), *_median_phases(cold_results)), tuple(cold_cpu))
     out = [
-        PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
-                    (("files_parsed", last.files_parsed), *_median_phases(cold_results)), tuple(cold_cpu)),
+        cold,
         PhaseTiming("index unchanged", tuple(warm_runs), UNCHANGED_TARGET_S,
                     (("files_parsed", warm_results[-1].files_parsed), *_median_phases(warm_results)), tuple(warm_cpu)),
     ]
@@ -148,6 +174,13 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
                                (("file", target.relative_to(ctx.repo).as_posix()),
                                 ("files_parsed", changed_results[-1].files_parsed),
                                 *_median_phases(changed_results)), tuple(changed_cpu)))
+    out.append(floor)
+    out.append(index_baselines.versus_floor(cold, floor, COLD_FLOOR_TIMES))
+    out.extend(index_baselines.phase_table([r.phases for r in cold_results], cold_runs, after))
+    aider = ctx.shared.get("aider_python")
+    if aider:
+        ctx.progress("aider repo map")
+        out.append(index_baselines.aider_repo_map(Path(aider), ctx.repo, walked, ctx.repeat))
     return out
 
 

@@ -36,10 +36,14 @@ from ctxbench.cli.common import bench_progress, config_option, emit_json, fail, 
               help="Turns of the generated session for --large (default 10,000).")
 @click.option("--large-symbols", type=click.IntRange(min=100), default=None,
               help="Symbols of the generated repository for --large (default 100,000).")
+@click.option("--aider-python", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Python of an aider install: the index group also times aider's cold repo map of the same files "
+                   "(e.g. .clients/aider-venv/bin/python after `make clients`; without it, no aider row).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @config_option
 def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Path | None, no_save: bool,
-            large: bool, large_turns: int | None, large_symbols: int | None, as_json: bool, config_path) -> None:
+            large: bool, large_turns: int | None, large_symbols: int | None, aider_python: Path | None,
+            as_json: bool, config_path) -> None:
     from ctxbench.bench import perf
 
     if not large and (large_turns is not None or large_symbols is not None):
@@ -59,7 +63,10 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Pa
     source = fit_root(repo) if repo is not None else perf.default_repo()
     if source is None:
         raise click.UsageError("textual is not installed; pass --repo PATH")
-    report = perf.run(source, config, repeat=repeat, groups=list(groups) or None, progress=bench_progress(as_json))
+    if aider_python is not None and not aider_python.is_file():
+        fail(f"--aider-python: no such file: {aider_python}", 2)
+    report = perf.run(source, config, repeat=repeat, groups=list(groups) or None, progress=bench_progress(as_json),
+                      options={"aider_python": str(aider_python)} if aider_python else None)
     counts = dict(report.counts)
     _finish("perf", report, f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
             + f" (median of {report.repeat} runs)", out_dir=out_dir or Path(config.bench.results_dir),

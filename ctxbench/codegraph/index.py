@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import networkx as nx
 
 from ctxbench.codegraph import graph as graphmod
+from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
 from ctxbench.codegraph.resolve import Edge, resolve_edges
@@ -44,6 +45,7 @@ from ctxbench.store.locks import exclusive
 
 PARSER_VERSION = 6  # bump when parsing, cards or secret masking change: every file is parsed again
 LOADED_INDEX_CACHE_SIZE = 4
+WRITE_CACHE_KIB = 32 * 1024  # SQLite page cache while a run writes (the pages of the rows it writes, at most)
 
 Progress = Callable[[str, int, int], None]  # (phase, done, total)
 
@@ -51,6 +53,11 @@ PHASE_WALK = "walk"
 PHASE_PARSE = "parse"  # symbols, references and cards
 PHASE_RESOLVE = "resolve"  # references -> edges
 PHASE_STORE = "store"
+PHASE_CAPSULES = "capsules"  # (timing only) capsules covering a changed file marked stale
+# the timing phases of a run that changed the index, in order (``IndexResult.phases``; PHASE_WAIT first when it
+# waited, PHASE_EMBED last when it embedded): the parse phase's progress covers secrets, parse and cards
+TIMED_PHASES = (PHASE_WALK, "diff", PHASE_SECRETS, PHASE_PARSE, PHASE_CARDS, PHASE_RESOLVE, PHASE_STORE,
+                PHASE_CAPSULES)
 PHASE_EMBED = "embed"
 PHASE_WAIT = "wait"  # another run indexes this database: this one waits for it (reported once, 0 of 1)
 INDEX_LOCK = "index"
@@ -98,7 +105,7 @@ class IndexResult:
     embed_note: str
     skipped: tuple[SkippedFile, ...]
     parse_errors: tuple[ParseError, ...]
-    phases: tuple[tuple[str, float], ...]  # (phase, seconds) in order
+    phases: tuple[tuple[str, float], ...]  # (phase, seconds) in order, each second in one phase only
     generation: int
     changed: bool  # the index content changed in this run
     waited_for: str = ""  # who held the index lock when this run started ("" when it did not wait)
@@ -173,9 +180,26 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "") -> ParsedFile:
+@contextmanager
+def _write_cache(conn: sqlite3.Connection) -> Iterator[None]:
+    """A page cache of WRITE_CACHE_KIB for a run's writes (a cold index of thousands of cards outgrows SQLite's
+    default 2 MiB, which then spills pages mid-transaction), the connection's own size back after it."""
+    (before,) = conn.execute("PRAGMA cache_size").fetchone()
+    if before >= 0 or -before >= WRITE_CACHE_KIB:  # a size in pages, or already as large: left as it is
+        yield
+        return
+    conn.execute(f"PRAGMA cache_size = {-WRITE_CACHE_KIB}")
+    try:
+        yield
+    finally:
+        conn.execute(f"PRAGMA cache_size = {before}")
+
+
+def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix: str = "",
+               clock: PhaseClock | None = None) -> ParsedFile:
     """Parse one file of any supported language. A blank file (but a package's ``__init__.py``) has nothing to
-    retrieve: it is listed among the files, with no symbol and no card to embed."""
+    retrieve: it is listed among the files, with no symbol and no card to embed. ``clock`` gets the seconds of
+    the secret scan and of the cards."""
     if not text.strip() and os.path.basename(path) != "__init__.py":
         if language == "python":
             return ParsedFile(path, module_name_for(path, prefix)[0], language)
@@ -184,10 +208,10 @@ def parse_file(text: str, path: str, language: str, config: IndexConfig, prefix:
         return ParsedFile(path, module_id_for(path), language)
     if language == "python":
         module, is_package = module_name_for(path, prefix)
-        return parse_python(text, path, module, is_package, config)
+        return parse_python(text, path, module, is_package, config, clock)
     from ctxbench.codegraph.treesitter import parse_treesitter
 
-    return parse_treesitter(text, path, language, config)
+    return parse_treesitter(text, path, language, config, clock)
 
 
 def _with_stub_partners(root: str, walked: WalkResult, to_parse: list[tuple[Any, bytes, str]],
@@ -234,7 +258,8 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
         waited_s = time.perf_counter() - started
         if waited:
             report(PHASE_WAIT, 1, 1)
-        result = _build_index(root, conn, config, report, embed)
+        with _write_cache(conn):
+            result = _build_index(root, conn, config, report, embed)
     if waited:
         result = dataclasses.replace(result, waited_for=holder[0] if holder else "another run",
                                      phases=((PHASE_WAIT, waited_s),) + result.phases)
@@ -302,17 +327,21 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
         capsules_stale = ()
     else:
         t0 = time.perf_counter()
+        clock = PhaseClock()
         parsed: list[tuple[ParsedFile, int, int, str]] = []
         total = len(to_parse)
         report(PHASE_PARSE, 0, total)
         with _gc_paused():
             for i, (f, data, sha) in enumerate(to_parse, 1):
                 text = data.decode("utf-8", errors="replace")
-                parsed.append((parse_file(text, f.path, f.language, icfg, prefix), f.size, f.mtime_ns, sha))
+                parsed.append((parse_file(text, f.path, f.language, icfg, prefix, clock), f.size, f.mtime_ns, sha))
                 report(PHASE_PARSE, i, total)
         typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
         parsed = [(typed[p.path], *rest) for p, *rest in parsed]
-        phases.append((PHASE_PARSE, time.perf_counter() - t0))
+        secrets_s, cards_s = clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS)
+        phases.append((PHASE_SECRETS, secrets_s))
+        phases.append((PHASE_PARSE, time.perf_counter() - t0 - secrets_s - cards_s))
+        phases.append((PHASE_CARDS, cards_s))
 
         t0 = time.perf_counter()
         changed_paths = [p.path for p, *_ in parsed]
@@ -327,7 +356,8 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             t1 = time.perf_counter()
             report(PHASE_RESOLVE, 0, 1)
             with _gc_paused():
-                others = tables.load_parses(conn, repo.id, exclude=set(changed_paths))
+                # a full run has just written every file it keeps: nothing else to read back
+                others = [] if full else tables.load_parses(conn, repo.id, exclude=set(changed_paths))
                 all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
                 edges = resolve_edges(all_parsed)
             report(PHASE_RESOLVE, 1, 1)
@@ -342,13 +372,18 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | In
             new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
             summary = {"files": len(walked.files), "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
             generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
+            t_store += time.perf_counter() - t2
+            t3 = time.perf_counter()
             # capsules covering a file that changed (or went) are stale from now on, in the same transaction (a
             # repository that never had a capsule has nothing to compare: its files are not read back for it)
             capsules_stale = capsule_tables.mark_stale(
                 conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()}
             ) if capsule_tables.stamp(conn, root_s) else ()
-            t_store += time.perf_counter() - t2
+            t_capsules = time.perf_counter() - t3
+            t4 = time.perf_counter()
+        t_store += time.perf_counter() - t4  # the commit
         phases.append((PHASE_STORE, t_store))
+        phases.append((PHASE_CAPSULES, t_capsules))
         parsed_count = len(parsed)
         cards_reused = n_cards - new_cards
 
@@ -502,10 +537,11 @@ def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | Inde
         if "centrality" in cached.__dict__:
             index.__dict__["centrality"] = cached.centrality
     else:
-        symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
-        edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
-        index = CodeIndex(root_s, version, generation, symbols, cards, graphmod.build_graph(symbols.values(), edges),
-                          icfg, capsules, ccfg)
+        with _gc_paused():  # tens of thousands of records and graph nodes, none of them garbage: no GC passes
+            symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
+            edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
+            graph = graphmod.build_graph(symbols.values(), edges)
+        index = CodeIndex(root_s, version, generation, symbols, cards, graph, icfg, capsules, ccfg)
     with _LOADED_LOCK:
         _LOADED[key] = index
         _LOADED.move_to_end(key)

@@ -12,9 +12,11 @@ import ast
 import builtins
 import dataclasses
 import re
+from time import perf_counter
 from typing import Iterable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
+from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import CALLS, INHERITS, REFERENCES, ParsedFile, RawRef
 from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
@@ -22,6 +24,13 @@ from ctxbench.config import IndexConfig
 
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "super"}
 _DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
+# the node types the walk looks at on every node, bound once (an ``ast.X`` lookup per check cost a tenth of a parse)
+_AST, _Name, _Attribute, _Call, _Constant, _Load = ast.AST, ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Load
+_DEF, _CLASS, _IMPORT, _ASSIGN, _ANN_ASSIGN = range(1, 6)
+# the statements the walk handles itself (the rest: their child nodes in field order)
+_SPECIAL: dict[type, int] = {ast.FunctionDef: _DEF, ast.AsyncFunctionDef: _DEF, ast.ClassDef: _CLASS,
+                             ast.Import: _IMPORT, ast.ImportFrom: _IMPORT, ast.Assign: _ASSIGN,
+                             ast.AnnAssign: _ANN_ASSIGN}
 # fields that never hold names worth recording (contexts, operators, comments, identifiers as str)
 _LEAF_FIELDS = frozenset({"ctx", "op", "ops", "type_comment", "kind", "name", "names", "id", "attr", "arg",
                           "asname", "module", "level", "conversion", "is_async", "lineno", "tag"})
@@ -111,16 +120,11 @@ class _Extractor:
         lines = self.lines
         while line <= len(lines):
             text = lines[line - 1]
-            hit = -1
-            i = col
-            while i < len(text):
-                ch = text[i]
-                if ch == "#":
-                    break
-                if ch == ":":
-                    hit = i
-                    break
-                i += 1
+            hit = text.find(":", col)  # the first ':' from col, unless a comment starts before it
+            if hit >= 0:
+                comment = text.find("#", col, hit)
+                if comment >= 0:
+                    hit = -1
             if hit >= 0:
                 if line == start_line:
                     raw = text[start_col:hit]
@@ -320,62 +324,66 @@ class _Extractor:
 
     def visit(self, node: ast.AST, frame: _Frame) -> None:
         t = type(node)
-        if t is ast.Name:
-            if type(node.ctx) is ast.Load and node.id not in _BUILTINS:
-                self.ref(frame, REFERENCES, node.id)
+        if t is _Name:
+            if type(node.ctx) is _Load and node.id not in _BUILTINS:  # type: ignore[attr-defined]
+                self.ref(frame, REFERENCES, node.id)  # type: ignore[attr-defined]
             return
-        if t is ast.Attribute:
-            if type(node.ctx) is ast.Load:
+        if t is _Attribute:
+            if type(node.ctx) is _Load:  # type: ignore[attr-defined]
                 name = _dotted(node)
                 if name:
                     self.ref(frame, REFERENCES, name)
                     return
-            self.visit(node.value, frame)
+            self.visit(node.value, frame)  # type: ignore[attr-defined]
             return
-        if t is ast.Call:
-            name = _dotted(node.func)
+        if t is _Call:
+            name = _dotted(node.func)  # type: ignore[attr-defined]
+            visit = self.visit
             if name:
                 self.ref(frame, CALLS, name)
             else:
-                self.visit(node.func, frame)
-            for a in node.args:
-                self.visit(a, frame)
-            for kw in node.keywords:
-                self.visit(kw.value, frame)
+                visit(node.func, frame)  # type: ignore[attr-defined]
+            for a in node.args:  # type: ignore[attr-defined]
+                visit(a, frame)
+            for kw in node.keywords:  # type: ignore[attr-defined]
+                visit(kw.value, frame)
             return
-        if t is ast.Constant:
+        if t is _Constant:
             return
-        if t in _DEF_TYPES:
-            self.visit_def(node, frame)  # type: ignore[arg-type]
-            return
-        if t is ast.ClassDef:
-            self.visit_class(node, frame)  # type: ignore[arg-type]
-            return
-        if t is ast.Import or t is ast.ImportFrom:
-            self.visit_import(node)  # type: ignore[arg-type]
-            return
-        if t is ast.Assign:
-            self.note_assign(node.targets, node.value, None, frame)  # type: ignore[attr-defined]
-        elif t is ast.AnnAssign:
-            self.annotation_refs(frame, node.annotation)  # type: ignore[attr-defined]
-            self.note_assign([node.target], node.value, node.annotation, frame)  # type: ignore[attr-defined]
-            if node.value is not None:  # type: ignore[attr-defined]
-                self.visit(node.value, frame)  # type: ignore[attr-defined]
-            self.visit(node.target, frame)  # type: ignore[attr-defined]
-            return
+        special = _SPECIAL.get(t)
+        if special is not None:
+            if special == _DEF:
+                self.visit_def(node, frame)  # type: ignore[arg-type]
+                return
+            if special == _CLASS:
+                self.visit_class(node, frame)  # type: ignore[arg-type]
+                return
+            if special == _IMPORT:
+                self.visit_import(node)  # type: ignore[arg-type]
+                return
+            if special == _ASSIGN:
+                self.note_assign(node.targets, node.value, None, frame)  # type: ignore[attr-defined]
+            else:
+                self.annotation_refs(frame, node.annotation)  # type: ignore[attr-defined]
+                self.note_assign([node.target], node.value, node.annotation, frame)  # type: ignore[attr-defined]
+                if node.value is not None:  # type: ignore[attr-defined]
+                    self.visit(node.value, frame)  # type: ignore[attr-defined]
+                self.visit(node.target, frame)  # type: ignore[attr-defined]
+                return
         fields = _CHILD_FIELDS.get(t)
         if fields is None:
             fields = _CHILD_FIELDS[t] = tuple(f for f in t._fields if f not in _LEAF_FIELDS)
+        visit = self.visit
         for name in fields:
             value = getattr(node, name, None)
             if value is None:
                 continue
             if type(value) is list:
                 for item in value:
-                    if isinstance(item, ast.AST):
-                        self.visit(item, frame)
-            elif isinstance(value, ast.AST):
-                self.visit(value, frame)
+                    if isinstance(item, _AST):
+                        visit(item, frame)
+            elif isinstance(value, _AST):
+                visit(value, frame)
 
     def value_type(self, value: ast.expr, frame: _Frame) -> str:
         """The type a value visibly has: ``T(...)``, ``x or T(...)``, ``a if c else T(...)``, a typed local."""
@@ -426,16 +434,19 @@ def _is_overload(decorators: tuple[str, ...]) -> bool:
 
 def _dotted(node: ast.AST) -> str | None:
     """``a.b.c`` for a chain of attributes on a name (``super().x`` gives ``super.x``), else None."""
+    t = type(node)
+    if t is _Name:  # the common case: a plain name
+        return node.id  # type: ignore[attr-defined]
     parts: list[str] = []
     while True:
-        t = type(node)
-        if t is ast.Attribute:
+        if t is _Attribute:
             parts.append(node.attr)  # type: ignore[attr-defined]
             node = node.value  # type: ignore[attr-defined]
-        elif t is ast.Name:
+            t = type(node)
+        elif t is _Name:
             parts.append(node.id)  # type: ignore[attr-defined]
             break
-        elif t is ast.Call and type(node.func) is ast.Name and node.func.id == "super":  # type: ignore[attr-defined]
+        elif t is _Call and type(node.func) is _Name and node.func.id == "super":  # type: ignore[attr-defined]
             parts.append("super")
             break
         else:
@@ -478,10 +489,15 @@ def _type_name(ann: ast.AST | None) -> str:
     return ""
 
 
-def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig) -> ParsedFile:
-    """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported)."""
+def parse_python(source: str, path: str, module: str, is_package: bool, config: IndexConfig,
+                 clock: PhaseClock | None = None) -> ParsedFile:
+    """Parse one Python file into symbols, cards and unresolved references (syntax errors are reported).
+    ``clock`` gets the seconds of the secret scan and of the cards."""
     source = _normalize(source)
+    t0 = perf_counter()
     masked, masked_lines = mask_secrets(source, path)
+    if clock is not None:
+        clock.add(PHASE_SECRETS, perf_counter() - t0)
     error, partial = "", False
     try:
         tree = ast.parse(masked, filename=path)
@@ -523,6 +539,7 @@ def parse_python(source: str, path: str, module: str, is_package: bool, config: 
         RawRef(src, kind, name) for (src, kind, name) in ex.refs
         if src in ex.symbols and (("." in name) or name not in _BUILTINS or name in top_level)
     )
+    t0 = perf_counter()
     cards: list[SymbolCard] = []
     children = [s for s in symbols if s.parent == module]
     for sym in symbols:
@@ -532,6 +549,8 @@ def parse_python(source: str, path: str, module: str, is_package: bool, config: 
             cards.append(build_card(sym, lines, b_line, masked_lines, config, snippet=snippet))
         else:
             cards.append(build_card(sym, lines, b_line, masked_lines, config, head_line=h_line))
+    if clock is not None:
+        clock.add(PHASE_CARDS, perf_counter() - t0)
     return ParsedFile(
         path=path, module=module, language="python", symbols=symbols, cards=tuple(cards), refs=refs,
         imports=tuple(ex.imports), bindings=tuple(ex.bindings.items()), star_imports=tuple(ex.stars),

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 import re
 import threading
+from time import perf_counter
 from typing import Any, Callable
 
 from ctxbench.codegraph.cards import build_card, clip, first_paragraph, module_summary
+from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import CALLS, INHERITS, ParsedFile, RawRef
 from ctxbench.redaction import mask_secrets
 from ctxbench.records.code import Symbol, SymbolCard
@@ -478,13 +480,18 @@ def _first_error(node: Any) -> Any:
     return None
 
 
-def parse_treesitter(source: str, path: str, language: str, config: IndexConfig) -> ParsedFile:
-    """Parse one non-Python file into symbols, cards and unresolved references."""
+def parse_treesitter(source: str, path: str, language: str, config: IndexConfig,
+                     clock: PhaseClock | None = None) -> ParsedFile:
+    """Parse one non-Python file into symbols, cards and unresolved references. ``clock`` gets the seconds of
+    the secret scan and of the cards."""
     module = module_id_for(path)
     grammar = grammar_for(path, language)
     if "\r" in source:
         source = source.replace("\r\n", "\n").replace("\r", "\n")
+    t0 = perf_counter()
     masked, masked_lines = mask_secrets(source, path)
+    if clock is not None:
+        clock.add(PHASE_SECRETS, perf_counter() - t0)
     data = masked.encode("utf-8", "surrogatepass")
     try:
         tree = get_parser(grammar).parse(data)
@@ -512,6 +519,7 @@ def parse_treesitter(source: str, path: str, language: str, config: IndexConfig)
     except RecursionError:
         return ParsedFile(path, module, language, error="RecursionError: nesting too deep")
     symbols = tuple(ex.symbols.values())
+    t0 = perf_counter()
     children = [s for s in symbols if s.parent == module]
     cards: list[SymbolCard] = []
     for sym in symbols:
@@ -521,6 +529,8 @@ def parse_treesitter(source: str, path: str, language: str, config: IndexConfig)
             cards.append(build_card(sym, lines, 1, masked_lines, config, snippet=snippet))
         else:
             cards.append(build_card(sym, lines, b_line, masked_lines, config, head_line=h_line))
+    if clock is not None:
+        clock.add(PHASE_CARDS, perf_counter() - t0)
     refs = tuple(RawRef(s, k, n) for (s, k, n) in ex.refs if s in ex.symbols)
     return ParsedFile(path, module, language, symbols, tuple(cards), refs, tuple(ex.imports), error=error,
                       partial=partial)

@@ -48,12 +48,10 @@ class SymbolCard:
 
     @cached_property
     def card_hash(self) -> str:  # computed once per card (frozen dataclass: cached in the instance dict)
-        h = hashlib.sha256()
-        for part in (self.symbol_id, self.kind, self.path, str(self.line), str(self.end_line), self.signature,
-                     self.doc, self.snippet, "|".join(self.decorators), self.excerpt):
-            h.update(part.encode("utf-8", "surrogatepass"))
-            h.update(b"\x00")
-        return h.hexdigest()[:20]
+        # each part then a NUL, hashed in one piece (the same bytes as a part and a NUL at a time)
+        text = "\x00".join((self.symbol_id, self.kind, self.path, str(self.line), str(self.end_line), self.signature,
+                            self.doc, self.snippet, "|".join(self.decorators), self.excerpt, ""))
+        return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:20]
 
     def head(self) -> str:
         """The card without its body: the title line, decorators, signature and doc."""

@@ -103,11 +103,18 @@ def _assignment_spans(text: str) -> Iterator[tuple[int, int]]:
 
 
 def _env_spans(text: str) -> Iterator[tuple[int, int]]:
-    if "=" not in text:
-        return
-    for match in _ENV_LINE.finditer(text):
-        if _ENV_SECRET_NAME.search(match.group("name")) and looks_like_a_value(match.group("s")):
+    """The values of the secret-named ``NAME=value`` lines. Only the lines holding a ``=`` are tried, each from its
+    start (a match is one whole line), found by a string search instead of the pattern tried at every character."""
+    at = text.find("=")
+    while at >= 0:
+        start = text.rfind("\n", 0, at) + 1
+        end = text.find("\n", at)
+        match = _ENV_LINE.match(text, start)
+        if match and _ENV_SECRET_NAME.search(match.group("name")) and looks_like_a_value(match.group("s")):
             yield match.span("s")
+        if end < 0:
+            return
+        at = text.find("=", end)
 
 
 def extra_spans(text: str) -> list[tuple[int, int]]:

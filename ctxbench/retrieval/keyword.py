@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from functools import lru_cache
 from typing import Callable, Iterable, Sequence
 
 from ctxbench.records.code import SymbolCard
@@ -22,15 +23,22 @@ _TEXT_VERSION = "k2"  # bump when the indexed text changes
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*|[0-9]+")
 
 
+IDENTIFIER_CACHE_SIZE = 65_536  # identifiers whose index words are remembered (a repository repeats its names)
+
+
+@lru_cache(maxsize=IDENTIFIER_CACHE_SIZE)
+def _identifier_words(ident: str) -> tuple[str, ...]:
+    """One identifier's index words: split into words, then the joined form when there are several."""
+    words = split_identifier(ident)
+    return (*words, "".join(words)) if len(words) > 1 else tuple(words)
+
+
 def identifier_tokens(text: str) -> str:
-    """Index text: each identifier split into words, plus its joined lower-case form when that differs."""
+    """Index text: each identifier split into words, plus its joined lower-case form when that differs. Each
+    identifier is split once per process (the cards of a repository hold the same names thousands of times)."""
     out: list[str] = []
     for ident in _IDENT.findall(text):
-        words = split_identifier(ident)
-        out.extend(words)
-        joined = "".join(words)
-        if len(words) > 1:
-            out.append(joined)
+        out.extend(_identifier_words(ident))
     return " ".join(out)
 
 

@@ -15,6 +15,8 @@ from typing import Iterable, Sequence
 from ctxbench.records.code import ParsedFile, RawRef, Symbol, SymbolCard
 from ctxbench.store.db import migrate
 
+_PARSE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # what json.dumps made with these options
+
 COMPONENT = "index"
 
 MIGRATIONS: list[str] = [
@@ -269,20 +271,17 @@ def load_symbols_and_cards(conn: sqlite3.Connection, repo_id: int) -> tuple[dict
 
 def dump_parse(parsed: ParsedFile) -> str:
     """The resolution inputs of a parsed file (everything but the cards) as compact JSON."""
-    return json.dumps(
-        [
-            parsed.module,
-            [_symbol_row(s) for s in parsed.symbols],
-            [[r.source, r.kind, r.name] for r in parsed.refs],
-            list(parsed.imports),
-            [list(b) for b in parsed.bindings],
-            list(parsed.star_imports),
-            [list(a) for a in parsed.attr_types],
-            parsed.is_package,
-        ],
-        ensure_ascii=False,
-        separators=(",", ":"),
-    )
+    # tuples are JSON arrays as lists are: the same text without a list built per row
+    return _PARSE_JSON.encode([
+        parsed.module,
+        [_symbol_row(s) for s in parsed.symbols],
+        [(r.source, r.kind, r.name) for r in parsed.refs],
+        parsed.imports,
+        parsed.bindings,
+        parsed.star_imports,
+        parsed.attr_types,
+        parsed.is_package,
+    ])
 
 
 def load_parse(path: str, language: str, blob: str, error: str = "", partial: bool = False) -> ParsedFile:
@@ -303,8 +302,8 @@ def load_parse(path: str, language: str, blob: str, error: str = "", partial: bo
     )
 
 
-def _symbol_row(s: Symbol) -> list:
-    return [s.id, s.kind, s.name, s.module, s.line, s.end_line, s.signature, s.doc, list(s.decorators), s.parent]
+def _symbol_row(s: Symbol) -> tuple:
+    return (s.id, s.kind, s.name, s.module, s.line, s.end_line, s.signature, s.doc, s.decorators, s.parent)
 
 
 def _symbol_from_row(row: list, path: str, language: str) -> Symbol:

@@ -191,3 +191,31 @@ def test_cli_index_json(repo, tmp_path):
     assert second["files_parsed"] == 0 and second["cards_reused"] == data["cards"]
     text = runner.invoke(main, ["index", str(repo), "--no-embed", "--db", str(db)])
     assert text.exit_code == 0 and "parse error: broken.py" in text.output
+
+
+def test_a_cold_index_times_each_phase_once_secret_scan_and_cards_apart(repo, conn):
+    import time
+
+    from ctxbench.codegraph.index import TIMED_PHASES
+
+    t0 = time.perf_counter()
+    result = build_index(repo, conn, small_config())
+    wall = time.perf_counter() - t0
+    names = [name for name, _ in result.phases]
+    assert names == list(TIMED_PHASES)
+    assert names[2:5] == ["secrets", "parse", "cards"] and "capsules" in names
+    assert all(sec >= 0 for _, sec in result.phases)
+    assert dict(result.phases)["secrets"] > 0 and dict(result.phases)["cards"] > 0
+    assert result.seconds <= wall  # no second counted in two phases
+    assert set(result.to_json()["seconds"]) == set(TIMED_PHASES)
+
+
+def test_an_index_run_writes_with_a_large_page_cache_and_gives_the_connection_its_own_back(repo, conn):
+    from ctxbench.codegraph.index import WRITE_CACHE_KIB
+
+    conn.execute("PRAGMA cache_size = -2000")
+    seen = []
+    build_index(repo, conn, small_config(),
+                progress=lambda phase, done, total: seen.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
+    assert seen and set(seen) == {-WRITE_CACHE_KIB}
+    assert conn.execute("PRAGMA cache_size").fetchone()[0] == -2000

@@ -1,0 +1,86 @@
+"""The secret scan's cheap prefilters find exactly what the whole-text patterns find: the same lines for the keyword
+detector, the same ``.env`` values, so masking (and every card built from masked source) is unchanged. Compared
+with the plain patterns run over the whole text, on real source and on made-up and fuzzed lines."""
+from __future__ import annotations
+
+import importlib.util
+import random
+from pathlib import Path
+
+import pytest
+
+from ctxbench.redaction import mask_text, rules, scanner
+
+MADE_UP = [
+    "SECRET_TOKEN=abcdefgh12\nexport API_KEY='zzzz1111yyyy'\n  PASSWORD=\"p4ssw0rd!x\"  \nx=1=SECRET_A=12345678\n",
+    "no_newline_at_end_TOKEN=abcdef123456", "=\n==\nA=\nTOKEN=short\n",
+    'password = "hunter2hunter2"\n', 'db_password: s3cr3t-value-1\n', "API_KEY=abcd1234efgh5678\n",
+    "export AWS_SECRET=wJalrXUtnFEMI/K7MDENG\n", "  TOKEN='ghp_abcdefghijklmnopqrstuvwxyz0123456789'\n",
+    "contraseña = 'x9y8z7w6v5'\n", "ContraseNa: 'Zz12345678'\n", "key_pass=1234567890ab\n", "PWD=/home/user1234\n",
+    "privateKey := \"MIIEvQIBADANBgkqhkiG9w0BAQEFAASC\"\n", "foo(bar=baz, secret_key='A1b2C3d4E5f6G7h8')\n",
+    "x=1\ny==2\nname=\"value#1234567\"\n", "İstanbul password='Abc123456789'\n", "a.b_c=12345678\n",
+    "no secrets here, just words about keys and passes\n", "aaaaaaaaaaaa1 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2\n",
+    "https://user:pa55word@example.com/path\n", "clientkey secretkey pwdpwd\n", "=start\n\n=\n",
+]
+
+
+def _source_texts(limit: int = 120) -> list[str]:
+    spec = importlib.util.find_spec("textual")
+    if spec is None or not spec.submodule_search_locations:
+        return []
+    root = Path(list(spec.submodule_search_locations)[0])
+    return [p.read_text(encoding="utf-8", errors="replace") for p in sorted(root.rglob("*.py"))[:limit]]
+
+
+def _fuzz_texts(n: int = 300) -> list[str]:
+    rng = random.Random(7)
+    alphabet = "abcdefghijklmnopqrstuvwxyzABCKPSW0123456789_-=+/.:'\"# \t\n" + "İñ"
+    words = ["key", "pass", "pwd", "secret", "contraseña", "api_key", "export ", "password", "=", "\n", "db_pass",
+             "KEY", "Secret", "AKIA", "sk-", "ghp_"]
+    out = []
+    for _ in range(n):
+        parts = []
+        for _ in range(rng.randint(1, 40)):
+            if rng.random() < 0.3:
+                parts.append(rng.choice(words))
+            else:
+                parts.append("".join(rng.choice(alphabet) for _ in range(rng.randint(1, 30))))
+        out.append("".join(parts))
+    return out
+
+
+TEXTS = MADE_UP + ["".join(MADE_UP)] + _fuzz_texts() + _source_texts()
+
+
+def _plain_keyword_line_starts(text: str) -> list[int]:
+    lowered = text.lower()
+    if len(lowered) == len(text):
+        hits = scanner._KEYWORD_HINT_LOWER.finditer(lowered)
+    else:
+        hits = scanner._KEYWORD_HINT.finditer(text)
+    return sorted({text.rfind("\n", 0, m.start()) + 1 for m in hits})
+
+
+def _plain_env_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span("s") for m in rules._ENV_LINE.finditer(text)
+            if rules._ENV_SECRET_NAME.search(m.group("name")) and rules.looks_like_a_value(m.group("s"))]
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_env_values_found_line_by_line_are_the_ones_the_whole_text_pattern_finds(i):
+    text = TEXTS[i]
+    assert list(rules._env_spans(text)) == _plain_env_spans(text)
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_keyword_lines_found_by_word_are_the_lines_the_whole_text_pattern_finds(i):
+    text = TEXTS[i]
+    assert scanner._keyword_line_starts(text) == _plain_keyword_line_starts(text)
+
+
+def test_the_made_up_secrets_are_still_masked():
+    masked = mask_text("".join(MADE_UP), "settings.py")
+    for secret in ("hunter2hunter2", "abcd1234efgh5678", "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "A1b2C3d4E5f6G7h8",
+                   "pa55word"):
+        assert secret not in masked.text
+    assert masked.count >= 5
