@@ -96,8 +96,8 @@ def index_repo(root: Path, conn, config=None):
     from ctxbench.config import Config
 
     config = config or Config()
-    build_index(root, conn, config)
-    return load_index(root, conn, config)
+    build_index(root, conn, config.index)
+    return load_index(root, conn, config.index, config.capsules)
 
 
 def with_retrieval(**changes):

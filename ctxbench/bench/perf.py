@@ -84,7 +84,7 @@ def _after_index(repo: Path, conn: Any, config: Config) -> tuple[tuple[str, floa
 
     index_mod._LOADED.clear()
     t0 = time.perf_counter()
-    index = index_mod.load_index(repo, conn, config)
+    index = index_mod.load_index(repo, conn, config.index, config.capsules)
     t1 = time.perf_counter()
     index.centrality
     t2 = time.perf_counter()
@@ -116,7 +116,7 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
         database = Database(path)
         conn = database.dedicated_connection()
         with _Clock() as clock:
-            result = build_index(ctx.repo, conn, ctx.config)
+            result = build_index(ctx.repo, conn, ctx.config.index)
         cold_runs.append(clock.wall)
         cold_cpu.append(clock.cpu)
         cold_results.append(result)
@@ -140,7 +140,7 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
     warm_results = []
     for _ in range(max(ctx.repeat, 3)):
         with _Clock() as clock:
-            warm_results.append(build_index(ctx.repo, conn, ctx.config))
+            warm_results.append(build_index(ctx.repo, conn, ctx.config.index))
         warm_runs.append(clock.wall)
         warm_cpu.append(clock.cpu)
 
@@ -155,12 +155,12 @@ def index_group(ctx: PerfContext) -> list[PhaseTiming]:
             for i in range(ctx.repeat):
                 target.write_text(original + _change_marker(target, i), encoding="utf-8")
                 with _Clock() as clock:
-                    changed_results.append(build_index(ctx.repo, conn, ctx.config))
+                    changed_results.append(build_index(ctx.repo, conn, ctx.config.index))
                 changed_runs.append(clock.wall)
                 changed_cpu.append(clock.cpu)
         finally:
             target.write_text(original, encoding="utf-8")
-            build_index(ctx.repo, conn, ctx.config)
+            build_index(ctx.repo, conn, ctx.config.index)
     database.close()
     cold = PhaseTiming("index cold (parse+graph+cards)", tuple(cold_runs), COLD_TARGET_S,
                        (("files_parsed", last.files_parsed), *_median_phases(cold_results)), tuple(cold_cpu))
@@ -207,12 +207,12 @@ def graph_group(ctx: PerfContext) -> list[PhaseTiming]:
     for _ in range(ctx.repeat):
         index_mod._LOADED.clear()
         t0 = time.perf_counter()
-        index = index_mod.load_index(ctx.repo, conn, ctx.config)
+        index = index_mod.load_index(ctx.repo, conn, ctx.config.index, ctx.config.capsules)
         load_runs.append(time.perf_counter() - t0)
     cached_runs = []
     for _ in range(max(ctx.repeat, 3)):
         t0 = time.perf_counter()
-        index_mod.load_index(ctx.repo, conn, ctx.config)
+        index_mod.load_index(ctx.repo, conn, ctx.config.index, ctx.config.capsules)
         cached_runs.append(time.perf_counter() - t0)
     ctx.shared["index"] = index
 

@@ -356,7 +356,7 @@ database = Database(Path(sys.argv[2]))
 conn = database.dedicated_connection()
 before = memory("VmRSS")
 t0 = time.perf_counter()
-result = build_index(sys.argv[1], conn, config)
+result = build_index(sys.argv[1], conn, config.index)
 seconds = time.perf_counter() - t0
 database.close()
 print(json.dumps({"seconds": seconds, "files": result.files, "symbols": result.symbols, "edges": result.edges,

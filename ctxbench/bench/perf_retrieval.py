@@ -55,7 +55,7 @@ def embed_group(ctx: PerfContext) -> list[PhaseTiming]:
     embedder = _load_embedder(ctx)
     database = Database(ctx.shared["db_path"])
     conn = database.dedicated_connection()
-    cards = list(load_index(ctx.repo, conn, ctx.config).cards.values())
+    cards = list(load_index(ctx.repo, conn, ctx.config.index, ctx.config.capsules).cards.values())
     ctx.progress("loading the bulk encoder (torch)")
     bulk_load_s = embedder.load_bulk_model()  # its import is a load, reported apart, not embedding time
     per_card: list[float] = []

@@ -36,7 +36,7 @@ from ctxbench.codegraph.resolve import Edge, resolve_edges
 from ctxbench.codegraph.stubs import merge_stub_pairs, stub_partner
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
-from ctxbench.config import CapsuleConfig, Config, IndexConfig
+from ctxbench.config import CapsuleConfig, IndexConfig
 from ctxbench.records.capsules import Capsule
 from ctxbench.store import capsules as capsule_tables
 from ctxbench.store import index_tables as tables
@@ -145,10 +145,8 @@ class IndexResult:
         }
 
 
-def _index_config(config: Config | IndexConfig | None) -> IndexConfig:
-    if config is None:
-        return IndexConfig()
-    return config.index if isinstance(config, Config) else config
+def _index_config(config: IndexConfig | None) -> IndexConfig:
+    return IndexConfig() if config is None else config
 
 
 def normalize_root(root: str | Path) -> str:
@@ -238,7 +236,7 @@ def _noop(phase: str, done: int, total: int) -> None:
     return None
 
 
-def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None, *,
+def build_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig | None = None, *,
                 progress: Progress | None = None, embed: EmbedFn | None = None) -> IndexResult:
     """Index ``root`` into the store behind ``conn`` (incrementally) and return what happened.
 
@@ -266,7 +264,7 @@ def build_index(root: str | Path, conn: sqlite3.Connection, config: Config | Ind
     return result
 
 
-def _build_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None,
+def _build_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig | None,
                  report: Progress, embed: EmbedFn | None) -> IndexResult:
     icfg = _index_config(config)
     root_s = normalize_root(root)
@@ -504,8 +502,10 @@ def _db_identity(conn: sqlite3.Connection) -> str:
     return f"memory:{id(conn)}"
 
 
-def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | IndexConfig | None = None) -> CodeIndex:
-    """The code index of ``root`` from the store (cached until the index changes). Raises IndexNotFound."""
+def load_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig | None = None,
+               capsules: CapsuleConfig | None = None) -> CodeIndex:
+    """The code index of ``root`` from the store (cached until the index changes), read with the index section and
+    the capsules' (their anchors join the scaffold). Raises IndexNotFound."""
     icfg = _index_config(config)
     root_s = normalize_root(root)
     try:
@@ -520,7 +520,7 @@ def load_index(root: str | Path, conn: sqlite3.Connection, config: Config | Inde
     stamp = capsule_tables.stamp(conn, root_s)
     base = f"{repo_id}.{generation}.{fingerprint}"
     version = base + (f".c{stamp}" if stamp else "")
-    ccfg = config.capsules if isinstance(config, Config) else CapsuleConfig()
+    ccfg = capsules if capsules is not None else CapsuleConfig()
     key = (_db_identity(conn), root_s)
     with _LOADED_LOCK:
         cached = _LOADED.get(key)

@@ -8,24 +8,16 @@ reaches the network: a model is only ever read from disk.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 
 from ctxbench.config import EmbeddingConfig
 from ctxbench.records.errors import EmbedderError
+from ctxbench.retrieval import packaged_models
+from ctxbench.retrieval.packaged_models import file_sha256
 
 BUNDLED_MODEL_SHA256 = "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db"
 WEIGHTS_FILE = "model.safetensors"
-_HASH_CHUNK = 1 << 20
-
-
-def file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(_HASH_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def bundled_model_path() -> Path:
@@ -65,9 +57,7 @@ def resolve_model_dir(config: EmbeddingConfig) -> tuple[Path, bool]:
             )
         return path, False
     if config.model_name != EmbeddingConfig.model_name:  # an encoder shipped in ctxbench/models (checksum verified)
-        from ctxbench.retrieval.packaged_models import expanded_dir
-
-        return expanded_dir(config.model_name), False
+        return packaged_models.expanded_dir(config.model_name), False
     return bundled_model_path(), True
 
 
@@ -82,10 +72,8 @@ def weights_tag(config: EmbeddingConfig) -> str:
         stat = weights.stat()
         return "#" + _weights_sha256(str(weights.resolve()), stat.st_mtime_ns, stat.st_size)[:16]
     if config.model_name != EmbeddingConfig.model_name:
-        from ctxbench.retrieval.packaged_models import MODELS_DIR, expected_sha256
-
-        folder = MODELS_DIR / config.model_name
-        return "#" + expected_sha256(folder)[:16] if folder.is_dir() else ""
+        folder = packaged_models.MODELS_DIR / config.model_name
+        return "#" + packaged_models.expected_sha256(folder)[:16] if folder.is_dir() else ""
     return ""
 
 

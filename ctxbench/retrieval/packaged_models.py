@@ -9,6 +9,7 @@ folder as it loads the bundled MiniLM (onnx, numpy, sentence-transformers).
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import tempfile
@@ -17,7 +18,6 @@ from pathlib import Path
 import numpy as np
 
 from ctxbench.records.errors import EmbedderError
-from ctxbench.retrieval.model_dir import file_sha256
 
 MODELS_DIR = Path(__file__).resolve().parent.parent / "models"
 PACKED_WEIGHTS = "model.int8.safetensors"
@@ -31,6 +31,15 @@ def packaged_names() -> list[str]:
     if not MODELS_DIR.is_dir():
         return []
     return sorted(p.name for p in MODELS_DIR.iterdir() if (p / PACKED_WEIGHTS).is_file())
+
+
+def file_sha256(path: Path) -> str:
+    """The sha256 of a file, read a MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def expected_sha256(folder: Path) -> str:

@@ -312,8 +312,8 @@ def attach_repository(workbench: Workbench, repo: Path | None, progress: IndexPr
                     return EmbedStats(0, len({c.card_hash for c in cards}), 0.0)
                 return embed_cards(cards, conn, embedder, embed_progress)
 
-    result = build_index(root, conn, config, progress=progress, embed=embed)
-    index = load_index(root, conn, config)
+    result = build_index(root, conn, config.index, progress=progress, embed=embed)
+    index = load_index(root, conn, config.index, config.capsules)
     retriever = retriever_for(conn, root, config, embedder, index=view_of(index, config, lambda: workbench.tokenizer))
     retriever.semantic_off = semantic_off if embedder is None else ""
     retriever.prepare(wait_for_model=embedder is not None and wait_for_model, walk=not one_shot)
@@ -345,4 +345,4 @@ def index_repository(workbench: Workbench, repo: Path, progress: IndexProgress |
             _, stats = load_or_build_index(conn, root, cards, embedder, workbench.config.embedding, embed_progress)
             return stats
 
-    return build_index(root, conn, workbench.config, progress=progress, embed=embed_fn)
+    return build_index(root, conn, workbench.config.index, progress=progress, embed=embed_fn)

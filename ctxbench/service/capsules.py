@@ -73,7 +73,7 @@ class CapsuleService:
             raise ProviderError("no model is configured ([llm] provider is offline): build extractive capsules "
                                 "(without --model), or configure a model")
         with self.wb.connection() as conn:
-            index = load_index(root, conn, self.config)
+            index = load_index(root, conn, self.config.index, self.config.capsules)
             state = index_tables.get_repo(conn, root)
             shas = {p: st.sha for p, st in index_tables.file_states(conn, state.id).items()} if state else {}
         existing = {(c.kind, c.subject): c for c in self.wb.capsules.list(root)}

@@ -20,7 +20,8 @@ def load_index_view(root: Path, conn: sqlite3.Connection, config: Config | None 
     from ctxbench.codegraph.index import IndexNotFound, load_index
 
     try:
-        code_index = load_index(root, conn, config)
+        code_index = load_index(root, conn, None if config is None else config.index,
+                                None if config is None else config.capsules)
     except IndexNotFound:
         return None
     return view_of(code_index, config)

@@ -42,7 +42,7 @@ SCRIPT = textwrap.dedent('''
     def embed(cards, progress):
         stats["s"] = embed_cards(cards, conn, emb, progress)
         return stats["s"]
-    result = build_index(repo, conn, Config(), embed=embed)
+    result = build_index(repo, conn, Config().index, embed=embed)
     print(result.cards, stats["s"].embedded, stats["s"].reused)
 ''')
 

@@ -72,8 +72,8 @@ def test_a_card_needs_an_index_and_a_suggestion_names_close_symbols(tmp_path):
         with pytest.raises(ValueError, match="no repository is indexed"):
             check_pin_target(wb, sid, REAL_CARD, None)
         conn = wb.database.dedicated_connection()
-        build_index(DEMO_REPO, conn, wb.config)
-        index = load_index(DEMO_REPO, conn, wb.config)
+        build_index(DEMO_REPO, conn, wb.config.index)
+        index = load_index(DEMO_REPO, conn, wb.config.index, wb.config.capsules)
         check_pin_target(wb, sid, REAL_CARD, index)  # exists: no error
         check_pin_target(wb, sid, "text:a note", index)  # text pins carry their content
         with pytest.raises(ValueError, match="did you mean card:ledgerlite.journal.Transaction.is_balanced"):

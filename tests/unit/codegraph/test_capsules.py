@@ -151,7 +151,7 @@ def test_capsules_feed_the_scaffolds_anchors_and_a_stale_one_leaves_them(tmp_pat
     wb, _ = _built(tmp_path, repo)
     with wb:
         conn = wb.database.dedicated_connection()
-        lines = load_index(repo, conn, Config()).anchor_lines
+        lines = load_index(repo, conn, Config().index, Config().capsules).anchor_lines
         script = next(line for line in lines if line.startswith("- console script `ledgerlite`"))
         # the entry point has no docstring of its own: its module's capsule says what it is
         assert script.endswith("— Command line: ``ledgerlite report|balance|import FILE``.")
@@ -160,7 +160,7 @@ def test_capsules_feed_the_scaffolds_anchors_and_a_stale_one_leaves_them(tmp_pat
         cli = repo / "ledgerlite/cli.py"
         cli.write_text(cli.read_text() + "\n# touched\n")
         index_repository(wb, repo, embed=False)
-        again = load_index(repo, conn, Config()).anchor_lines
+        again = load_index(repo, conn, Config().index, Config().capsules).anchor_lines
         assert "- console script `ledgerlite` → ledgerlite.cli.main" in again  # no note from a stale capsule
 
 

@@ -64,7 +64,7 @@ def _index(root, conn, embedder=None):
         stats["s"] = embed_cards(cards, conn, embedder, progress)
         return stats["s"]
 
-    result = build_index(root, conn, Config(), embed=embed if embedder is not None else None)
+    result = build_index(root, conn, Config().index, embed=embed if embedder is not None else None)
     return result, stats.get("s")
 
 
@@ -76,7 +76,7 @@ def test_a_syntax_error_keeps_the_other_symbols(tmp_path):
     result, _ = _index(root, conn)
     (error,) = result.parse_errors
     assert error.path == "ledger.py" and error.partial and "SyntaxError" in error.error
-    index = load_index(root, conn, Config())
+    index = load_index(root, conn, Config().index)
     assert {"ledger.good_one", "ledger.Ledger", "ledger.Ledger.post", "ledger.Ledger.total", "ledger.decorated",
             "ledger.last"} <= set(index.symbols)
     assert "ledger.broken" not in index.symbols and "ledger.Ledger.bad" not in index.symbols

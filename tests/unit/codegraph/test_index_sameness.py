@@ -44,7 +44,7 @@ def _repo(name: str, tmp_path: Path) -> Path:
 def test_a_cold_index_stores_the_same_rows_as_before(name, tmp_path):
     conn = connect(tmp_path / "index.db")
     try:
-        build_index(_repo(name, tmp_path), conn, Config())
+        build_index(_repo(name, tmp_path), conn, Config().index)
         rows = stored_rows(conn)
     finally:
         conn.close()

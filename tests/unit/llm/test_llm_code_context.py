@@ -32,8 +32,8 @@ def indexed(tmp_path):
     (repo / "pkg" / "report.py").write_text("def total(rows):\n    return len(rows)\n")
     (repo / ".env").write_text(f"OPENAI_API_KEY={KEY}\n")
     with Workbench(tmp_path / "ctx.db", Config()) as wb:
-        build_index(repo, wb.conn, wb.config)
-        yield wb, IndexCodeContext(load_index(repo, wb.conn, wb.config), wb.config.llm, wb.config.index)
+        build_index(repo, wb.conn, wb.config.index)
+        yield wb, IndexCodeContext(load_index(repo, wb.conn, wb.config.index), wb.config.llm, wb.config.index)
 
 
 def test_a_symbol_expands_to_its_body_with_secrets_masked(indexed):

@@ -42,12 +42,7 @@ MAX_RETRIEVAL_FILE_LINES = 400  # small modules named after what they hold
 # whole Config: the service layer hands each its own
 ENGINE_PACKAGES = ("records", "tokens", "heap", "redaction", "validation", "store", "codegraph", "transcripts",
                    "retrieval", "planner", "compaction")
-WHOLE_CONFIG_STILL = {  # (file, function) still accepting the whole Config, with why
-    ("codegraph/index.py", "_index_config"): "indexing is reworked by work in flight (index-speed)",
-    ("codegraph/index.py", "build_index"): "indexing is reworked by work in flight (index-speed)",
-    ("codegraph/index.py", "_build_index"): "indexing is reworked by work in flight (index-speed)",
-    ("codegraph/index.py", "load_index"): "indexing is reworked by work in flight (index-speed)",
-}
+WHOLE_CONFIG_STILL: dict[tuple[str, str], str] = {}  # (file, function) still accepting the whole Config, with why
 # the workbench is the unit of work and the repositories; plans go through service.planning
 WORKBENCH_MAY_NOT_IMPORT = ("planner", "retrieval")
 MAX_WORKBENCH_LINES = 300

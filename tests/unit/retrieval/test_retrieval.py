@@ -164,7 +164,7 @@ def test_pins_activation_and_mentions_boost(index, conn):
 
 
 def test_retriever_loads_the_index_from_the_store(repo, conn):
-    build_index(repo, conn, Config())
+    build_index(repo, conn, Config().index)
     r = retriever_for(conn, repo, Config(), None)
     rs = r.retrieve("download a web page over http", k=3)
     assert symbols(rs)[0] == "net.http.fetch_url"
