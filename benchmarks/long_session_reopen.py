@@ -161,7 +161,7 @@ def main() -> None:
                     out["trees"][name]["reopen"].setdefault(strategy, []).append(got)
             print(f"reopen run {run + 1}/{args.runs} done; load {_uptime()}", flush=True)
         out["load"]["store_start"] = _uptime()
-        for strategy in strategies:
+        for strategy in strategies if args.stores else ():
             for name, tree in trees:
                 out["trees"][name]["store"][strategy] = _run(tree, _STORE, str(dbs[name]), session, strategy, QUERY,
                                                              str(args.stores))
@@ -173,6 +173,13 @@ def main() -> None:
 
 def _report(out: dict, trees: list[tuple[str, Path]], strategies: list[str]) -> None:
     print(f"\n{out['turns']:,} turns; load average (1/5/15 min) {out['load']}")
+    if out["runs"]:
+        _reopen_table(out, trees, strategies)
+    if out["stores"]:
+        _store_table(out, trees, strategies)
+
+
+def _reopen_table(out: dict, trees: list[tuple[str, Path]], strategies: list[str]) -> None:
     print(f"\nfirst plan of the session reopened in a fresh process, ms p50 / p95 of {out['runs']} (target <= 1500)")
     print(f"{'strategy':10} " + " ".join(f"{name + ' wall':>17} {name + ' cpu':>17}" for name, _ in trees) + "  same PlanId")
     for strategy in strategies:
@@ -182,6 +189,9 @@ def _report(out: dict, trees: list[tuple[str, Path]], strategies: list[str]) -> 
             cells.append(f"{_ms([g['wall'] for g in got]):>17} {_ms([g['cpu'] for g in got]):>17}")
             ids |= {g["plan_id"] for g in got}
         print(f"{strategy:10} " + " ".join(cells) + f"  {len(ids) == 1}")
+
+
+def _store_table(out: dict, trees: list[tuple[str, Path]], strategies: list[str]) -> None:
     print(f"\nstoring the plan of a new turn, ms: the first in the process; p50 / p95 of the next {out['stores']} "
           "(target <= 150)")
     print(f"{'strategy':10} " + " ".join(f"{name + ' first':>12} {name + ' wall':>17} {name + ' cpu':>17}"
