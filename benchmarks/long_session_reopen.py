@@ -4,17 +4,18 @@
 
 One SQLite file on disk holds a generated session of ``--turns`` turns (``plan_latency.synthetic_session``,
 imported through the workbench by the first tree). Each tree (a checkout of ctxbench: the code measured) gets
-its own copy and plans it once per strategy in a process of its own (the session as the store keeps it after
-it was planned and the workbench closed). Then, in the same command and interleaved (run by run, strategy by
+its own copy and plans it once per strategy in a process of its own, each plan stored (the session as the store
+keeps it after turns were sent and the workbench closed). Then, in the same command and interleaved (run by run, strategy by
 strategy, tree by tree, so a busy machine slows every tree alike):
 
 * **reopen** — a fresh interpreter opens the workbench on the file and plans the session once (not stored):
   the seconds from opening to the plan (wall and CPU of that process) and the PlanId, which must be the same
   for every tree and run (semantic and fused plan without an embedder: the first plan shown before the
   model is loaded);
-* **store** — a fresh interpreter opens the workbench, then ``--stores`` + 1 times adds a turn, makes its plan
-  (not timed) and stores it: the first store (the first in that process) and the others, wall and CPU, and
-  whether the plan read back equals the one stored.
+* **store** — a fresh interpreter opens the workbench and plans the session (the first plan shown), settles the
+  heap as the workbench does after loading a session (``heap.settle``), then ``--stores`` + 1 times adds a turn,
+  makes its plan (not timed) and stores it: the first store (the first in that process) and the others, wall
+  and CPU, and whether the plan read back equals the one stored.
 
 Prints p50 / p95 per tree and strategy, with ``uptime`` before and after each part; ``--json PATH`` keeps it.
 """
@@ -43,7 +44,8 @@ session_id, messages, seconds = import_session(Path(sys.argv[1]), load_config(No
 print(json.dumps({"session": session_id, "messages": messages, "seconds": seconds}))
 """
 
-# the session planned once per strategy, then the workbench closed: what a user leaves behind
+# the session planned once per strategy, each plan stored as a sent turn's is, then the workbench closed: what a
+# user leaves behind
 _PREPARE = """
 import json, sys, time
 from pathlib import Path
@@ -54,7 +56,7 @@ t0 = time.perf_counter()
 with Workbench(Path(sys.argv[1]), load_config(None)) as wb:
     for strategy in sys.argv[3].split(","):
         settings = wb.settings(sys.argv[2]).with_choices(strategy=strategy)
-        wb.planning.plan(PlanRequest(sys.argv[2], sys.argv[4], settings))
+        wb.planning.plan(PlanRequest(sys.argv[2], sys.argv[4], settings, store=True))
 print(json.dumps({"seconds": time.perf_counter() - t0}))
 """
 
@@ -77,11 +79,14 @@ _STORE = """
 import json, sys, time
 from pathlib import Path
 from ctxbench.config import load_config
+from ctxbench.heap import settle
 from ctxbench.records.plan_request import PlanRequest
 from ctxbench.service.workbench import Workbench
 session, strategy, query, stores = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 walls, cpus, ids = [], [], []
 with Workbench(Path(sys.argv[1]), load_config(None)) as wb:
+    wb.planning.plan(PlanRequest(session, query, wb.settings(session).with_choices(strategy=strategy)))
+    settle()  # as the workbench does once a session is loaded (tui.session_link)
     for i in range(stores + 1):
         wb.messages.append(session, "user", f"a stored question ({strategy} {i}) about the {query}")
         wb.messages.append(session, "assistant", f"stored answer {i}")
