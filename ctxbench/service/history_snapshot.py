@@ -190,6 +190,12 @@ class HistorySnapshots:
             written += 1
         return written
 
+    def forget(self, session_id: str) -> None:
+        """Forget the session's snapshot (benchmarks of a first open)."""
+        with self._wb.transaction() as conn:
+            store.forget(conn, session_id)
+        self._stored.pop(session_id, None)
+
     @staticmethod
     def _layouts(session_id: str, kept: Kept) -> list[tuple[tuple[Any, ...], tuple[atoms.GroupView, ...]]]:
         """The kept layouts' views made of the very messages kept (others are stale), each view once."""
