@@ -156,8 +156,7 @@ class Workbench:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """A connection of its own for direct SQL (inspection, tools, tests); the product goes through
-        the repositories. Closed with the workbench."""
+        """A connection of its own for direct SQL (inspection, tools, tests; the product uses the repositories)."""
         if self._inspect is None:
             self._inspect = self.database.dedicated_connection()
         return self._inspect
@@ -170,7 +169,8 @@ class Workbench:
         return self._tokenizer
 
     def close(self) -> None:
-        self.snapshots.save()  # (nothing when no session was read)
+        if self._database is not None:  # long sessions read are kept for the next workbench
+            self.snapshots.save()
         with self._open_lock:
             database, self._database, self._inspect = self._database, None, None
         self.history.clear()

@@ -226,3 +226,16 @@ def test_a_short_session_keeps_no_snapshot(generated, tmp_path):
     shutil.copyfile(generated[0], db)
     _planned_and_closed(db, generated[1])  # fewer messages than SNAPSHOT_MIN_MESSAGES: read fast anyway
     assert _snapshots(db) == 0
+
+
+def test_closing_twice_neither_reopens_nor_keeps_anything_again(session, monkeypatch):
+    db, sid = session
+    wb = Workbench(db, Config())
+    plan_of(wb, sid, QUERY, strategy="window", store=False)
+    wb.close()
+    saved: list[str] = []
+    monkeypatch.setattr(history_snapshot.store, "save", lambda conn, session_id, *rest: saved.append(session_id))
+    db.unlink()  # the user deleted the store after the workbench closed
+    wb.close()
+    assert saved == []
+    assert not db.exists()  # not made again by a second close
