@@ -184,8 +184,8 @@ class HistorySnapshots:
                                       self._wb.plans.known_keys(kept.messages), self._wb.history.kept_keywords(session_id)))
                 with self._wb.transaction() as conn:
                     store.save(conn, session_id, self.fingerprint(), kept.seq, data)
-            except (sqlite3.Error, pickle.PicklingError, TypeError, AttributeError):
-                continue
+            except (sqlite3.Error, pickle.PicklingError, TypeError, AttributeError, RuntimeError):
+                continue  # RuntimeError: a plan in another thread changed a memo while it was written
             self._stored[session_id] = kept.seq
             written += 1
         return written
