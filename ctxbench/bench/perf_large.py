@@ -11,9 +11,10 @@ Phases (each a :class:`~ctxbench.bench.perf_records.PhaseTiming`, targets from i
 
 * ``plan`` — per strategy, the first plan of a workbench opened on the session (the history read and masked;
   for ``semantic`` / ``fused`` the history embedded with the configured model first, with the time of that
-  warm-up on its own; what the store keeps of earlier plans' masking and token counts forgotten first), for
-  window / hybrid / levels the first plan of the session reopened in a fresh process (the store's kept masking
-  and counts used; the same PlanId asserted), then plan p50/p95 warm (vectors cached, the heap settled as the
+  warm-up on its own; what the store keeps of earlier plans — masking, token counts, the history snapshot —
+  forgotten first), for window / hybrid / levels the first plan of the session reopened in a fresh process (the
+  snapshot this workbench keeps, as closing it would, and the kept masking and counts used; the same PlanId
+  asserted), then plan p50/p95 warm (vectors cached, the heap settled as the
   workbench does after loading: target p95 ≤ 50 ms, query encoding included), the query encoding alone, the plan
   right after a new turn is added, and storing the plan of a new turn (target ≤ 150 ms; the workbench's first
   stored plan, which keys every history message, in its detail);
@@ -172,6 +173,7 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
         _fresh_process_state(config)
         with Workbench(db, config) as wb:
             wb.derived_texts.forget(session_id)  # a first open: nothing kept from an earlier strategy's plans
+            wb.snapshots.forget(session_id)
             detail: dict[str, Any] = {}
             warm_s = 0.0
             if strategy in EMBEDDING:
@@ -190,6 +192,7 @@ def plan_phases(db: Path, session_id: str, turns: int, config: Config, embedder:
             reopened = None
             if strategy not in EMBEDDING:  # those would load the embedding model in the fresh process first
                 progress(f"{strategy}: first plan of the session reopened in a fresh process")
+                wb.snapshots.save()  # what closing the workbench keeps
                 reopened = reopened_first_plan(db, session_id, asked[0], strategy, config_path)
                 if reopened[2] != first_plan.plan_id:
                     raise RuntimeError(f"{strategy}: the reopened session planned {reopened[2]}, "

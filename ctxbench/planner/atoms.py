@@ -64,6 +64,12 @@ class Atom:
     item_template: dict[str, Any] = field(default_factory=dict, repr=False)
     included_template: dict[str, Any] = field(default_factory=dict, repr=False)  # ... and of its included one
 
+    def __getstate__(self) -> dict[str, Any]:  # kept without what plan assembly fills in (``service.history_snapshot``)
+        return {k: v for k, v in self.__dict__.items() if k not in _ATOM_MEMOS}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, item_template={}, included_template={})
+
 
 @dataclass(frozen=True, eq=False)
 class SystemMessage:
@@ -93,6 +99,16 @@ class GroupView:
     excluded_items: dict[Any, Any] = field(default_factory=dict, repr=False)
     # per-view memo for strategies (e.g. the levels classification), keyed by what it depends on
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)
+
+    def __getstate__(self) -> dict[str, Any]:  # kept without its items (``service.history_snapshot``)
+        return {k: v for k, v in self.__dict__.items() if k != "excluded_items"}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state, excluded_items={})
+        self.__dict__.setdefault("memo", {})
+
+
+_ATOM_MEMOS = frozenset(("item_template", "included_template"))
 
 
 class _TupleCache:
@@ -339,6 +355,29 @@ def group_views(
     cache = _view_cache(tokenizer)
     extra = (tokenizer.name, provider_family, trunc)
     return [cache.get(extra, msgs, lambda msgs=msgs: _build_view(msgs, provider_family, trunc, tokenizer)) for msgs in groups]
+
+
+def kept_views(session_id: str) -> list[tuple[tuple[Any, ...], tuple[GroupView, ...]]]:
+    """(key, views) of the kept history layouts of ``session_id``'s messages, newest last; the key is what
+    :func:`adopt_views` takes (tokenizer name, provider family, truncation config)."""
+    with _LAYOUTS_LOCK:
+        kept = list(_LAYOUTS)
+    return [((layout.key[0], layout.key[2], layout.key[3]), layout.views) for layout in kept
+            if layout.history and layout.history[0].session_id == session_id]
+
+
+def adopt_views(tokenizer: Tokenizer, key: tuple[Any, ...], views: Sequence[GroupView]) -> None:
+    """Take ``views`` (laid out earlier, e.g. by another process, with a tokenizer of ``key``'s name, provider family
+    and truncation config) as the views of their groups' messages, as if :func:`group_views` had built them: a
+    history made of those very message objects is laid out without rendering or counting them again."""
+    name, provider_family, trunc = key
+    if name != tokenizer.name:
+        return
+    cache = _view_cache(tokenizer)
+    extra = (tokenizer.name, provider_family, trunc)
+    for view in views:
+        cache.get(extra, view.messages, lambda view=view: view)
+        _DIGESTS.get("digest", view.messages, lambda view=view: view.digest)
 
 
 def message_row(m: Message) -> list[Any]:

@@ -79,6 +79,13 @@ class HistoryKeywords:
         self._lock = threading.Lock()
         self._clear()
 
+    def __getstate__(self) -> dict[str, object]:  # kept with a long session (``service.history_snapshot``)
+        with self._lock:
+            return {k: v for k, v in self.__dict__.items() if k not in ("_lock", "_masked")}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self.__dict__.update(state, _lock=threading.Lock(), _masked={})
+
     def _clear(self) -> None:
         self._messages: list[Message] = []  # row -> the message indexed there
         self._row_of: dict[int, int] = {}  # message id -> its current row

@@ -19,7 +19,7 @@ from bisect import bisect_left, bisect_right
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from ctxbench.records.messages import Message
 from ctxbench.service.redaction import redact_message
@@ -80,13 +80,45 @@ def _visible(m: Message, lineage: Lineage) -> bool:
     return False
 
 
-class HistoryCache:
-    """The messages each branch of a session sees, oldest first, dropped ones included (masked)."""
+@dataclass(frozen=True)
+class Kept:
+    """A session's messages as kept here (masked), current to change stamp ``seq``, and each branch view's messages
+    (by lineage): what a fresh process starts from instead of reading the session (``service.history_snapshot``)."""
 
-    def __init__(self, max_sessions: int) -> None:
+    seq: int
+    messages: dict[int, Message]
+    views: dict[Lineage, tuple[Message, ...]]
+
+
+class HistoryCache:
+    """The messages each branch of a session sees, oldest first, dropped ones included (masked).
+
+    ``restore``: asked for a session's :class:`Kept` state before the session is first read here (None: read it
+    all); the messages changed after its stamp are then read as after any earlier read."""
+
+    def __init__(self, max_sessions: int,
+                 restore: Callable[[sqlite3.Connection, str], Kept | None] | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
         self._max = max(1, max_sessions)
         self._lock = threading.Lock()
+        self.restore = restore
+
+    def sessions(self) -> list[str]:
+        """The sessions kept here, least recently used first."""
+        with self._lock:
+            return list(self._sessions)
+
+    def kept(self, conn: sqlite3.Connection, session_id: str) -> Kept | None:
+        """The session's kept messages and views, first brought up to date with the store (None: not read here)."""
+        with self._lock:
+            entry = self._sessions.get(session_id)
+        if entry is None:
+            return None
+        with entry.lock:
+            if entry.seq <= 0:
+                return None
+            self._update(conn, entry, session_id)
+            return Kept(entry.seq, dict(entry.messages), {k: v.messages for k, v in entry.views.items()})
 
     def _session(self, session_id: str) -> _Session:
         with self._lock:
@@ -194,19 +226,29 @@ class HistoryCache:
         lineage: Lineage = tuple(session_store.lineage(conn, branch_id))
         with entry.lock:
             entry.prefixes.clear()  # the full view is read: it answers from now on
-            changes = message_changes.changes_since(conn, session_id, entry.seq)
-            if changes.full:
-                entry.messages = {m.id: redact_message(m) for m in changes.messages}
-                entry.max_id = max(entry.messages, default=0)
-                entry.views.clear()
-            elif changes.messages or changes.deleted:
-                self._apply(entry, changes)
-            entry.seq = changes.seq
+            if entry.seq <= 0 and self.restore is not None:
+                kept = self.restore(conn, session_id)
+                if kept is not None:
+                    entry.seq, entry.messages = kept.seq, dict(kept.messages)
+                    entry.max_id = max(entry.messages, default=0)
+                    entry.views = {k: _View(v) for k, v in kept.views.items()}
+            self._update(conn, entry, session_id)
             view = entry.views.get(lineage)
             if view is None:
                 ordered = [entry.messages[i] for i in sorted(entry.messages)]
                 view = entry.views[lineage] = _View(tuple(m for m in ordered if _visible(m, lineage)))
             return view
+
+    def _update(self, conn: sqlite3.Connection, entry: _Session, session_id: str) -> None:
+        """Bring the entry up to date: every message read (a first read), else the changed ones applied."""
+        changes = message_changes.changes_since(conn, session_id, entry.seq)
+        if changes.full:
+            entry.messages = {m.id: redact_message(m) for m in changes.messages}
+            entry.max_id = max(entry.messages, default=0)
+            entry.views.clear()
+        elif changes.messages or changes.deleted:
+            self._apply(entry, changes)
+        entry.seq = changes.seq
 
     @staticmethod
     def _apply(entry: _Session, changes: message_changes.Changes) -> None:

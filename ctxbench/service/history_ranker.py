@@ -123,6 +123,20 @@ class HistoryRanker:
                 self._keywords.pop(next(iter(self._keywords)))
             return index
 
+    def kept_keywords(self, session_id: str) -> Any:
+        """The session's keyword index when one is kept here, else None (``service.history_snapshot``)."""
+        with self._lock:
+            return self._keywords.get(session_id)
+
+    def adopt_keywords(self, session_id: str, index: Any) -> None:
+        """Take ``index`` (a ``HistoryKeywords`` of the session's messages, made by an earlier process) as the
+        session's keyword index, unless one is kept already."""
+        with self._lock:
+            if session_id not in self._keywords:
+                self._keywords[session_id] = index
+                while len(self._keywords) > CACHED_SESSIONS:
+                    self._keywords.pop(next(iter(self._keywords)))
+
     # -- rankings --------------------------------------------------------------------------------------------
     def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> Sequence[tuple[int, float]]:
         """(message id, BM25 relevance) of the active messages of ``history`` for ``query``, best first: Porter-stemmed

@@ -30,6 +30,7 @@ from ctxbench.records.turns import recovered_note
 from ctxbench.records.vocab import EMBEDDING_STRATEGIES
 from ctxbench.service.derived_texts import DerivedTexts
 from ctxbench.service.history_cache import HistoryCache
+from ctxbench.service.history_snapshot import HistorySnapshots
 from ctxbench.service.history_ranker import HistoryEmbedder, HistoryRanker
 from ctxbench.service.planning import CodeRetrieval, Planning
 from ctxbench.service.query_clusters import SessionClusters
@@ -82,7 +83,8 @@ class Workbench:
         self._open_lock = threading.Lock()
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
-        self.history_cache = HistoryCache(CACHED_SESSIONS)  # what each branch sees, masked, between plans
+        self.snapshots = HistorySnapshots(self)  # long sessions kept as planned on close, for the next workbench
+        self.history_cache = HistoryCache(CACHED_SESSIONS, self.snapshots.restore)  # each branch's view, masked
         # masking and token counts kept in the store across processes (a reopened session is not scanned again)
         self.derived_texts = DerivedTexts(self, lambda: self.tokenizer)
         pins = self.config.planner.pins
@@ -154,8 +156,7 @@ class Workbench:
 
     @property
     def conn(self) -> sqlite3.Connection:
-        """A connection of its own for direct SQL (inspection, tools, tests); the product goes through
-        the repositories. Closed with the workbench."""
+        """A connection of its own for direct SQL (inspection, tools, tests; the product uses the repositories)."""
         if self._inspect is None:
             self._inspect = self.database.dedicated_connection()
         return self._inspect
@@ -168,6 +169,8 @@ class Workbench:
         return self._tokenizer
 
     def close(self) -> None:
+        if self._database is not None:  # long sessions read are kept for the next workbench
+            self.snapshots.save()
         with self._open_lock:
             database, self._database, self._inspect = self._database, None, None
         self.history.clear()

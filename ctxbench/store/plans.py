@@ -312,6 +312,24 @@ class Plans:
                 self._stored_messages.clear()
             self._stored_messages.update((message.id, (message, key)) for message, key in written)
 
+    def known_keys(self, messages: Mapping[int, Message]) -> dict[int, str]:
+        """The ``plan_messages`` key of each of ``messages`` (by id) this repository knows is stored: the very record
+        was stored, or adopted, here."""
+        with self._cache_lock:
+            return {mid: key for mid, (message, key) in self._stored_messages.items() if messages.get(mid) is message}
+
+    def adopt_keys(self, messages: Mapping[int, Message], keys: Mapping[int, str]) -> None:
+        """Take ``keys`` (message id -> its ``plan_messages`` key, from :meth:`known_keys` in an earlier process, for
+        these very records) as stored: the next plan does not key those messages again. The caller vouches that
+        the rows are still there (``store.history_snapshots``: deleting a message deletes the snapshot)."""
+        with self._cache_lock:
+            if len(self._stored_messages) + len(keys) > STORED_MESSAGE_CACHE:
+                self._stored_messages.clear()
+            for mid, key in keys.items():
+                message = messages.get(mid)
+                if message is not None:
+                    self._stored_messages[mid] = (message, key)
+
     def get(self, plan_id: str) -> ContextPlan:
         """A stored plan, rebuilt exactly (same items, same ``messages()`` payload)."""
         with self._db.connection() as conn:

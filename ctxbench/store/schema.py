@@ -276,10 +276,9 @@ MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_del
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
     """Every store component and its migrations, in the order a new database creates them."""
-    from ctxbench.store import (capsules, code_search, compaction, derived_texts, index_tables, message_changes,
-                                message_search, proxy, proxy_billing, proxy_cache, proxy_chains, proxy_policy,
-                                query_clusters, traces, usage_billing,
-                                vectors)
+    from ctxbench.store import (capsules, code_search, compaction, derived_texts, history_snapshots, index_tables,
+                                message_changes, message_search, proxy, proxy_billing, proxy_cache, proxy_chains,
+                                proxy_policy, query_clusters, traces, usage_billing, vectors)
 
     return ((COMPONENT, MIGRATIONS), (index_tables.COMPONENT, tuple(index_tables.MIGRATIONS)),
             (code_search.COMPONENT, code_search.MIGRATIONS), (vectors.COMPONENT, vectors.MIGRATIONS),
@@ -290,7 +289,8 @@ def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:
             (query_clusters.COMPONENT, query_clusters.MIGRATIONS),
             (proxy_chains.COMPONENT, proxy_chains.MIGRATIONS), (proxy_cache.COMPONENT, proxy_cache.MIGRATIONS),
             (proxy_billing.COMPONENT, proxy_billing.MIGRATIONS), (proxy_policy.COMPONENT, proxy_policy.MIGRATIONS),
-            (usage_billing.COMPONENT, usage_billing.MIGRATIONS))
+            (usage_billing.COMPONENT, usage_billing.MIGRATIONS),
+            (history_snapshots.COMPONENT, history_snapshots.MIGRATIONS))
 
 
 def open_core(path: Path | str) -> sqlite3.Connection:
