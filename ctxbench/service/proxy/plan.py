@@ -38,7 +38,7 @@ from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.vocab import PROXY_SECTIONS
 from ctxbench.service.proxy.rules import called_tool, item_rule, remove_parts, result_budget_drops
-from ctxbench.service.proxy.wire import Edits
+from ctxbench.service.proxy.edits import Edits
 from ctxbench.tokens import Tokenizer
 
 PROXY_STRATEGY = "proxy"  # a proxied plan's strategy: the client chose the history, not a planner

@@ -27,7 +27,8 @@ from ctxbench.service.proxy.findings import findings
 from ctxbench.service.proxy.pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy.service import ProxyService, plan_diff
 from ctxbench.service.proxy.steer_cost import SteerPreview, cache_estimate_line, preview_steer, readd_cost
-from ctxbench.service.proxy.wire import WireError, parse_request
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
 

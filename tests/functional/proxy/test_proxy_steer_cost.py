@@ -14,7 +14,8 @@ from upstream_server import Answer
 from ctxbench.config import Config, ProxyConfig
 from ctxbench.service.proxy.pricing import breakpoints
 from ctxbench.service.proxy.steer_cost import preview_steer
-from ctxbench.service.proxy.wire import cache_blocks, parse_request
+from ctxbench.service.proxy.cache_view import cache_blocks
+from ctxbench.service.proxy.wire import parse_request
 from ctxbench.tokens import get_tokenizer
 
 NO_MINIMUM = Config(proxy=ProxyConfig(cache_min_tokens=0))
