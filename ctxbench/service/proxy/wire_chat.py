@@ -2,7 +2,6 @@
 message's text, image, audio and file parts, its ``tool_calls``, and ``tool`` messages holding results."""
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from ctxbench.records.proxy import WireMessage, WirePart, WireRequest
