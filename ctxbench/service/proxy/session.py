@@ -19,8 +19,8 @@ from ctxbench.records.proxy_cost import Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
-from ctxbench.service.proxy.plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
-                                         steering_summary)
+from ctxbench.service.proxy.plan import PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy.steer_passes import CUT_DETAIL, PINNED_BLOCK
 from ctxbench.service.proxy.calibration import calibration_line, plan_counts
 from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.findings import findings

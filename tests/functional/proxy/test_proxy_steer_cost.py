@@ -214,7 +214,7 @@ def test_a_pin_added_to_the_system_prompt_says_it_adds_tokens_and_breaks_the_cac
 
 
 def test_pinning_in_the_watch_says_what_adding_the_pin_back_would_cost(tmp_path):
-    from ctxbench.service.proxy.plan import PINNED_BLOCK
+    from ctxbench.service.proxy.steer_passes import PINNED_BLOCK
     from ctxbench.service.proxy.steer_cost import readd_cost
     from ctxbench.tui.screens.overlay_actions import overlay_action
     from ctxbench.tui.screens.overlay_rows import OverlayRow
