@@ -18,7 +18,8 @@ One turn:
 5. **Reflection** — activation, leases, promotions and suggestions (see :mod:`.reflection`).
 
 A failure stores any partial reply (``partial=True``) and ends the turn with ``TurnFailed``; a
-cancel (the token, or the consumer closing the generator) stores it the same way.
+cancel (the token, or the consumer closing the generator) stores it the same way. One call's streaming, and the
+reply saved as it arrives, is :mod:`.streamed_call`.
 """
 from __future__ import annotations
 
@@ -29,18 +30,7 @@ from typing import Any, Iterator
 from ctxbench.config import Config
 from ctxbench.llm import reflection
 from ctxbench.llm.anthropic_wire import PreviousRequest
-from ctxbench.llm.client import (
-    CancelToken,
-    ChatClient,
-    ChatRequest,
-    Completed,
-    Completion,
-    LLMCancelled,
-    LLMError,
-    RetryScheduled,
-    TextDelta,
-    ToolCallStarted,
-)
+from ctxbench.llm.client import CancelToken, ChatClient, ChatRequest
 from ctxbench.records.errors import StoreError, UnknownPlan
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.records.turns import (
@@ -48,10 +38,7 @@ from ctxbench.records.turns import (
     CallStarted,
     PlanReady,
     ReflectionDone,
-    ReplyDelta,
-    Retrying,
     StateUpdated,
-    ToolCallRequested,
     ToolFinished,
     ToolStarted,
     TurnCancelled,
@@ -70,58 +57,12 @@ from ctxbench.records.compaction import task_from_goal
 from ctxbench.records.state import extract_state, state_fields
 from ctxbench.llm.tools import CodeContext, ToolBox, offered_tools, tools_tokens
 from ctxbench.llm.ports import UnitOfWork
+from ctxbench.llm.streamed_call import CallResult, stream_call
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.records.plan_request import PlanRequest, StoredTurn
 
 CAP_REACHED_RESULT = "not run: the tool round limit of this turn was reached"
 CANCELLED_RESULT = "not run: the turn was cancelled by the user"
-
-
-@dataclass
-class _CallResult:
-    completion: Completion | None = None
-    text: str = ""
-    error: LLMError | None = None
-    cancelled: bool = False
-    saver: "_StreamSaver | None" = None  # the reply saved while it streamed (a turn's calls)
-
-
-class _StreamSaver:
-    """A streaming reply saved as it arrives: one assistant row in the turn's group, partial until
-    :meth:`store` writes it whole (or as the partial reply a failure keeps)."""
-
-    def __init__(self, messages: Any, session_id: str, group_id: int, parsing_strategy: str, llm: Any,
-                 clock: Any = time.monotonic) -> None:
-        self.messages, self.session_id, self.group_id = messages, session_id, group_id
-        self.parsing_strategy = parsing_strategy
-        self.every_s, self.every_chars = llm.stream_save_every_s, llm.stream_save_every_chars
-        self.clock = clock
-        self.message: Message | None = None
-        self._unsaved = 0
-        self._saved_at = 0.0
-
-    def arrived(self, pieces: list[str], chars: int) -> None:
-        """``chars`` more characters arrived (``pieces``: the reply so far); saved when enough time or text
-        has come since the last save, the first piece at once."""
-        self._unsaved += chars
-        now = self.clock()
-        if self.message is not None and self._unsaved < self.every_chars and now - self._saved_at < self.every_s:
-            return
-        text = "".join(pieces)
-        pieces[:] = [text]  # joined once per save, not once per piece
-        self.store(text, partial=True)
-        self._unsaved, self._saved_at = 0, now
-
-    def store(self, text: str, *, partial: bool = True, tool_calls: Any = None) -> Message:
-        """Write the reply: the row saved so far rewritten, else a new one."""
-        if self.message is None:
-            self.message = self.messages.append(self.session_id, "assistant", text, group_id=self.group_id,
-                                                tool_calls=tool_calls or (), parsing_strategy=self.parsing_strategy,
-                                                partial=partial)
-        else:
-            self.message = self.messages.update(self.session_id, self.message.id, text, partial=partial,
-                                                tool_calls=tool_calls)
-        return self.message
 
 
 @dataclass
@@ -270,8 +211,8 @@ class TurnRunner:
             yield CallStarted(plan.plan_id, round_no, self.client.model, bool(tools))
             request = ChatRequest(messages=tuple(plan.messages()), tools=tuple(tools), plan=plan,
                                   max_tokens=self._reply_cap(estimated), previous=self._previous_request(session_id))
-            result = _CallResult()
-            yield from self._call(request, cancel, result, group_id)
+            result = CallResult()
+            yield from stream_call(self.client, wb.messages, llm, request, cancel, result, group_id)
             if result.completion is not None:
                 self._previous[session_id] = PreviousRequest(request.messages, request.tools)
 
@@ -394,10 +335,10 @@ class TurnRunner:
         plan = wb.planning.plan(PlanRequest(session_id, REBUILD_PROMPT, store=True))
         yield PlanReady(plan, 0)
         yield CallStarted(plan.plan_id, 0, self.client.model, False)
-        result = _CallResult()
+        result = CallResult()
         request = ChatRequest(messages=tuple(plan.messages()), plan=plan, max_tokens=self._reply_cap(plan.used_tokens),
                               previous=self._previous_request(session_id))
-        yield from self._call(request, cancel, result)
+        yield from stream_call(self.client, wb.messages, self.config.llm, request, cancel, result)
         if result.completion is not None:
             self._previous[session_id] = PreviousRequest(request.messages, request.tools)
         check = None
@@ -467,46 +408,6 @@ class TurnRunner:
                                       price=llm.price_for_model(self.client.model, completion.model),
                                       cache_read=usage.cache_read_tokens, cache_write=usage.cache_write_tokens)
 
-    def _call(self, request: ChatRequest, cancel: CancelToken, result: _CallResult,
-              group_id: int | None = None) -> Iterator[TurnEvent]:
-        """Stream one call into events; the outcome lands in ``result``.
-
-        In a turn (``group_id`` given) the reply is saved as it arrives (``llm.stream_save_every_s`` /
-        ``stream_save_every_chars``, the row partial until the turn stores it whole), so a process killed mid-reply
-        leaves its text. If the consumer abandons the generator (closes it, or Ctrl-C) mid-reply, the text so far
-        is stored as a partial reply in ``group_id`` before the exit propagates.
-        """
-        plan_id = request.plan.plan_id if request.plan is not None else ""
-        pieces: list[str] = []
-        saver = (_StreamSaver(self.workbench.messages, request.plan.session_id, group_id,
-                              self.client.parsing_strategy, self.config.llm)
-                 if group_id is not None and request.plan is not None else None)
-        result.saver = saver
-        try:
-            for event in self.client.stream(request, cancel):
-                if isinstance(event, TextDelta):
-                    pieces.append(event.text)
-                    if saver is not None:
-                        saver.arrived(pieces, len(event.text))
-                    yield ReplyDelta(plan_id, event.text)
-                elif isinstance(event, ToolCallStarted):
-                    yield ToolCallRequested(plan_id, event.index, event.name)
-                elif isinstance(event, RetryScheduled):
-                    yield Retrying(plan_id, event.attempt, event.wait_s, event.reason)
-                elif isinstance(event, Completed):
-                    result.completion = event.completion
-        except LLMCancelled as exc:
-            result.cancelled = True
-            result.text = exc.partial or "".join(pieces)
-        except LLMError as exc:
-            result.error = exc
-            result.text = exc.partial or "".join(pieces)
-        except (GeneratorExit, KeyboardInterrupt):
-            result.cancelled = True
-            result.text = "".join(pieces)
-            if saver is not None and result.text:
-                saver.store(result.text)
-            raise
 
     def _trace_tool(self, plan_id: str, session_id: str, group_id: int, call: ToolCall, ok: bool,
                     call_message: Message, result_message: Message, elapsed_ms: float) -> None:

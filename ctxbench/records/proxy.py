@@ -45,7 +45,7 @@ class WireMessage:
     scaffold: str = ""  # the whole message is the assistant's scaffolding (examples, a repo map …): its kind
     bytes: int = 0  # bytes of the request body the message holds beyond its parts (its keys, its braces)
     # what the next request of its conversation recognises it by: ``hash`` with the assistant's scaffolding inside
-    # it and a client's incidental changes left out (service.proxy.wire); empty: ``hash``
+    # it and a client's incidental changes left out (service.proxy.recognition); empty: ``hash``
     key: str = ""
 
     @property

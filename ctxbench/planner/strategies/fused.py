@@ -40,272 +40,38 @@ query points at them (a keyword match, or a base of at least ``summarised_min_ba
 Atoms left out are ``over_budget`` with their rank and score; ``window_groups`` > 0 lets only the latest N
 turns compete (``outside_window``). Without any similarity or keyword evidence (no embedder yet and no
 word of the query found) the atoms are taken newest first and the plan says so.
+
+This module scores the atoms and runs the steps in order; beside it: ``fused_units`` (the competing atoms as
+arrays, memoised on the history), ``fused_keep`` (step 3), ``fused_fill`` (step 4's bulk fill and the picks it
+writes) and ``fused_explain`` (every atom's shown score, and why one was left out).
 """
 from __future__ import annotations
 
 import math
 import re
-from itertools import chain
-from datetime import datetime
-from bisect import bisect_left
-from functools import lru_cache
-from typing import Sequence
 
 import numpy as np
 
-from ctxbench.config import FusedConfig, InstructionConfig, PlannerConfig
-from ctxbench.planner.atoms import ATOM_CALL, ATOM_USER, GroupView
-from ctxbench.planner.cache import fill_anchored, kept_atoms, kept_prefix, page_tokens, uses_cache_order
-from ctxbench.planner.strategies.window import ANCHORED_DETAIL
-from ctxbench.planner.budget import USER_BROUGHT, AtomValues, Budget, GroupPick, HistorySelection
-from ctxbench.planner.instructions import MARK_FLAG, UNMARK_FLAG, is_standing_instruction
+from ctxbench.config import FusedConfig
+from ctxbench.planner.budget import Budget, HistorySelection
+from ctxbench.planner.cache import fill_anchored, kept_atoms, page_tokens, uses_cache_order
+from ctxbench.planner.instructions import MARK_FLAG
 from ctxbench.planner.strategies.context import StrategyContext
-from ctxbench.records.scored import ScoredIds
-from ctxbench.records.speakers import reads_as_transcript, speaker_label, without_stamp
+from ctxbench.planner.strategies.fused_explain import explain
+from ctxbench.planner.strategies.fused_fill import fill_rest, record
+from ctxbench.planner.strategies.fused_keep import keep_previous
+from ctxbench.planner.strategies.fused_units import Units, joined_pattern, units_for
+from ctxbench.planner.strategies.window import ANCHORED_DETAIL
 
 NO_EVIDENCE_NOTE = ("fused: nothing in the history matched the query by meaning or keywords yet (embedder not "
                     "ready, or no word found); took the latest messages first")
 EPISODES_ONE_BY_ONE = 256  # up to this many episodes, each one's best atoms are found on its own
-ROUND_MARGIN = 1e-6  # round6: scaled scores this close to a half are rounded by Python (their error is ~1e-9)
-KEPT_NOTE = "; kept from the previous plan (prompt cache)"
-FILL_BLOCK = 512  # atoms checked against the budget at once while filling (those that cannot fit are skipped in bulk)
-
-
-@lru_cache(maxsize=16)
-def _pattern(patterns: tuple[str, ...]) -> re.Pattern[str] | None:
-    parts = [p for p in patterns if p]
-    return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE | re.MULTILINE) if parts else None
-
-
-def _group_facts(group: GroupView, config: FusedConfig, instructions: InstructionConfig
-                 ) -> tuple[tuple[str, ...], tuple[bool, ...], tuple[bool, ...], tuple[bool, ...], float]:
-    """(speaker label, standing instruction by the patterns?, by the detector?, says when?) per atom, and the turn's
-    time (epoch seconds, NaN if unknown); memoised on the cached group view."""
-    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, instructions)
-    hit = group.memo.get(key)
-    if hit is None:
-        pattern = _pattern(config.instruction_patterns)
-        temporal = _pattern(config.temporal_text_patterns)
-        labels: list[str] = []
-        rules: list[bool] = []
-        detected: list[bool] = []
-        timed: list[bool] = []
-        for atom in group.atoms:
-            first = atom.messages[0].get("content") if atom.messages else ""
-            labels.append(speaker_label(first) if isinstance(first, str) else "")
-            user = atom.kind == ATOM_USER and UNMARK_FLAG not in atom.flags
-            rules.append(user and (MARK_FLAG in atom.flags or (pattern is not None and bool(pattern.search(
-                atom.user_text)))))
-            detected.append(user and is_standing_instruction(atom.user_text, tuple(atom.flags), instructions))
-            timed.append(temporal is not None and any(
-                isinstance(m.get("content"), str) and temporal.search(without_stamp(m["content"]))
-                for m in atom.messages))
-        hit = (tuple(labels), tuple(rules), tuple(detected), tuple(timed),
-               _epoch(group.messages[0].created_at if group.messages else ""))
-        group.memo[key] = hit
-    return hit
-
-
-def _epoch(stamp: str) -> float:
-    try:
-        return datetime.fromisoformat(stamp).timestamp() if stamp else math.nan
-    except ValueError:
-        return math.nan
 
 
 def _named_speaker(query: str, labels: set[str]) -> str:
     """The one speaker label the query names (as a word), or "" (none, or more than one)."""
     named = [label for label in labels if label and re.search(rf"\b{re.escape(label)}\b", query)]
     return named[0] if len(named) == 1 else ""
-
-
-class _Units:
-    """The atoms that compete (every eligible atom of the groups in play), as arrays in chronological order; built
-    once per history, window and dropped turns (kept with the history's layout), and extended — the new groups
-    only — when the history only grew (a new turn, or replay's next one)."""
-
-    def __init__(self, selection: HistorySelection, available: list[int], config: FusedConfig,
-                 instructions: InstructionConfig) -> None:
-        self.instructions = instructions
-        self.available = list(available)
-        self.gi: list[int] = []
-        self.ai: list[int] = []
-        self.labels: list[str] = []
-        self.tokens: list[int] = []
-        self.calls: list[bool] = []
-        # the unit of the user message a call atom brings along (-1: none, or not a call); a call is a unit only when
-        # its turn's user message is one too (an excluded user message excludes its whole turn, ``atoms``)
-        self.user_units: list[int] = []
-        self.per_group: dict[int, tuple[int, ...]] = {}  # group index -> unit of each atom (-1: none)
-        self.latest: list[int] = []  # groups with a competing atom, chronological
-        self.token_array = np.zeros(0, dtype=np.int64)
-        self.rules = np.zeros(0, dtype=bool)
-        self.detected = np.zeros(0, dtype=bool)  # standing instructions by the detector (not by the patterns)
-        self.timed = np.zeros(0, dtype=bool)
-        self.times = np.zeros(0)
-        self.message_ids = np.zeros(0, dtype=np.int64)
-        self.message_units = np.zeros(0, dtype=np.int64)
-        self._add(selection, available, config)
-
-    @classmethod
-    def extended(cls, earlier: "_Units", keep_groups: int, selection: HistorySelection, available: list[int],
-                 config: FusedConfig) -> "_Units":
-        """``earlier``'s units of its first ``keep_groups`` available groups, then those of ``available``'s rest."""
-        out = cls.__new__(cls)
-        out.instructions = earlier.instructions
-        cut = len(earlier.gi) if keep_groups >= len(earlier.available) else \
-            bisect_left(earlier.gi, earlier.available[keep_groups])
-        out.available = list(available)
-        out.gi, out.ai = earlier.gi[:cut], earlier.ai[:cut]
-        out.labels, out.tokens, out.calls = earlier.labels[:cut], earlier.tokens[:cut], earlier.calls[:cut]
-        out.user_units = earlier.user_units[:cut]
-        dropped = set(earlier.available[keep_groups:])
-        out.per_group = {gi: own for gi, own in earlier.per_group.items() if gi not in dropped}
-        out.latest = [gi for gi in earlier.latest if gi not in dropped] if dropped else list(earlier.latest)
-        out.token_array, out.rules, out.times = earlier.token_array[:cut], earlier.rules[:cut], earlier.times[:cut]
-        out.timed, out.detected = earlier.timed[:cut], earlier.detected[:cut]
-        keep = earlier.message_units < cut
-        out.message_ids, out.message_units = earlier.message_ids[keep], earlier.message_units[keep]
-        out._add(selection, available[keep_groups:], config)
-        return out
-
-    def _add(self, selection: HistorySelection, groups_in_play: Sequence[int], config: FusedConfig) -> None:
-        groups = selection.groups
-        gis, ais, labels, tokens, calls = self.gi, self.ai, self.labels, self.tokens, self.calls
-        start = len(gis)
-        rules: list[bool] = []
-        detected: list[bool] = []
-        timed: list[bool] = []
-        times: list[float] = []
-        message_ids: list[int] = []
-        message_units: list[int] = []
-        for gi in groups_in_play:
-            group = groups[gi]
-            group_labels, group_rules, group_detected, group_timed, when = _group_facts(group, config,
-                                                                                        self.instructions)
-            own: list[int] = []
-            for ai, atom in enumerate(group.atoms):
-                if atom.exclusion:
-                    own.append(-1)
-                    continue
-                u = len(gis)
-                own.append(u)
-                gis.append(gi)
-                ais.append(ai)
-                labels.append(group_labels[ai])
-                rules.append(group_rules[ai])
-                detected.append(group_detected[ai])
-                timed.append(group_timed[ai])
-                times.append(when)
-                tokens.append(atom.tokens)
-                calls.append(atom.kind == ATOM_CALL)
-                message_ids.extend(atom.message_ids)
-                message_units.extend([u] * len(atom.message_ids))
-            user = own[group.user_index] if group.user_index >= 0 else -1
-            self.user_units.extend(user if calls[u] and user != u else -1 for u in own if u >= 0)
-            if len(own) > own.count(-1):
-                self.per_group[gi] = tuple(own)
-                self.latest.append(gi)
-        self.n = len(gis)
-        self.token_array = np.concatenate([self.token_array, np.array(tokens[start:], dtype=np.int64)])
-        self.rules = np.concatenate([self.rules, np.array(rules, dtype=bool)])
-        self.detected = np.concatenate([self.detected, np.array(detected, dtype=bool)])
-        self.timed = np.concatenate([self.timed, np.array(timed, dtype=bool)])  # says when something happened
-        self.times = np.concatenate([self.times, np.array(times, dtype=np.float64)])
-        ids = np.concatenate([self.message_ids, np.array(message_ids, dtype=np.int64)])
-        units = np.concatenate([self.message_units, np.array(message_units, dtype=np.int64)])
-        if len(ids) > 1 and not bool((np.diff(ids) >= 0).all()):  # by message id (they usually come in order)
-            order = np.argsort(ids, kind="stable")
-            ids, units = ids[order], units[order]
-        self.message_ids, self.message_units = ids, units
-        self.label_set = set(labels)
-        self.named = sum(1 for label in labels if label)  # atoms that open with a speaker label
-        self.smallest = int(self.token_array.min()) if self.n else 0
-        self._episodes: dict[float, tuple[np.ndarray, int]] = {}
-        self._looked_up: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []  # (ids, their units, found)
-        self._unit_ids: dict[str, int] | None = None
-
-    def unit_ids(self, selection: HistorySelection) -> dict[str, int]:
-        """Each competing atom's item id -> its unit (made on first use: the cache-keeping selection's)."""
-        if self._unit_ids is None or len(self._unit_ids) != self.n:
-            groups = selection.groups
-            self._unit_ids = {groups[gi].atoms[ai].id: u for u, (gi, ai) in enumerate(zip(self.gi, self.ai))}
-        return self._unit_ids
-
-    def transcript(self, share: float) -> bool:
-        """Whether the history reads as a transcript of speakers: at least ``share`` (> 0) of the atoms open with a
-        speaker label. In a coding session an occasional "Error: ..." or "Note: ..." is no speaker a query names."""
-        return reads_as_transcript(self.named, self.n, share)
-
-    def _units_of(self, ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(unit, value) of the ``ids`` that are messages of a unit. The last few id lists looked up are kept: the
-        similarity list of a history has the same ids plan after plan."""
-        for known, units, found in self._looked_up:
-            if len(known) == len(ids) and np.array_equal(known, ids):
-                return units, values[found]
-        at = np.minimum(np.searchsorted(self.message_ids, ids), len(self.message_ids) - 1)
-        found = self.message_ids[at] == ids
-        units = self.message_units[at[found]]
-        self._looked_up = [(ids.copy(), units, found)] + self._looked_up[:1]
-        return units, values[found]
-
-    def per_unit(self, pairs: Sequence[tuple[int, float]], fill: float) -> np.ndarray:
-        """The best value per unit of (message id, value) ``pairs`` (``fill`` where none of its messages has one)."""
-        out = np.full(self.n, -np.inf)
-        if pairs and len(self.message_ids):
-            if isinstance(pairs, ScoredIds):  # the arrays as they are, no pair made
-                ids, values = np.frombuffer(pairs.ids, dtype=np.int64), np.frombuffer(pairs.scores, dtype=np.float64)
-            else:
-                flat = np.fromiter(chain.from_iterable(pairs), dtype=np.float64, count=2 * len(pairs))
-                ids, values = flat[0::2].astype(np.int64), flat[1::2]
-            np.maximum.at(out, *self._units_of(ids, values))
-        out[np.isneginf(out)] = fill
-        return out
-
-    def episodes(self, gap_hours: float) -> tuple[np.ndarray, int]:
-        """(episode of each unit, how many): a pause of ``gap_hours`` or more since the previous turn with a known
-        time starts a new one (a turn without a time stays in the current episode)."""
-        hit = self._episodes.get(gap_hours)
-        if hit is None:
-            known = np.flatnonzero(~np.isnan(self.times))
-            starts = np.zeros(self.n, dtype=np.int64)
-            if len(known) > 1:
-                starts[known[1:][np.diff(self.times[known]) >= gap_hours * 3600.0]] = 1
-            episode = np.cumsum(starts)
-            hit = self._episodes[gap_hours] = (episode, int(episode[-1]) + 1 if self.n else 1)
-        return hit
-
-
-def _units(selection: HistorySelection, available: list[int], config: FusedConfig,
-           instructions: InstructionConfig) -> _Units:
-    key = ("fused", config.instruction_patterns, config.temporal_text_patterns, instructions,
-           tuple(available) if len(available) < 64 else
-           (len(available), available[0], available[-1], tuple(sorted(selection.excluded))))
-    hit = selection.memo.get(key)
-    if hit is None:
-        hit = _extended_units(selection, available, config, instructions) or \
-            _Units(selection, available, config, instructions)
-        selection.memo[key] = hit
-    return hit
-
-
-def _extended_units(selection: HistorySelection, available: list[int], config: FusedConfig,
-                    instructions: InstructionConfig) -> _Units | None:
-    """The units of ``available`` made from those of the history this one extends, when it had the same groups in
-    play before the ones it shares (None: there are none to extend)."""
-    if selection.earlier is None:
-        return None
-    memo, shared = selection.earlier
-    keep = bisect_left(available, shared)  # groups in play the two histories share
-    for key, earlier in list(memo.items()):
-        if not (isinstance(earlier, _Units) and key[1:4] == (config.instruction_patterns,
-                                                          config.temporal_text_patterns, instructions)):
-            continue
-        before = earlier.available
-        if len(before) >= keep and before[:keep] == available[:keep] and len(before) - keep <= 1 and \
-                (len(before) == keep or before[keep] >= shared):
-            return _Units.extended(earlier, keep, selection, available, config)
-    return None
 
 
 def select(selection: HistorySelection, budget: Budget, context: StrategyContext) -> None:
@@ -317,7 +83,7 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
         for gi in available[:-n_window]:
             selection.set_default(gi, "outside_window", f"older than the last {n_window} turns")
         available = available[-n_window:]
-    units = _units(selection, available, config, context.config.instructions)
+    units = units_for(selection, available, config, context.config.instructions)
     n = units.n
     if not n:
         return
@@ -357,11 +123,11 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
 
 
 def _asks_when(query: str, config: FusedConfig) -> bool:
-    pattern = _pattern(config.temporal_query_patterns)
+    pattern = joined_pattern(config.temporal_query_patterns)
     return pattern is not None and bool(pattern.search(query))
 
 
-def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.ndarray:
+def _episode_scores(base: np.ndarray, units: Units, config: FusedConfig) -> np.ndarray:
     """Per atom: the mean of the best ``episode_top`` bases of its episode (runs of turns without a long pause),
     summed best first as ``numpy.mean`` sums so few values."""
     episode, count = units.episodes(config.episode_gap_hours)
@@ -391,20 +157,7 @@ def _episode_scores(base: np.ndarray, units: _Units, config: FusedConfig) -> np.
     return means[episode]
 
 
-def round6(values: np.ndarray) -> list[float]:
-    """``[round(v, 6) for v in values]``, vectorised: ``numpy.round`` scales, rounds half to even and divides, which
-    gives Python's correctly rounded result except where the scaled value lies within rounding error of a half;
-    those few are rounded by Python."""
-    out = np.round(values, 6)
-    with np.errstate(invalid="ignore", over="ignore"):  # infinities and NaN are left to Python below
-        scaled = np.abs(values) * 1e6
-        near_half = np.abs(scaled - np.floor(scaled) - 0.5) < ROUND_MARGIN
-    for i in np.flatnonzero(near_half | ~np.isfinite(values)).tolist():
-        out[i] = round(float(values[i]), 6)
-    return out.tolist()
-
-
-def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: _Units,
+def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext, units: Units,
           score: np.ndarray, kw: np.ndarray, config: FusedConfig, by_recency: bool = False,
           pointed: np.ndarray | None = None) -> None:
     """``pointed``: the atoms the query points at (only those of turns a summary stands in for compete)."""
@@ -413,7 +166,7 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     n = units.n
     order = n - 1 - np.argsort(-score[::-1], kind="stable")  # best first; ties: the newer atom
     values = score.tolist()  # as Python floats: read one by one for the atoms taken
-    _explain(selection, units, score, values, order, by_recency)
+    explain(selection, units, score, values, order, by_recency)
     if selection.summarised:  # a turn a summary stands in for left the recency window: back only when pointed at
         gone = np.isin(np.asarray(units.gi, dtype=np.int64), np.fromiter(selection.summarised, dtype=np.int64))
         if pointed is not None and not by_recency:
@@ -445,182 +198,12 @@ def _fill(selection: HistorySelection, budget: Budget, context: StrategyContext,
     # 3. the cache-keeping selection: a prefix of the previous plan's history, while it still scores near the cut
     kept = kept_atoms(context.inputs, planner)
     if kept:
-        context.kept = _keep(selection, budget, units, order, score, values, kw, kept, planner, history_budget,
-                             by_recency)
+        context.kept = keep_previous(selection, budget, units, order, score, values, kw, kept, planner, history_budget,
+                                     by_recency)
 
     # 4. the rest, best first; a misfit is skipped and the next one tried
-    chosen, ranks, users = _fill_rest(selection, budget, units, order)
-    _record(selection, units, chosen, ranks, users, values, kw, by_recency)
-
-
-def _keep(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray, score: np.ndarray,
-          values: list[float], kw: np.ndarray, kept: Sequence[str], planner: PlannerConfig, history_budget: int,
-          by_recency: bool) -> tuple[str, ...]:
-    """Include the prefix of the previous plan's history atoms ``kept`` that stays (``planner.cache.kept_prefix``),
-    charged to ``budget`` before the rest is picked; their details name their rank and say they were kept. Returns
-    the ids of the previous plan's atoms the kept prefix spans that are in (kept, or in already: the latest turns,
-    the rules), in the previous plan's order."""
-    unit_ids = units.unit_ids(selection)
-    competing = np.zeros(units.n, dtype=bool)
-    competing[order] = True
-    taken = _taken(selection, units)
-    share = min(budget.remaining, int(history_budget * planner.cache_keep_share))
-
-    def unit_of(atom: str) -> int:
-        u = unit_ids.get(atom, -1)
-        return u if u >= 0 and competing[u] else -1
-
-    keep, end = kept_prefix(kept, unit_of, score, order.tolist(), units.tokens, units.user_units, taken,
-                            budget.remaining, share, planner.cache_keep_margin,
-                            int(history_budget * planner.cache_keep_slack))
-    if keep:
-        chosen, _ranks, users = _fill_rest(selection, budget, units, np.asarray(keep, dtype=np.int64))
-        rank = np.empty(units.n, dtype=np.int64)
-        rank[order] = np.arange(1, len(order) + 1)
-        _record(selection, units, chosen, [int(rank[u]) for u in chosen], users, values, kw, by_recency, KEPT_NOTE)
-        for u in (*chosen, *users):  # with the user messages they brought
-            if u >= 0:
-                taken[u] = 1
-    # the prefix of the previous plan's atoms this one sends in that order: those kept, and those in already
-    return tuple(atom for atom in kept[:end] if taken[unit_ids[atom]])
-
-
-def _taken(selection: HistorySelection, units: _Units) -> bytearray:
-    """Per unit: 1 when it is in already (the latest turns, the rules, pins, kept atoms)."""
-    taken = bytearray(units.n)
-    per_group = units.per_group
-    for gi, pick in selection.picks.items():
-        own = per_group.get(gi)
-        if own is not None:
-            for ai in pick.reasons:
-                if own[ai] >= 0:
-                    taken[own[ai]] = 1
-    return taken
-
-
-def _fill_rest(selection: HistorySelection, budget: Budget, units: _Units, order: np.ndarray
-               ) -> tuple[list[int], list[int], list[int]]:
-    """Every atom not yet in, best first, while it fits (a call atom with its turn's user message, if that is not in
-    yet), as ``HistorySelection.include_atom`` would take them one by one: decided here over the units' lists and
-    charged to ``budget`` at once (hundreds of atoms per plan at a large budget). Returns what was chosen, in order:
-    the units, their ranks, and the unit of the user message each brings (-1: none) — lists of ints, not a tuple
-    each, so a large plan gives the garbage collector nothing more to count."""
-    n = units.n
-    remaining = budget.remaining
-    smallest = units.smallest
-    chosen: list[int] = []
-    ranks: list[int] = []
-    users: list[int] = []
-    if remaining < smallest:
-        return chosen, ranks, users
-    taken = _taken(selection, units)  # units already in (the latest turns, the rules, pins, kept atoms)
-    tokens, user_units = units.tokens, units.user_units
-    ranked = order.tolist()
-    ordered_tokens = units.token_array[order]
-    spent = 0
-    for start in range(0, n, FILL_BLOCK):
-        if remaining < smallest:
-            break  # nothing fits any more: the rest say so when read
-        # the atoms of this block that fit what is left now (the budget only shrinks: the others never will)
-        for j in np.flatnonzero(ordered_tokens[start:start + FILL_BLOCK] <= remaining).tolist():
-            if remaining < smallest:
-                break
-            u = ranked[start + j]
-            cost = tokens[u]
-            if cost > remaining or taken[u]:
-                continue
-            user = user_units[u]
-            if user >= 0:
-                if taken[user]:
-                    user = -1
-                else:
-                    cost += tokens[user]
-                    if cost > remaining:
-                        continue
-                    taken[user] = 1
-            taken[u] = 1
-            remaining -= cost
-            spent += cost
-            chosen.append(u)
-            ranks.append(start + j + 1)
-            users.append(user)
-    budget.take(spent)
-    return chosen, ranks, users
-
-
-def _record(selection: HistorySelection, units: _Units, chosen: list[int], ranks: list[int], users: list[int],
-            values: list[float], kw: np.ndarray, by_recency: bool, note: str = "") -> None:
-    """The atoms ``_fill_rest`` chose, with their reasons and details, into the selection's picks (already decided and
-    charged to the budget: nothing is checked here), in one loop: hundreds of atoms per plan at a large budget."""
-    n = units.n
-    gis, ais = units.gi, units.ai
-    picks = selection.picks
-    found = (kw > 0).tolist()  # found by keywords (as ``kw[u] > 0``)
-    reason = "recent_window"
-    summarised = selection.summarised  # turns a summary stands in for: their atoms say they were recalled
-    for u, rank, user in zip(chosen, ranks, users):
-        if by_recency:
-            why = f"newest first ({rank} of {n}): nothing matched the query yet" + note
-        else:
-            reason, why = ("keyword_match" if found[u] else "semantic_match"), f"rank {rank} of {n}, score {values[u]:.3f}"
-            why += note
-        if user >= 0:  # the user message the atom brings along, first (as ``include_atom`` does)
-            gi, ai = gis[user], ais[user]
-            pick = picks.get(gi)
-            if pick is None:
-                pick = picks[gi] = GroupPick()
-            pick.reasons[ai] = reason
-            pick.details[ai] = (selection.recalled(gi, why) if summarised else why) + USER_BROUGHT
-        gi, ai = gis[u], ais[u]
-        pick = picks.get(gi)
-        if pick is None:
-            pick = picks[gi] = GroupPick()
-        pick.reasons[ai] = reason
-        pick.details[ai] = selection.recalled(gi, why) if summarised else why
-
-
-def _explain(selection: HistorySelection, units: _Units, score: np.ndarray, values: list[float], order: np.ndarray,
-             by_recency: bool) -> None:
-    """Every competing atom's score, and why each left out was, made when the plan's excluded items are read."""
-    n = units.n
-    ranks: list[np.ndarray] = []
-
-    def rank_of() -> np.ndarray:
-        if not ranks:
-            out = np.empty(n, dtype=np.int64)
-            out[order] = np.arange(1, n + 1)
-            ranks.append(out)
-        return ranks[0]
-
-    per_group = units.per_group
-
-    rounded = round6(score)
-
-    def scores(gi: int) -> dict[int, float] | None:
-        own = per_group.get(gi)
-        if own is None:
-            return None
-        return {ai: rounded[u] for ai, u in enumerate(own) if u >= 0}
-
-    picks = selection.picks  # not the selection: these readers live on it, and a cycle would outlive the plan
-
-    def details(gi: int) -> dict[int, str] | None:
-        own = per_group.get(gi)
-        if own is None:
-            return None
-        pick = picks.get(gi)
-        out = {}
-        for ai, u in enumerate(own):
-            if u < 0 or (pick is not None and ai in pick.reasons):
-                continue
-            rank = int(rank_of()[u])
-            why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency
-                   else f"rank {rank} of {n}, score {score[u]:.3f}")
-            out[ai] = why + ": the budget was full"
-        return out or None
-
-    selection.atom_scores = AtomValues(scores, (per_group, rounded))
-    selection.atom_details = AtomValues(details)
+    chosen, ranks, users = fill_rest(selection, budget, units, order)
+    record(selection, units, chosen, ranks, users, values, kw, by_recency)
 
 
 select.recalls_summarised = True  # type: ignore[attr-defined]

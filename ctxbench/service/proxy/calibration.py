@@ -19,7 +19,9 @@ from typing import Sequence
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.proxy import ProxyExchange
 from ctxbench.records.proxy_cost import Calibration, PlanCounts
-from ctxbench.service.proxy.wire import WireError, cache_blocks, fixed_tokens, parse_request
+from ctxbench.service.proxy.cache_view import cache_blocks, fixed_tokens
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
 
 COUNT_TOKENS_PATH = "/messages/count_tokens"  # Anthropic's token counting endpoint (forwarded, not recorded)

@@ -20,7 +20,8 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.proxy_cost import Finding
 from ctxbench.service.proxy.calibration import calibrated_items, calibration_for
 from ctxbench.service.proxy.steer_cost import preview_steer
-from ctxbench.service.proxy.wire import WireError, parse_request
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
 
 OVERFLOW_STEER_ITEMS = 3  # past tool results an overflow finding suggests dropping, largest first

@@ -19,7 +19,7 @@ from typing import Any
 
 from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
 from ctxbench.redaction import mask_text, redact_cached
-from ctxbench.service.proxy.wire import NeutralMessage
+from ctxbench.service.proxy.neutral import NeutralMessage
 from ctxbench.service.redaction import mark_redactions, redact_arguments, redact_calls
 
 CACHED_TEXT_CHARS = 1_000_000  # a longer text is not kept in the process-wide cache (see :class:`Masker`)

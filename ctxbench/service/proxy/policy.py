@@ -21,9 +21,10 @@ from ctxbench.records.item_refs import AtomRef, FileRef, ItemRef, ToolRef
 from ctxbench.records.plans import Pin
 from ctxbench.records.proxy import ProxyExchange, WireRequest
 from ctxbench.records.proxy_cost import PolicyRule
-from ctxbench.service.proxy.plan import LABEL_CHARS, SteerControls
+from ctxbench.service.proxy.plan import SteerControls
+from ctxbench.service.proxy.plan_items import LABEL_CHARS
 from ctxbench.service.proxy.rules import check_drop_target
-from ctxbench.service.proxy.wire import cache_blocks, shared_prefix
+from ctxbench.service.proxy.cache_view import cache_blocks, shared_prefix
 from ctxbench.service.workbench import Workbench
 
 POLICY_PIN_ID = "policy{n}"  # the id of a policy pin (its plan item is ``pin:policy{n}``)

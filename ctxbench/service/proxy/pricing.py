@@ -74,7 +74,7 @@ def _marked(value: Any) -> bool:
 
 
 def breakpoints(request: WireRequest) -> tuple[int, ...]:
-    """The blocks of ``request`` (in :func:`wire.cache_blocks` order: tool definitions, system blocks,
+    """The blocks of ``request`` (in :func:`.cache_view.cache_blocks` order: tool definitions, system blocks,
     messages) that carry an Anthropic ``cache_control`` breakpoint."""
     out: list[int] = []
     n = 0

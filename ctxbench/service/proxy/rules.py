@@ -25,7 +25,7 @@ from typing import Iterable, Sequence
 
 from ctxbench.records.proxy import WireMessage, WirePart
 from ctxbench.service.proxy.anatomy import SCAFFOLD_KINDS
-from ctxbench.service.proxy.wire import Edits
+from ctxbench.service.proxy.edits import Edits
 
 DROP_TARGETS = "tool:NAME | result:TOOL | kind:KIND | system:N (NAME and TOOL take * for any characters)"
 _SYSTEM = re.compile(r"system(:\d+)?")

@@ -37,16 +37,11 @@ from ctxbench.service.proxy.policy import due_deferred, with_policy
 from ctxbench.service.proxy.pricing import billed_usage, breakpoints
 from ctxbench.service.proxy.calibration import COUNT_TOKENS_PATH, record_count
 from ctxbench.service.proxy.reply import COUNT_TOKENS, ReplyRecorder
-from ctxbench.service.proxy.wire import (
-    WireError,
-    apply_edits,
-    cache_blocks,
-    fixed_tokens,
-    neutral_messages,
-    parse_request,
-    provider_for_path,
-    shared_prefix,
-)
+from ctxbench.service.proxy.cache_view import cache_blocks, fixed_tokens, shared_prefix
+from ctxbench.service.proxy.edits import apply_edits
+from ctxbench.service.proxy.neutral import neutral_messages
+from ctxbench.service.proxy.wire import parse_request, provider_for_path
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
 
 TITLE_CHARS = 60

@@ -19,15 +19,16 @@ from ctxbench.records.proxy_cost import Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
-from ctxbench.service.proxy.plan import (CUT_DETAIL, PINNED_BLOCK, PROXY_STRATEGY, STEERING_NOTE, steer_plan,
-                                         steering_summary)
+from ctxbench.service.proxy.plan import PROXY_STRATEGY, STEERING_NOTE, steer_plan, steering_summary
+from ctxbench.service.proxy.steer_passes import CUT_DETAIL, PINNED_BLOCK
 from ctxbench.service.proxy.calibration import calibration_line, plan_counts
 from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.findings import findings
 from ctxbench.service.proxy.pricing import cost_line, request_cost, usage_line
 from ctxbench.service.proxy.service import ProxyService, plan_diff
 from ctxbench.service.proxy.steer_cost import SteerPreview, cache_estimate_line, preview_steer, readd_cost
-from ctxbench.service.proxy.wire import WireError, parse_request
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.text import render_messages
 

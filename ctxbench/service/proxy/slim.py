@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ctxbench.service.proxy.steer_cost import SteerPreview, preview_steer
-from ctxbench.service.proxy.wire import WireError, parse_request
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
 
 SLIM_RULE = "tool:*"  # the policy drop that slims every conversation's tool list (a called tool is kept)

@@ -28,7 +28,10 @@ from ctxbench.records.proxy_cost import SteerCost
 from ctxbench.service.proxy.plan import steer_plan
 from ctxbench.service.proxy.pricing import breakpoints
 from ctxbench.service.proxy.service import PREVIOUS_LOOKBACK, ProxyService
-from ctxbench.service.proxy.wire import Edits, WireError, apply_edits, cache_blocks, parse_request, shared_prefix
+from ctxbench.service.proxy.cache_view import cache_blocks, shared_prefix
+from ctxbench.service.proxy.edits import Edits, apply_edits
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
 
 # the ratios of the price table's defaults: how a steer is weighed for a model the table does not name

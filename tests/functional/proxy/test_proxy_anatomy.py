@@ -14,7 +14,8 @@ from upstream_server import Answer
 
 from ctxbench.records.errors import NotFound
 from ctxbench.service.proxy.anatomy import segments
-from ctxbench.service.proxy.wire import json_spans, parse_request
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_bytes import json_spans
 from ctxbench.tokens import get_tokenizer
 
 CLAUDE_ENV = ("<system-reminder>\n# Environment\nYou have been invoked in the following environment:\n"

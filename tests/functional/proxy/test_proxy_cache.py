@@ -9,7 +9,8 @@ from test_proxy import Capture, anthropic_client, conversation, openai_client, p
 from test_proxy_anatomy import claude_code_body
 from upstream_server import Answer
 
-from ctxbench.service.proxy.wire import cache_blocks, parse_request
+from ctxbench.service.proxy.cache_view import cache_blocks
+from ctxbench.service.proxy.wire import parse_request
 from ctxbench.tokens import get_tokenizer
 
 

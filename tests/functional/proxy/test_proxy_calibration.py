@@ -95,7 +95,8 @@ def test_the_items_count_every_token_of_the_request_as_sent(tmp_path):
     Claude Code sends its instructions now) is an item too, so the items sum to the request's cache blocks."""
     from test_proxy_anatomy import claude_code_body
 
-    from ctxbench.service.proxy.wire import cache_blocks, parse_request
+    from ctxbench.service.proxy.cache_view import cache_blocks
+    from ctxbench.service.proxy.wire import parse_request
 
     body = dict(claude_code_body(), max_tokens=100)
     body["messages"] = [body["messages"][0], {"role": "system", "content": "Instructions. " * 300},

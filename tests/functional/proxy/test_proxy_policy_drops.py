@@ -16,7 +16,8 @@ from test_proxy_prices import _watch
 
 from ctxbench.service.proxy.policy import add_rule
 from ctxbench.service.proxy.steer_cost import preview_steer
-from ctxbench.service.proxy.wire import cache_blocks, parse_request
+from ctxbench.service.proxy.cache_view import cache_blocks
+from ctxbench.service.proxy.wire import parse_request
 
 FORMATS = ("anthropic", "openai", "responses", "gemini")
 PATHS = {"anthropic": "/v1/messages", "openai": "/v1/chat/completions", "responses": "/v1/responses",

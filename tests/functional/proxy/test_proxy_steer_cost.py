@@ -14,7 +14,8 @@ from upstream_server import Answer
 from ctxbench.config import Config, ProxyConfig
 from ctxbench.service.proxy.pricing import breakpoints
 from ctxbench.service.proxy.steer_cost import preview_steer
-from ctxbench.service.proxy.wire import cache_blocks, parse_request
+from ctxbench.service.proxy.cache_view import cache_blocks
+from ctxbench.service.proxy.wire import parse_request
 from ctxbench.tokens import get_tokenizer
 
 NO_MINIMUM = Config(proxy=ProxyConfig(cache_min_tokens=0))
@@ -213,7 +214,7 @@ def test_a_pin_added_to_the_system_prompt_says_it_adds_tokens_and_breaks_the_cac
 
 
 def test_pinning_in_the_watch_says_what_adding_the_pin_back_would_cost(tmp_path):
-    from ctxbench.service.proxy.plan import PINNED_BLOCK
+    from ctxbench.service.proxy.steer_passes import PINNED_BLOCK
     from ctxbench.service.proxy.steer_cost import readd_cost
     from ctxbench.tui.screens.overlay_actions import overlay_action
     from ctxbench.tui.screens.overlay_rows import OverlayRow

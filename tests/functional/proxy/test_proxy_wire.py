@@ -7,7 +7,9 @@ from ctxbench.config import Config
 from ctxbench.records.plans import Pin
 from ctxbench.service.proxy.plan import SteerControls, steer_plan
 from ctxbench.service.proxy.reply import ReplyRecorder
-from ctxbench.service.proxy.wire import apply_edits, message_hash, parse_request
+from ctxbench.service.proxy.edits import apply_edits
+from ctxbench.service.proxy.wire import parse_request
+from ctxbench.service.proxy.wire_parts import message_hash
 from ctxbench.tokens import get_tokenizer
 
 TOK = get_tokenizer()

@@ -1,7 +1,7 @@
 """The fused strategy's fast paths make exactly the plans the plain ones made.
 
-``fused._fill_rest`` decides the atoms that fill the rest of the budget in one loop over the units' lists and
-``_record`` writes them into the selection's picks in one loop; ``plan._included_history`` makes the included items
+``fused_fill.fill_rest`` decides the atoms that fill the rest of the budget in one loop over the units' lists and
+``fused_fill.record`` writes them into the selection's picks in one loop; ``plan._included_history`` makes the included items
 from each atom's template, numbered in payload order, and reads each score from the strategy's unit table. Here the
 plain versions — every atom through
 ``HistorySelection.include_atom``, every included item built field by field with its group's score dict — are
@@ -23,7 +23,7 @@ from ctxbench.config import PlannerConfig
 from ctxbench.planner import build_plan
 from ctxbench.planner import plan as plan_mod
 from ctxbench.planner.budget import HistorySelection
-from ctxbench.planner.strategies import fused
+from ctxbench.planner.strategies import fused, fused_fill
 from ctxbench.records.plans import Pin, PlanInputs, PlanItem
 from ctxbench.records.scored import ScoredIds
 from ctxbench.tokens import get_tokenizer
@@ -66,10 +66,10 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
         budget, order = stash["budget"], stash["order"]
         n = units.n
         ordered_tokens = units.token_array[order]
-        for start in range(0, n, fused.FILL_BLOCK):
+        for start in range(0, n, fused_fill.FILL_BLOCK):
             if budget.remaining < units.smallest:
                 break
-            for j in np.flatnonzero(ordered_tokens[start:start + fused.FILL_BLOCK] <= budget.remaining).tolist():
+            for j in np.flatnonzero(ordered_tokens[start:start + fused_fill.FILL_BLOCK] <= budget.remaining).tolist():
                 rank = start + j + 1
                 u = int(order[rank - 1])
                 if budget.remaining < units.smallest:
@@ -105,8 +105,8 @@ def _one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
         items = [dataclasses.replace(item, order=order) for order, (_first, item) in enumerate(pairs, start)]
         return items, sum(item.tokens for item in items)
 
-    monkeypatch.setattr(fused, "_fill_rest", fill_rest)
-    monkeypatch.setattr(fused, "_record", record)
+    monkeypatch.setattr(fused, "fill_rest", fill_rest)  # the names the fused strategy's fill calls
+    monkeypatch.setattr(fused, "record", record)
     monkeypatch.setattr(plan_mod, "_included_history", included_history)
 
 

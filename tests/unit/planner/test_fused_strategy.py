@@ -132,7 +132,7 @@ def test_vectorised_rounding_equals_pythons_round_even_at_halves():
 
     import numpy as np
 
-    from ctxbench.planner.strategies.fused import round6
+    from ctxbench.planner.strategies.fused_explain import round6
 
     rng = np.random.default_rng(7)
     values = np.concatenate([
