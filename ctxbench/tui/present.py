@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from ctxbench.config import DEFAULT_MODES
 from ctxbench.records.turns import cost_text, turn_cost
 
+CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"  # a turn's note
+
 METER_SECTIONS = ("system", "pins", "history", "retrieval", "scaffold")
 # sections a proxied request's plan has beyond those (shown when they hold tokens)
 EXTRA_METER_SECTIONS = ("tools", "tool_results", "files")

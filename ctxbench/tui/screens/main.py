@@ -28,7 +28,6 @@ from ctxbench.tui.screens.on_top import ScreensOnTop
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
 from ctxbench.tui.turn_feed import TurnFeed
-from ctxbench.tui.watch import WatchController, toggle_steer
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
@@ -46,7 +45,11 @@ class MainScreen(Screen[None]):
         self.link = SessionLink(self, options, config)
         self.slash = SlashController(self)
         self.feed = TurnFeed(self)
-        self.watcher = WatchController(self) if options.watch else None  # following a proxied conversation (not `watch`: Textual's DOMNode.watch)
+        self.watcher = None  # following a proxied conversation (not `watch`: Textual's DOMNode.watch)
+        if options.watch:  # its module loads only then
+            from ctxbench.tui.watch import WatchController
+
+            self.watcher = WatchController(self)
         self.view: PlanView | None = None  # the plan the meter and the overlay show
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
@@ -70,22 +73,10 @@ class MainScreen(Screen[None]):
             yield PromptInput(id="prompt")
         yield Footer()
 
-    @property
-    def chat(self) -> ChatPane:
-        return self.query_one(ChatPane)
-
-    @property
-    def meter(self) -> BudgetMeter:
-        return self.query_one(BudgetMeter)
-
-    @property
-    def status(self) -> StatusLine:
-        return self.query_one(StatusLine)
-
-    @property
-    def prompt(self) -> PromptInput:
-        return self.query_one(PromptInput)
-
+    chat = property(lambda self: self.query_one(ChatPane))
+    meter = property(lambda self: self.query_one(BudgetMeter))
+    status = property(lambda self: self.query_one(StatusLine))
+    prompt = property(lambda self: self.query_one(PromptInput))
     session = property(lambda self: self.link.session)  # the open WorkbenchSession (None while it opens)
     turn_running = property(lambda self: self.link.turn_running)
 
@@ -244,6 +235,8 @@ class MainScreen(Screen[None]):
         self.prompt.focus()
 
     def action_toggle_steer(self) -> None:
+        from ctxbench.tui.watch import toggle_steer
+
         toggle_steer(self)
 
     # -- input --------------------------------------------------------------------------------------------
