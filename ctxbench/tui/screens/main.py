@@ -54,6 +54,7 @@ class MainScreen(Screen[None]):
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
         self.ready = False  # the session is open and its history shown
+        self.history_shown: Any = None  # the worker showing the opened session's history
         self.screens = ScreensOnTop(self)
         self.branch = ""  # the active branch's name
         self.task_name = ""  # the open task's name
@@ -91,12 +92,17 @@ class MainScreen(Screen[None]):
 
     # -- the session --------------------------------------------------------------------------------------
     @on(msg.SessionLoaded)
-    async def _session_loaded(self, message: msg.SessionLoaded) -> None:
+    def _session_loaded(self, message: msg.SessionLoaded) -> None:
         snap = message.snapshot
         self.session_title = snap.title or snap.session_id
         self._take(snap)
         if self.watcher is not None:
             self.chat.follow_proxy()
+        # mounting a long history keeps the UI thread a while: a task of its own, so the screen shows the first plan
+        # and the warm-up's progress (and takes keys) meanwhile instead of after it
+        self.history_shown = self.run_worker(self._show_opened(snap), group="history", name="show history")
+
+    async def _show_opened(self, snap) -> None:
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history and self.watcher is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
@@ -269,6 +275,8 @@ class MainScreen(Screen[None]):
 
     # -- turns --------------------------------------------------------------------------------------------
     async def send(self, text: str) -> None:
+        if self.history_shown is not None:  # a turn goes below the history: wait for it to be on the screen
+            await self.history_shown.wait()
         await self.feed.send(text)
 
     def request_rebuild(self) -> None:

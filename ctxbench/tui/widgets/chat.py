@@ -1,6 +1,7 @@
 """The chat pane: the session's turns, newest at the bottom; a running turn streams into its own block."""
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING, Iterable
 
 from rich.text import Text
@@ -37,6 +38,7 @@ class ChatPane(VerticalScroll):
         self._replies: dict[int, AssistantBubble] = {}
         self._attachments: dict[int, str] = {}
         self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
+        self._rendering = asyncio.Lock()
         self._sent: dict[int, str] | None = None  # a proxied conversation's tool results as sent
 
     def follow_proxy(self) -> None:
@@ -73,6 +75,11 @@ class ChatPane(VerticalScroll):
                            sent: dict[int, str] | None = None) -> None:
         """Replace the pane's content with ``messages`` (chronological). ``sent``: a proxied conversation's
         tool results as the upstream received them (their notes replace the planner's tiers)."""
+        async with self._rendering:  # one rendering at a time (the opened history renders beside other messages)
+            await self._show_history(messages, dropped, sent)
+
+    async def _show_history(self, messages: Iterable, dropped: Iterable[int],
+                            sent: dict[int, str] | None) -> None:
         if sent is not None:
             self._sent = sent
         self._messages = tuple(messages)
@@ -88,6 +95,7 @@ class ChatPane(VerticalScroll):
         for m in self._messages:
             by_group.setdefault(m.group_id, []).append(m)
         blocks = []
+        shown: dict[int, str] = {}  # the attachment line each turn's block is made with ("": none)
         for gid in group_ids:
             block = _bubbles().TurnBlock(gid, classes="turn")
             block.set_class(gid in self._dropped, "-dropped")
@@ -95,6 +103,8 @@ class ChatPane(VerticalScroll):
             for m in by_group.get(gid, []):
                 widgets.extend(_bubbles().message_widgets(m, tiers.get(m.id), None if self._sent is None else
                                                self._sent.get(m.id) or f"{len(m.content):,} chars"))
+                if m.role == "user":
+                    shown[gid] = self._attachments.get(gid, "")
                 if m.role == "user" and gid in self._attachments:
                     widgets.append(_bubbles().AttachmentLine(self._attachments[gid], classes="attachment"))
             blocks.append((block, widgets))
@@ -125,8 +135,15 @@ class ChatPane(VerticalScroll):
             if widgets:
                 await block.mount_all(widgets)
             self._blocks[block.group_id] = block
+            gid = block.group_id
+            if gid in shown and self._attachments.get(gid, "") != shown[gid]:  # a plan shown while the turns mounted
+                await self.set_attachment(gid, self._attachments[gid])
 
     async def show_earlier(self) -> None:
+        async with self._rendering:
+            await self._show_earlier()
+
+    async def _show_earlier(self) -> None:
         groups = self._groups()
         start = max(0, self._shown_from - self.max_groups)
         chunk = groups[start:self._shown_from]

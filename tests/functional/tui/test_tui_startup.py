@@ -101,3 +101,41 @@ def test_the_first_frame_is_painted_before_the_engine_and_the_model_are_imported
     found = json.loads(done.stdout.strip().splitlines()[-1])
     assert found["indicator"].startswith("CTX:")  # the main screen's frame
     assert found["loaded"] == []
+
+
+async def test_the_first_plan_shows_while_the_history_is_still_mounting_and_its_line_lands_under_the_turn(tmp_path,
+                                                                                                          monkeypatch):
+    import asyncio
+
+    from ctxbench.tui.widgets.chat import ChatPane
+    from tui_helpers import settle
+
+    gate = asyncio.Event()
+    render = ChatPane.show_history
+
+    async def slow_render(self, *args, **kwargs):  # a long session on a busy laptop: mounting takes a while
+        await gate.wait()
+        await render(self, *args, **kwargs)
+
+    monkeypatch.setattr(ChatPane, "show_history", slow_render)
+    options = LaunchOptions(db_path=tmp_path / "tui.db", import_file=write_session(tmp_path / "session.jsonl"),
+                            title="ledgerlite session", index_repo=False)
+    app = CtxbenchApp(options, quiet_config())
+    app._disable_notifications = True
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = app.main_screen
+        for _ in range(1000):  # (asyncio's sleep: a pilot pause would wait for a screen that waits for the history)
+            if main.view is not None:
+                break
+            await asyncio.sleep(0.01)
+        planned = main.view is not None
+        gate.set() if not planned else None  # (a screen that waits for the history must not hang the test)
+        assert planned and not main.ready  # the plan is on the meter, the history not yet
+        assert "waiting" not in str(main.meter.render())
+        await pilot.press("ctrl+t")  # keys are taken meanwhile
+        assert str(main.query_one("#mode").render()) == "CTX: Heavy"
+        gate.set()
+        await settle(pilot)
+        block = main.chat.block(main.view.group_id)
+        assert block is not None and block.attachment() is not None
+        assert str(block.attachment().render()) == str(main.attachment_text(main.view))
