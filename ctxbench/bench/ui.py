@@ -142,8 +142,8 @@ class StartReport:
 
 def demo_start(which: str, data_home: Path, timeout_s: float = 300.0) -> StartReport:
     """Start ``ctxbench demo`` (with its index and model) on a pseudo-terminal with ``data_home`` as the user data
-    folder, wait for semantic ready and ``STEADY_S`` more, then quit it as a user does (ctrl+q), so it keeps its
-    vectors for the next start."""
+    folder, wait for semantic ready (in its phase log, or on the terminal for a build without one) and ``STEADY_S``
+    more, then quit it as a user does (ctrl+q), so it keeps its vectors for the next start."""
     import fcntl
     import pty
     import struct
@@ -187,7 +187,7 @@ def demo_start(which: str, data_home: Path, timeout_s: float = 300.0) -> StartRe
                 rss = _rss_mb(proc.pid)
                 peak = max(peak, rss)
                 now = time.perf_counter()
-                if ready_at is None and "semantic ready" in phase_log.read(log, wall):
+                if ready_at is None and (READY_MARK in seen or "semantic ready" in phase_log.read(log, wall)):
                     ready_at = now
                 if ready_at is not None and now - ready_at >= STEADY_S:
                     steady = rss
