@@ -11,6 +11,9 @@
    ``phase="warmup"`` presses from the first plan on, while the index is built and the model and the
    history warm (the presses made after the warm-up ended are not counted); ``loaded`` runs a CPU-bound
    process beside the app (``python -c "while 1: pass"``), an ordinary laptop day.
+3. First and second start (``--starts``): ``ctxbench demo`` with its index and model, started twice on a fresh user
+   data folder (the second finds the first's kept vectors), each timed phase by phase to ``semantic ready`` from the
+   app's phase log (``service.phase_log``), with its resident memory (peak, and steady after the warm-up).
 """
 from __future__ import annotations
 
@@ -112,6 +115,117 @@ def first_paint_once(timeout_s: float = 60.0) -> float:
 def first_paint(runs: int) -> Stats:
     first_paint_once()  # warm the OS file cache; not counted
     return Stats.of([first_paint_once() for _ in range(runs)])
+
+
+# -- first and second start ----------------------------------------------------------------------------------
+
+READY_MARK = b"semantic ready"  # the embedder slot's text once semantic search is on
+START_PHASES = ("first paint", "session open", "first plan", "code index", "model loaded", "vector index",
+                "history vectors", "semantic ready")
+RSS_POLL_S = 0.1
+STEADY_S = 3.0  # after semantic ready: the RSS reported as steady is the one measured this long after it
+
+
+@dataclass(frozen=True)
+class StartReport:
+    """One ``ctxbench demo`` start to semantic ready: each phase's seconds since the process started (from the app's
+    phase log, ``service.phase_log``), when the terminal showed the first frame and ``semantic ready``, and the
+    process's resident memory (peak, and ``STEADY_S`` after semantic ready)."""
+
+    which: str  # first (nothing kept) | second (the first start's vectors kept)
+    phases: dict[str, float]
+    painted_s: float  # the first frame on the terminal
+    ready_on_screen_s: float  # ``semantic ready`` on the terminal (0.0: not seen)
+    rss_peak_mb: float
+    rss_steady_mb: float
+
+
+def demo_start(which: str, data_home: Path, timeout_s: float = 300.0) -> StartReport:
+    """Start ``ctxbench demo`` (with its index and model) on a pseudo-terminal with ``data_home`` as the user data
+    folder, wait for semantic ready (in its phase log, or on the terminal for a build without one) and ``STEADY_S``
+    more, then quit it as a user does (ctrl+q), so it keeps its vectors for the next start."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from ctxbench.service import phase_log
+
+    with tempfile.TemporaryDirectory(prefix="ctxbench-bench-start-") as tmp:
+        log = Path(tmp) / "phases.log"
+        env = dict(os.environ, TERM=os.environ.get("TERM", "xterm-256color"), HF_HUB_OFFLINE="1",
+                   XDG_DATA_HOME=str(data_home), **{phase_log.ENV: str(log)})
+        master, slave = pty.openpty()
+        cols, rows = TERMINAL_SIZE
+        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        seen: dict[bytes, float] = {}
+
+        def drain() -> None:
+            tail = b""
+            while True:
+                try:
+                    chunk = os.read(master, 65536)
+                except OSError:
+                    break
+                if not chunk:
+                    break
+                tail = (tail + chunk)[-(len(chunk) + 64):]
+                for mark in (FIRST_FRAME_MARK, READY_MARK):
+                    if mark not in seen and mark in tail:
+                        seen[mark] = time.perf_counter()
+
+        reader = threading.Thread(target=drain, daemon=True)
+        wall, started = time.time(), time.perf_counter()
+        proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "demo"], stdin=slave, stdout=slave, stderr=slave,
+                                env=env, close_fds=True, start_new_session=True)
+        reader.start()
+        os.close(slave)
+        peak = steady = 0.0
+        ready_at = None
+        try:
+            while True:
+                rss = _rss_mb(proc.pid)
+                peak = max(peak, rss)
+                now = time.perf_counter()
+                if ready_at is None and (READY_MARK in seen or "semantic ready" in phase_log.read(log, wall)):
+                    ready_at = now
+                if ready_at is not None and now - ready_at >= STEADY_S:
+                    steady = rss
+                    break
+                if now - started > timeout_s or proc.poll() is not None:
+                    raise BenchError(f"the demo's {which} start did not reach semantic ready")
+                time.sleep(RSS_POLL_S)
+            os.write(master, b"\x11")  # ctrl+q: quit as a user does, so the demo keeps its vectors
+            try:
+                proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait()
+            os.close(master)
+        phases = phase_log.read(log, wall)
+        return StartReport(which, {p: round(phases[p], 3) for p in START_PHASES if p in phases},
+                           seen.get(FIRST_FRAME_MARK, started) - started,
+                           (seen[READY_MARK] - started) if READY_MARK in seen else 0.0, peak, steady)
+
+
+def _rss_mb(pid: int) -> float:
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def demo_starts() -> tuple[StartReport, StartReport]:
+    """The demo's first start (no vectors kept: a fresh user data folder) and its second (the first's kept)."""
+    with tempfile.TemporaryDirectory(prefix="ctxbench-bench-data-") as data:
+        first = demo_start("first", Path(data))
+        return first, demo_start("second", Path(data))
 
 
 # -- mode hotkey -------------------------------------------------------------------------------------------

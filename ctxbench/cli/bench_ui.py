@@ -19,10 +19,12 @@ from ctxbench.cli.common import config_option, emit_json, get_config
 @click.option("--skip-paint", is_flag=True, help="Only time the hotkey.")
 @click.option("--warmup", is_flag=True, help="Also time the hotkey during the warm-up (index, model, history).")
 @click.option("--loaded", is_flag=True, help="Also time each row with a CPU-bound process beside the app.")
+@click.option("--starts", is_flag=True,
+              help="Also time the demo's first and second start to semantic ready, phase by phase, with its memory.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @config_option
 def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_paint: bool, warmup: bool, loaded: bool,
-            as_json: bool, config_path) -> None:
+            starts: bool, as_json: bool, config_path) -> None:
     import dataclasses
 
     from ctxbench.cli.repo_support import fit_root
@@ -47,6 +49,8 @@ def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_pai
             click.echo(f"first paint of `ctxbench demo` ({runs} runs, pty {TERMINAL_SIZE[0]}x{TERMINAL_SIZE[1]}): "
                        f"p50 {paint.p50:.3f} s · p95 {paint.p95:.3f} s · max {paint.max:.3f} s "
                        f"({'meets' if paint.p95 <= FIRST_PAINT_TARGET_S else 'MISSES'} ≤ {FIRST_PAINT_TARGET_S} s)")
+    if starts:
+        _starts(report, as_json)
     rows = []
     for phase in ("idle", "warmup") if warmup else ("idle",):
         for busy in (False, True) if loaded else (False,):
@@ -73,3 +77,25 @@ def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_pai
             click.echo(f"    {name:<14} p50 {s.p50:7.2f} ms · p95 {s.p95:7.2f} ms · max {s.max:7.2f} ms")
     verdict = "meets" if mode.meter_ms.p95 <= MODE_TARGET_MS else "MISSES"
     click.echo(f"  idle meter p95 {verdict} the target of {MODE_TARGET_MS:.0f} ms")
+
+
+def _starts(report: dict, as_json: bool) -> None:
+    """The demo's first and second start, phase by phase (seconds since the process started), and its memory."""
+    from ctxbench.bench.ui import START_PHASES, BenchError, demo_starts
+
+    try:
+        both = demo_starts()
+    except BenchError as exc:
+        raise click.ClickException(str(exc)) from exc
+    report["demo_starts"] = [asdict(r) for r in both]
+    if as_json:
+        return
+    click.echo("`ctxbench demo` to semantic ready, seconds since the process started (first: nothing kept; "
+               "second: the first's vectors kept):")
+    click.echo(f"  {'phase':<18}" + "".join(f"{r.which:>10}" for r in both))
+    for phase in START_PHASES:
+        click.echo(f"  {phase:<18}" + "".join(f"{r.phases.get(phase, float('nan')):>10.2f}" for r in both))
+    for name, value in (("frame on screen", lambda r: r.painted_s),
+                        ("ready on screen", lambda r: r.ready_on_screen_s),
+                        ("RSS peak MB", lambda r: r.rss_peak_mb), ("RSS steady MB", lambda r: r.rss_steady_mb)):
+        click.echo(f"  {name:<18}" + "".join(f"{value(r):>10.2f}" for r in both))

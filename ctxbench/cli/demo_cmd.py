@@ -32,8 +32,10 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
             mode: str | None, budget: int | None, strategy: str | None, theme: str | None, no_index: bool,
             base_url: str | None, model: str | None, api_key_env: str | None, context_limit: int | None,
             timeout_s: float | None, session_name: str | None, no_tui: bool, keep_db: bool) -> None:
+    from ctxbench.service import phase_log
     from ctxbench.service.options import LaunchOptions
 
+    phase_log.mark("command")
     config = offline(get_config(config_path))
     files = demo_files(session_name)
     tmp: str | None = None
@@ -51,10 +53,12 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         llm_timeout_s=timeout_s, llm_from_env=False,
     )
     digest = "" if no_index else _demo_digest(files)
-    if digest:  # the session seeds its database from the vectors an earlier demo kept (in its worker)
+    if digest:  # the session seeds its database from what an earlier demo kept (in its worker)
+        from ctxbench.service.demo_seed import seed_file
         from ctxbench.service.demo_vectors import cache_file
 
-        options = dataclasses.replace(options, kept_vectors=cache_file(digest))
+        options = dataclasses.replace(options, kept_vectors=cache_file(digest),
+                                      seed_db=seed_file(digest, config) if import_file is not None else None)
     check_model(config, options)
     try:
         if no_tui:
@@ -64,6 +68,8 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
     finally:
         if digest:
             _keep_vectors(db_path, digest, config)
+            if import_file is not None:
+                _write_seed(files, digest, config, options.title)
         if tmp is not None:
             if keep_db:
                 click.echo(f"demo database kept: {db_path}", err=True)
@@ -87,6 +93,21 @@ def _keep_vectors(db_path: Path, digest: str, config) -> None:
             keep(wb, digest)
     except OSError as exc:  # a full or read-only disk: the next demo embeds again, nothing else is lost
         click.echo(f"the demo's vectors were not kept: {exc}", err=True)
+
+
+def _write_seed(files, digest: str, config, title: str) -> None:
+    """Keep the demo's session imported and its repository indexed for the next start (once per content)."""
+    import sqlite3
+
+    from ctxbench.service.demo_seed import seed_file, write_seed
+
+    if seed_file(digest, config).is_file():
+        return
+    click.echo("keeping the demo's session and index for the next start…", err=True)
+    try:
+        write_seed(files, digest, config, title)
+    except (OSError, sqlite3.Error) as exc:  # a full or read-only disk: the next demo imports and indexes again
+        click.echo(f"the demo's session and index were not kept: {exc}", err=True)
 
 
 def _has_sessions(db_path: Path, config) -> bool:

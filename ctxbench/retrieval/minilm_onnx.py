@@ -200,12 +200,30 @@ class OnnxMiniLM:
         # ``stored_int8``: stored texts by the int8 graph instead (``EmbeddingConfig.bulk_precision``), one text per run
         int8 = self._session(*build_graph(reference, int8=True), arena=not stored_int8) \
             if query_int8 or stored_int8 else None
-        self.session = int8 if stored_int8 else self._session(*build_graph(reference), arena=False)
+        self._stored_lock = threading.Lock()
+        # the stored texts' float32 session is made when a text is first stored, unless queries need it too: a start
+        # whose texts all have vectors (the demo's second start, a reopened session) never builds it (~half the load)
+        self._stored = int8 if stored_int8 else (None if query_int8 else self._session(*build_graph(reference),
+                                                                                        arena=False))
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the stored texts'
         # graph, so a message's cached vector is the same whichever call embedded it
         self.query_session = int8 if query_int8 else (
-            self.session if not stored_int8 else self._session(*build_graph(reference), arena=False))
+            self._stored if not stored_int8 else self._session(*build_graph(reference), arena=False))
         self._int8_sessions = tuple(s for s in (int8,) if s is not None)
+
+    @property
+    def session(self):
+        """The session that embeds stored texts (cards, messages), made on first use."""
+        if self._stored is None:
+            with self._stored_lock:
+                if self._stored is None:
+                    self._stored = self._session(*build_graph(self._reference), arena=False)
+        return self._stored
+
+    @property
+    def stored_session_built(self) -> bool:
+        """Whether the stored texts' session has been made (a start that embeds nothing never makes it)."""
+        return self._stored is not None
 
     def _session(self, graph: bytes, weights: dict[str, np.ndarray], *, arena: bool = True):
         import onnxruntime as ort

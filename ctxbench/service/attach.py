@@ -194,6 +194,9 @@ class AttachedRepository:
         embedder.start_loading()
         if not embedder.wait():
             raise EmbedderError(str(embedder.error or "the embedding model did not load"))
+        from ctxbench.service import phase_log
+
+        phase_log.mark("model loaded")
         self.retriever.embedder = embedder
         self.retriever.prepare(progress)
         if workbench.embedder is None:

@@ -22,6 +22,7 @@ from ctxbench.service.demo import DemoFiles
 
 CACHE_FOLDER = "demo-vectors"
 SUFFIX = ".sqlite"
+SEED_SUFFIX = ".seed.sqlite"  # the seed databases beside the vectors (``service.demo_seed``)
 
 
 def cache_dir() -> Path:
@@ -53,6 +54,6 @@ def keep(workbench, digest: str) -> int:
     if not count:
         return 0
     for old in folder.glob(f"*{SUFFIX}"):
-        if old.name != cache_file(digest).name:
+        if old.name != cache_file(digest).name and not old.name.endswith(SEED_SUFFIX):  # seeds: ``demo_seed``'s
             old.unlink(missing_ok=True)
     return count

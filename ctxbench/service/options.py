@@ -39,6 +39,10 @@ class LaunchOptions:
     # vectors kept by an earlier run (``service.demo_vectors``), copied into the store's vector cache when the session
     # opens (in its worker: the first paint does not wait for it); None or a missing file: nothing is copied
     kept_vectors: Path | None = None
+    # a database to start from (``service.demo_seed``: the demo's session imported and its repository indexed by an
+    # earlier run), copied to ``db_path`` when the session opens and no database is there yet; the import is then
+    # skipped (the seed holds it). None or a missing file: the session opens as without it
+    seed_db: Path | None = None
 
     def llm_flags(self) -> dict[str, Any]:
         """The model flags as ``service.model.resolve_model`` keywords."""

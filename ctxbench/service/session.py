@@ -31,6 +31,7 @@ from ctxbench.records.vocab import EMBEDDING_STRATEGIES, PIN_TARGET_PREFIXES
 from ctxbench.service.attach import AttachedRepository, attach_repository
 from ctxbench.service.compaction import Compactor
 from ctxbench.service.model import make_runner, offered_tools_tokens
+from ctxbench.service import phase_log
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
 from ctxbench.service.timeline import Timeline
@@ -62,19 +63,23 @@ class WorkbenchSession:
         self._closed = False
         self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
         self._warming = threading.Lock()  # one history warm-up at a time
+        self._embedder = None  # the warm-up's embedding model, loading from start_embedder() on
         self.notice = ""  # what open() settled (a turn that ended with its process mid-turn), said once
 
     # -- opening and closing ----------------------------------------------------------------------------
     def open(self) -> SessionSnapshot:
         opts = self.options
+        from ctxbench.service.demo_seed import plant_seed
+
+        seeded = plant_seed(opts.seed_db, opts.db_path)  # the session imported and the index built by an earlier run
         wb = Workbench(db_path=opts.db_path, config=self.config, repo=opts.repo)
         self.workbench = wb
-        if opts.kept_vectors is not None and opts.kept_vectors.is_file():
+        if opts.kept_vectors is not None and opts.kept_vectors.is_file() and not seeded:
             wb.vectors.copy_in(opts.kept_vectors)  # before anything embeds: the warm-up finds them cached
         if opts.session_id:
             wb.sessions.info(opts.session_id)  # raises UnknownSession
             sid = opts.session_id
-        elif opts.import_file is not None:
+        elif opts.import_file is not None and not seeded:
             sid = wb.import_file(opts.import_file, opts.import_format, title=opts.title or None)
         else:
             repo = str(wb.repo) if wb.repo else None
@@ -139,7 +144,6 @@ class WorkbenchSession:
         if wb.repo is None or not opts.index_repo or opts.retriever is not None:
             return
         from ctxbench.records.errors import EmbedderError
-        from ctxbench.retrieval.embedder import Embedder
 
         def indexing(phase: str, done: int, total: int) -> None:
             status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))
@@ -147,11 +151,12 @@ class WorkbenchSession:
         status(Progress("index", "indexing…"))
         attached = attach_repository(wb, wb.repo, indexing, semantic=False)
         self.attached = attached
+        phase_log.mark("code index")
         status(Progress("index", f"{attached.files} files · {attached.symbols} symbols", "ready"))
         on_keyword_ready()
-        if not opts.warm_embedder:
+        embedder = self.start_embedder()
+        if embedder is None:
             return
-        embedder = (opts.embedder_factory or Embedder)(self.config.embedding)
         status(Progress("embedder", "embedder warming…"))
 
         def embedding(done: int, total: int) -> None:
@@ -162,9 +167,27 @@ class WorkbenchSession:
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
+        phase_log.mark("vector index")
         self.warm_history()  # what the session's strategy compares (fused: messages, semantic: turns), before plans
+        phase_log.mark("history vectors")
         status(Progress("embedder", "semantic ready", "ready"))
+        phase_log.mark("semantic ready")
         on_semantic_ready()
+
+    def start_embedder(self):
+        """The embedding model the warm-up will use, loading in its own thread from the first call on (the front end
+        calls this as the session starts opening, so the load runs beside the opening, the first plan and the indexing
+        instead of after them); None when there is nothing to warm (no repository to index, or ``warm_embedder`` off)."""
+        opts = self.options
+        if not (opts.warm_embedder and opts.index_repo and opts.retriever is None and opts.repo is not None):
+            return None
+        with self._lock:
+            if self._embedder is None:
+                from ctxbench.retrieval.embedder import Embedder
+
+                self._embedder = (opts.embedder_factory or Embedder)(self.config.embedding)
+                self._embedder.start_loading()
+            return self._embedder
 
     def warm_history(self) -> int:
         """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),

@@ -9,6 +9,7 @@ from ctxbench.records.turns import cost_text, turn_cost
 from ctxbench.tui.meter import (EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, figure, meter_cells,  # noqa: F401
                                 meter_state, with_budget)
 
+CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"  # a turn's note
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
 MODE_LABELS = {"off": "Off", "light": "Light", "heavy": "Heavy", "": "no mode"}  # "": a proxied plan no mode shaped
 BUILTIN_MODE_CYCLE = tuple(m.name for m in DEFAULT_MODES)  # the config's modes, in order, are the real cycle

@@ -22,6 +22,7 @@ from textual.worker import get_current_worker
 from ctxbench.config import Config
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import Progress
+from ctxbench.service import phase_log
 from ctxbench.service.options import LaunchOptions
 from ctxbench.tui import messages as msg
 
@@ -65,7 +66,9 @@ class SessionLink:
 
     # -- opening ------------------------------------------------------------------------------------------
     def start(self) -> None:
-        """Open the session, plan its latest turn, then index the repository and warm the model."""
+        """Open the session, plan its latest turn, then index the repository and warm the model (called once the
+        first frame is on the screen)."""
+        phase_log.mark("first paint")
         self.host.run_worker(self._open, thread=True, group="engine", name="open session", exit_on_error=False)
 
     def _open(self) -> None:
@@ -73,14 +76,20 @@ class SessionLink:
 
         session = open_session_class(self.options.watch)(self.options, self.config)
         try:
+            session.start_embedder()  # the model loads beside the opening, the first plan and the indexing
+        except Exception:  # noqa: BLE001 - a model that cannot be made: the warm-up says why, in its slot
+            pass
+        try:
             snapshot = session.open()
         except Exception as exc:  # noqa: BLE001 - shown in the status line; nothing else can run
             self._post(msg.StatusChanged(Progress("index", f"cannot open the session: {problem(exc)}", "error")))
             return
         self.session = session
+        phase_log.mark("session open")
         self._post(msg.SessionLoaded(snapshot))
         try:
             self._post(msg.PlanReady(session.plan()))
+            phase_log.mark("first plan")
         except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
             self._post(msg.PlanFailed(problem(exc)))
         session.settle()  # the history and the planner's caches now live as long as the app

@@ -29,8 +29,7 @@ from ctxbench.records.turns import (
 )
 from ctxbench.records.views import Progress
 from ctxbench.tui.host import TurnHost
-from ctxbench.tui.present import model_label
-from ctxbench.tui.widgets.bubbles import CANCELLED_EARLY
+from ctxbench.tui.present import CANCELLED_EARLY, model_label
 
 
 @dataclass

@@ -28,7 +28,6 @@ from ctxbench.tui.screens.on_top import ScreensOnTop
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
 from ctxbench.tui.turn_feed import TurnFeed
-from ctxbench.tui.watch import WatchController, toggle_steer
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
@@ -46,11 +45,16 @@ class MainScreen(Screen[None]):
         self.link = SessionLink(self, options, config)
         self.slash = SlashController(self)
         self.feed = TurnFeed(self)
-        self.watcher = WatchController(self) if options.watch else None  # following a proxied conversation (not `watch`: Textual's DOMNode.watch)
+        self.watcher = None  # following a proxied conversation (not `watch`: Textual's DOMNode.watch)
+        if options.watch:  # its module loads only then
+            from ctxbench.tui.watch import WatchController
+
+            self.watcher = WatchController(self)
         self.view: PlanView | None = None  # the plan the meter and the overlay show
         self.settings: SessionSettings | None = None  # what the indicator shows and the next plan uses
         self.session_title = ""
         self.ready = False  # the session is open and its history shown
+        self.history_shown: Any = None  # the worker showing the opened session's history
         self.screens = ScreensOnTop(self)
         self.branch = ""  # the active branch's name
         self.task_name = ""  # the open task's name
@@ -70,22 +74,10 @@ class MainScreen(Screen[None]):
             yield PromptInput(id="prompt")
         yield Footer()
 
-    @property
-    def chat(self) -> ChatPane:
-        return self.query_one(ChatPane)
-
-    @property
-    def meter(self) -> BudgetMeter:
-        return self.query_one(BudgetMeter)
-
-    @property
-    def status(self) -> StatusLine:
-        return self.query_one(StatusLine)
-
-    @property
-    def prompt(self) -> PromptInput:
-        return self.query_one(PromptInput)
-
+    chat = property(lambda self: self.query_one(ChatPane))
+    meter = property(lambda self: self.query_one(BudgetMeter))
+    status = property(lambda self: self.query_one(StatusLine))
+    prompt = property(lambda self: self.query_one(PromptInput))
     session = property(lambda self: self.link.session)  # the open WorkbenchSession (None while it opens)
     turn_running = property(lambda self: self.link.turn_running)
 
@@ -100,12 +92,17 @@ class MainScreen(Screen[None]):
 
     # -- the session --------------------------------------------------------------------------------------
     @on(msg.SessionLoaded)
-    async def _session_loaded(self, message: msg.SessionLoaded) -> None:
+    def _session_loaded(self, message: msg.SessionLoaded) -> None:
         snap = message.snapshot
         self.session_title = snap.title or snap.session_id
         self._take(snap)
         if self.watcher is not None:
             self.chat.follow_proxy()
+        # mounting a long history keeps the UI thread a while: a task of its own, so the screen shows the first plan
+        # and the warm-up's progress (and takes keys) meanwhile instead of after it
+        self.history_shown = self.run_worker(self._show_opened(snap), group="history", name="show history")
+
+    async def _show_opened(self, snap) -> None:
         await self.chat.show_history(snap.history, snap.dropped)
         if not snap.history and self.watcher is None:
             await self.chat.add_note(present.new_session_note(dict(self.config.ui.keymap)))
@@ -244,6 +241,8 @@ class MainScreen(Screen[None]):
         self.prompt.focus()
 
     def action_toggle_steer(self) -> None:
+        from ctxbench.tui.watch import toggle_steer
+
         toggle_steer(self)
 
     # -- input --------------------------------------------------------------------------------------------
@@ -276,6 +275,8 @@ class MainScreen(Screen[None]):
 
     # -- turns --------------------------------------------------------------------------------------------
     async def send(self, text: str) -> None:
+        if self.history_shown is not None:  # a turn goes below the history: wait for it to be on the screen
+            await self.history_shown.wait()
         await self.feed.send(text)
 
     def request_rebuild(self) -> None:

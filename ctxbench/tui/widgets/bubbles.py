@@ -12,7 +12,7 @@ from textual.widgets import Collapsible, Markdown, Static
 from ctxbench.records.state import is_state_heading
 from ctxbench.records.vocab import UNANSWERED_FLAG
 from ctxbench.tui.markdown_parser import reply_parser
-from ctxbench.tui.present import one_line, split_state, state_line_parts, usage_text
+from ctxbench.tui.present import CANCELLED_EARLY, one_line, split_state, state_line_parts, usage_text
 from ctxbench.tui.tiers import Tier, tier_note
 
 
@@ -158,7 +158,6 @@ class AssistantBubble(Vertical):
             await self.mount(Static(PARTIAL_NOTES.get(reason, PARTIAL_NOTES[""]), classes="partial-note"))
 
 
-CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"
 
 
 class UsageLine(Static):

@@ -1,7 +1,8 @@
 """The chat pane: the session's turns, newest at the bottom; a running turn streams into its own block."""
 from __future__ import annotations
 
-from typing import Iterable
+import asyncio
+from typing import TYPE_CHECKING, Iterable
 
 from rich.text import Text
 from textual.containers import VerticalScroll
@@ -9,16 +10,16 @@ from textual.widgets import Button
 
 from ctxbench.config import TruncationConfig
 from ctxbench.tui.tiers import Tier, truncation_tiers
-from ctxbench.tui.widgets.bubbles import (
-    CANCELLED_EARLY,
-    AssistantBubble,
-    AttachmentLine,
-    SystemNote,
-    TurnBlock,
-    UsageLine,
-    UserBubble,
-    message_widgets,
-)
+from ctxbench.tui.present import CANCELLED_EARLY
+
+if TYPE_CHECKING:  # the bubbles (Markdown, syntax highlighting) load with the first message, after the first frame
+    from ctxbench.tui.widgets.bubbles import AssistantBubble, TurnBlock
+
+
+def _bubbles():
+    from ctxbench.tui.widgets import bubbles
+
+    return bubbles
 
 
 class ChatPane(VerticalScroll):
@@ -37,6 +38,7 @@ class ChatPane(VerticalScroll):
         self._replies: dict[int, AssistantBubble] = {}
         self._attachments: dict[int, str] = {}
         self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
+        self._rendering = asyncio.Lock()
         self._sent: dict[int, str] | None = None  # a proxied conversation's tool results as sent
 
     def follow_proxy(self) -> None:
@@ -73,6 +75,11 @@ class ChatPane(VerticalScroll):
                            sent: dict[int, str] | None = None) -> None:
         """Replace the pane's content with ``messages`` (chronological). ``sent``: a proxied conversation's
         tool results as the upstream received them (their notes replace the planner's tiers)."""
+        async with self._rendering:  # one rendering at a time (the opened history renders beside other messages)
+            await self._show_history(messages, dropped, sent)
+
+    async def _show_history(self, messages: Iterable, dropped: Iterable[int],
+                            sent: dict[int, str] | None) -> None:
         if sent is not None:
             self._sent = sent
         self._messages = tuple(messages)
@@ -88,15 +95,18 @@ class ChatPane(VerticalScroll):
         for m in self._messages:
             by_group.setdefault(m.group_id, []).append(m)
         blocks = []
+        shown: dict[int, str] = {}  # the attachment line each turn's block is made with ("": none)
         for gid in group_ids:
-            block = TurnBlock(gid, classes="turn")
+            block = _bubbles().TurnBlock(gid, classes="turn")
             block.set_class(gid in self._dropped, "-dropped")
             widgets = []
             for m in by_group.get(gid, []):
-                widgets.extend(message_widgets(m, tiers.get(m.id), None if self._sent is None else
+                widgets.extend(_bubbles().message_widgets(m, tiers.get(m.id), None if self._sent is None else
                                                self._sent.get(m.id) or f"{len(m.content):,} chars"))
+                if m.role == "user":
+                    shown[gid] = self._attachments.get(gid, "")
                 if m.role == "user" and gid in self._attachments:
-                    widgets.append(AttachmentLine(self._attachments[gid], classes="attachment"))
+                    widgets.append(_bubbles().AttachmentLine(self._attachments[gid], classes="attachment"))
             blocks.append((block, widgets))
         if replace:  # a running turn's (or rebuild's) live block stays, below the history
             live = list(self._pending.values())
@@ -118,15 +128,22 @@ class ChatPane(VerticalScroll):
             else:
                 if anchor:
                     await anchor.first().remove()
-                first = next(iter(self.query(TurnBlock)), None)
+                first = next(iter(self.query(_bubbles().TurnBlock)), None)
                 await self.mount_all([b for b, _ in blocks], before=first) if first else await self.mount_all(
                     [b for b, _ in blocks])
         for block, widgets in blocks:
             if widgets:
                 await block.mount_all(widgets)
             self._blocks[block.group_id] = block
+            gid = block.group_id
+            if gid in shown and self._attachments.get(gid, "") != shown[gid]:  # a plan shown while the turns mounted
+                await self.set_attachment(gid, self._attachments[gid])
 
     async def show_earlier(self) -> None:
+        async with self._rendering:
+            await self._show_earlier()
+
+    async def _show_earlier(self) -> None:
         groups = self._groups()
         start = max(0, self._shown_from - self.max_groups)
         chunk = groups[start:self._shown_from]
@@ -151,8 +168,8 @@ class ChatPane(VerticalScroll):
         if line is not None:
             line.update(text)
             return
-        user = block.query(UserBubble)
-        line = AttachmentLine(text, classes="attachment")
+        user = block.query(_bubbles().UserBubble)
+        line = _bubbles().AttachmentLine(text, classes="attachment")
         if user:
             await block.mount(line, after=user.first())
         else:
@@ -160,10 +177,10 @@ class ChatPane(VerticalScroll):
 
     # -- a live turn -------------------------------------------------------------------------------
     async def add_pending_turn(self, local_id: int, text: str) -> TurnBlock:
-        block = TurnBlock(None, classes="turn -pending")
+        block = _bubbles().TurnBlock(None, classes="turn -pending")
         self._pending[local_id] = block
         await self.mount(block)
-        await block.mount(UserBubble(Text(text), classes="msg"))
+        await block.mount(_bubbles().UserBubble(Text(text), classes="msg"))
         self.scroll_end(animate=False)
         return block
 
@@ -187,7 +204,7 @@ class ChatPane(VerticalScroll):
             await bubble.finish()
             bubble.remove_class("-streaming")
         tier = Tier(self.truncation.active_recent_chars, "active_recent") if message.role == "tool" else None
-        await block.mount_all(message_widgets(message, tier))
+        await block.mount_all(_bubbles().message_widgets(message, tier))
         self.scroll_end(animate=False)
 
     async def append_reply(self, local_id: int, fragment: str) -> None:
@@ -196,7 +213,7 @@ class ChatPane(VerticalScroll):
             block = self._block_for(local_id)
             if block is None:
                 return
-            bubble = AssistantBubble("", classes="msg -streaming")
+            bubble = _bubbles().AssistantBubble("", classes="msg -streaming")
             self._replies[local_id] = bubble
             await block.mount(bubble)
         await bubble.write(fragment)
@@ -204,10 +221,10 @@ class ChatPane(VerticalScroll):
 
     async def add_pending_rebuild(self, local_id: int, text: str) -> TurnBlock:
         """A block for ``/context rebuild``: a note, then the model's reply streams below it."""
-        block = TurnBlock(None, classes="turn rebuild -pending")
+        block = _bubbles().TurnBlock(None, classes="turn rebuild -pending")
         self._pending[local_id] = block
         await self.mount(block)
-        await block.mount(SystemNote(Text(text), classes="note rebuild-note"))
+        await block.mount(_bubbles().SystemNote(Text(text), classes="note rebuild-note"))
         self.scroll_end(animate=False)
         return block
 
@@ -226,14 +243,14 @@ class ChatPane(VerticalScroll):
         checks = self._usage.pop(local_id, [])
         if block is not None:
             if checks:
-                await block.mount(UsageLine(checks, classes="usage-line"))
+                await block.mount(_bubbles().UsageLine(checks, classes="usage-line"))
             if cancelled and bubble is None:
-                await block.mount(SystemNote(Text(cancel_note), classes="note cancel-note"))
+                await block.mount(_bubbles().SystemNote(Text(cancel_note), classes="note cancel-note"))
             if error:
-                await block.mount(SystemNote(Text(f"✗ {error}"), classes="error-note"))
+                await block.mount(_bubbles().SystemNote(Text(f"✗ {error}"), classes="error-note"))
         self.scroll_end(animate=False)
 
     async def add_note(self, text: str | Text, *, error: bool = False) -> None:
-        await self.mount(SystemNote(text if isinstance(text, Text) else Text(text),
+        await self.mount(_bubbles().SystemNote(text if isinstance(text, Text) else Text(text),
                                     classes="error-note" if error else "note"))
         self.scroll_end(animate=False)
