@@ -8,8 +8,8 @@ imported afresh (never the run's own, which the user changed), the code index an
 copies it in place of its empty database, in the session's worker (``LaunchOptions.seed_db``), and opens it:
 nothing to import, the index only checked, every vector cached.
 
-The key hashes the demo's content digest, ctxbench's version and the configuration the demo runs with, so a seed is
-only used for the very content, code release and settings that made it; a seed of other content is removed when a
+The key hashes the demo's content digest, ctxbench's version, its source (``code_digest.package_digest``) and the
+configuration the demo runs with, so a seed is only used for the very content, code and settings that made it; a seed of other content is removed when a
 new one is written.
 """
 from __future__ import annotations
@@ -19,16 +19,17 @@ import os
 import shutil
 from pathlib import Path
 
+from ctxbench.service.code_digest import package_digest
 from ctxbench.service.demo import DemoFiles
 from ctxbench.service.demo_vectors import SEED_SUFFIX, cache_dir, cache_file
 
 
 def seed_key(digest: str, config) -> str:
-    """What a seed is filed under: the demo content's ``digest``, ctxbench's version and ``config`` (its repr: every
-    field, frozen dataclasses all the way down)."""
+    """What a seed is filed under: the demo content's ``digest``, ctxbench's version and source, and ``config`` (its
+    repr: every field, frozen dataclasses all the way down)."""
     from ctxbench import __version__
 
-    return hashlib.sha256(f"{digest}\0{__version__}\0{config!r}".encode()).hexdigest()[:32]
+    return hashlib.sha256(f"{digest}\0{__version__}\0{package_digest()}\0{config!r}".encode()).hexdigest()[:32]
 
 
 def seed_file(digest: str, config) -> Path:

@@ -23,11 +23,10 @@ import hashlib
 import io
 import pickle
 import sqlite3
-import sys
 from contextlib import AbstractContextManager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ctxbench.service.code_digest import package_digest
 from ctxbench.config.constants import SNAPSHOT_MIN_MESSAGES
 from ctxbench.redaction import rules_fingerprint
 from ctxbench.service.history_cache import HistoryCache, Kept
@@ -41,13 +40,6 @@ if TYPE_CHECKING:
 
 FORMAT = "1"  # what the blob holds and how; a change here makes every kept snapshot unused
 # modules whose code shapes what a snapshot holds (messages as read and masked, views as laid out and counted)
-_SOURCES = ("ctxbench.records.messages", "ctxbench.store.messages", "ctxbench.service.redaction",
-            "ctxbench.redaction.scanner", "ctxbench.planner.atoms", "ctxbench.planner.render",
-            "ctxbench.planner.truncation", "ctxbench.tokens", "ctxbench.service.history_cache",
-            "ctxbench.planner.strategies.fused", "ctxbench.planner.strategies.levels",
-            "ctxbench.planner.strategies.semantic", "ctxbench.planner.instructions",
-            "ctxbench.retrieval.history_keywords", "ctxbench.retrieval.stemming", "ctxbench.store.message_search",
-            __name__)
 # the only classes a snapshot may hold
 _ALLOWED = {("ctxbench.records.messages", "Message"), ("ctxbench.records.messages", "ToolCall"),
             ("ctxbench.planner.atoms", "GroupView"), ("ctxbench.planner.atoms", "Atom"),
@@ -80,18 +72,9 @@ class _Unpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(f"a history snapshot holds no {module}.{name}")
 
 
-_CODE: list[str] = []
-
-
 def code_digest() -> str:
-    """sha256 of the source of the modules that shape what a snapshot holds (once per process)."""
-    if not _CODE:
-        digest = hashlib.sha256(FORMAT.encode())
-        for name in _SOURCES:
-            module = sys.modules.get(name) or __import__(name, fromlist=["_"])
-            digest.update(Path(module.__file__ or "").read_bytes())
-        _CODE.append(digest.hexdigest())
-    return _CODE[0]
+    """What shapes what a snapshot holds in code: the snapshot's format and the whole package's source."""
+    return hashlib.sha256(f"{FORMAT}\n{package_digest()}".encode()).hexdigest()
 
 
 @dataclasses.dataclass(frozen=True)
