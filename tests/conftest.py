@@ -2,6 +2,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
+
+# Property tests check behaviour, never speed: on a loaded machine (CI, a laptop building something) generating
+# inputs or running an example can take longer than hypothesis' wall-clock guards, which then fail a correct test.
+settings.register_profile("ctxbench", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("ctxbench")
 
 
 @pytest.fixture(scope="session")
