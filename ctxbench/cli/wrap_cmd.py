@@ -80,16 +80,19 @@ the client's exit code. Put wrap's own options before the client's name."""
 def _run(argv: list[str], env: dict[str, str]) -> int:
     """Run the client in this terminal; Ctrl+C is the client's to handle (the terminal sends it to both), a
     SIGTERM to wrap is passed on; the client's exit code (128 + N when signal N ended it)."""
-    try:
-        proc = subprocess.Popen(argv, env=env)
-    except OSError as exc:
-        click.echo(f"error: cannot run {argv[0]}: {exc.strerror or exc}", err=True)
-        return CANNOT_RUN_EXIT
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, lambda signum, frame: proc.send_signal(signum))
+    started: list[subprocess.Popen] = []
+    # set before the client starts, so a Ctrl+C the moment it is up cannot stop wrap instead; a handler (not
+    # SIG_IGN, which a child would inherit) is reset to the default in the client when it execs
+    signal.signal(signal.SIGINT, lambda signum, frame: None)
+    signal.signal(signal.SIGTERM, lambda signum, frame: started and started[0].send_signal(signum))
     try:
-        code = proc.wait()
+        try:
+            started.append(subprocess.Popen(argv, env=env))
+        except OSError as exc:
+            click.echo(f"error: cannot run {argv[0]}: {exc.strerror or exc}", err=True)
+            return CANNOT_RUN_EXIT
+        code = started[0].wait()
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

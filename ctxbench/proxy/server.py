@@ -16,6 +16,7 @@ generateContent (``/v1/models``, ``count_tokens`` …) are forwarded without bei
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
 import threading
 import time
@@ -385,12 +386,21 @@ class RunningProxy:
 
 def serve_forever(server: ProxyServer, host: str, port: int, on_ready: Callable[[str], None]) -> None:
     """Serve until interrupted: Ctrl+C or SIGTERM. Either way a reply still streaming gets
-    ``proxy.stop_grace_s`` to end, then is recorded as cut with what arrived of it."""
+    ``proxy.stop_grace_s`` to end, then is recorded as cut with what arrived of it. Both take the same path (the
+    serving ends, then the server stops), not asyncio's Ctrl+C, which cancels the serving task and under load left
+    the process stuck in its stop; a second Ctrl+C or SIGTERM while stopping ends the process at once."""
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGTERM, stop.set)
+
+        def interrupted() -> None:
+            if stop.is_set():  # asked again while stopping: leave now
+                os._exit(130)
+            stop.set()
+
+        loop.add_signal_handler(signal.SIGTERM, interrupted)
+        loop.add_signal_handler(signal.SIGINT, interrupted)
         runner = web.AppRunner(server.app(), access_log=None, shutdown_timeout=server.config.stop_grace_s)
         await runner.setup()
         site = web.TCPSite(runner, host, port)

@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from ctxbench.config import EmbeddingConfig
-from ctxbench.retrieval.embedder import Embedder, bundled_model_path
+from ctxbench.retrieval.embedder import Embedder
+from ctxbench.retrieval.model_dir import bundled_model_path
 
 TEXTS = ["How does the compositor repaint after a style change?", "def fold(total, amount): return total + amount"]
 
