@@ -16,7 +16,6 @@ textual is not fetched here: its set reads the textual the project installs (``t
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 import subprocess
 import sys
@@ -80,11 +79,10 @@ CODEBASES = (
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
+    """The archive's sha256 (ctxbench's own file hash, the one packaged encoders are checked with)."""
+    from ctxbench.retrieval.packaged_models import file_sha256
+
+    return file_sha256(path)
 
 
 def download(cb: Codebase, into: Path) -> Path:
