@@ -66,7 +66,7 @@ def command(repo: Path | None, repeat: int, groups: tuple[str, ...], out_dir: Pa
     if aider_python is not None and not aider_python.is_file():
         fail(f"--aider-python: no such file: {aider_python}", 2)
     report = perf.run(source, config, repeat=repeat, groups=list(groups) or None, progress=bench_progress(as_json),
-                      options={"aider_python": str(aider_python)} if aider_python else None)
+                      options={"aider_python": str(aider_python.absolute())} if aider_python else None)
     counts = dict(report.counts)
     _finish("perf", report, f"perf on {report.repo}: " + ", ".join(f"{v} {k}" for k, v in counts.items())
             + f" (median of {report.repeat} runs)", out_dir=out_dir or Path(config.bench.results_dir),

@@ -80,3 +80,26 @@ def test_cli_json(tmp_path):
     assert data["rows"][0]["target"] == "<= 2.00 s" and data["machine"]["cores"] >= 1
     saved = json.loads((out / "perf.json").read_text())
     assert saved["report"]["rows"] == data["rows"] and "load_average" in saved["machine"]
+
+
+def test_an_aider_python_given_relative_to_the_working_folder_reaches_the_bench_as_an_absolute_path(
+        tmp_path, monkeypatch):
+    """The bench runs aider from another folder: a relative --aider-python (as the help suggests,
+    .clients/aider-venv/bin/python) must not become a missing file there; the venv's link itself is kept."""
+    from ctxbench.cli import main
+
+    repo = copy_multi(tmp_path)
+    venv_python = tmp_path / "venv" / "bin" / "python"
+    venv_python.parent.mkdir(parents=True)
+    venv_python.symlink_to("/bin/true")
+    monkeypatch.chdir(tmp_path)
+    seen: dict = {}
+
+    def fake_run(source, config, **kwargs):
+        seen.update(kwargs.get("options") or {})
+        raise SystemExit(0)
+
+    monkeypatch.setattr(perf, "run", fake_run)
+    CliRunner().invoke(main, ["bench", "perf", "--repo", str(repo), "--only", "index", "--aider-python",
+                              "venv/bin/python"])
+    assert seen["aider_python"] == str(tmp_path / "venv" / "bin" / "python")
