@@ -5,9 +5,6 @@ from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
 from ctxbench.records.turns import cost_text, turn_cost
-# the meter's figures live in their own module; named here too, where the screens have always found them
-from ctxbench.tui.meter import (EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, figure, meter_cells,  # noqa: F401
-                                meter_state, with_budget)
 
 CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"  # a turn's note
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
