@@ -65,38 +65,55 @@ def default_repo() -> Path:
 
 # -- first paint -------------------------------------------------------------------------------------------
 
-def first_paint_once(timeout_s: float = 60.0) -> float:
-    """Seconds from starting ``ctxbench demo`` to its first frame on a pseudo-terminal."""
+def _terminal() -> tuple[int, int]:
+    """A pseudo-terminal of ``TERMINAL_SIZE``: (master, slave)."""
     import fcntl
     import pty
     import struct
     import termios
 
+    master, slave = pty.openpty()
+    cols, rows = TERMINAL_SIZE
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+    return master, slave
+
+
+def _watch(master: int, marks: tuple[bytes, ...], seen: dict[bytes, float],
+           all_seen: threading.Event | None = None) -> threading.Thread:
+    """A daemon thread (not started) that reads the terminal until it closes and notes in ``seen`` when each of
+    ``marks`` first appears (a mark split across reads included); it sets ``all_seen`` once every mark has."""
+    keep = max(len(mark) for mark in marks)
+
+    def drain() -> None:
+        tail = b""
+        while True:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:
+                break
+            if not chunk:
+                break
+            if len(seen) == len(marks):
+                continue
+            tail = (tail + chunk)[-(len(chunk) + keep):]
+            for mark in marks:
+                if mark not in seen and mark in tail:
+                    seen[mark] = time.perf_counter()
+            if all_seen is not None and len(seen) == len(marks):
+                all_seen.set()
+
+    return threading.Thread(target=drain, daemon=True)
+
+
+def first_paint_once(timeout_s: float = 60.0) -> float:
+    """Seconds from starting ``ctxbench demo`` to its first frame on a pseudo-terminal."""
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-ui-") as tmp:
         env = dict(os.environ, TERM=os.environ.get("TERM", "xterm-256color"), HF_HUB_OFFLINE="1",
                    CTXBENCH_DB=str(Path(tmp) / "demo.db"))
-        master, slave = pty.openpty()
-        cols, rows = TERMINAL_SIZE
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        master, slave = _terminal()
         painted = threading.Event()
-        seen_at: list[float] = []
-
-        def drain() -> None:
-            tail = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                if not painted.is_set():
-                    tail = (tail + chunk)[-(len(chunk) + len(FIRST_FRAME_MARK)):]
-                    if FIRST_FRAME_MARK in tail:
-                        seen_at.append(time.perf_counter())
-                        painted.set()
-
-        reader = threading.Thread(target=drain, daemon=True)
+        seen: dict[bytes, float] = {}
+        reader = _watch(master, (FIRST_FRAME_MARK,), seen, painted)
         started = time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "demo", "--no-index"], stdin=slave,
                                 stdout=slave, stderr=slave, env=env, close_fds=True, start_new_session=True)
@@ -109,7 +126,7 @@ def first_paint_once(timeout_s: float = 60.0) -> float:
             proc.kill()
             proc.wait()
             os.close(master)
-        return seen_at[0] - started
+        return seen[FIRST_FRAME_MARK] - started
 
 
 def first_paint(runs: int) -> Stats:
@@ -144,37 +161,15 @@ def demo_start(which: str, data_home: Path, timeout_s: float = 300.0) -> StartRe
     """Start ``ctxbench demo`` (with its index and model) on a pseudo-terminal with ``data_home`` as the user data
     folder, wait for semantic ready (in its phase log, or on the terminal for a build without one) and ``STEADY_S``
     more, then quit it as a user does (ctrl+q), so it keeps its vectors for the next start."""
-    import fcntl
-    import pty
-    import struct
-    import termios
-
     from ctxbench.service import phase_log
 
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-start-") as tmp:
         log = Path(tmp) / "phases.log"
         env = dict(os.environ, TERM=os.environ.get("TERM", "xterm-256color"), HF_HUB_OFFLINE="1",
                    XDG_DATA_HOME=str(data_home), **{phase_log.ENV: str(log)})
-        master, slave = pty.openpty()
-        cols, rows = TERMINAL_SIZE
-        fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+        master, slave = _terminal()
         seen: dict[bytes, float] = {}
-
-        def drain() -> None:
-            tail = b""
-            while True:
-                try:
-                    chunk = os.read(master, 65536)
-                except OSError:
-                    break
-                if not chunk:
-                    break
-                tail = (tail + chunk)[-(len(chunk) + 64):]
-                for mark in (FIRST_FRAME_MARK, READY_MARK):
-                    if mark not in seen and mark in tail:
-                        seen[mark] = time.perf_counter()
-
-        reader = threading.Thread(target=drain, daemon=True)
+        reader = _watch(master, (FIRST_FRAME_MARK, READY_MARK), seen)
         wall, started = time.time(), time.perf_counter()
         proc = subprocess.Popen([sys.executable, "-m", "ctxbench", "demo"], stdin=slave, stdout=slave, stderr=slave,
                                 env=env, close_fds=True, start_new_session=True)

@@ -5,9 +5,6 @@ from dataclasses import dataclass
 
 from ctxbench.config import DEFAULT_MODES
 from ctxbench.records.turns import cost_text, turn_cost
-# the meter's figures live in their own module; named here too, where the screens have always found them
-from ctxbench.tui.meter import (EXTRA_METER_SECTIONS, METER_SECTIONS, MeterState, figure, meter_cells,  # noqa: F401
-                                meter_state, with_budget)
 
 CANCELLED_EARLY = "⊘ cancelled before the model replied (your message is stored)"  # a turn's note
 AUTO_SECTIONS = ("retrieval", "scaffold")  # what the Context Mode adds on its own
@@ -139,20 +136,21 @@ def model_label(llm) -> str:
     """Short name of the model for the status line: ``offline model`` or ``NAME @ host:port``."""
     if llm is None or llm.provider == "offline":
         return "offline model"
-    where = llm.base_url or ("api.anthropic.com" if llm.provider == "anthropic" else "api.openai.com")
+    default = "api.anthropic.com" if llm.provider == "anthropic" else "api.openai.com"
+    return f"{llm.model} @ {_host(llm.base_url or default)}"
+
+
+def _host(url: str) -> str:
+    """The host[:port] of ``url`` (its scheme and path left off)."""
     for prefix in ("http://", "https://"):
-        where = where.removeprefix(prefix)
-    where = where.split("/", 1)[0]
-    return f"{llm.model} @ {where}"
+        url = url.removeprefix(prefix)
+    return url.split("/", 1)[0]
 
 
 def proxied_label(model: str, provider: str, upstream: str) -> str:
     """The model of a proxied conversation for the status line: the model the client asked for (or its provider
     while no request has come) and the upstream the proxy forwards to (``claude-sonnet-4 via proxy → host``)."""
-    where = upstream
-    for prefix in ("http://", "https://"):
-        where = where.removeprefix(prefix)
-    where = where.split("/", 1)[0]
+    where = _host(upstream)
     who = model or (f"{provider} model" if provider else "the client's model")
     return f"{who} via proxy" + (f" → {where}" if where else "")
 

@@ -21,9 +21,9 @@ from ctxbench.config import Config
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView
 from ctxbench.service.options import LaunchOptions
-from ctxbench.tui import messages as msg
-from ctxbench.tui import present
+from ctxbench.tui import messages as msg, present
 from ctxbench.tui.keymap import MAIN_KEYS, bindings, describe_key
+from ctxbench.tui.meter import meter_state, with_budget
 from ctxbench.tui.screens.on_top import ScreensOnTop
 from ctxbench.tui.session_link import SessionLink
 from ctxbench.tui.slash import SlashController
@@ -163,7 +163,7 @@ class MainScreen(Screen[None]):
 
     async def show_plan(self, view: PlanView, *, settled: bool = True) -> None:
         self.view = view
-        self.meter.state = present.meter_state(view.plan, view.compact_warning, view.counts)
+        self.meter.state = meter_state(view.plan, view.compact_warning, view.counts)
         if settled and view.task != self.task_name:  # a task started or ended (a STATE goal opens one in a turn)
             self.task_name = view.task
             self._status_detail()
@@ -212,7 +212,7 @@ class MainScreen(Screen[None]):
         self.settings = dataclasses.replace(self.settings, **changes)
         if "budget" in changes:
             # the new budget at once, against the tokens the shown plan uses (pending until the replan arrives)
-            self.meter.state = present.with_budget(self.meter.state, self.settings.budget)
+            self.meter.state = with_budget(self.meter.state, self.settings.budget)
             self.notify(f"budget {present.tok(self.settings.budget)} tokens", timeout=1.5)
         self._status_detail()
         self.request_plan()

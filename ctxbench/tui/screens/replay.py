@@ -28,10 +28,9 @@ from ctxbench.records.vocab import STRATEGIES
 from ctxbench.service.text import render_messages
 from ctxbench.tui import messages as msg
 from ctxbench.tui.keymap import REPLAY_KEYS, bindings
+from ctxbench.tui.meter import METER_SECTIONS, meter_state
 from ctxbench.tui.present import (
-    METER_SECTIONS,
     cluster_label,
-    meter_state,
     mode_label,
     next_mode,
     one_line,

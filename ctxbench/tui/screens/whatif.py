@@ -29,6 +29,7 @@ from ctxbench.service.text import diff_lines
 from ctxbench.service.timeline import compare
 from ctxbench.tui import present
 from ctxbench.tui.keymap import WHATIF_KEYS, bindings
+from ctxbench.tui.meter import meter_state
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
 
 if TYPE_CHECKING:
@@ -124,7 +125,7 @@ class WhatIfScreen(ModalScreen[SessionSettings | None]):
         self.plan = message.plan
         if self.now is None and message.settings == self.start:
             self.now = message.plan  # opened before the first plan arrived
-        meter.state = present.meter_state(message.plan)
+        meter.state = meter_state(message.plan)
         self.query_one("#whatif-sections", Static).update(Text(" · ".join(
             f"{name} {present.tok(tokens)}" for name, tokens in message.plan.sections)))
         self._show_diff()

@@ -22,7 +22,8 @@ from ctxbench.llm.replay import replay
 from ctxbench.records.state import extract_state, state_span
 from ctxbench.tui.app import CtxbenchApp
 from ctxbench.service.options import LaunchOptions
-from ctxbench.tui.present import meter_state, model_label, split_state, usage_text
+from ctxbench.tui.meter import meter_state
+from ctxbench.tui.present import model_label, split_state, usage_text
 from ctxbench.tui.screens.overlay import ContextOverlay
 from ctxbench.tui.screens.replay import ReplayScreen
 from ctxbench.tui.screens.viewer import ViewerScreen

@@ -13,7 +13,8 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.records.views import PlanView, Suggestion
 from ctxbench.tui.commands import SLASH_COMMANDS, CommandError, parse
 from ctxbench.tui.keymap import ALL_KEYS, BINDING_IDS, describe_key, keymap_from_config
-from ctxbench.tui.present import MeterState, attachment_for, meter_cells, next_mode
+from ctxbench.tui.meter import MeterState, meter_cells
+from ctxbench.tui.present import attachment_for, next_mode
 from ctxbench.tui.tiers import tier_note, truncation_tiers
 from ctxbench.tui.listings import message_listing
 from ctxbench.tui.screens.overlay import build_rows, column_widths, filter_rows
