@@ -155,14 +155,13 @@ def get_plan_inputs(conn: sqlite3.Connection, plan_id: str, messages: bool = Tru
     if row["encoding"] not in ZIPPED:
         return codec.loads(PlanInputs, row["inputs"])
     body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
-    if not messages:
-        values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
-        return codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
-    messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
     values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
     inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
+    if not messages:
+        return inputs
+    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
     return dataclasses.replace(
-        inputs, **{name: tuple(messages[k] for k in body[name]) for name in MESSAGE_FIELDS}
+        inputs, **{name: tuple(by_key[k] for k in body[name]) for name in MESSAGE_FIELDS}
     )
 
 
