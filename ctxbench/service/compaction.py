@@ -46,10 +46,11 @@ class Compactor:
         """The history's tokens as plans send them (after the truncation tiers; earlier summaries as sent)."""
         from ctxbench.compaction import sent_tokens
 
-        covered = {g for s in self.wb.summaries.active(session_id) for g in s.group_ids}
+        summaries = self.wb.summaries.active(session_id)
+        covered = {g for s in summaries for g in s.group_ids}
         sent = sent_tokens(self._history(session_id), self.config.planner, self.wb.tokenizer)
         tokens = sum(t for g, t in sent.items() if g not in covered)
-        return tokens + sum(s.tokens_after for s in self.wb.summaries.active(session_id))
+        return tokens + sum(s.tokens_after for s in summaries)
 
     def auto_target(self, budget: int) -> int:
         return int(budget * self.config.compaction.auto_target)
