@@ -8,7 +8,7 @@ than ``offline``) the summary is written by the model — its call planned, stor
 """
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Mapping, Sequence
 
 from ctxbench.compaction import Summariser, build_preview, extractive_summariser
 from ctxbench.config import Config
@@ -22,6 +22,7 @@ from ctxbench.records.compaction import (
     history_demand,
 )
 from ctxbench.records.errors import NotFound
+from ctxbench.records.messages import Message
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import messages as message_store
 from ctxbench.store import sessions as session_store
@@ -39,17 +40,22 @@ class Compactor:
     # -- previews -----------------------------------------------------------------------------------
     def default_target(self, session_id: str) -> int:
         """``target_ratio`` of the history's tokens now (turns not dropped, earlier summaries as sent)."""
-        history = self.history_tokens(session_id)
-        return int(history * self.config.compaction.target_ratio)
+        return self._target(self._history(session_id), self.wb.summaries.active(session_id))
 
     def history_tokens(self, session_id: str) -> int:
         """The history's tokens as plans send them (after the truncation tiers; earlier summaries as sent)."""
+        return self._history_tokens(self._history(session_id), self.wb.summaries.active(session_id))
+
+    def _target(self, history: Sequence[Message], summaries: Sequence[Summary]) -> int:
+        return int(self._history_tokens(history, summaries) * self.config.compaction.target_ratio)
+
+    def _history_tokens(self, history: Sequence[Message], summaries: Sequence[Summary]) -> int:
         from ctxbench.compaction import sent_tokens
 
-        covered = {g for s in self.wb.summaries.active(session_id) for g in s.group_ids}
-        sent = sent_tokens(self._history(session_id), self.config.planner, self.wb.tokenizer)
+        covered = {g for s in summaries for g in s.group_ids}
+        sent = sent_tokens(history, self.config.planner, self.wb.tokenizer)
         tokens = sum(t for g, t in sent.items() if g not in covered)
-        return tokens + sum(s.tokens_after for s in self.wb.summaries.active(session_id))
+        return tokens + sum(s.tokens_after for s in summaries)
 
     def auto_target(self, budget: int) -> int:
         return int(budget * self.config.compaction.auto_target)
@@ -80,10 +86,12 @@ class Compactor:
             task_id = found.id
         if summariser is None:
             summariser = self._summariser(session_id, use_model, cancel)
-        target = target_tokens if target_tokens is not None else self.default_target(session_id)
+        summaries = wb.summaries.active(session_id)
+        # the history and summaries read above serve the default target too (a long branch is read once)
+        target = target_tokens if target_tokens is not None else self._target(history, summaries)
         return build_preview(
             session_id=session_id, branch_id=wb.branches.active_id(session_id), history=history,
-            pins=wb.pins.list(session_id), summaries=wb.summaries.active(session_id),
+            pins=wb.pins.list(session_id), summaries=summaries,
             task=wb.tasks.current(session_id), target_tokens=target, planner=self.config.planner,
             compaction=self.config.compaction, tokenizer=wb.tokenizer,
             choices=choices, summariser=summariser, only_groups=only_groups, task_id=task_id)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ctxbench.service.code_digest import package_digest
 from ctxbench.service.demo import DemoFiles
-from ctxbench.service.demo_vectors import SEED_SUFFIX, cache_dir, cache_file
+from ctxbench.service.demo_vectors import SEED_SUFFIX, cache_dir, cache_file, made_cache_dir
 
 
 def seed_key(digest: str, config) -> str:
@@ -48,9 +48,7 @@ def write_seed(files: DemoFiles, digest: str, config, title: str) -> Path | None
     target = seed_file(digest, config)
     if target.is_file():
         return target
-    folder = target.parent
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
+    folder = made_cache_dir()
     partial = target.with_name(target.name + ".part")
     for leftover in folder.glob(partial.name + "*"):
         leftover.unlink()

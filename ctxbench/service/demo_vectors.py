@@ -29,6 +29,14 @@ def cache_dir() -> Path:
     return Path(platformdirs.user_data_dir(APP_NAME)) / CACHE_FOLDER
 
 
+def made_cache_dir() -> Path:
+    """:func:`cache_dir`, made when missing and the user's alone (0700): where kept vectors and seeds are written."""
+    folder = cache_dir()
+    folder.mkdir(parents=True, exist_ok=True)
+    os.chmod(folder, 0o700)
+    return folder
+
+
 def demo_digest(files: DemoFiles) -> str:
     """sha256 of the demo's content: each file of its repository (path and bytes) and its session file."""
     digest = hashlib.sha256()
@@ -47,9 +55,7 @@ def cache_file(digest: str) -> Path:
 
 def keep(workbench, digest: str) -> int:
     """Write ``workbench``'s vectors as the kept ones of the demo ``digest`` (older demos' files removed); how many."""
-    folder = cache_dir()
-    folder.mkdir(parents=True, exist_ok=True)
-    os.chmod(folder, 0o700)
+    folder = made_cache_dir()
     count = workbench.vectors.copy_out(cache_file(digest))
     if not count:
         return 0

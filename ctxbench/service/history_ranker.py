@@ -118,9 +118,7 @@ class HistoryRanker:
                 from ctxbench.retrieval.history_keywords import HistoryKeywords
 
                 index = HistoryKeywords()
-            self._keywords[session_id] = index
-            while len(self._keywords) > CACHED_SESSIONS:
-                self._keywords.pop(next(iter(self._keywords)))
+            self._keep_keywords(session_id, index)
             return index
 
     def kept_keywords(self, session_id: str) -> Any:
@@ -133,9 +131,13 @@ class HistoryRanker:
         session's keyword index, unless one is kept already."""
         with self._lock:
             if session_id not in self._keywords:
-                self._keywords[session_id] = index
-                while len(self._keywords) > CACHED_SESSIONS:
-                    self._keywords.pop(next(iter(self._keywords)))
+                self._keep_keywords(session_id, index)
+
+    def _keep_keywords(self, session_id: str, index: Any) -> None:
+        """Keep ``index`` as the session's, most recent last, for the last ``CACHED_SESSIONS`` sessions (lock held)."""
+        self._keywords[session_id] = index
+        while len(self._keywords) > CACHED_SESSIONS:
+            self._keywords.pop(next(iter(self._keywords)))
 
     # -- rankings --------------------------------------------------------------------------------------------
     def keyword_scores(self, session_id: str, history: Sequence[Message], query: str) -> Sequence[tuple[int, float]]:

@@ -128,6 +128,8 @@ class HistorySnapshots:
     def restore(self, conn: sqlite3.Connection, session_id: str) -> Kept | None:
         """The session's kept state, its views and stored keys handed to the planner and the plans (None: no
         snapshot of this fingerprint, or one that cannot be read)."""
+        if store.stored_seq(conn, session_id) is None:  # most sessions: no need to hash the package's source
+            return None
         found = store.load(conn, session_id, self.fingerprint())
         if found is None:
             return None

@@ -224,7 +224,7 @@ def _previous_plan(conn: sqlite3.Connection, branch_id: str, history: Sequence[M
     found = plan_store.turn_plan_before(conn, branch_ids, {m.group_id for m in history}, group_id)
     if found is None:
         return None
-    return previous_history(plan_store.get_plan(conn, found), plan_store.get_plan_inputs(conn, found, messages=False))
+    return previous_history(*plan_store.get_plan_with_inputs(conn, found))
 
 
 _GROUP_ID = attrgetter("group_id")

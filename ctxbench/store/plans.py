@@ -151,18 +151,27 @@ def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str,
 
 def get_plan_inputs(conn: sqlite3.Connection, plan_id: str, messages: bool = True) -> PlanInputs:
     """A stored plan's inputs; without ``messages`` its history and current turn are left empty (not read)."""
+    return _inputs(conn, _row(conn, plan_id), messages)
+
+
+def get_plan_with_inputs(conn: sqlite3.Connection, plan_id: str) -> tuple[ContextPlan, PlanInputs]:
+    """A stored plan and its inputs without their messages (as ``get_plan_inputs(messages=False)``), from one read
+    of its row."""
     row = _row(conn, plan_id)
+    return codec.loads(ContextPlan, _result_text(row)), _inputs(conn, row, False)
+
+
+def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanInputs:
     if row["encoding"] not in ZIPPED:
         return codec.loads(PlanInputs, row["inputs"])
     body = json.loads(zlib.decompress(row["inputs"]).decode("utf-8"))
-    if not messages:
-        values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
-        return codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
-    messages = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
     values = {name: body[name] for name in body if name not in MESSAGE_FIELDS}
     inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
+    if not messages:
+        return inputs
+    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
     return dataclasses.replace(
-        inputs, **{name: tuple(messages[k] for k in body[name]) for name in MESSAGE_FIELDS}
+        inputs, **{name: tuple(by_key[k] for k in body[name]) for name in MESSAGE_FIELDS}
     )
 
 

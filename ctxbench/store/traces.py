@@ -127,20 +127,14 @@ class Traces:
         sql, params = _where(plan_id=plan_id, session_id=session_id)
         with self._db.connection() as conn:
             rows = conn.execute(f"SELECT * FROM model_calls{sql} ORDER BY id", params).fetchall()
-        return tuple(ModelCall(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["round"], r["provider"],
-                               r["model"], r["status"], r["finish_reason"], r["error"], r["assistant_message_id"],
-                               r["tools_offered"], r["created_at"]) for r in rows)
+        return tuple(_model_call(r) for r in rows)
 
     def last_call(self, session_id: str, status: str = "ok") -> ModelCall | None:
         """The session's latest model call with ``status`` (None: it has none)."""
         with self._db.connection() as conn:
             r = conn.execute("SELECT * FROM model_calls WHERE session_id = ? AND status = ? ORDER BY id DESC LIMIT 1",
                              (session_id, status)).fetchone()
-        if r is None:
-            return None
-        return ModelCall(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["round"], r["provider"], r["model"],
-                         r["status"], r["finish_reason"], r["error"], r["assistant_message_id"], r["tools_offered"],
-                         r["created_at"])
+        return _model_call(r) if r is not None else None
 
     def tool_traces(self, *, plan_id: str | None = None, session_id: str | None = None) -> tuple[ToolTrace, ...]:
         sql, params = _where(plan_id=plan_id, session_id=session_id)
@@ -189,6 +183,12 @@ class Traces:
         """
         with self._db.transaction() as conn:
             return _count_references(conn, session_id, turn, items)
+
+
+def _model_call(r: sqlite3.Row) -> ModelCall:
+    return ModelCall(r["id"], r["plan_id"], r["session_id"], r["group_id"], r["round"], r["provider"], r["model"],
+                     r["status"], r["finish_reason"], r["error"], r["assistant_message_id"], r["tools_offered"],
+                     r["created_at"])
 
 
 def _count_references(conn: sqlite3.Connection, session_id: str, turn: int, items: Iterable[str]) -> dict[str, int]:

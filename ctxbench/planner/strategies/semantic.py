@@ -109,14 +109,13 @@ def select(selection: HistorySelection, budget: Budget, context: StrategyContext
     turns = _turns(selection, available, config.importance_weights)
     sim, has = turns.similarity(ranking)
     recency = turns.recency(config.recency_half_life_groups)
-    if selection.summarised:  # a turn a summary stands in for left the recency window: it competes on meaning alone
-        recency = np.where(np.isin(turns.available, np.fromiter(selection.summarised, dtype=np.int64)), 0.0, recency)
-    scores = config.similarity_weight * sim + config.recency_weight * recency + turns.importance
     barred = np.zeros(len(available), dtype=bool)  # summarised turns the query does not point at
-    if selection.summarised:
+    if selection.summarised:  # a turn a summary stands in for left the recency window: it competes on meaning alone
         gone = np.isin(turns.available, np.fromiter(selection.summarised, dtype=np.int64))
+        recency = np.where(gone, 0.0, recency)
         floor = float(sim[has].mean() + config.summarised_min_z * sim[has].std()) if has.any() else math.inf
         barred = gone & ~(has & (sim >= floor))
+    scores = config.similarity_weight * sim + config.recency_weight * recency + turns.importance
     position = np.arange(len(available))
     ranked = np.lexsort((-position, -scores))  # best first; ties: the newer turn
     n = context.inputs.window_groups
