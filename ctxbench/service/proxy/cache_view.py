@@ -11,19 +11,16 @@ from ctxbench.service.proxy.wire_parts import message_hash
 def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
     """The request in the blocks a provider's prefix cache sees, in its order: each tool definition, each
     system block, each message (system messages among them), as (hash, tokens)."""
-    def digest(value: Any) -> str:
-        return message_hash(value)
-
     out: list[tuple[str, int]] = []
     for tool in request.tools:
         node: Any = request.body
         for key in tool.location or ("tools", tool.index):
             node = node[key]
-        out.append((digest(node), tool.tokens))
+        out.append((message_hash(node), tool.tokens))
     in_messages = {p.location for m in request.messages for p in m.parts}
     for part in request.system:
         if part.location not in in_messages:
-            out.append((digest(["system", part.text]), part.tokens))
+            out.append((message_hash(["system", part.text]), part.tokens))
     out.extend((m.hash, m.tokens) for m in request.messages)
     return tuple(out)
 
