@@ -83,6 +83,11 @@ class Guard:
         return parts.netloc.lower() in self.hosts
 
 
+def token_url(url: str, token: str) -> str:
+    """The base URL that carries ``token`` as its first segment (``url`` itself when there is no token)."""
+    return f"{url}{TOKEN_PREFIX}{token}" if token else url
+
+
 def recordable(content_type: str) -> bool:
     """Whether a body of this media type is recorded (``application/json``; parameters aside)."""
     return content_type.split(";", 1)[0].strip().lower() == JSON_TYPE
