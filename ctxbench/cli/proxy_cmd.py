@@ -58,6 +58,7 @@ def _is_loopback(host: str) -> bool:
 @config_option
 def command(upstream: str | None, port: int | None, host: str | None, token: str | None, steer: bool,
             db_path: Path | None, config_path: Path | None) -> None:
+    from ctxbench.proxy.guard import token_url
     from ctxbench.proxy.server import ExchangeLog, ProxyServer, serve_forever
     from ctxbench.service.proxy.plan import STEER_SCOPE
     from ctxbench.service.proxy.service import ProxyService
@@ -112,7 +113,7 @@ def command(upstream: str | None, port: int | None, host: str | None, token: str
                    f"{steered}{note}", err=True)
 
     def ready(url: str) -> None:
-        base = f"{url}/t/{token}" if token else url
+        base = token_url(url, token or "")
         click.echo(f"ctxbench proxy on {url} → {upstream} · steering {'on' if steer else 'off'} · "
                    f"{'token required' if token else 'no token'} · store {wb.db_path}", err=True)
         if steer:

@@ -110,6 +110,7 @@ def _run(argv: list[str], env: dict[str, str]) -> int:
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED, metavar="CLIENT [ARGS]... | -- COMMAND...")
 def command(upstream: str | None, port: int, steer: bool, db_path: Path | None, config_path: Path | None,
             command: tuple[str, ...]) -> None:
+    from ctxbench.proxy.guard import token_url
     from ctxbench.proxy.server import ExchangeLog, ProxyServer, RunningProxy
     from ctxbench.service.proxy.service import ProxyService
     from ctxbench.service.workbench import Workbench
@@ -144,8 +145,7 @@ def command(upstream: str | None, port: int, steer: bool, db_path: Path | None, 
             fail(f"cannot listen on {LOOPBACK}:{port}: {exc.strerror or exc}", 2)
         try:
             # where the proxy asks for a token (proxy.token), the client sends it as its base URL's first segment
-            token = getattr(config.proxy, "token", "")
-            base = f"{proxy.url}/t/{token}" if token else proxy.url
+            base = token_url(proxy.url, config.proxy.token)
             env = dict(os.environ)
             env.update(setup.env(base, env))
             env["CTXBENCH_PROXY_URL"] = base

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hmac
 from dataclasses import dataclass
+from functools import cached_property
 from urllib.parse import urlsplit
 
 TOKEN_HEADER = "X-Ctxbench-Token"
@@ -47,14 +48,16 @@ class Guard:
     port: int
     token: str = ""
 
+    @cached_property
     def hosts(self) -> frozenset[str]:
+        """Every ``Host`` value that names this proxy (made once: the guard is checked on every request)."""
         names = {*LOOPBACK_NAMES, _bracketed(self.listen_host)}
         return frozenset(f"{name}:{self.port}" for name in names) | (
             frozenset(names) if self.port == 80 else frozenset())
 
     def check(self, host: str | None, origin: str | None, token_header: str | None, path: str,
               path_qs: str) -> Refusal | Admitted:
-        if self.listen_host not in WILDCARD_HOSTS and (host or "").lower() not in self.hosts():
+        if self.listen_host not in WILDCARD_HOSTS and (host or "").lower() not in self.hosts:
             return Refusal(403, f"ctxbench proxy: Host {host!r} is not this proxy's (use http://127.0.0.1:{self.port})")
         if origin is not None and not self._own_origin(origin):
             return Refusal(403, f"ctxbench proxy: requests from web pages are refused (Origin {origin!r})")
@@ -77,7 +80,12 @@ class Guard:
             # ``null`` (a sandboxed page, a file) is a web page; an app scheme (vscode-webview:, app:) is an
             # editor's own window, which no web page can claim
             return origin != "null" and bool(parts.scheme)
-        return parts.netloc.lower() in self.hosts()
+        return parts.netloc.lower() in self.hosts
+
+
+def token_url(url: str, token: str) -> str:
+    """The base URL that carries ``token`` as its first segment (``url`` itself when there is no token)."""
+    return f"{url}{TOKEN_PREFIX}{token}" if token else url
 
 
 def recordable(content_type: str) -> bool:

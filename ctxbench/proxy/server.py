@@ -28,7 +28,7 @@ import aiohttp
 from aiohttp import web
 
 from ctxbench.config import ProxyConfig
-from ctxbench.proxy.guard import TOKEN_HEADER, Admitted, Guard, Refusal, recordable
+from ctxbench.proxy.guard import TOKEN_HEADER, TOKEN_PREFIX, Admitted, Guard, Refusal, recordable
 from ctxbench.records.proxy import ReplyRecord
 from ctxbench.service.proxy.body import BodyTap
 from ctxbench.service.proxy.service import Exchange, ProxyService
@@ -178,7 +178,7 @@ class ProxyServer:
     def _refuse(self, request: web.Request, refusal: Refusal) -> web.Response:
         kind = "unauthorized" if refusal.status == 401 else "forbidden"
         if self.on_exchange is not None:
-            path = request.path if not request.path.startswith("/t/") else "/t/…"
+            path = request.path if not request.path.startswith(TOKEN_PREFIX) else f"{TOKEN_PREFIX}…"
             self.on_exchange(ExchangeLog(None, "", request.method, path, refusal.status, "refused", 0, None, 0,
                                          refusal.message.removeprefix("ctxbench proxy: ")))
         return web.json_response({"type": "error", "error": {"type": kind, "message": refusal.message}},

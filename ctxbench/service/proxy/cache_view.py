@@ -4,26 +4,34 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxbench.records.proxy import WireRequest
+from ctxbench.records.proxy import WirePart, WireRequest, WireTool
 from ctxbench.service.proxy.wire_parts import message_hash
+
+
+def node_at(body: Any, location: tuple[Any, ...]) -> Any:
+    """The value of ``body`` at ``location`` (keys and indexes, in turn)."""
+    for key in location:
+        body = body[key]
+    return body
+
+
+def tool_node(request: WireRequest, tool: WireTool) -> Any:
+    """The tool definition ``tool`` as the request's body holds it."""
+    return node_at(request.body, tool.location or ("tools", tool.index))
+
+
+def system_blocks(request: WireRequest) -> tuple[WirePart, ...]:
+    """The request's system blocks that are blocks of their own (not parts of a system message, which is a
+    message block), in order: with the tool definitions before them and the messages after, the cache's order."""
+    in_messages = {p.location for m in request.messages for p in m.parts}
+    return tuple(p for p in request.system if p.location not in in_messages)
 
 
 def cache_blocks(request: WireRequest) -> tuple[tuple[str, int], ...]:
     """The request in the blocks a provider's prefix cache sees, in its order: each tool definition, each
     system block, each message (system messages among them), as (hash, tokens)."""
-    def digest(value: Any) -> str:
-        return message_hash(value)
-
-    out: list[tuple[str, int]] = []
-    for tool in request.tools:
-        node: Any = request.body
-        for key in tool.location or ("tools", tool.index):
-            node = node[key]
-        out.append((digest(node), tool.tokens))
-    in_messages = {p.location for m in request.messages for p in m.parts}
-    for part in request.system:
-        if part.location not in in_messages:
-            out.append((digest(["system", part.text]), part.tokens))
+    out = [(message_hash(tool_node(request, tool)), tool.tokens) for tool in request.tools]
+    out.extend((message_hash(["system", part.text]), part.tokens) for part in system_blocks(request))
     out.extend((m.hash, m.tokens) for m in request.messages)
     return tuple(out)
 

@@ -88,9 +88,9 @@ def _pin_target(n: int, target: str, origin: str, session_id: str) -> str:
     return target if target.startswith("path:") or origin == session_id else f"policy:{n}"
 
 
-def _item_block(request: WireRequest, item_id: str) -> tuple[int, str] | None:
-    """The first block (cache order) of ``item_id`` in ``request`` and the hash of that block, or None."""
-    blocks = cache_blocks(request)
+def _item_block(request: WireRequest, blocks: tuple[tuple[str, int], ...], item_id: str) -> tuple[int, str] | None:
+    """The first block (cache order) of ``item_id`` in ``request`` (whose blocks are ``blocks``) and the hash of
+    that block, or None."""
     ref = ItemRef.parse(item_id)
     if isinstance(ref, ToolRef):
         n = next((k for k, t in enumerate(request.tools) if t.name == ref.name), None)
@@ -112,10 +112,11 @@ def due_deferred(wb: Workbench, session_id: str, sent: WireRequest, previous: tu
     if not deferred:
         return ()
     expired = previous is None or previous_exchange is None or _age_s(previous_exchange) > ttl_s
-    shared, _tokens = shared_prefix(previous, cache_blocks(sent))
+    blocks = cache_blocks(sent)  # hashed once, not again for each deferred drop
+    shared, _tokens = shared_prefix(previous, blocks)
     due = []
     for item_id in deferred:
-        found = _item_block(sent, item_id)
+        found = _item_block(sent, blocks, item_id)
         if found is None:
             wb.proxy_policy.undefer(session_id, item_id)  # the client no longer sends it: nothing left to drop
             continue

@@ -17,6 +17,7 @@ from typing import Any
 from ctxbench.config import ModelPrice
 from ctxbench.records.proxy import ReplyRecord, WireRequest
 from ctxbench.records.proxy_cost import BilledUsage, RequestCost
+from ctxbench.service.proxy.cache_view import node_at, system_blocks, tool_node
 
 MTOK = 1_000_000
 
@@ -76,29 +77,10 @@ def _marked(value: Any) -> bool:
 def breakpoints(request: WireRequest) -> tuple[int, ...]:
     """The blocks of ``request`` (in :func:`.cache_view.cache_blocks` order: tool definitions, system blocks,
     messages) that carry an Anthropic ``cache_control`` breakpoint."""
-    out: list[int] = []
-    n = 0
     body = request.body
-    for tool in request.tools:
-        node: Any = body
-        for key in tool.location or ("tools", tool.index):
-            node = node[key]
-        if _marked(node):
-            out.append(n)
-        n += 1
-    in_messages = {p.location for m in request.messages for p in m.parts}
-    for part in request.system:
-        if part.location in in_messages:
-            continue
-        node = body
-        for key in part.location:
-            node = node[key]
-        if _marked(node):
-            out.append(n)
-        n += 1
     messages = body.get(request.list_key)
-    for m in request.messages:
-        if isinstance(messages, list) and m.index < len(messages) and _marked(messages[m.index]):
-            out.append(n)
-        n += 1
-    return tuple(out)
+    marked = [_marked(tool_node(request, tool)) for tool in request.tools]
+    marked += [_marked(node_at(body, part.location)) for part in system_blocks(request)]
+    marked += [isinstance(messages, list) and m.index < len(messages) and _marked(messages[m.index])
+               for m in request.messages]
+    return tuple(n for n, hit in enumerate(marked) if hit)

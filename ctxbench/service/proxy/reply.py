@@ -112,13 +112,14 @@ class ReplyRecorder:
                 self.stop = str(choice["finish_reason"])
         self._openai_usage(event.get("usage"))
 
-    def _openai_usage(self, usage: Any) -> None:
+    def _openai_usage(self, usage: Any, prompt: str = "prompt_tokens", completion: str = "completion_tokens") -> None:
+        """OpenAI's usage (Chat Completions' names by default; the Responses API's are ``input_``/``output_tokens``)."""
         if isinstance(usage, dict):
-            if usage.get("prompt_tokens") is not None:
-                self.prompt = int(usage["prompt_tokens"])
-            if usage.get("completion_tokens") is not None:
-                self.completion = int(usage["completion_tokens"])
-            cached = (usage.get("prompt_tokens_details") or {}).get("cached_tokens")
+            if usage.get(prompt) is not None:
+                self.prompt = int(usage[prompt])
+            if usage.get(completion) is not None:
+                self.completion = int(usage[completion])
+            cached = (usage.get(f"{prompt}_details") or {}).get("cached_tokens")
             if cached is not None:
                 self.cached = int(cached)
 
@@ -170,15 +171,7 @@ class ReplyRecorder:
         status = response.get("status")
         if status and status != "in_progress":
             self.stop = str(status)
-        usage = response.get("usage")
-        if isinstance(usage, dict):
-            if usage.get("input_tokens") is not None:
-                self.prompt = int(usage["input_tokens"])
-            if usage.get("output_tokens") is not None:
-                self.completion = int(usage["output_tokens"])
-            cached = (usage.get("input_tokens_details") or {}).get("cached_tokens")
-            if cached is not None:
-                self.cached = int(cached)
+        self._openai_usage(response.get("usage"), "input_tokens", "output_tokens")
 
     # -- Anthropic Messages ---------------------------------------------------------------------------------
     def _anthropic_event(self, event: dict[str, Any]) -> None:

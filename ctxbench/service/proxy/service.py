@@ -27,6 +27,7 @@ import threading
 from dataclasses import dataclass
 
 from ctxbench.config import Config
+from ctxbench.records.derived import deriving_for
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.records.proxy import (CacheReport, ConversationState, DiffEntry, PlanDiff, ProxyExchange, ReplyRecord,
                                     WireRequest)
@@ -43,6 +44,7 @@ from ctxbench.service.proxy.neutral import neutral_messages
 from ctxbench.service.proxy.wire import parse_request, provider_for_path
 from ctxbench.service.proxy.wire_parts import WireError
 from ctxbench.service.workbench import Workbench
+from ctxbench.store import sessions as session_store
 
 TITLE_CHARS = 60
 FAILED_UPSTREAM = ("upstream_error", "upstream_down")  # outcomes where no model answered
@@ -301,13 +303,14 @@ class ProxyService:
         wb = self.wb
         state = state or wb.proxy.conversation(session_id)
         settings = wb.settings(session_id)
-        status: dict[int, bool] = {}
-        for m in wb.messages.all(session_id):
-            status[m.group_id] = status.get(m.group_id, False) or m.status == "active"
+        with wb.connection() as conn, deriving_for(session_id):
+            # the workbench's kept view of the branch, brought up to date with what changed: not every message
+            # of the session read again on each request
+            dropped = wb.history_cache.dropped_groups(conn, session_id, session_store.active_branch(conn, session_id))
         steer = self.steer and not (state.passthrough if state is not None else False)
         own = SteerControls(steer=steer, proxy_steers=self.steer, mode=settings.mode, budget=settings.budget,
                             mode_set="mode" in wb.sessions.overrides(session_id),
-                            dropped_groups=frozenset(g for g, active in status.items() if not active),
+                            dropped_groups=frozenset(dropped),
                             dropped_items=wb.proxy.drops(session_id), pins=wb.pins.list(session_id))
         return with_policy(wb, own, session_id)  # the rules set once for every proxied conversation
 

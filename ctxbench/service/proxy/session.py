@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from ctxbench.records.item_refs import atom_call_id
 from ctxbench.records.plans import ContextPlan, Pin
 from ctxbench.records.proxy import CacheReport, ProxyExchange, WatchUpdate
-from ctxbench.records.proxy_cost import Finding, RequestCost
+from ctxbench.records.proxy_cost import BilledUsage, Finding, RequestCost
 from ctxbench.records.retrieval import EMPTY_RETRIEVAL_SET
 from ctxbench.records.sessions import SessionSettings
 from ctxbench.records.views import PlanView, SessionSnapshot
@@ -113,16 +113,20 @@ class ProxyWatchSession(WorkbenchSession):
 
     def cost(self, exchange: ProxyExchange) -> RequestCost | None:
         """The price of ``exchange`` from its billed usage and the price table, or None (no usage, no price)."""
-        usage = self.wb.proxy_billing.usage(exchange.id)
+        return self._cost(exchange, self.wb.proxy_billing.usage(exchange.id))
+
+    def _cost(self, exchange: ProxyExchange, usage: BilledUsage | None) -> RequestCost | None:
+        if usage is None:
+            return None
         price = self.config.llm.price_for_model(exchange.model, self.wb.proxy_billing.model(exchange.id))
-        return request_cost(usage, price) if usage is not None and price is not None else None
+        return request_cost(usage, price) if price is not None else None
 
     def cost_text(self, exchange: ProxyExchange) -> str:
         """The watch's cost line of ``exchange``: its price in parts, or its billed tokens without a price."""
         usage = self.wb.proxy_billing.usage(exchange.id)
         if usage is None:
             return ""
-        cost = self.cost(exchange)
+        cost = self._cost(exchange, usage)  # the usage just read, not read again
         if cost is None:
             return usage_line(usage)
         priced = [(self.config.llm.price_for_model(model), u)
