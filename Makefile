@@ -4,7 +4,7 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-.PHONY: demo test install clean bench clients encoder encoder-gate docs
+.PHONY: demo test install clean bench clients encoder encoder-gate encoder-wise-gate docs
 
 # The real assistants the proxy tests drive (tests/functional/clients/test_real_clients.py), pinned, in a git-ignored folder:
 # the npm ones under $(CLIENTS)/npm, aider in its own virtualenv (its pins clash with ctxbench's).
@@ -67,11 +67,28 @@ bench: $(STAMP)
 # them from the installed all-MiniLM-L6-v2 (seed 28; resumes from its checkpoint when run again), then pack the
 # weights as int8 rows into ctxbench/models/code-minilm (sha256 written beside them). Here (2 cores): mining ~5 min,
 # training 365 steps of 32 pairs at ~2.3 s a step on an idle machine (~14 min; 10-25 s a step beside other work).
+# Before packing, the fine-tune is mixed with the base in weight space (WiSE-FT, training/interpolate.py):
+# ENCODER_ALPHA is the fine-tune's share; at 1.0 the weights are the fine-tune's exactly (no mix passed the gate:
+# 0.3 / 0.5 / 0.7 measured, benchmarks/README.md), a few seconds.
+ENCODER_ALPHA ?= 1.0
 encoder: $(STAMP)
 	$(PY) -m training.mine --seed 28
 	nice -n 15 $(PY) -m training.train --pairs training/data/pairs.jsonl --out training/out/full \
 		--freeze-layers 2 --batch-size 32 --lr 2e-5 --threads 2 --seed 28
-	$(PY) -m training.pack --model training/out/full/model --name code-minilm
+	$(PY) -m training.interpolate --tuned training/out/full/model --alpha $(ENCODER_ALPHA) --out training/out/wise
+	$(PY) -m training.pack --model training/out/wise --name code-minilm
+
+# WiSE-FT's three mixes of the trained fine-tune (after `make encoder`) packed apart, and their gate in one command
+# beside today's model over the gate's database
+WISE_ALPHAS ?= 0.3 0.5 0.7
+encoder-wise-gate: $(STAMP)
+	for a in $(WISE_ALPHAS); do \
+	    $(PY) -m training.interpolate --tuned training/out/full/model --alpha $$a --out training/out/wise-$$a && \
+	    $(PY) -m training.pack --model training/out/wise-$$a --name code-minilm-wise$$(echo $$a | tr -d .) || exit 1; \
+	done
+	HF_HUB_OFFLINE=1 $(VENV)/bin/ctxbench bench code --manifest benchmarks/codebases.toml --role tune \
+		--db build/encoder-gate.db --no-plans --no-pinned --json \
+		$(foreach a,$(WISE_ALPHAS),--encoder code-minilm-wise$(subst .,,$(a))) > build/encoder_gate_wise.json
 
 # the encoder's gate (issue: semantic-only R@10 +0.05 and fused +0.02 on the tune pool, beside today's model in the
 # same run, over one database); needs the benchmark codebases (python benchmarks/fetch_codebases.py)

@@ -32,6 +32,10 @@ def main(argv: list[str] | None = None) -> int:
     if not source.is_file():
         parser.error(f"{source} not found: --model must be a folder written by training.train")
     tensors = load_file(str(source))
+    buffers = sorted(k for k, v in tensors.items() if not np.issubdtype(v.dtype, np.floating))
+    if buffers:  # an index buffer (position_ids, 0..511) packed as int8 rows would be rounded by up to 2
+        raise SystemExit(f"error: {source} holds non-float tensors ({', '.join(buffers)}): only weights are packed; "
+                         "save the model without them (training.interpolate leaves them out)")
     packed = pack(tensors)
     back = unpack(packed)
     worst = max(float(np.abs(back[k] - tensors[k].astype(np.float32)).max()) for k in tensors)
