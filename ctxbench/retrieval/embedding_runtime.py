@@ -87,12 +87,13 @@ def load_query_model(c: EmbeddingConfig, expected_sha256: str) -> Any:
     if bundled:
         verify_model_dir(path, expected_sha256)
     if c.query_runtime == "onnx":
+        from ctxbench.retrieval.minilm_calibration import shipped_ranges
         from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
         # both sessions made here, in the loader thread: a session made in a background thread after the model
         # was ready was still being built when a one-shot command exited, and onnxruntime aborted the process
         return OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=query_int8(c),
-                          stored_int8=bulk_int8(c), stored_calibrated=bulk_calibrated(c),
+                          stored_int8=bulk_int8(c), stored_ranges=shipped_ranges if bulk_calibrated(c) else None,
                           calibrated_batch_size=c.calibrated_batch_size)
     from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 

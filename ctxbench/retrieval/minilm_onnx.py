@@ -186,7 +186,8 @@ class OnnxMiniLM:
     """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
 
     def __init__(self, model_dir: Path, threads: int = 1, batch_size: int = 32, *, query_int8: bool = False,
-                 stored_int8: bool = False, stored_calibrated: bool = False, calibrated_batch_size: int = 16):
+                 stored_int8: bool = False, stored_ranges: Callable[[], dict[str, np.ndarray]] | None = None,
+                 calibrated_batch_size: int = 16):
         reference = NumpyMiniLM(model_dir)
         self.hidden = reference.hidden
         self.max_positions = reference.max_positions
@@ -198,9 +199,12 @@ class OnnxMiniLM:
         self._tokenizers: dict[int, object] = {}
         self._tokenizer_lock = threading.Lock()
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
-        # ``stored_calibrated``: stored texts by the calibrated int8 graph (``EmbeddingConfig.bulk_precision``; the
-        # bundled model's shipped ranges), made on first use like the float32 one, run in batches of its own size
-        self._stored_calibrated = stored_calibrated
+        # ``stored_ranges``: stored texts by the calibrated int8 graph (``EmbeddingConfig.bulk_precision``), whose
+        # activation ranges it returns (``minilm_calibration.shipped_ranges``), made on first use like the float32
+        # one, run in batches of its own size
+        self._stored_ranges = stored_ranges
+        self._stored_calibrated = stored_ranges is not None
+        stored_calibrated = self._stored_calibrated
         self.calibrated_batch_size = max(1, calibrated_batch_size)
         # texts that are stored, and queries unless int8; without onnxruntime's memory arena, which kept the largest
         # batch's activations for the life of the process (the workbench stayed at 1.2 GB after embedding a history)
@@ -229,11 +233,9 @@ class OnnxMiniLM:
         return self._stored
 
     def _stored_graph(self) -> tuple[bytes, dict[str, np.ndarray]]:
-        if not self._stored_calibrated:
+        if self._stored_ranges is None:
             return build_graph(self._reference)
-        from ctxbench.retrieval.minilm_calibration import shipped_ranges
-
-        return build_graph(self._reference, ranges=shipped_ranges())
+        return build_graph(self._reference, ranges=self._stored_ranges())
 
     @property
     def stored_session_built(self) -> bool:
