@@ -19,7 +19,8 @@ from ctxbench.retrieval.model_dir import numpy_compatible, resolve_model_dir, ve
 QUERY_RUNTIMES = ("onnx", "numpy", "torch")
 BULK_RUNTIMES = ("onnx", "torch")  # what embeds many texts at once (``EmbeddingConfig.bulk_runtime``)
 QUERY_PRECISIONS = ("int8", "float32")  # of the onnx query encoder's weight products (queries only)
-BULK_PRECISIONS = ("float32", "int8")  # of the onnx graph that embeds stored texts (``EmbeddingConfig.bulk_precision``)
+# of the onnx graph that embeds stored texts (``EmbeddingConfig.bulk_precision``)
+BULK_PRECISIONS = ("int8-calibrated", "float32", "int8")
 
 
 def vector_key(c: EmbeddingConfig) -> str:
@@ -27,7 +28,12 @@ def vector_key(c: EmbeddingConfig) -> str:
     changing any of them re-embeds instead of mixing vectors."""
     name = c.model_name if not c.model_path else f"{c.model_name}@{Path(c.model_path).expanduser()}"
     name += weights_tag(c)  # retrained weights under the same name or folder never share vectors
-    return f"{name}|seq{c.max_seq_length}|{c.precision}" + ("|bulk-int8" if bulk_int8(c) else "")
+    key = f"{name}|seq{c.max_seq_length}|{c.precision}"
+    if bulk_calibrated(c):  # the calibration texts and scheme shape these vectors too
+        from ctxbench.retrieval.minilm_calibration import calibration_tag
+
+        return key + "|bulk-int8c-" + calibration_tag()
+    return key + ("|bulk-int8" if bulk_int8(c) else "")
 
 
 def query_int8(c: EmbeddingConfig) -> bool:
@@ -38,6 +44,14 @@ def query_int8(c: EmbeddingConfig) -> bool:
 def bulk_int8(c: EmbeddingConfig) -> bool:
     """Stored texts (cards, messages) run by the int8 graph (``embedding.bulk_precision``)."""
     return c.bulk_precision == "int8"
+
+
+def bulk_calibrated(c: EmbeddingConfig) -> bool:
+    """Stored texts run by the calibrated int8 graph (fixed activation scales, batched): asked for, and the texts run
+    by the onnx graph of the bundled model, whose activation ranges ship with ctxbench (``minilm_calibration``).
+    Other weights or runtimes embed stored texts as they would in float32, under the float32 key."""
+    return (c.bulk_precision == "int8-calibrated" and (c.query_runtime, c.bulk_runtime, c.precision) ==
+            ("onnx", "onnx", "float32") and not c.model_path and c.model_name == EmbeddingConfig.model_name)
 
 
 def check_runtimes(c: EmbeddingConfig) -> None:
@@ -73,12 +87,14 @@ def load_query_model(c: EmbeddingConfig, expected_sha256: str) -> Any:
     if bundled:
         verify_model_dir(path, expected_sha256)
     if c.query_runtime == "onnx":
+        from ctxbench.retrieval.minilm_calibration import shipped_ranges
         from ctxbench.retrieval.minilm_onnx import OnnxMiniLM
 
         # both sessions made here, in the loader thread: a session made in a background thread after the model
         # was ready was still being built when a one-shot command exited, and onnxruntime aborted the process
         return OnnxMiniLM(path, threads=query_thread_count(c.query_threads), query_int8=query_int8(c),
-                          stored_int8=bulk_int8(c))
+                          stored_int8=bulk_int8(c), stored_ranges=shipped_ranges if bulk_calibrated(c) else None,
+                          calibrated_batch_size=c.calibrated_batch_size)
     from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
 
     return NumpyMiniLM(path)

@@ -21,25 +21,19 @@ from typing import Callable, Sequence
 
 import numpy as np
 
+from ctxbench.retrieval.minilm_int8 import CONTRIB, calibrated_product, quantize_columns
 from ctxbench.retrieval.minilm_numpy import NumpyMiniLM
+
+__all__ = ["BATCH_TOKENS", "OnnxMiniLM", "build_graph", "quantize_columns"]
 
 _MASKED = np.float32(np.finfo(np.float32).min)  # what a padded key adds to an attention score (as BERT does)
 _OPSET = 17  # LayerNormalization is an operator from opset 17 on
-_EMBEDDED_MAX = 4096
-_INT8_PEAK = 127  # symmetric int8: -127..127, so a column's scale maps its largest magnitude to the end
-_CONTRIB = "com.microsoft"  # onnxruntime's own operators (DynamicQuantizeMatMul)  # constants with fewer values are written into the graph, larger ones handed over as arrays
+_EMBEDDED_MAX = 4096  # constants with fewer values are written into the graph, larger ones handed over as arrays
+_CONTRIB = CONTRIB  # onnxruntime's own operators (DynamicQuantizeMatMul, MultiHeadAttention, MatMulIntegerToFloat)
 
 
-def quantize_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """``weight`` (in x out) as int8 with one float32 scale per output column, symmetric (zero point 0): each
-    column's largest magnitude maps to 127. What onnxruntime's per-channel dynamic quantization writes."""
-    peak = np.abs(weight).max(axis=0)
-    scale = np.where(peak > 0, peak / np.float32(_INT8_PEAK), np.float32(1.0)).astype(np.float32)
-    values = np.clip(np.rint(weight / scale), -_INT8_PEAK, _INT8_PEAK).astype(np.int8)
-    return values, scale
-
-
-def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[str, np.ndarray]]:
+def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.ndarray] | None = None,
+                scheme: dict | None = None) -> tuple[bytes, dict[str, np.ndarray]]:
     """The serialized ONNX model of ``model``'s embeddings, encoder layers and masked mean pooling, and its
     weights by name. ``int8``: the 24 weight products of the encoder layers run as onnxruntime's
     ``DynamicQuantizeMatMul`` (weights int8 per output column, the activations of a run quantized to uint8 with
@@ -49,6 +43,10 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
     by ~0.006 in cosine (``EmbeddingConfig.query_precision``). The weights are not in the serialized bytes (writing 90 MB into a protobuf took a second):
     the graph names them as external data, and the session is given the arrays themselves
     (``SessionOptions.add_external_initializers``).
+
+    ``ranges`` (``minilm_calibration``): the calibrated int8 graph instead, every weight product with fixed activation
+    scales from these calibrated ranges (``minilm_int8.calibrated_product``) and the fused attention, so texts run
+    in padded batches without changing each other's vectors (``bulk_precision = "int8-calibrated"``).
 
     Inputs: ``input_ids`` and ``token_type_ids`` (int64, batch x length), ``position_ids`` (int64, length),
     ``mask`` (float32, batch x length: 1 for a token, 0 for padding) and ``mask_bias`` (float32,
@@ -81,8 +79,13 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
         nodes.append(helper.make_node(op, inputs, [output], **attrs))
         return output
 
+    fused = int8 or ranges is not None  # MultiHeadAttention, an onnxruntime operator
+
     def linear(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ weight + bias``, in float32 or (``int8``) as one quantized product with its bias."""
+        if ranges is not None:
+            return calibrated_product(node, const, x, weight, bias, name, ranges[name], ranges[name + "_min"],
+                                      scheme)
         if not int8:
             return node("Add", [node("MatMul", [x, const(name + "_w", weight)], name + "0"), const(name + "_b", bias)],
                         name)
@@ -112,7 +115,7 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
                                     const("emb_ln_b", w["embeddings.LayerNorm.bias"])], "emb", axis=-1,
              epsilon=model.eps)
 
-    if int8:
+    if fused:
         node("Cast", ["mask"], "key_mask", to=TensorProto.INT32)  # MultiHeadAttention's key padding mask: 1 a token
 
     for i, (qkv_w, qkv_b, out_w, out_b, norm1_w, norm1_b, up_w, up_b, down_w, down_b, norm2_w,
@@ -120,7 +123,7 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
         p = f"l{i}_"
         qkv = linear(x, qkv_w, qkv_b, p + "qkv")
         nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [p + "q0", p + "k0", p + "v0"], axis=2))
-        if int8:  # one fused operator: the dozen small ones of the float32 form cost more than their arithmetic
+        if fused:  # one fused operator: the dozen small ones of the float32 form cost more than their arithmetic
             nodes.append(helper.make_node("MultiHeadAttention", [p + "q0", p + "k0", p + "v0", "", "key_mask"],
                                           [p + "c"], domain=_CONTRIB, num_heads=heads))
         else:  # operator by operator (BERT's masked softmax): the form the stored vectors were checked against
@@ -158,7 +161,7 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False) -> tuple[bytes, dict[
          tensor("mask", TensorProto.FLOAT, ["batch", "length"]),
          tensor("mask_bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
         [tensor("pooled", TensorProto.FLOAT, ["batch", hidden])], inits)
-    opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if int8 else [])
+    opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if fused else [])
     onnx_model = helper.make_model(graph, opset_imports=opsets)
     onnx_model.ir_version = min(onnx_model.ir_version, 9)  # what onnxruntime 1.2x reads
     return onnx_model.SerializeToString(), weights
@@ -183,7 +186,8 @@ class OnnxMiniLM:
     """A BERT encoder (the all-MiniLM-L6-v2 architecture) with mean pooling and unit length, by onnxruntime."""
 
     def __init__(self, model_dir: Path, threads: int = 1, batch_size: int = 32, *, query_int8: bool = False,
-                 stored_int8: bool = False):
+                 stored_int8: bool = False, stored_ranges: Callable[[], dict[str, np.ndarray]] | None = None,
+                 calibrated_batch_size: int = 16):
         reference = NumpyMiniLM(model_dir)
         self.hidden = reference.hidden
         self.max_positions = reference.max_positions
@@ -195,20 +199,28 @@ class OnnxMiniLM:
         self._tokenizers: dict[int, object] = {}
         self._tokenizer_lock = threading.Lock()
         self._weights: list = []  # every array handed to a session, kept alive: the sessions do not copy them
+        # ``stored_ranges``: stored texts by the calibrated int8 graph (``EmbeddingConfig.bulk_precision``), whose
+        # activation ranges it returns (``minilm_calibration.shipped_ranges``), made on first use like the float32
+        # one, run in batches of its own size
+        self._stored_ranges = stored_ranges
+        self._stored_calibrated = stored_ranges is not None
+        stored_calibrated = self._stored_calibrated
+        self.calibrated_batch_size = max(1, calibrated_batch_size)
         # texts that are stored, and queries unless int8; without onnxruntime's memory arena, which kept the largest
         # batch's activations for the life of the process (the workbench stayed at 1.2 GB after embedding a history)
         # ``stored_int8``: stored texts by the int8 graph instead (``EmbeddingConfig.bulk_precision``), one text per run
         int8 = self._session(*build_graph(reference, int8=True), arena=not stored_int8) \
             if query_int8 or stored_int8 else None
         self._stored_lock = threading.Lock()
-        # the stored texts' float32 session is made when a text is first stored, unless queries need it too: a start
-        # whose texts all have vectors (the demo's second start, a reopened session) never builds it (~half the load)
-        self._stored = int8 if stored_int8 else (None if query_int8 else self._session(*build_graph(reference),
-                                                                                        arena=False))
+        # the stored texts' session is made when a text is first stored, unless queries need it too: a start whose
+        # texts all have vectors (the demo's second start, a reopened session) never builds it (~half the load)
+        self._stored = int8 if stored_int8 else (
+            None if query_int8 or stored_calibrated else self._session(*build_graph(reference), arena=False))
         # queries (``encode(..., query=True)``) by an int8 graph when asked; other texts always by the stored texts'
         # graph, so a message's cached vector is the same whichever call embedded it
         self.query_session = int8 if query_int8 else (
-            self._stored if not stored_int8 else self._session(*build_graph(reference), arena=False))
+            self._stored if not (stored_int8 or stored_calibrated) else self._session(*build_graph(reference),
+                                                                                     arena=False))
         self._int8_sessions = tuple(s for s in (int8,) if s is not None)
 
     @property
@@ -217,8 +229,13 @@ class OnnxMiniLM:
         if self._stored is None:
             with self._stored_lock:
                 if self._stored is None:
-                    self._stored = self._session(*build_graph(self._reference), arena=False)
+                    self._stored = self._session(*self._stored_graph(), arena=False)
         return self._stored
+
+    def _stored_graph(self) -> tuple[bytes, dict[str, np.ndarray]]:
+        if self._stored_ranges is None:
+            return build_graph(self._reference)
+        return build_graph(self._reference, ranges=self._stored_ranges())
 
     @property
     def stored_session_built(self) -> bool:
@@ -278,8 +295,10 @@ class OnnxMiniLM:
         order = sorted(range(len(texts)), key=lambda i: -len(encodings[i].ids))
         done = 0
         # the int8 graph quantizes a whole batch's activations with one scale: each text run by it (a query, or a card
-        # with ``stored_int8``) runs alone, so its vector does not depend on what it was batched with
-        size = 1 if any(session is s for s in self._int8_sessions) else self.batch_size
+        # with ``stored_int8``) runs alone, so its vector does not depend on what it was batched with (the calibrated
+        # graph's scales are fixed: its texts run in batches)
+        size = 1 if any(session is s for s in self._int8_sessions) else (
+            self.calibrated_batch_size if self._stored_calibrated and session is self._stored else self.batch_size)
         for rows in _batches(order, [len(e.ids) for e in encodings], size):
             length = max(len(encodings[i].ids) for i in rows)
             ids = np.zeros((len(rows), length), dtype=np.int64)

@@ -107,7 +107,7 @@ QUERY_TEXTS = ["How does pressing Tab decide which widget gets focus next?", "ok
 def test_query_encoders_match_the_torch_model(runtime):
     """The onnxruntime graph and the numpy copy of all-MiniLM-L6-v2 give the torch model's vectors (float32
     rounding apart), at the query length and at the cards' length."""
-    light = Embedder(EmbeddingConfig(query_runtime=runtime))
+    light = Embedder(EmbeddingConfig(query_runtime=runtime, bulk_precision="float32"))
     light.wait()
     assert type(light._query_model).__name__ == {"onnx": "OnnxMiniLM", "numpy": "NumpyMiniLM"}[runtime]
     torch_side = Embedder(EmbeddingConfig(query_runtime="torch"))
@@ -157,7 +157,7 @@ def test_bulk_vectors_by_the_onnx_graph_match_sentence_transformers():
     float32 rounding apart (3.2e-7 at most over the demo's 430 history texts), at the cards' and the history's
     lengths: vectors cached by one path are the vectors the other would make."""
     texts = [f"{t} (variant {n})" for n in range(4) for t in QUERY_TEXTS] + ["x", "def f(): pass"]
-    onnx = Embedder(EmbeddingConfig())
+    onnx = Embedder(EmbeddingConfig(bulk_precision="float32"))
     torch_side = Embedder(EmbeddingConfig(bulk_runtime="torch"))
     for length in (64, 256):
         mine, theirs = onnx.encode(texts, max_seq_length=length), torch_side.encode(texts, max_seq_length=length)
@@ -255,7 +255,7 @@ def test_quantize_columns_keeps_each_column_within_half_a_step():
 def test_embedder_encodes_queries_by_the_configured_precision(precision):
     from ctxbench.retrieval.query_vector import encode_query
 
-    emb = Embedder(EmbeddingConfig(query_precision=precision))
+    emb = Embedder(EmbeddingConfig(query_precision=precision, bulk_precision="float32"))
     text = QUERY_TEXTS[0]
     as_text = emb.encode([text], max_seq_length=256)[0]
     as_query = encode_query(emb, text, 256)
@@ -318,16 +318,18 @@ CARD_TEXTS = [
 
 
 def test_bulk_precision_is_part_of_the_vector_key():
-    base = Embedder(EmbeddingConfig())
+    base = Embedder(EmbeddingConfig(bulk_precision="float32"))
     int8 = Embedder(EmbeddingConfig(bulk_precision="int8"))
-    assert base.key == Embedder(EmbeddingConfig(bulk_precision="float32")).key  # float32 caches stay valid
+    assert base.key == "all-MiniLM-L6-v2|seq64|float32"  # float32 caches of earlier versions stay valid
     assert int8.key != base.key and int8.key.endswith("|bulk-int8")
-    assert EmbeddingConfig().bulk_precision == "float32"
+    assert EmbeddingConfig().bulk_precision == "int8-calibrated"
+    assert Embedder(EmbeddingConfig()).key.startswith(base.key + "|bulk-int8c-")
 
 
 def test_unknown_bulk_precision_is_a_clear_error():
     emb = Embedder(EmbeddingConfig(bulk_precision="int4"))
-    with pytest.raises(EmbedderError, match=r"^embedding.bulk_precision 'int4': expected one of float32, int8$"):
+    with pytest.raises(EmbedderError,
+                       match=r"^embedding.bulk_precision 'int4': expected one of int8-calibrated, float32, int8$"):
         emb.wait(timeout=60)
 
 
@@ -341,7 +343,7 @@ def test_int8_bulk_precision_without_the_onnx_graph_is_refused():
 def test_int8_stored_vectors_are_near_float32_and_independent_of_their_batch():
     """``bulk_precision = "int8"``: cards and messages run by the int8 graph, each alone (one activation scale per
     run), so a text's vector is the same in a batch of many or on its own, and near its float32 vector."""
-    plain = Embedder(EmbeddingConfig())
+    plain = Embedder(EmbeddingConfig(bulk_precision="float32"))
     int8 = Embedder(EmbeddingConfig(bulk_precision="int8", numpy_max_texts=1))
     texts = CARD_TEXTS + QUERY_TEXTS
     exact = plain.encode(texts)
@@ -368,7 +370,7 @@ def test_switching_bulk_precision_re_embeds_the_cards_and_never_mixes_vectors(tm
     conn = Database(tmp_path / "db.sqlite").dedicated_connection()
     build_index(repo, conn)
     cards = list(load_index(repo, conn).cards.values())
-    plain, int8 = Embedder(EmbeddingConfig()), Embedder(EmbeddingConfig(bulk_precision="int8"))
+    plain, int8 = Embedder(EmbeddingConfig(bulk_precision="float32")), Embedder(EmbeddingConfig(bulk_precision="int8"))
     first = embed_cards(cards, conn, plain)
     switched = embed_cards(cards, conn, int8)
     back = embed_cards(cards, conn, plain)

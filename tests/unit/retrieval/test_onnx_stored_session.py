@@ -17,7 +17,7 @@ TEXTS = ["How does the compositor repaint after a style change?", "def fold(tota
 
 @pytest.mark.model
 def test_queries_alone_never_build_the_stored_texts_graph():
-    embedder = Embedder(EmbeddingConfig())  # the defaults: queries by the int8 graph, stored texts by float32
+    embedder = Embedder(EmbeddingConfig())  # the defaults: queries by the int8 graph, stored texts by the calibrated one
     assert embedder.wait()
     model = embedder._query_model
     embedder.encode_query(TEXTS[0])

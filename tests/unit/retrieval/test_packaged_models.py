@@ -81,4 +81,4 @@ def test_vectors_are_keyed_by_the_weights_so_retrained_weights_are_never_mixed(t
     save_file(_tensors(4), str(folder / "model.safetensors"))  # retrained in the same folder
     after = Embedder(EmbeddingConfig(model_path=str(folder))).key
     assert len(keys) == 2 and before != after
-    assert Embedder(EmbeddingConfig()).key == "all-MiniLM-L6-v2|seq64|float32"
+    assert Embedder(EmbeddingConfig(bulk_precision="float32")).key == "all-MiniLM-L6-v2|seq64|float32"
