@@ -29,6 +29,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import networkx as nx
 
 from ctxbench.codegraph import graph as graphmod
+from ctxbench.codegraph import parse_pool
 from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
@@ -246,17 +247,19 @@ def _write_changes(conn: sqlite3.Connection, repo: Any, root_s: str, icfg: Index
     """Parse ``to_parse``, resolve the edges again and store it all (one transaction); appends the phases' seconds
     to ``phases`` and returns (summary, generation, files parsed, cards reused, capsules made stale)."""
     t0 = time.perf_counter()
-    clock = PhaseClock()
-    parsed: list[tuple[ParsedFile, int, int, str]] = []
     total = len(to_parse)
     report(PHASE_PARSE, 0, total)
-    for i, (f, data, sha) in enumerate(to_parse, 1):
-        text = data.decode("utf-8", errors="replace")
-        parsed.append((parse_file(text, f.path, f.language, icfg, prefix, clock), f.size, f.mtime_ns, sha))
-        report(PHASE_PARSE, i, total)
+
+    def parse_one(item: tuple[Any, bytes, str], clock: PhaseClock) -> ParsedFile:
+        f, data, _ = item
+        return parse_file(data.decode("utf-8", errors="replace"), f.path, f.language, icfg, prefix, clock)
+
+    files, secrets_s, cards_s, _ = parse_pool.parse_files(
+        to_parse, parse_one, parse_pool.processes_for(to_parse, icfg), lambda done: report(PHASE_PARSE, done, total))
+    parsed = [(p, f.size, f.mtime_ns, sha) for p, (f, _, sha) in zip(files, to_parse)]
     typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
     parsed = [(typed[p.path], *rest) for p, *rest in parsed]
-    secrets_s, cards_s = clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS)
+    # with several processes, the secret scan's and the cards' shares of the parse's wall seconds
     phases.append((PHASE_SECRETS, secrets_s))
     phases.append((PHASE_PARSE, time.perf_counter() - t0 - secrets_s - cards_s))
     phases.append((PHASE_CARDS, cards_s))

@@ -1,0 +1,118 @@
+"""Parsing a run's files in several processes: the same results in the same order as one process, a failing child's
+share parsed by the indexing process, one process while other threads run, and the same stored rows."""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import threading
+import time
+
+import pytest
+
+from ctxbench.codegraph import parse_pool
+from ctxbench.codegraph.index import build_index
+from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS
+from ctxbench.config import Config
+from ctxbench.store.db import connect
+
+from test_index_sameness import DIGESTS, _repo, stored_rows
+
+PARENT = os.getpid()
+
+
+def _items(n: int) -> list[tuple[str, bytes, str]]:
+    return [(f"f{i}.py", b"x" * (10 + (i * 37) % 200), "") for i in range(n)]
+
+
+def _parse_with_pid(item, clock):
+    time.sleep(0.003)  # a parse spends its secret scan's and its cards' seconds inside its own
+    clock.add(PHASE_SECRETS, 0.001)
+    clock.add(PHASE_CARDS, 0.001)
+    return (item[0], os.getpid())
+
+
+def test_several_processes_give_every_file_in_order_and_more_than_one_process_parses():
+    items = _items(40)
+    done: list[int] = []
+    out, secrets, cards, wall = parse_pool.parse_files(items, _parse_with_pid, 3, done.append)
+    assert [name for name, _ in out] == [name for name, *_ in items]
+    pids = {pid for _, pid in out}
+    assert PARENT in pids and len(pids) == 3
+    assert done[-1] == len(items) and done == sorted(done)
+    assert 0 < secrets + cards <= wall  # shares of the wall seconds: no second counted twice
+
+
+def test_a_failing_child_leaves_its_share_to_the_indexing_process():
+    def parse(item, clock):
+        if os.getpid() != PARENT:
+            raise RuntimeError("a child fails")
+        return (item[0], os.getpid())
+
+    items = _items(12)
+    out, *_ = parse_pool.parse_files(items, parse, 2, lambda done: None)
+    assert out == [(name, PARENT) for name, *_ in items]
+
+
+def test_an_error_in_the_indexing_process_share_is_raised_and_no_child_is_left():
+    def parse(item, clock):
+        if os.getpid() == PARENT:
+            raise ValueError("bad file")
+        time.sleep(0.01)
+        return item[0]
+
+    import multiprocessing
+
+    with pytest.raises(ValueError):
+        parse_pool.parse_files(_items(8), parse, 2, lambda done: None)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_large_run_forks_only_while_no_other_thread_runs():
+    config = dataclasses.replace(Config().index, parse_processes=2, parallel_parse_min_bytes=100)
+    items = _items(10)
+    assert parse_pool.processes_for(items, config) == 2
+    assert parse_pool.processes_for(items, dataclasses.replace(config, parallel_parse_min_bytes=10**9)) == 1
+    assert parse_pool.processes_for(items, dataclasses.replace(config, parse_processes=1)) == 1
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert parse_pool.processes_for(items, config) == 1
+    finally:
+        stop.set()
+        other.join()
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_shares_cover_every_file_once_in_order(n):
+    items = [("big", b"x" * 5000, "")] + _items(6)
+    ranges = parse_pool.shares(items, n)
+    assert len(ranges) == n
+    assert ranges[0][0] == 0 and ranges[-1][1] == len(items)
+    assert all(a < b for a, b in ranges) and all(r[1] == s[0] for r, s in zip(ranges, ranges[1:]))
+
+
+@pytest.mark.parametrize("name", sorted(DIGESTS))
+def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp_path):
+    config = dataclasses.replace(Config().index, parse_processes=3, parallel_parse_min_bytes=0)
+    seen: list[int] = []
+    original = parse_pool.parse_files
+
+    def spy(items, parse, processes, progress):
+        seen.append(processes)
+        return original(items, parse, processes, progress)
+
+    parse_pool.parse_files = spy
+    conn = connect(tmp_path / "index.db")
+    try:
+        t0 = time.perf_counter()
+        result = build_index(_repo(name, tmp_path), conn, config)
+        wall = time.perf_counter() - t0
+        rows = stored_rows(conn)
+    finally:
+        parse_pool.parse_files = original
+        conn.close()
+    assert seen == [3]
+    assert result.seconds <= wall
+    assert hashlib.sha256("\n".join(rows).encode()).hexdigest() == DIGESTS[name]
