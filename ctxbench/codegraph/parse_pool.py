@@ -23,6 +23,9 @@ from ctxbench.config import IndexConfig
 from ctxbench.records.code import ParsedFile
 
 MAX_AUTO_PROCESSES = 4  # parse_processes = 0: one per usable core, at most this many (the results come back serially)
+# a child also pickles what it parsed (about 7% of its parsing time on textual's source): the indexing process takes
+# that much more of the bytes, so it is done when the first child's results arrive
+CHILD_SEND_SHARE = 0.07
 
 # parse(item, clock) -> the parsed file; item is (source file record, bytes, sha)
 ParseOne = Callable[[Any, PhaseClock], ParsedFile]
@@ -49,14 +52,17 @@ def processes_for(items: Sequence[Any], config: IndexConfig) -> int:
 
 
 def shares(items: Sequence[Any], n: int) -> list[tuple[int, int]]:
-    """``n`` contiguous (start, end) ranges of ``items`` of about equal bytes, none empty (n <= len(items))."""
+    """``n`` contiguous (start, end) ranges of ``items``, none empty (n <= len(items)): the first (the indexing
+    process's) about ``1 + CHILD_SEND_SHARE`` times the bytes of each of the others."""
     sizes = [len(item[1]) + 1 for item in items]
+    weights = [1.0 + CHILD_SEND_SHARE] + [1.0] * (n - 1)
     total = sum(sizes)
+    cuts = [total * sum(weights[:k]) / sum(weights) for k in range(1, n)]
     bounds = [0]
     acc = 0
     for i, size in enumerate(sizes):
         acc += size
-        if len(bounds) < n and acc >= total * len(bounds) / n and i + 1 < len(items):
+        if len(bounds) < n and acc >= cuts[len(bounds) - 1] and i + 1 < len(items):
             bounds.append(i + 1)
     while len(bounds) < n:  # fewer cut points than asked (a few very large files): split the last range
         bounds.append(max(bounds[-1] + 1, len(items) - (n - len(bounds))))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import os
 import threading
 import time
@@ -116,3 +117,10 @@ def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp
     assert seen == [3]
     assert result.seconds <= wall
     assert hashlib.sha256("\n".join(rows).encode()).hexdigest() == DIGESTS[name]
+
+
+def test_the_indexing_process_takes_a_little_more_than_an_even_share_for_the_children_s_sending():
+    items = [(f"f{i}.py", b"x" * 100, "") for i in range(200)]
+    (a0, b0), (a1, b1) = parse_pool.shares(items, 2)
+    assert b0 - a0 == math.ceil(200 * (1 + parse_pool.CHILD_SEND_SHARE) / (2 + parse_pool.CHILD_SEND_SHARE))
+    assert b1 - a1 == 200 - (b0 - a0)
