@@ -46,6 +46,7 @@ _ENV_LINE = re.compile(
     r"^[ \t]*(?:export[ \t]+)?(?P<name>[A-Za-z_][A-Za-z0-9_.]*)=(?P<q>['\"]?)(?P<s>[^\s'\"#]{8,})(?P=q)[ \t]*$",
     re.MULTILINE,
 )
+_ENV_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.")  # the name's last
 _ENV_SECRET_NAME = re.compile(r"secret|token|passw|pwd|api_?key|access_?key|private_?key|credential|auth",
                               re.IGNORECASE)
 
@@ -109,7 +110,9 @@ def _env_spans(text: str) -> Iterator[tuple[int, int]]:
     while at >= 0:
         start = text.rfind("\n", 0, at) + 1
         end = text.find("\n", at)
-        match = _ENV_LINE.match(text, start)
+        # the line's first '=' ends its name: a line whose first '=' follows no name character (``x = 1``) is no
+        # NAME=value line, and the pattern is not tried on it
+        match = _ENV_LINE.match(text, start) if at > start and text[at - 1] in _ENV_NAME_CHARS else None
         if match and _ENV_SECRET_NAME.search(match.group("name")) and looks_like_a_value(match.group("s")):
             yield match.span("s")
         if end < 0:

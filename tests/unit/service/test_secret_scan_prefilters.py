@@ -21,6 +21,7 @@ MADE_UP = [
     "x=1\ny==2\nname=\"value#1234567\"\n", "İstanbul password='Abc123456789'\n", "a.b_c=12345678\n",
     "no secrets here, just words about keys and passes\n", "aaaaaaaaaaaa1 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2\n",
     "https://user:pa55word@example.com/path\n", "clientkey secretkey pwdpwd\n", "=start\n\n=\n",
+    "TOKEN =abcdef12345\n  =TOKENabcdef123\nexport\tAPI_TOKEN=abcdef123456\nx.TOKEN=abcdef123456 \n",
 ]
 
 
