@@ -8,10 +8,12 @@ the repository cold into a fresh database and hashes the stored rows the way
 
     PYTHONPATH=. python benchmarks/index_rows_digest.py --out /tmp/before.json
     PYTHONPATH=. python benchmarks/index_rows_digest.py --out /tmp/after.json --compare /tmp/before.json
+    PYTHONPATH=. python benchmarks/index_rows_digest.py --processes 1 --out /tmp/one.json --compare /tmp/before.json
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import hashlib
 import importlib.util
 import json
@@ -54,13 +56,15 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--compare", type=Path)
     parser.add_argument("--rows", type=Path)
+    parser.add_argument("--processes", type=int, default=0, help="index.parse_processes (0: the default)")
     args = parser.parse_args()
+    config = dataclasses.replace(Config().index, parse_processes=args.processes)
     digests: dict[str, dict[str, object]] = {}
     for name, root in _repos(args.names).items():
         with tempfile.TemporaryDirectory() as tmp:
             conn = connect(Path(tmp) / "index.db")
             try:
-                build_index(root, conn, Config().index)
+                build_index(root, conn, config)
                 rows = stored_rows(conn)
             finally:
                 conn.close()
