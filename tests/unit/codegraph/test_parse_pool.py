@@ -69,7 +69,13 @@ def test_an_error_in_the_indexing_process_share_is_raised_and_no_child_is_left()
     assert multiprocessing.active_children() == []
 
 
-def test_a_large_run_forks_only_while_no_other_thread_runs():
+@pytest.fixture()
+def idle_machine(monkeypatch):
+    monkeypatch.setattr(parse_pool, "usable_cores", lambda: 2)
+    monkeypatch.setattr(parse_pool, "load_average", lambda: 1.0)  # this process alone
+
+
+def test_a_large_run_forks_only_while_no_other_thread_runs(idle_machine):
     config = dataclasses.replace(Config().index, parse_processes=2, parallel_parse_min_bytes=100)
     items = _items(10)
     assert parse_pool.processes_for(items, config) == 2
@@ -95,7 +101,9 @@ def test_shares_cover_every_file_once_in_order(n):
 
 
 @pytest.mark.parametrize("name", sorted(DIGESTS))
-def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp_path):
+def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp_path, monkeypatch):
+    monkeypatch.setattr(parse_pool, "usable_cores", lambda: 4)
+    monkeypatch.setattr(parse_pool, "load_average", lambda: 0.0)  # an idle machine
     config = dataclasses.replace(Config().index, parse_processes=3, parallel_parse_min_bytes=0)
     seen: list[int] = []
     original = parse_pool.parse_files
@@ -124,3 +132,15 @@ def test_the_indexing_process_takes_a_little_more_than_an_even_share_for_the_chi
     (a0, b0), (a1, b1) = parse_pool.shares(items, 2)
     assert b0 - a0 == math.ceil(200 * (1 + parse_pool.CHILD_SEND_SHARE) / (2 + parse_pool.CHILD_SEND_SHARE))
     assert b1 - a1 == 200 - (b0 - a0)
+
+
+def test_a_machine_busy_with_other_work_parses_in_one_process(monkeypatch):
+    config = dataclasses.replace(Config().index, parse_processes=0, parallel_parse_min_bytes=100)
+    items = _items(10)
+    monkeypatch.setattr(parse_pool, "usable_cores", lambda: 2)
+    for load, processes in ((0.2, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.0, 1), (4.0, 1)):
+        monkeypatch.setattr(parse_pool, "load_average", lambda: load)
+        assert parse_pool.processes_for(items, config) == processes, load
+    monkeypatch.setattr(parse_pool, "usable_cores", lambda: 8)
+    monkeypatch.setattr(parse_pool, "load_average", lambda: 5.0)
+    assert parse_pool.processes_for(items, config) == 4  # three cores free: three children at most, and four in all
