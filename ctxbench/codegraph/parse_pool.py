@@ -49,11 +49,15 @@ def load_average() -> float:
 
 def processes_for(items: Sequence[Any], config: IndexConfig) -> int:
     """How many processes parse ``items`` (their second field holds each file's bytes): 1 unless the run is large
-    enough, fork is available, the process runs no other thread and a core is free: one process more than the
-    cores the load average leaves free (rounded), so a machine busy with other work parses in one process (a
-    forked parser sharing a core with this one makes the run slower, not faster: ~20% on textual's source)."""
-    wanted = config.parse_processes or min(usable_cores(), MAX_AUTO_PROCESSES)
-    wanted = min(wanted, len(items), 1 + max(0, round(usable_cores() - load_average())))
+    enough, fork is available and the process runs no other thread; then ``parse_processes`` when set, else one
+    per core but no more than one more than the cores the load average leaves free (rounded), so a machine busy
+    with other work parses in one process (a forked parser sharing a core with this one makes the run slower, not
+    faster: ~20% on textual's source)."""
+    if config.parse_processes:  # asked for: that many, whatever the load
+        wanted = min(config.parse_processes, len(items))
+    else:
+        spare = max(0, round(usable_cores() - load_average()))
+        wanted = min(usable_cores(), MAX_AUTO_PROCESSES, len(items), 1 + spare)
     if wanted <= 1 or sum(len(item[1]) for item in items) < config.parallel_parse_min_bytes:
         return 1
     if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:

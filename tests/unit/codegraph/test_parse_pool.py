@@ -144,3 +144,5 @@ def test_a_machine_busy_with_other_work_parses_in_one_process(monkeypatch):
     monkeypatch.setattr(parse_pool, "usable_cores", lambda: 8)
     monkeypatch.setattr(parse_pool, "load_average", lambda: 5.0)
     assert parse_pool.processes_for(items, config) == 4  # three cores free: three children at most, and four in all
+    asked = dataclasses.replace(config, parse_processes=3)
+    assert parse_pool.processes_for(items, asked) == 3  # asked for: whatever the load
