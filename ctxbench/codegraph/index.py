@@ -33,7 +33,7 @@ from ctxbench.codegraph import parse_pool
 from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
-from ctxbench.codegraph.resolve import Edge, resolve_edges
+from ctxbench.codegraph.resolve import Edge, resolve_edge_rows
 from ctxbench.codegraph.stubs import merge_stub_pairs, stub_partner
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
@@ -279,12 +279,12 @@ def _write_changes(conn: sqlite3.Connection, repo: Any, root_s: str, icfg: Index
         # a full run has just written every file it keeps: nothing else to read back
         others = [] if full else tables.load_parses(conn, repo.id, exclude=set(changed_paths))
         all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
-        edges = resolve_edges(all_parsed)
+        edges = resolve_edge_rows(all_parsed)
         report(PHASE_RESOLVE, 1, 1)
         phases.append((PHASE_RESOLVE, time.perf_counter() - t1))
 
         t2 = time.perf_counter()
-        tables.replace_edges(conn, repo.id, [(e.src, e.dst, e.kind) for e in edges])
+        tables.replace_edges(conn, repo.id, edges)
         tables.replace_skipped(conn, repo.id, skipped_rows)
         n_symbols = conn.execute("SELECT COUNT(DISTINCT id) FROM code_symbols WHERE repo_id = ?",
                                  (repo.id,)).fetchone()[0]
