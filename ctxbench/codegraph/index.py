@@ -39,6 +39,7 @@ from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import CapsuleConfig, IndexConfig
 from ctxbench.records.capsules import Capsule
+from ctxbench.redaction import load_rules
 from ctxbench.store import capsules as capsule_tables
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
@@ -255,7 +256,8 @@ def _write_changes(conn: sqlite3.Connection, repo: Any, root_s: str, icfg: Index
         return parse_file(data.decode("utf-8", errors="replace"), f.path, f.language, icfg, prefix, clock)
 
     files, secrets_s, cards_s, _ = parse_pool.parse_files(
-        to_parse, parse_one, parse_pool.processes_for(to_parse, icfg), lambda done: report(PHASE_PARSE, done, total))
+        to_parse, parse_one, parse_pool.processes_for(to_parse, icfg), lambda done: report(PHASE_PARSE, done, total),
+        before_fork=load_rules)
     parsed = [(p, f.size, f.mtime_ns, sha) for p, (f, _, sha) in zip(files, to_parse)]
     typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
     parsed = [(typed[p.path], *rest) for p, *rest in parsed]

@@ -103,12 +103,12 @@ def _child(items: Sequence[Any], parse: ParseOne, conn: Any) -> None:
         conn.close()
 
 
-def parse_files(items: Sequence[Any], parse: ParseOne, processes: int, progress: Progress
-                ) -> tuple[list[ParsedFile], float, float, float]:
+def parse_files(items: Sequence[Any], parse: ParseOne, processes: int, progress: Progress,
+                before_fork: Callable[[], None] | None = None) -> tuple[list[ParsedFile], float, float, float]:
     """Parse ``items`` in order with ``processes`` processes (this one included); returns the parsed files (in the
     items' order) and, for the whole run, the shares of its wall seconds spent in the secret scan and in the cards
     (the seconds each process spent in them, as a share of all the seconds the processes spent parsing) and its
-    wall seconds."""
+    wall seconds. ``before_fork`` runs first when there are children (what they would each load, loaded once)."""
     t0 = time.perf_counter()
     if processes <= 1:
         clock = PhaseClock()
@@ -118,6 +118,8 @@ def parse_files(items: Sequence[Any], parse: ParseOne, processes: int, progress:
             progress(i)
         return out, clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS), time.perf_counter() - t0
     ranges = shares(items, processes)
+    if before_fork is not None:
+        before_fork()
     ctx = multiprocessing.get_context("fork")
     children = []
     for a, b in ranges[1:]:

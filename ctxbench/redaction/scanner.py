@@ -100,6 +100,12 @@ def _quoted_string_patterns(plugin: Any) -> tuple[tuple[re.Pattern[str], ...], i
     return (re.compile("'" + body + "'"), re.compile('"' + body + '"')), 1
 
 
+def load_rules() -> None:
+    """Import detect-secrets and build the rules now (the first masking does it otherwise): a process about to fork
+    parsers does it once for all of them."""
+    _detectors()
+
+
 def _candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
     """The lines the regex detectors need to see, joined, with (offset in the joined text, offset in ``text``)."""
     starts: set[int] = set()

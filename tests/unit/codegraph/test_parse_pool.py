@@ -108,9 +108,9 @@ def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp
     seen: list[int] = []
     original = parse_pool.parse_files
 
-    def spy(items, parse, processes, progress):
+    def spy(items, parse, processes, progress, **kwargs):
         seen.append(processes)
-        return original(items, parse, processes, progress)
+        return original(items, parse, processes, progress, **kwargs)
 
     parse_pool.parse_files = spy
     conn = connect(tmp_path / "index.db")
@@ -146,3 +146,13 @@ def test_a_machine_busy_with_other_work_parses_in_one_process(monkeypatch):
     assert parse_pool.processes_for(items, config) == 4  # three cores free: three children at most, and four in all
     asked = dataclasses.replace(config, parse_processes=3)
     assert parse_pool.processes_for(items, asked) == 3  # asked for: whatever the load
+
+
+def test_what_every_child_needs_is_loaded_once_before_the_fork():
+    loaded: list[int] = []
+
+    def parse(item, clock):
+        return (item[0], tuple(loaded))
+
+    out, *_ = parse_pool.parse_files(_items(9), parse, 3, lambda done: None, before_fork=lambda: loaded.append(PARENT))
+    assert loaded == [PARENT] and {seen for _, seen in out} == {(PARENT,)}
