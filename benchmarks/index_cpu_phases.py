@@ -35,7 +35,9 @@ def main() -> None:
         repo = Path(list(importlib.util.find_spec("textual").submodule_search_locations)[0])
     index_mod.time = types.SimpleNamespace(perf_counter=time.process_time, time=time.time)  # type: ignore[assignment]
     python_ast.perf_counter = treesitter.perf_counter = time.process_time  # type: ignore[assignment]
-    config = dataclasses.replace(Config().index, parse_processes=1)
+    config = Config().index
+    if "parse_processes" in {f.name for f in dataclasses.fields(config)}:  # (a tree from before the forked parse)
+        config = dataclasses.replace(config, parse_processes=1)
     paths = python_files(repo, walk(repo, config).files)
     _detectors()  # the secret rules' one-time import is no phase of an index
     floor, totals, phases = [], [], {}
