@@ -26,6 +26,7 @@ MADE_UP = [
     """'abc'def'ghi' "a"'b'"c" '''' """ + '"""" \'\\\\\' "x\'y" \'deadbeefcafe0123\'"deadbeefcafe0123"\'',
     "k = 'c3VwZXJzZWNyZXRwYXNzd29yZDEyMzQ1Ng=='\nh = \"9f86d081884c7d659a2feaa0c55ad015\"\n",
     "'QWxhZGRpbjpvcGVuIHNlc2FtZSBwbGVhc2Uh'QWxhZGRpbjpvcGVuIHNlc2FtZSBwbGVhc2Uh'\"ab\"cd\"",
+    "x1 = 'abcdefghijklmnop'\nabcdefghijk1 = 2\nabcdefghijklmn\u0663 7\n1\n\nlong_identifier_here = 0 # 12345\n9abcdefghijkl",
 ]
 
 
@@ -75,6 +76,25 @@ def _plain_env_spans(text: str) -> list[tuple[int, int]]:
 def test_the_env_values_found_line_by_line_are_the_ones_the_whole_text_pattern_finds(i):
     text = TEXTS[i]
     assert list(rules._env_spans(text)) == _plain_env_spans(text)
+
+
+def _plain_candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
+    starts = {text.rfind("\n", 0, m.start()) + 1 for m in scanner._LONG_TOKEN.finditer(text)
+              if scanner._DIGIT.search(m.group())}
+    starts |= {text.rfind("\n", 0, m.start()) + 1 for m in scanner._URL_CREDENTIALS.finditer(text)}
+    lines = [(start, text[start:] if text.find("\n", start) < 0 else text[start:text.find("\n", start)])
+             for start in sorted(starts)]
+    offsets, joined = [], 0
+    for start, line in lines:
+        offsets.append((joined, start))
+        joined += len(line) + 1
+    return "\n".join(line for _, line in lines), offsets
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_lines_found_from_their_digits_are_the_lines_the_whole_text_token_pattern_finds(i):
+    text = TEXTS[i]
+    assert scanner._candidate_lines(text) == _plain_candidate_lines(text)
 
 
 def _plain_quoted_strings(text: str) -> list[tuple[float, tuple[int, int]]]:
