@@ -97,6 +97,30 @@ def test_the_lines_found_from_their_digits_are_the_lines_the_whole_text_token_pa
     assert scanner._candidate_lines(text) == _plain_candidate_lines(text)
 
 
+def _plain_assignment_spans(text: str) -> list[tuple[int, int]]:
+    out = []
+    for match in rules._ASSIGNED_VALUE.finditer(text):
+        value = match.group("s")
+        if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+            continue
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if rules._SECRET_KEY_NAME.search(text[max(line_start, match.start() - rules._KEY_NAME_LOOKBACK):match.start()]):
+            out.append(match.span("s"))
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_secret_assignments_of_texts_holding_a_long_quoted_value_are_the_ones_the_whole_text_pattern_finds(i):
+    text = TEXTS[i]
+    assert list(rules._assignment_spans(text)) == _plain_assignment_spans(text)
+
+
+def test_a_secret_assignment_is_still_found_and_a_text_without_a_long_quoted_value_is_not_scanned():
+    assert list(rules._assignment_spans('api_key = "abcd1234efgh5678ijkl"\n')) == [(11, 31)]
+    assert list(rules._assignment_spans("api_key = 'abcd1234efgh5678ijkl'\n")) == [(11, 31)]
+    assert list(rules._assignment_spans("api_key = 'abcd1234 efgh5678ijkl'\n")) == []
+
+
 def _plain_quoted_strings(text: str) -> list[tuple[float, tuple[int, int]]]:
     return sorted((plugin.entropy_limit, m.span(2)) for plugin in scanner._detectors().entropy
                   for m in plugin.regex.finditer(text))
