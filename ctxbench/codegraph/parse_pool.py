@@ -99,6 +99,8 @@ def _child(items: Sequence[Any], parse: ParseOne, conn: Any) -> None:
         payload = pickle.dumps(("failed", repr(exc)))
     try:
         conn.send_bytes(payload)
+    except OSError:  # the indexing process is gone (killed): nobody to send to, and nothing to say about it
+        pass
     finally:
         conn.close()
 

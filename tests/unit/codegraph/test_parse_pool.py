@@ -156,3 +156,17 @@ def test_what_every_child_needs_is_loaded_once_before_the_fork():
 
     out, *_ = parse_pool.parse_files(_items(9), parse, 3, lambda done: None, before_fork=lambda: loaded.append(PARENT))
     assert loaded == [PARENT] and {seen for _, seen in out} == {(PARENT,)}
+
+
+def test_a_child_whose_indexing_process_is_gone_ends_quietly(capfd):
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    receive, send = ctx.Pipe(duplex=False)
+    receive.close()  # what a killed indexing process leaves: no reader
+    child = ctx.Process(target=parse_pool._child, args=(_items(3), _parse_with_pid, send))
+    child.start()
+    send.close()
+    child.join()
+    assert child.exitcode == 0
+    assert "Traceback" not in capfd.readouterr().err
