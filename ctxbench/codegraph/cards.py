@@ -43,17 +43,11 @@ def dedent_lines(lines: Sequence[str], max_line_chars: int) -> str:
     if start >= end:
         return ""
     kept = lines[start:end]
-    indent = 1 << 30
-    for ln in kept:
-        stripped = ln.lstrip()
-        if stripped:
-            width = len(ln) - len(stripped)
-            if width < indent:
-                indent = width
+    # the first and last kept lines are not blank: there is a narrowest indentation
+    indent = min([len(ln) - len(stripped) for ln in kept if (stripped := ln.lstrip())])
     out = [ln[indent:].rstrip() for ln in kept]
-    for i, ln in enumerate(out):
-        if len(ln) > max_line_chars:
-            out[i] = clip(ln, max_line_chars)
+    if max(map(len, out)) > max_line_chars:
+        out = [clip(ln, max_line_chars) if len(ln) > max_line_chars else ln for ln in out]
     return "\n".join(out)
 
 

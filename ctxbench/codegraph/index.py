@@ -29,15 +29,17 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 import networkx as nx
 
 from ctxbench.codegraph import graph as graphmod
+from ctxbench.codegraph import parse_pool
 from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
 from ctxbench.records.code import ParsedFile
 from ctxbench.codegraph.python_ast import module_name_for, parse_python
-from ctxbench.codegraph.resolve import Edge, resolve_edges
+from ctxbench.codegraph.resolve import Edge, resolve_edge_rows
 from ctxbench.codegraph.stubs import merge_stub_pairs, stub_partner
 from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.codegraph.walk import SkippedFile, WalkResult, walk
 from ctxbench.config import CapsuleConfig, IndexConfig
 from ctxbench.records.capsules import Capsule
+from ctxbench.redaction import load_rules
 from ctxbench.store import capsules as capsule_tables
 from ctxbench.store import index_tables as tables
 from ctxbench.store.db import transaction
@@ -168,7 +170,9 @@ def python_prefix(root: str, files: Sequence[Any]) -> str:
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Parsing allocates many small objects; the cyclic GC's passes over them cost a third of the time."""
+    """Parsing allocates many small objects; the cyclic GC's passes over them cost a third of the time. Pauses the
+    whole process's collector (it is one per process): callers keep the paused span to work that makes no cyclic
+    garbage worth collecting."""
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -234,6 +238,77 @@ def _with_stub_partners(root: str, walked: WalkResult, to_parse: list[tuple[Any,
 
 def _noop(phase: str, done: int, total: int) -> None:
     return None
+
+
+def _write_changes(conn: sqlite3.Connection, repo: Any, root_s: str, icfg: IndexConfig, prefix: str,
+                   fingerprint: str, full: bool, states: Mapping[str, Any], removed: list[str],
+                   to_parse: list[tuple[Any, bytes, str]], touched: list[tuple[str, int, int]],
+                   skipped_rows: list[tuple[str, str, str]], n_files: int, report: Progress,
+                   phases: list[tuple[str, float]]) -> tuple[dict, int, int, int, tuple[Capsule, ...]]:
+    """Parse ``to_parse``, resolve the edges again and store it all (one transaction); appends the phases' seconds
+    to ``phases`` and returns (summary, generation, files parsed, cards reused, capsules made stale)."""
+    t0 = time.perf_counter()
+    total = len(to_parse)
+    report(PHASE_PARSE, 0, total)
+
+    def parse_one(item: tuple[Any, bytes, str], clock: PhaseClock) -> ParsedFile:
+        f, data, _ = item
+        return parse_file(data.decode("utf-8", errors="replace"), f.path, f.language, icfg, prefix, clock)
+
+    files, secrets_s, cards_s, _ = parse_pool.parse_files(
+        to_parse, parse_one, parse_pool.processes_for(to_parse, icfg), lambda done: report(PHASE_PARSE, done, total),
+        before_fork=load_rules)
+    parsed = [(p, f.size, f.mtime_ns, sha) for p, (f, _, sha) in zip(files, to_parse)]
+    typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
+    parsed = [(typed[p.path], *rest) for p, *rest in parsed]
+    # with several processes, the secret scan's and the cards' shares of the parse's wall seconds
+    phases.append((PHASE_SECRETS, secrets_s))
+    phases.append((PHASE_PARSE, time.perf_counter() - t0 - secrets_s - cards_s))
+    phases.append((PHASE_CARDS, cards_s))
+
+    t0 = time.perf_counter()
+    changed_paths = [p.path for p, *_ in parsed]
+    with transaction(conn):
+        old_hashes = set() if full else tables.card_hashes_for(conn, repo.id, changed_paths)
+        tables.delete_files(conn, repo.id, removed + changed_paths if not full else list(states))
+        tables.write_files(conn, repo.id, parsed)
+        if touched and not full:
+            tables.touch_files(conn, repo.id, touched)
+        t_store = time.perf_counter() - t0
+
+        t1 = time.perf_counter()
+        report(PHASE_RESOLVE, 0, 1)
+        # a full run has just written every file it keeps: nothing else to read back
+        others = [] if full else tables.load_parses(conn, repo.id, exclude=set(changed_paths))
+        all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
+        edges = resolve_edge_rows(all_parsed)
+        report(PHASE_RESOLVE, 1, 1)
+        phases.append((PHASE_RESOLVE, time.perf_counter() - t1))
+
+        t2 = time.perf_counter()
+        tables.replace_edges(conn, repo.id, edges)
+        tables.replace_skipped(conn, repo.id, skipped_rows)
+        n_symbols = conn.execute("SELECT COUNT(DISTINCT id) FROM code_symbols WHERE repo_id = ?",
+                                 (repo.id,)).fetchone()[0]
+        n_cards = conn.execute("SELECT COUNT(*) FROM code_cards WHERE repo_id = ?", (repo.id,)).fetchone()[0]
+        new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
+        summary = {"files": n_files, "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
+        generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
+        t_store += time.perf_counter() - t2
+        t3 = time.perf_counter()
+        # capsules covering a file that changed (or went) are stale from now on, in the same transaction (a
+        # repository that never had a capsule has nothing to compare: its files are not read back for it)
+        capsules_stale = capsule_tables.mark_stale(
+            conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()}
+        ) if capsule_tables.stamp(conn, root_s) else ()
+        t_capsules = time.perf_counter() - t3
+        t4 = time.perf_counter()
+    t_store += time.perf_counter() - t4  # the commit
+    phases.append((PHASE_STORE, t_store))
+    phases.append((PHASE_CAPSULES, t_capsules))
+    parsed_count = len(parsed)
+    cards_reused = n_cards - new_cards
+    return summary, generation, parsed_count, cards_reused, capsules_stale
 
 
 def build_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig | None = None, *,
@@ -324,66 +399,14 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig
         cards_reused = int(summary.get("cards", 0))
         capsules_stale = ()
     else:
-        t0 = time.perf_counter()
-        clock = PhaseClock()
-        parsed: list[tuple[ParsedFile, int, int, str]] = []
-        total = len(to_parse)
-        report(PHASE_PARSE, 0, total)
+        # the GC paused for the whole run, not the parse alone: a run allocates hundreds of thousands of objects
+        # that live until it ends (its records, rows, edges) and none of them cyclic garbage; the collector's
+        # passes over them after the parse (in the resolution and the store) cost a tenth of a cold index. The
+        # run's records are freed (by reference counts) on ``_write_changes``' return, before the GC is back.
         with _gc_paused():
-            for i, (f, data, sha) in enumerate(to_parse, 1):
-                text = data.decode("utf-8", errors="replace")
-                parsed.append((parse_file(text, f.path, f.language, icfg, prefix, clock), f.size, f.mtime_ns, sha))
-                report(PHASE_PARSE, i, total)
-        typed = merge_stub_pairs({p.path: p for p, *_ in parsed})
-        parsed = [(typed[p.path], *rest) for p, *rest in parsed]
-        secrets_s, cards_s = clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS)
-        phases.append((PHASE_SECRETS, secrets_s))
-        phases.append((PHASE_PARSE, time.perf_counter() - t0 - secrets_s - cards_s))
-        phases.append((PHASE_CARDS, cards_s))
-
-        t0 = time.perf_counter()
-        changed_paths = [p.path for p, *_ in parsed]
-        with transaction(conn):
-            old_hashes = set() if full else tables.card_hashes_for(conn, repo.id, changed_paths)
-            tables.delete_files(conn, repo.id, removed + changed_paths if not full else list(states))
-            tables.write_files(conn, repo.id, parsed)
-            if touched and not full:
-                tables.touch_files(conn, repo.id, touched)
-            t_store = time.perf_counter() - t0
-
-            t1 = time.perf_counter()
-            report(PHASE_RESOLVE, 0, 1)
-            with _gc_paused():
-                # a full run has just written every file it keeps: nothing else to read back
-                others = [] if full else tables.load_parses(conn, repo.id, exclude=set(changed_paths))
-                all_parsed = sorted(others + [p for p, *_ in parsed], key=lambda p: p.path)
-                edges = resolve_edges(all_parsed)
-            report(PHASE_RESOLVE, 1, 1)
-            phases.append((PHASE_RESOLVE, time.perf_counter() - t1))
-
-            t2 = time.perf_counter()
-            tables.replace_edges(conn, repo.id, [(e.src, e.dst, e.kind) for e in edges])
-            tables.replace_skipped(conn, repo.id, skipped_rows)
-            n_symbols = conn.execute("SELECT COUNT(DISTINCT id) FROM code_symbols WHERE repo_id = ?",
-                                     (repo.id,)).fetchone()[0]
-            n_cards = conn.execute("SELECT COUNT(*) FROM code_cards WHERE repo_id = ?", (repo.id,)).fetchone()[0]
-            new_cards = sum(1 for p, *_ in parsed for c in p.cards if c.card_hash not in old_hashes)
-            summary = {"files": len(walked.files), "symbols": n_symbols, "edges": len(edges), "cards": n_cards}
-            generation = tables.finish_run(conn, repo.id, fingerprint, time.time(), summary, bump=True)
-            t_store += time.perf_counter() - t2
-            t3 = time.perf_counter()
-            # capsules covering a file that changed (or went) are stale from now on, in the same transaction (a
-            # repository that never had a capsule has nothing to compare: its files are not read back for it)
-            capsules_stale = capsule_tables.mark_stale(
-                conn, root_s, {path: st.sha for path, st in tables.file_states(conn, repo.id).items()}
-            ) if capsule_tables.stamp(conn, root_s) else ()
-            t_capsules = time.perf_counter() - t3
-            t4 = time.perf_counter()
-        t_store += time.perf_counter() - t4  # the commit
-        phases.append((PHASE_STORE, t_store))
-        phases.append((PHASE_CAPSULES, t_capsules))
-        parsed_count = len(parsed)
-        cards_reused = n_cards - new_cards
+            summary, generation, parsed_count, cards_reused, capsules_stale = _write_changes(
+                conn, repo, root_s, icfg, prefix, fingerprint, full, states, removed, to_parse, touched,
+                skipped_rows, len(walked.files), report, phases)
 
     embedded = 0
     vectors_reused = 0

@@ -247,6 +247,11 @@ def _family(language: str) -> str:
 
 def resolve_edges(files: Sequence[ParsedFile]) -> list[Edge]:
     """All edges of the code graph, sorted, without duplicates or self-loops."""
+    return [Edge(*e) for e in resolve_edge_rows(files)]
+
+
+def resolve_edge_rows(files: Sequence[ParsedFile]) -> list[tuple[str, str, str]]:
+    """``resolve_edges`` as (src, dst, kind) rows, as the store keeps them (no record made per edge)."""
     r = _Resolver(files)
     symbols = r.symbols
     edges: set[tuple[str, str, str]] = set()
@@ -308,7 +313,7 @@ def resolve_edges(files: Sequence[ParsedFile]) -> list[Edge]:
                     target = cls.module
             if target and target != f.module and target in symbols:
                 edges.add((f.module, target, IMPORTS))
-    return [Edge(*e) for e in sorted(edges)]
+    return sorted(edges)
 
 
 def _name_indexes(symbols: Iterable[Symbol]) -> tuple[dict[tuple[str, str], list[Symbol]], dict[tuple[str, str, str], Symbol]]:

@@ -18,6 +18,14 @@ class TokenizerConfig:
 class IndexConfig:
     max_file_bytes: PositiveInt = 1_000_000
     """files larger than this are not indexed"""
+    parse_processes: int = 0
+    """processes that parse a large run's files (the indexing process and forked children): 0 = one per usable
+    core, at most 4, and at most one more than the cores the load average leaves free; 1 = the indexing process
+    alone. More than one only where ``fork`` is available and the indexing process runs no other thread (the
+    workbench parses in one process); what is stored is the same"""
+    parallel_parse_min_bytes: int = 262_144
+    """a run parses in more than one process only when its files to parse hold at least this many bytes (a
+    smaller run costs less than forking and sending its results back)"""
     snippet_lines: int = 5
     """lines of a symbol's source in its card's snippet"""
     excerpt_lines: int = 30

@@ -39,7 +39,8 @@ _KEYWORD_HINT_WORDS = ("key", "pass", "pwd", "secret", "contrase")
 # with a digit in it (every provider key format has one in all but a vanishing share of keys), or a URL
 # with credentials (``scheme://user:password@``)
 _LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{12,}")
-_DIGIT = re.compile(r"\d")
+_DIGIT = re.compile(r"\d")  # in a token of _LONG_TOKEN's (ASCII) characters: [0-9]
+_DIGIT_TO_LINE_END = re.compile(r"[0-9][^\n]*")  # a line's first ASCII digit and the rest of the line
 _URL_CREDENTIALS = re.compile(r"://[^\s/@]+:[^\s/@]+@")
 _MIN_KEYWORD_VALUE = 6  # shorter values after a keyword (``password = "x"``) are placeholders, not secrets
 MASKED_CACHE_SIZE = 50_000  # texts whose masking is remembered (plans mask their whole history every call)
@@ -58,6 +59,9 @@ class _Detectors:
     entropy: tuple[Any, ...]  # high-entropy string plugins
     keyword: Any
     config_style: dict  # the keyword detector's regexes for config files (values need no quotes)
+    # per entropy plugin, the patterns that find its quoted strings and the group holding the string (see
+    # _quoted_string_patterns)
+    quoted: tuple[tuple[tuple[re.Pattern[str], ...], int], ...]
 
 
 @lru_cache(maxsize=1)
@@ -76,15 +80,45 @@ def _detectors() -> _Detectors:
             patterns.extend(cls().denylist)
         elif issubclass(cls, HighEntropyStringsPlugin):
             entropy.append(cls())  # detect-secrets' default limits (base64 4.5, hex 3.0)
-    return _Detectors(tuple(patterns), tuple(entropy), KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP)
+    return _Detectors(tuple(patterns), tuple(entropy), KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP,
+                      tuple(_quoted_string_patterns(plugin) for plugin in entropy))
+
+
+def _quoted_string_patterns(plugin: Any) -> tuple[tuple[re.Pattern[str], ...], int]:
+    """The patterns that find a high-entropy plugin's quoted strings, and the group that holds the string.
+
+    The plugin's own pattern, ``(['"])([charset]+)(\\1)``, starts with a group, so the regex engine tries it at every
+    character (a fifth of the secret scan of textual's source). When no quote is in the charset, one pattern per
+    quote (``'([charset]+)'``, ``"([charset]+)"``) finds the same strings: a match is a quote, the longest run of
+    charset characters after it and the same quote, and no match of one quote can start inside one of the other
+    (its inside holds no quote) or inside one of its own (but at its closing quote, which both scans skip alike).
+    Each starts with a literal, which the engine looks for at C speed."""
+    charset = getattr(plugin, "charset", None)
+    expected = r'([\'"])([{}]+)(\1)'.format(re.escape(charset)) if isinstance(charset, str) else None
+    if expected is None or plugin.regex.pattern != expected or "'" in charset or '"' in charset:
+        return (plugin.regex,), 2
+    body = "([{}]+)".format(re.escape(charset))
+    return (re.compile("'" + body + "'"), re.compile('"' + body + '"')), 1
+
+
+def load_rules() -> None:
+    """Import detect-secrets and build the rules now (the first masking does it otherwise): a process about to fork
+    parsers does it once for all of them."""
+    _detectors()
 
 
 def _candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
     """The lines the regex detectors need to see, joined, with (offset in the joined text, offset in ``text``)."""
     starts: set[int] = set()
-    for match in _LONG_TOKEN.finditer(text):
-        if _DIGIT.search(match.group()):
-            starts.add(text.rfind("\n", 0, match.start()) + 1)
+    # a long token with a digit is on a line with a digit: the lines are found from their first digit (the engine
+    # skips to a digit at C speed; a tenth of textual's source is on such lines) and their tokens read there only
+    for found in _DIGIT_TO_LINE_END.finditer(text):
+        start = text.rfind("\n", 0, found.start()) + 1
+        line = text[start:found.end()]
+        for match in _LONG_TOKEN.finditer(line):
+            if _DIGIT.search(match.group()):
+                starts.add(start)
+                break
     for match in _URL_CREDENTIALS.finditer(text):
         starts.add(text.rfind("\n", 0, match.start()) + 1)
     pieces: list[str] = []
@@ -124,17 +158,18 @@ def _regex_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
 def _entropy_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
     from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string
 
-    for plugin in d.entropy:
+    for plugin, (patterns, group) in zip(d.entropy, d.quoted):
         shortest = 2 ** plugin.entropy_limit  # a string of n characters has at most log2(n) bits of entropy each
-        for match in plugin.regex.finditer(text):
-            value = match.group(2)
-            if len(value) <= shortest:
-                continue
-            if plugin.calculate_shannon_entropy(value) <= plugin.entropy_limit:
-                continue
-            if is_sequential_string(value) or is_potential_uuid(value):
-                continue
-            yield match.span(2)
+        for pattern in patterns:
+            for match in pattern.finditer(text):
+                value = match.group(group)
+                if len(value) <= shortest:
+                    continue
+                if plugin.calculate_shannon_entropy(value) <= plugin.entropy_limit:
+                    continue
+                if is_sequential_string(value) or is_potential_uuid(value):
+                    continue
+                yield match.span(group)
 
 
 def _keyword_line_starts(text: str) -> list[int]:

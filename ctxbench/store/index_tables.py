@@ -190,7 +190,7 @@ def write_files(conn: sqlite3.Connection, repo_id: int,
         "INSERT OR REPLACE INTO code_symbols (repo_id, path, id, kind, name, module, line, end_line, language, "
         "signature, doc, decorators, parent) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         [(repo_id, s.path, s.id, s.kind, s.name, s.module, s.line, s.end_line, s.language, s.signature, s.doc,
-          json.dumps(s.decorators), s.parent) for p, *_ in items for s in p.symbols],
+          json.dumps(s.decorators) if s.decorators else "[]", s.parent) for p, *_ in items for s in p.symbols],
     )
     conn.executemany(
         "INSERT OR REPLACE INTO code_cards (repo_id, path, symbol_id, card_hash, snippet, excerpt, redacted) "

@@ -78,3 +78,12 @@ def test_aiders_repo_map_is_timed_cold_over_the_same_files(tmp_path):
     assert len(row.runs) == 2 and "failed" not in dict(row.detail)
     assert dict(row.detail)["map_chars"] > 0
     assert not any(p.name.startswith(".aider.tags.cache") for p in repo.iterdir())
+
+
+def test_the_cold_index_cpu_counts_the_child_processes_it_waited_for():
+    import subprocess
+
+    busy = "import time\nwhile time.process_time() < 0.3: pass\n"  # a child that spends 0.3 s of CPU, then ends
+    with perf._Clock() as clock:
+        subprocess.run([sys.executable, "-c", busy], check=True)
+    assert clock.cpu >= 0.3

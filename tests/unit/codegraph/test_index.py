@@ -219,3 +219,28 @@ def test_an_index_run_writes_with_a_large_page_cache_and_gives_the_connection_it
                 progress=lambda phase, done, total: seen.append(conn.execute("PRAGMA cache_size").fetchone()[0]))
     assert seen and set(seen) == {-WRITE_CACHE_KIB}
     assert conn.execute("PRAGMA cache_size").fetchone()[0] == -2000
+
+
+def test_the_collector_is_paused_through_parse_resolve_and_store_and_back_after_the_run(repo, conn):
+    import gc
+
+    from ctxbench.codegraph import index as index_mod
+
+    seen: dict[str, set[bool]] = {}
+    build_index(repo, conn, small_config(),
+                progress=lambda phase, done, total: seen.setdefault(phase, set()).add(gc.isenabled()))
+    assert seen["parse"] == seen["resolve"] == {False}
+    assert gc.isenabled()
+
+    def fail(*args, **kwargs):
+        raise RuntimeError("the store went away")
+
+    (repo / "added.py").write_text("def added():\n    return 1\n", encoding="utf-8")
+    original = index_mod.tables.write_files
+    index_mod.tables.write_files = fail
+    try:
+        with pytest.raises(RuntimeError):
+            build_index(repo, conn, small_config())
+    finally:
+        index_mod.tables.write_files = original
+    assert gc.isenabled()

@@ -3,6 +3,7 @@ detector, the same ``.env`` values, so masking (and every card built from masked
 with the plain patterns run over the whole text, on real source and on made-up and fuzzed lines."""
 from __future__ import annotations
 
+import dataclasses
 import importlib.util
 import random
 from pathlib import Path
@@ -21,6 +22,11 @@ MADE_UP = [
     "x=1\ny==2\nname=\"value#1234567\"\n", "İstanbul password='Abc123456789'\n", "a.b_c=12345678\n",
     "no secrets here, just words about keys and passes\n", "aaaaaaaaaaaa1 bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb2\n",
     "https://user:pa55word@example.com/path\n", "clientkey secretkey pwdpwd\n", "=start\n\n=\n",
+    "TOKEN =abcdef12345\n  =TOKENabcdef123\nexport\tAPI_TOKEN=abcdef123456\nx.TOKEN=abcdef123456 \n",
+    """'abc'def'ghi' "a"'b'"c" '''' """ + '"""" \'\\\\\' "x\'y" \'deadbeefcafe0123\'"deadbeefcafe0123"\'',
+    "k = 'c3VwZXJzZWNyZXRwYXNzd29yZDEyMzQ1Ng=='\nh = \"9f86d081884c7d659a2feaa0c55ad015\"\n",
+    "'QWxhZGRpbjpvcGVuIHNlc2FtZSBwbGVhc2Uh'QWxhZGRpbjpvcGVuIHNlc2FtZSBwbGVhc2Uh'\"ab\"cd\"",
+    "x1 = 'abcdefghijklmnop'\nabcdefghijk1 = 2\nabcdefghijklmn\u0663 7\n1\n\nlong_identifier_here = 0 # 12345\n9abcdefghijkl",
 ]
 
 
@@ -70,6 +76,79 @@ def _plain_env_spans(text: str) -> list[tuple[int, int]]:
 def test_the_env_values_found_line_by_line_are_the_ones_the_whole_text_pattern_finds(i):
     text = TEXTS[i]
     assert list(rules._env_spans(text)) == _plain_env_spans(text)
+
+
+def _plain_candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
+    starts = {text.rfind("\n", 0, m.start()) + 1 for m in scanner._LONG_TOKEN.finditer(text)
+              if scanner._DIGIT.search(m.group())}
+    starts |= {text.rfind("\n", 0, m.start()) + 1 for m in scanner._URL_CREDENTIALS.finditer(text)}
+    lines = [(start, text[start:] if text.find("\n", start) < 0 else text[start:text.find("\n", start)])
+             for start in sorted(starts)]
+    offsets, joined = [], 0
+    for start, line in lines:
+        offsets.append((joined, start))
+        joined += len(line) + 1
+    return "\n".join(line for _, line in lines), offsets
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_lines_found_from_their_digits_are_the_lines_the_whole_text_token_pattern_finds(i):
+    text = TEXTS[i]
+    assert scanner._candidate_lines(text) == _plain_candidate_lines(text)
+
+
+def _plain_assignment_spans(text: str) -> list[tuple[int, int]]:
+    out = []
+    for match in rules._ASSIGNED_VALUE.finditer(text):
+        value = match.group("s")
+        if not (any(c.isdigit() for c in value) and any(c.isalpha() for c in value)):
+            continue
+        line_start = text.rfind("\n", 0, match.start()) + 1
+        if rules._SECRET_KEY_NAME.search(text[max(line_start, match.start() - rules._KEY_NAME_LOOKBACK):match.start()]):
+            out.append(match.span("s"))
+    return out
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_secret_assignments_of_texts_holding_a_long_quoted_value_are_the_ones_the_whole_text_pattern_finds(i):
+    text = TEXTS[i]
+    assert list(rules._assignment_spans(text)) == _plain_assignment_spans(text)
+
+
+def test_a_secret_assignment_is_still_found_and_a_text_without_a_long_quoted_value_is_not_scanned():
+    assert list(rules._assignment_spans('api_key = "abcd1234efgh5678ijkl"\n')) == [(11, 31)]
+    assert list(rules._assignment_spans("api_key = 'abcd1234efgh5678ijkl'\n")) == [(11, 31)]
+    assert list(rules._assignment_spans("api_key = 'abcd1234 efgh5678ijkl'\n")) == []
+
+
+def _plain_quoted_strings(text: str) -> list[tuple[float, tuple[int, int]]]:
+    return sorted((plugin.entropy_limit, m.span(2)) for plugin in scanner._detectors().entropy
+                  for m in plugin.regex.finditer(text))
+
+
+def _quoted_strings(text: str) -> list[tuple[float, tuple[int, int]]]:
+    d = scanner._detectors()
+    return sorted((plugin.entropy_limit, m.span(group)) for plugin, (patterns, group) in zip(d.entropy, d.quoted)
+                  for pattern in patterns for m in pattern.finditer(text))
+
+
+def test_each_entropy_plugin_is_scanned_quote_by_quote():
+    d = scanner._detectors()
+    assert d.entropy and all(len(patterns) == 2 and group == 1 for patterns, group in d.quoted)
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS)))
+def test_the_quoted_strings_found_quote_by_quote_are_the_ones_each_entropy_plugins_pattern_finds(i):
+    text = TEXTS[i]
+    assert _quoted_strings(text) == _plain_quoted_strings(text)
+
+
+def test_the_entropy_rule_masks_what_the_plugins_own_pattern_finds():
+    text = "".join(MADE_UP)
+    d = scanner._detectors()
+    plain = dataclasses.replace(d, quoted=tuple(((plugin.regex,), 2) for plugin in d.entropy))
+    spans = sorted(scanner._entropy_spans(text, d))
+    assert len(spans) >= 2 and spans == sorted(scanner._entropy_spans(text, plain))
 
 
 @pytest.mark.parametrize("i", range(len(TEXTS)))
