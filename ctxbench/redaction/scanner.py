@@ -13,10 +13,11 @@ from bisect import bisect_right
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from ctxbench.records.derived import FreshValues
 from ctxbench.records.messages import text_key
+from ctxbench.redaction.literals import Necessary, necessary_literals
 from ctxbench.redaction.rules import count_key_blocks, extra_spans, looks_like_a_value, mask_private_keys
 
 MASK = "[REDACTED]"
@@ -35,13 +36,12 @@ _KEYWORD_HINT_LOWER = re.compile(_KEYWORD_HINT_PATTERN)
 # every match of the hint pattern holds one of these words, so only the lines holding one are searched (a string
 # search per word instead of the pattern tried at every character: a sixth of a cold index of textual's source)
 _KEYWORD_HINT_WORDS = ("key", "pass", "pwd", "secret", "contrase")
-# the regex detectors run on the lines that could hold what they look for: a long run of token characters
-# with a digit in it (every provider key format has one in all but a vanishing share of keys), or a URL
-# with credentials (``scheme://user:password@``)
-_LONG_TOKEN = re.compile(r"[A-Za-z0-9+/=_\-]{12,}")
-_DIGIT = re.compile(r"\d")  # in a token of _LONG_TOKEN's (ASCII) characters: [0-9]
-_DIGIT_TO_LINE_END = re.compile(r"[0-9][^\n]*")  # a line's first ASCII digit and the rest of the line
-_URL_CREDENTIALS = re.compile(r"://[^\s/@]+:[^\s/@]+@")
+# a regex detector whose matches hold a run of at least this many token characters is run on the lines holding one
+# (found in one pass per text); shorter runs are too common in source to narrow anything
+RUN_FILTER_MIN = 20
+_TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_\-]{%d,}" % RUN_FILTER_MIN)  # literals.TOKEN_CHARACTERS, in an ASCII text
+# elsewhere a superset: a case-insensitive class of them also matches letters such as U+212A (K) and \d other digits
+_TOKEN_RUN_UNICODE = re.compile(r"[\w+/=\-]{%d,}" % RUN_FILTER_MIN)
 _MIN_KEYWORD_VALUE = 6  # shorter values after a keyword (``password = "x"``) are placeholders, not secrets
 MASKED_CACHE_SIZE = 50_000  # texts whose masking is remembered (plans mask their whole history every call)
 
@@ -55,7 +55,8 @@ class Masked:
 
 @dataclass(frozen=True)
 class _Detectors:
-    patterns: tuple[re.Pattern[str], ...]  # regex detectors: mask the groups, else the whole match
+    rules: tuple[_RegexRule, ...]  # regex detectors: mask the groups, else the whole match
+    any_by_runs: bool  # whether a rule needs the text's long token runs
     entropy: tuple[Any, ...]  # high-entropy string plugins
     keyword: Any
     config_style: dict  # the keyword detector's regexes for config files (values need no quotes)
@@ -80,7 +81,8 @@ def _detectors() -> _Detectors:
             patterns.extend(cls().denylist)
         elif issubclass(cls, HighEntropyStringsPlugin):
             entropy.append(cls())  # detect-secrets' default limits (base64 4.5, hex 3.0)
-    return _Detectors(tuple(patterns), tuple(entropy), KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP,
+    rules = tuple(_RegexRule.of(p) for p in patterns)
+    return _Detectors(rules, any(rule.by_runs for rule in rules), tuple(entropy), KeywordDetector(), CONFIG_DENYLIST_REGEX_TO_GROUP,
                       tuple(_quoted_string_patterns(plugin) for plugin in entropy))
 
 
@@ -107,24 +109,97 @@ def load_rules() -> None:
     _detectors()
 
 
-def _candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
-    """The lines the regex detectors need to see, joined, with (offset in the joined text, offset in ``text``)."""
-    starts: set[int] = set()
-    # a long token with a digit is on a line with a digit: the lines are found from their first digit (the engine
-    # skips to a digit at C speed; a tenth of textual's source is on such lines) and their tokens read there only
-    for found in _DIGIT_TO_LINE_END.finditer(text):
-        start = text.rfind("\n", 0, found.start()) + 1
-        line = text[start:found.end()]
-        for match in _LONG_TOKEN.finditer(line):
-            if _DIGIT.search(match.group()):
-                starts.add(start)
-                break
-    for match in _URL_CREDENTIALS.finditer(text):
-        starts.add(text.rfind("\n", 0, match.start()) + 1)
+def _literal_finder(literals: frozenset[str]) -> Callable[[str], Iterator[int]]:
+    """Where in a text one of ``literals`` occurs (a case-insensitive rule's literals are lowered, and so is the text)."""
+    if len(literals) == 1:
+        (literal,) = literals
+
+        def find(text: str) -> Iterator[int]:
+            at = text.find(literal)
+            while at >= 0:
+                yield at
+                at = text.find(literal, at + 1)
+        return find
+    alternation = re.compile("|".join(re.escape(x) for x in sorted(literals, key=len, reverse=True)))
+    return lambda text: (m.start() for m in alternation.finditer(text))
+
+
+@dataclass(frozen=True)
+class _RegexRule:
+    """A regex detector and the literals each of its matches holds (``literals.necessary_literals``): it is run on
+    the lines holding them, or on the whole text when none are known."""
+    pattern: re.Pattern[str]
+    necessary: Necessary
+    finders: tuple[Callable[[str], Iterator[int]], ...]  # one per necessary set, the most selective first
+    unicode_finders: tuple[re.Pattern[str], ...]  # the same sets, case-insensitive, for a non-ASCII text
+
+    by_runs: bool  # its lines are found from the text's long token runs, not from its first literal set
+
+    @classmethod
+    def of(cls, pattern: re.Pattern[str]) -> "_RegexRule":
+        necessary = necessary_literals(pattern)
+        # the text's long runs are found once for every rule, and a run of 20 is rarer in source than most literals
+        by_runs = necessary.token_run >= RUN_FILTER_MIN
+        return cls(pattern=pattern, necessary=necessary, by_runs=by_runs,
+                   finders=tuple(_literal_finder(s) for s in necessary.sets),
+                   unicode_finders=tuple(re.compile("|".join(re.escape(x) for x in sorted(s, key=len, reverse=True)),
+                                                    re.IGNORECASE) for s in necessary.sets))
+
+    def line_starts(self, text: str, lowered: str | None, runs: list[tuple[int, int]]) -> list[int]:
+        """The starts of the lines of ``text`` that hold what every match needs (sorted): a literal of every necessary
+        set and the run of token characters. ``runs``: the text's token runs of RUN_FILTER_MIN characters or more."""
+        sets = self.necessary.sets
+        unicode_fold = self.necessary.ignore_case and lowered is None  # lowering could move a non-ASCII text's offsets
+        haystack = lowered if self.necessary.ignore_case and lowered is not None else text
+        if self.by_runs:  # the text's long runs are known: most texts have none this long
+            hits: Iterator[int] = iter([a for a, b in runs if b - a >= self.necessary.token_run])
+            todo = range(len(sets))
+        elif unicode_fold:
+            hits = (m.start() for m in self.unicode_finders[0].finditer(text))
+            todo = range(1, len(sets))
+        else:
+            hits = self.finders[0](haystack)
+            todo = range(1, len(sets))
+        starts: list[int] = []
+        line_end = -1
+        for at in hits:
+            if at <= line_end:
+                continue
+            start = text.rfind("\n", 0, at) + 1
+            line_end = text.find("\n", at)
+            if line_end < 0:
+                line_end = len(text)
+            line = haystack[start:line_end]
+            if all(self._holds(line, i, unicode_fold) for i in todo):
+                starts.append(start)
+        return starts
+
+    def _holds(self, line: str, i: int, unicode_fold: bool) -> bool:
+        if unicode_fold:
+            return self.unicode_finders[i].search(line) is not None
+        return any(x in line for x in self.necessary.sets[i])
+
+
+# the characters beyond ASCII that a case-insensitive pattern matches to an ASCII letter, each to its letter (a test
+# reads them from ``re`` itself): U+0130/U+0131 dotted and dotless I, U+017F LONG S, U+212A KELVIN SIGN
+ASCII_FOLDS = {0x130: "i", 0x131: "i", 0x17F: "s", 0x212A: "k"}
+
+
+def _folded(text: str) -> str | None:
+    """``text`` lowered, with the characters a case-insensitive pattern takes for ASCII letters made those letters, so
+    a case-insensitive literal is found by a plain search; None when lowering changes the text's length (offsets)."""
+    if any(chr(cp) in text for cp in ASCII_FOLDS):  # rare: translate is slow, a search for four characters is not
+        text = text.translate(ASCII_FOLDS)
+    folded = text.lower()
+    return folded if len(folded) == len(text) else None
+
+
+def _lines_joined(text: str, starts: list[int]) -> tuple[str, list[tuple[int, int]]]:
+    """The lines of ``text`` starting at ``starts``, joined, with (offset in the joined text, offset in ``text``)."""
     pieces: list[str] = []
     offsets: list[tuple[int, int]] = []
     joined = 0
-    for start in sorted(starts):
+    for start in starts:
         end = text.find("\n", start)
         line = text[start:] if end < 0 else text[start:end]
         offsets.append((joined, start))
@@ -133,26 +208,35 @@ def _candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
     return "\n".join(pieces), offsets
 
 
+def _match_spans(match: re.Match[str]) -> Iterator[tuple[int, int]]:
+    """A detector's match: its groups where it has any (the secret inside), else the whole match."""
+    if match.re.groups:
+        for n in range(1, match.re.groups + 1):
+            if match.group(n):
+                yield match.span(n)
+    else:
+        yield match.span()
+
+
 def _regex_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:
-    joined, offsets = _candidate_lines(text)
-    if not offsets:
-        return
-    keys = [j for j, _ in offsets]
-
-    def back(pos: int) -> int:
-        i = bisect_right(keys, pos) - 1
-        return offsets[i][1] + pos - offsets[i][0]
-
-    for pattern in d.patterns:
-        for match in pattern.finditer(joined):
-            if match.re.groups:
-                for n in range(1, match.re.groups + 1):
-                    if match.group(n):
-                        a, b = match.span(n)
-                        yield back(a), back(a) + (b - a)
-            else:
-                a, b = match.span()
-                yield back(a), back(a) + (b - a)
+    ascii_text = text.isascii()
+    lowered = text.lower() if ascii_text else _folded(text)
+    runs = [m.span() for m in (_TOKEN_RUN if ascii_text else _TOKEN_RUN_UNICODE).finditer(text)] \
+        if d.any_by_runs else []
+    for rule in d.rules:
+        if not rule.necessary.sets and not rule.by_runs:
+            yield from (span for match in rule.pattern.finditer(text) for span in _match_spans(match))
+            continue
+        starts = rule.line_starts(text, lowered, runs)
+        if not starts:
+            continue
+        joined, offsets = _lines_joined(text, starts)
+        keys = [j for j, _ in offsets]
+        for match in rule.pattern.finditer(joined):
+            for a, b in _match_spans(match):
+                i = bisect_right(keys, a) - 1
+                start = offsets[i][1] + a - offsets[i][0]
+                yield start, start + (b - a)
 
 
 def _entropy_spans(text: str, d: _Detectors) -> Iterator[tuple[int, int]]:

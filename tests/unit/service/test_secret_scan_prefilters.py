@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -78,25 +79,6 @@ def test_the_env_values_found_line_by_line_are_the_ones_the_whole_text_pattern_f
     assert list(rules._env_spans(text)) == _plain_env_spans(text)
 
 
-def _plain_candidate_lines(text: str) -> tuple[str, list[tuple[int, int]]]:
-    starts = {text.rfind("\n", 0, m.start()) + 1 for m in scanner._LONG_TOKEN.finditer(text)
-              if scanner._DIGIT.search(m.group())}
-    starts |= {text.rfind("\n", 0, m.start()) + 1 for m in scanner._URL_CREDENTIALS.finditer(text)}
-    lines = [(start, text[start:] if text.find("\n", start) < 0 else text[start:text.find("\n", start)])
-             for start in sorted(starts)]
-    offsets, joined = [], 0
-    for start, line in lines:
-        offsets.append((joined, start))
-        joined += len(line) + 1
-    return "\n".join(line for _, line in lines), offsets
-
-
-@pytest.mark.parametrize("i", range(len(TEXTS)))
-def test_the_lines_found_from_their_digits_are_the_lines_the_whole_text_token_pattern_finds(i):
-    text = TEXTS[i]
-    assert scanner._candidate_lines(text) == _plain_candidate_lines(text)
-
-
 def _plain_assignment_spans(text: str) -> list[tuple[int, int]]:
     out = []
     for match in rules._ASSIGNED_VALUE.finditer(text):
@@ -163,3 +145,68 @@ def test_the_made_up_secrets_are_still_masked():
                    "pa55word"):
         assert secret not in masked.text
     assert masked.count >= 5
+
+
+# provider secrets without a digit in them: a random 20-letter token has none about 3% of the time
+DIGIT_FREE_SECRETS = [
+    "token = glpat-abcdefghijklmnopqrstuv\n",
+    "GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyzABCDEFGHIJ\n",
+    "auth = 'eyJhbGciOiJIUzIi.eyJzdWIiOiJhYmMifQ.abcdefXYZ'\n",
+    "key: AKCpabcdefghijkl\n",
+    "x = APAbcdefghijk\n",
+    "stripe = sk_live_abcdefghijklmnopqrstuvwx\n",
+    "mail = SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ\n",
+    "bot = Mabcdefghijklmnopqrstuvw.abcdef.abcdefghijklmnopqrstuvwxyzA\n",
+    "slack = xoxb-1-a\n",
+    "telegram = 12345678:abcdefghijklmnopqrstuvwxyzABCDEFGHI\n",
+    'ibm_api_key = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqr"\n',
+    'cloudant_password = "abcdefghijklmnopqrstuvwx"\n',
+    "twilio = ACabcdefghijklmnopqrstuvwxyzabcdef\n",
+    "aws = AKIAABCDEFGHIJKLMNOP\n",
+]
+
+
+def _whole_text_regex_spans(text: str) -> set[tuple[int, int]]:
+    spans = set()
+    for pattern in (rule.pattern for rule in scanner._detectors().rules):
+        for match in pattern.finditer(text):
+            if match.re.groups:
+                spans.update(match.span(n) for n in range(1, match.re.groups + 1) if match.group(n))
+            else:
+                spans.add(match.span())
+    return spans
+
+
+@pytest.mark.parametrize("i", range(len(TEXTS) + 2))
+def test_the_regex_detectors_mask_everything_their_patterns_find_in_the_whole_text(i):
+    text = (TEXTS + ["".join(DIGIT_FREE_SECRETS), "\n".join(t + "ordinary = line" for t in DIGIT_FREE_SECRETS)])[i]
+    found = {i for a, b in scanner._regex_spans(text, scanner._detectors()) for i in range(a, b)}
+    # a pattern's leading or trailing \s may take the newline around a line; the secret's characters are what count
+    needed = {i for a, b in _whole_text_regex_spans(text) for i in range(a, b) if not text[i].isspace()}
+    assert needed <= found
+
+
+@pytest.mark.parametrize("secret", DIGIT_FREE_SECRETS)
+def test_a_provider_secret_without_a_digit_is_masked(secret):
+    assert _whole_text_regex_spans(secret), "the detector's own pattern finds it"
+    assert scanner.MASK in mask_text("def f():\n    pass\n" + secret, "settings.py").text
+
+
+def test_the_folds_to_ascii_letters_are_every_character_re_matches_to_one_case_insensitively():
+    beyond = "".join(map(chr, range(0x80, 0x110000)))
+    found = {}
+    for match in re.finditer("[a-z]", beyond, re.IGNORECASE):
+        ch = match.group()
+        found[ord(ch)] = next(c for c in "abcdefghijklmnopqrstuvwxyz"
+                              if re.fullmatch(c, ch, re.IGNORECASE))
+    assert scanner.ASCII_FOLDS == found
+
+
+@pytest.mark.parametrize("secret", ['paſsword = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqr"\n',
+                                    'ibm_api_Key = "abcdefghijklmnopqrstuvwxyzabcdefghijklmnopqr" # é\n',
+                                    "İ xoxb-1-a\n"])
+def test_a_case_insensitive_rule_finds_its_words_in_a_text_beyond_ascii(secret):
+    text = "# naïve\n" + secret
+    needed = {i for a, b in _whole_text_regex_spans(text) for i in range(a, b) if not text[i].isspace()}
+    assert needed, "the detector's own pattern finds it"
+    assert needed <= {i for a, b in scanner._regex_spans(text, scanner._detectors()) for i in range(a, b)}
