@@ -49,7 +49,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from itertools import islice
+from itertools import chain, islice, repeat
 from operator import gt
 from typing import Any
 
@@ -62,6 +62,7 @@ from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, 
                                     keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
+from ctxbench.records.history_items import HISTORY_SECTION, AtomChunk, AtomRow, ExcludedHistory
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
@@ -73,7 +74,6 @@ from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 PLAN_FORMAT_VERSION = 1
 OVER_BUDGET_LISTED = 6  # mandatory items named in an over_budget reason
 ESTIMATE_NOTE = "token counts are estimates (chars/4), not the model's tokenizer"
-HISTORY_SECTION = "history"  # the section of every history atom's item
 
 _NEW = object.__new__
 
@@ -285,7 +285,7 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
     )
 
 
-EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
+EXCLUDED_MEMO_MAX = 4  # (reason, detail) memos kept per group view (``_untouched_group``)
 
 
 def _atom_template(atom: Any) -> dict[str, Any]:
@@ -308,34 +308,57 @@ def _included_template(atom: Any) -> dict[str, Any]:
     return template
 
 
-def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
-    item = _NEW(PlanItem)
-    fields = item.__dict__
-    fields.update(_atom_template(atom))
-    fields["reason"] = reason
-    fields["detail"] = detail
-    fields["score"] = score
-    return item
+ATOM_CHUNK_GROUPS = 256  # turns per chunk of atom rows (``AtomChunk``): a new turn changes the last chunk only
+_ATOM_ROWS = "atom_rows"  # a view's atom rows, in its item memo
 
 
-def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tuple[PlanItem, ...]:
-    """Excluded items of a group nobody picked from (memoised on the cached group view when unscored;
-    scores change with every query, so scored items are not kept)."""
-    key = (reason, detail)
+def _group_rows(group: Any) -> tuple[AtomRow, ...]:
+    """The ``ATOM_FIELDS`` row of each of a group's atoms (memoised on the cached group view)."""
     memo = group.excluded_items
-    hit = memo.get(key) if score == 0.0 else None
-    if hit is None:
+    rows = memo.get(_ATOM_ROWS)
+    if rows is None:
+        rows = tuple([(a.id, a.label, a.tokens, a.message_ids, a.external_ids) for a in group.atoms])
+        memo[_ATOM_ROWS] = rows
+    return rows
+
+
+def _atom_chunk(groups: tuple[Any, ...]) -> AtomChunk:
+    return AtomChunk(groups, lambda: tuple(chain.from_iterable(map(_group_rows, groups))))
+
+
+def _untouched_group(group: Any, reason: str, detail: str,
+                     details: dict[int, str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The reasons and details of the atoms of a group nobody picked from (memoised on the cached group view, per
+    reason, detail and ``details``: the detail of some of its atoms, a strategy's memoised dict)."""
+    key = (reason, detail, id(details))
+    memo = group.excluded_items.get(_UNTOUCHED)
+    if memo is None:
+        memo = group.excluded_items[_UNTOUCHED] = {}
+    hit = memo.get(key)
+    if hit is None or hit[0] is not details:
         dropped = reason == "dropped_by_user"
-        hit = tuple([
-            _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and not dropped
-            else _excluded_atom(a, reason, detail, score)
-            for a in group.atoms
-        ])
-        if score == 0.0:
-            if len(memo) >= EXCLUDED_MEMO_MAX:
-                memo.clear()
-            memo[key] = hit
+        own = [bool(a.exclusion) and not dropped for a in group.atoms]
+        atom_details = details or {}
+        hit = (details, tuple([a.exclusion if mine else reason for a, mine in zip(group.atoms, own)]),
+               tuple([a.exclusion_detail if mine else atom_details.get(ai, detail)
+                      for ai, (a, mine) in enumerate(zip(group.atoms, own))]))
+        if len(memo) >= EXCLUDED_MEMO_MAX:
+            memo.clear()
+        memo[key] = hit
+    return hit[1], hit[2]
+
+
+def _eligible(group: Any) -> bool:
+    """Whether no atom of the group is structurally excluded (memoised on the cached group view)."""
+    memo = group.excluded_items
+    hit = memo.get(_ELIGIBLE)
+    if hit is None:
+        hit = memo[_ELIGIBLE] = not any(a.exclusion for a in group.atoms)
     return hit
+
+
+_ELIGIBLE = "eligible"  # whether no atom of a view is structurally excluded, in its item memo
+_UNTOUCHED = "untouched"  # a view's reasons and details when nobody picked from it, in its item memo
 
 
 def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list[PlanItem], int]:
@@ -388,9 +411,13 @@ def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list
     return included, tokens
 
 
-def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
-    """Every excluded history atom's item, chronologically (made when the plan's ``items`` are first read)."""
-    excluded: list[PlanItem] = []
+def _excluded_history(selection: HistorySelection) -> ExcludedHistory:
+    """Every excluded history atom's reason, detail and score, chronologically, beside the rows of every history atom
+    (made when the plan's ``items`` are first read or the plan is stored)."""
+    reasons: list[str] = []
+    details_out: list[str] = []
+    scores_out: list[float] = []
+    skipped: list[int] = []
     picks = selection.picks
     defaults = selection.defaults
     scores = selection.scores
@@ -398,21 +425,42 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
     atom_scores = selection.atom_scores
     group_excluded_all = selection.excluded
     explain = selection.explain
+    # a strategy that scores and explains atoms by unit (fused): each unpicked group's columns read in C
+    score_table = atom_scores.table if isinstance(atom_scores, AtomValues) else None
+    detail_table = atom_details.table if isinstance(atom_details, AtomValues) else None
+    units_of = score_table[0] if score_table is not None and detail_table is not None else {}
+    unit_scores = score_table[1] if score_table is not None else ()
+    unit_details = detail_table[1] if detail_table is not None else ()
+    offset = 0
     for gi, group in enumerate(selection.groups):
+        atoms = group.atoms
         pick = picks.get(gi)
         group_excluded = group_excluded_all.get(gi)
         default = defaults.get(gi)
+        units = units_of.get(gi)
+        if (units is not None and pick is None and group_excluded is None and default is None
+                and units is detail_table[0].get(gi) and -1 not in units and _eligible(group)):
+            reasons.extend(repeat("over_budget", len(atoms)))
+            details_out.extend(map(unit_details.__getitem__, units))
+            scores_out.extend(map(unit_scores.__getitem__, units))
+            offset += len(atoms)
+            continue
         score = scores.get(gi, 0.0)
         details = atom_details.get(gi)
         own_scores = atom_scores.get(gi)
         if explain is not None and default is None and details is None and group_excluded is None:
             default, details = explain(gi)
-        if pick is None and details is None and own_scores is None:
+        if pick is None and own_scores is None and (details is None or (default is None and group_excluded is None)):
             reason, detail = group_excluded or default or ("over_budget", "")
-            excluded.extend(_untouched_group(group, reason, detail, score))
+            own_reasons, own_details = _untouched_group(group, reason, detail, details)
+            reasons.extend(own_reasons)
+            details_out.extend(own_details)
+            scores_out.extend(repeat(score, len(atoms)))
+            offset += len(atoms)
             continue
-        for ai, atom in enumerate(group.atoms):
+        for ai, atom in enumerate(atoms):
             if pick is not None and ai in pick.reasons:
+                skipped.append(offset + ai)
                 continue
             if group_excluded is not None:
                 reason, detail = group_excluded
@@ -425,8 +473,13 @@ def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
                 detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
                 if details is not None:
                     detail = details.get(ai, detail)
-            excluded.append(_excluded_atom(atom, reason, detail, own_scores.get(ai, score) if own_scores else score))
-    return tuple(excluded)
+            reasons.append(reason)
+            details_out.append(detail)
+            scores_out.append(own_scores.get(ai, score) if own_scores else score)
+        offset += len(atoms)
+    groups = tuple(selection.groups)
+    chunks = [_atom_chunk(groups[i:i + ATOM_CHUNK_GROUPS]) for i in range(0, len(groups), ATOM_CHUNK_GROUPS)]
+    return ExcludedHistory(chunks, skipped, reasons, details_out, scores_out)
 
 
 def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:

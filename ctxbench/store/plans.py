@@ -25,9 +25,9 @@ from operator import attrgetter, is_, itemgetter
 from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
-from ctxbench.records.plans import ContextPlan, PlanInputs
+from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
 from ctxbench.records.retrieval import RetrievalSet
-from ctxbench.store import codec, db
+from ctxbench.store import codec, db, plan_history
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.records.sessions import PlanOrigin, PlanSummary, UsageReport
@@ -41,7 +41,10 @@ ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as pla
 # as ENCODING_REFS, the result in codec.compact_json's form (its items a table): a 10,000-turn session's plan
 # holds ~34,000 items, and writing each as an object of its fields took over a second per stored plan
 ENCODING_TABLES = "refs+tables+zlib"
-ZIPPED = (ENCODING_REFS, ENCODING_TABLES)  # encodings whose inputs and result are zlib-compressed
+# as ENCODING_TABLES, the items split in three: the head and the tail as tables, the excluded history between them
+# as ``store.plan_history`` writes it (the rows of its atoms in ``plan_atom_rows``, shared by the session's plans)
+ENCODING_HISTORY = "refs+history+zlib"
+ZIPPED = (ENCODING_REFS, ENCODING_TABLES, ENCODING_HISTORY)  # encodings whose inputs and result are zlib-compressed
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
 _KEY_HEX = 24  # 96 bits
@@ -65,6 +68,7 @@ def save_plan(
     plan: ContextPlan,
     known: Mapping[int, tuple[Message, str]] | None = None,
     rows: codec.RowTexts | None = None,
+    chunks: plan_history.StoredChunks | None = None,
 ) -> list[tuple[Message, str]]:
     """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
 
@@ -72,7 +76,9 @@ def save_plan(
     of messages already stored to (that message, its key) (a caller's cache; a message whose record
     differs from the one remembered is keyed again). Returns the (message, key) pairs written now,
     for the caller to remember once the transaction commits. ``rows``: the caller's memory of the rows
-    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again.
+    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again;
+    ``chunks``: its memory of the atom rows its last plan stored (``plan_history.StoredChunks``; the caller commits
+    it once the transaction has).
     """
     if plan_exists(conn, plan.plan_id):
         return []
@@ -105,14 +111,23 @@ def save_plan(
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    result = zlib.compress(codec.compact_json(plan, rows).encode("utf-8"), ZLIB_LEVEL)
+    parts = plan.parts() if isinstance(plan, DeferredPlan) else None
+    if parts is None:
+        encoding, text = ENCODING_TABLES, codec.compact_json(plan, rows)
+    else:  # the excluded history as the planner made it: its atom rows by reference, its columns as runs
+        head, history, tail = parts
+        items = (f'{{"head":{codec.table_json(PlanItem, head, rows)},'
+                 f'"history":{plan_history.write_history(conn, plan.session_id, history, chunks)},'
+                 f'"tail":{codec.table_json(PlanItem, tail)}}}')
+        encoding, text = ENCODING_HISTORY, codec.compact_json_with(plan, {"items": items})
+    result = zlib.compress(text.encode("utf-8"), ZLIB_LEVEL)
     current = inputs.current_turn[0] if inputs.current_turn else None
     branch_id = current.branch_id if current is not None and current.branch_id else None
     group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
     conn.execute(
         "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id, branch_id, "
         "group_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_TABLES, inputs.retrieval.id,
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, encoding, inputs.retrieval.id,
          branch_id, group_id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
@@ -134,7 +149,21 @@ def _result_text(row: sqlite3.Row) -> str:
 
 
 def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
-    return codec.loads(ContextPlan, _result_text(_row(conn, plan_id)))
+    return _plan(conn, _row(conn, plan_id))
+
+
+_ITEMS = tuple[PlanItem, ...]
+
+
+def _plan(conn: sqlite3.Connection, row: sqlite3.Row) -> ContextPlan:
+    if row["encoding"] != ENCODING_HISTORY:
+        return codec.loads(ContextPlan, _result_text(row))
+    data = json.loads(_result_text(row))
+    parts = data.pop("items")
+    history = plan_history.read_history(conn, parts["history"])
+    items = (codec.from_jsonable(_ITEMS, parts["head"]) + history.items()
+             + codec.from_jsonable(_ITEMS, parts["tail"]))
+    return dataclasses.replace(codec.from_jsonable(ContextPlan, {**data, "items": []}), items=items)
 
 
 def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
@@ -158,7 +187,7 @@ def get_plan_with_inputs(conn: sqlite3.Connection, plan_id: str) -> tuple[Contex
     """A stored plan and its inputs without their messages (as ``get_plan_inputs(messages=False)``), from one read
     of its row."""
     row = _row(conn, plan_id)
-    return codec.loads(ContextPlan, _result_text(row)), _inputs(conn, row, False)
+    return _plan(conn, row), _inputs(conn, row, False)
 
 
 def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanInputs:
@@ -310,13 +339,16 @@ class Plans:
         self._db = database
         self._stored_messages: dict[int, tuple[Message, str]] = {}  # message id → (message, key)
         self._row_texts = codec.RowTexts()
+        self._stored_chunks = plan_history.StoredChunks()
         self._cache_lock = threading.Lock()
 
     def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
         """Store a plan with its inputs (a PlanId already stored is left as it is)."""
         with self._cache_lock:  # plans are written one at a time anyway (one writer per database file)
+            self._stored_chunks.begin()
             with self._db.transaction() as conn:
-                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts)
+                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts, self._stored_chunks)
+            self._stored_chunks.commit()
             if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
                 self._stored_messages.clear()
             self._stored_messages.update((message.id, (message, key)) for message, key in written)

@@ -37,7 +37,7 @@ def _same_plan(stored: ContextPlan, plan: ContextPlan) -> None:
     assert json.dumps(stored.to_json(), ensure_ascii=False) == json.dumps(plan.to_json(), ensure_ascii=False)
 
 
-@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels"])
+@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels", "semantic", "fused"])
 def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session, strategy):
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
@@ -47,7 +47,7 @@ def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session
         assert len({item.reason for item in plan.excluded}) >= 1
         stored = wb.plans.get(plan.plan_id)
         row = wb.conn.execute("SELECT encoding FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
-    assert row["encoding"] == plan_store.ENCODING_TABLES
+    assert row["encoding"] == plan_store.ENCODING_HISTORY
     _same_plan(stored, plan)
     with Workbench(db, Config()) as fresh:  # read by another process's workbench: nothing kept in memory
         _same_plan(fresh.plans.get(plan.plan_id), plan)
@@ -158,3 +158,66 @@ def test_rows_written_before_are_reused_only_for_the_very_same_records():
     head[0].messages[0]["content"] = "changed"
     assert codec.compact_json(mutable, rows) == codec.compact_json(mutable)
     assert '"changed"' in codec.compact_json(mutable, rows)
+
+
+def test_plans_stored_with_items_as_a_table_still_load(long_session):
+    """A ``refs+tables+zlib`` row (what the version before wrote: every item a row of one table) reads back as the
+    plan it holds."""
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "which table holds the old rows?", strategy="levels", budget=3000)
+        old_result = zlib.compress(codec.compact_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
+        with wb.conn:
+            wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
+                            (old_result, plan_store.ENCODING_TABLES, plan.plan_id))
+    with Workbench(db, Config()) as wb:
+        _same_plan(wb.plans.get(plan.plan_id), plan)
+
+
+def _atom_rows(wb) -> int:
+    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_atom_rows").fetchone()[0])
+
+
+def _new_turn(wb, session_id: str, n: int) -> None:
+    wb.messages.append(session_id, "user", f"a new question {n} about the parser")
+    wb.messages.append(session_id, "assistant", f"an answer {n}")
+
+
+@pytest.mark.parametrize("strategy", ["levels", "fused"])
+def test_a_new_turns_plan_stores_only_the_atom_rows_that_changed(tmp_path, strategy):
+    """Consecutive plans of a long session share the stored rows of their history atoms: a new turn's plan adds the
+    rows of the one chunk of turns it changed, and each plan still reads back item for item, in this process and in
+    a fresh one (nothing kept in memory)."""
+    db = tmp_path / "long.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    plans = []
+    with Workbench(db, Config()) as wb:
+        plans.append(plan_of(wb, session_id, "where is the retry loop?", strategy=strategy, budget=3000))
+        first = _atom_rows(wb)
+        assert first >= 2  # 300 turns: more than one chunk
+        for n in range(3):
+            _new_turn(wb, session_id, n)
+            before = _atom_rows(wb)
+            plans.append(plan_of(wb, session_id, "where is the retry loop?", strategy=strategy, budget=3000))
+            assert _atom_rows(wb) - before <= 1
+        for plan in plans:
+            _same_plan(wb.plans.get(plan.plan_id), plan)
+    with Workbench(db, Config()) as fresh:
+        for plan in plans:
+            _same_plan(fresh.plans.get(plan.plan_id), plan)
+            assert len(plan.excluded) > 900
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("strategy", ["levels", "fused"])
+def test_a_plan_of_a_session_with_thousands_of_turns_reads_back_exactly(tmp_path, strategy):
+    db = tmp_path / "longer.db"
+    session_id, _, _ = import_session(db, Config(), 2_000)
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "fix the parser and cache handling", strategy=strategy)
+        _new_turn(wb, session_id, 0)
+        following = plan_of(wb, session_id, "fix the parser and cache handling", strategy=strategy)
+        assert len(following.excluded) > 5_000
+    with Workbench(db, Config()) as fresh:
+        _same_plan(fresh.plans.get(plan.plan_id), plan)
+        _same_plan(fresh.plans.get(following.plan_id), following)
