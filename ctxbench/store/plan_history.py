@@ -29,12 +29,12 @@ ROWS_ZLIB_LEVEL = 1
 
 # v8 of the core component (``schema.MIGRATIONS``)
 TABLE = """
-CREATE TABLE plan_atom_rows (
+CREATE TABLE IF NOT EXISTS plan_atom_rows (
     key        TEXT PRIMARY KEY,
     session_id TEXT NOT NULL,
     data       BLOB NOT NULL
 );
-CREATE INDEX plan_atom_rows_by_session ON plan_atom_rows (session_id);
+CREATE INDEX IF NOT EXISTS plan_atom_rows_by_session ON plan_atom_rows (session_id);
 """
 
 _Identity = tuple[str, tuple[int, ...]]
@@ -76,7 +76,10 @@ def chunk_key(session_id: str, text: str) -> str:
 
 def write_history(conn: sqlite3.Connection, session_id: str, history: ExcludedHistory,
                   known: StoredChunks | None = None) -> str:
-    """Store the chunks of ``history`` not stored yet; the JSON text of the rest, for the plan's result."""
+    """Store the chunks of ``history`` not stored yet; the JSON text of the rest, for the plan's result. A plan that
+    left no history atom out stores no rows."""
+    if not history.reasons:
+        return '{"chunks":[],"skipped":[],"reasons":[[],[]],"details":[[],[]],"scores":[[],[]]}'
     keys: list[str] = []
     for chunk in history.chunks:
         identity = (session_id, tuple(map(id, chunk.owners)))
