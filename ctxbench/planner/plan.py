@@ -49,7 +49,7 @@ import dataclasses
 import hashlib
 import json
 import threading
-from itertools import chain, islice, repeat
+from itertools import islice
 from operator import gt
 from typing import Any
 
@@ -57,12 +57,13 @@ from ctxbench.config import PlannerConfig
 from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
-from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
+from ctxbench.planner.budget import FULL, AtomValues, Budget, HistorySelection
+from ctxbench.planner.excluded import excluded_history
 from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, RELEVANCE_ORDER, cache_order,
                                     keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.records.history_items import HISTORY_SECTION, AtomChunk, AtomRow, ExcludedHistory
+from ctxbench.records.history_items import HISTORY_SECTION
 from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
@@ -285,9 +286,6 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
     )
 
 
-EXCLUDED_MEMO_MAX = 4  # (reason, detail) memos kept per group view (``_untouched_group``)
-
-
 def _atom_template(atom: Any) -> dict[str, Any]:
     """The fields of an atom's excluded PlanItem, which never change (kept on the cached atom)."""
     template = atom.item_template
@@ -306,59 +304,6 @@ def _included_template(atom: Any) -> dict[str, Any]:
     if not template:
         template.update(_atom_template(atom), included=True, order=0, messages=atom.messages)
     return template
-
-
-ATOM_CHUNK_GROUPS = 256  # turns per chunk of atom rows (``AtomChunk``): a new turn changes the last chunk only
-_ATOM_ROWS = "atom_rows"  # a view's atom rows, in its item memo
-
-
-def _group_rows(group: Any) -> tuple[AtomRow, ...]:
-    """The ``ATOM_FIELDS`` row of each of a group's atoms (memoised on the cached group view)."""
-    memo = group.excluded_items
-    rows = memo.get(_ATOM_ROWS)
-    if rows is None:
-        rows = tuple([(a.id, a.label, a.tokens, a.message_ids, a.external_ids) for a in group.atoms])
-        memo[_ATOM_ROWS] = rows
-    return rows
-
-
-def _atom_chunk(groups: tuple[Any, ...]) -> AtomChunk:
-    return AtomChunk(groups, lambda: tuple(chain.from_iterable(map(_group_rows, groups))))
-
-
-def _untouched_group(group: Any, reason: str, detail: str,
-                     details: dict[int, str] | None = None) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The reasons and details of the atoms of a group nobody picked from (memoised on the cached group view, per
-    reason, detail and ``details``: the detail of some of its atoms, a strategy's memoised dict)."""
-    key = (reason, detail, id(details))
-    memo = group.excluded_items.get(_UNTOUCHED)
-    if memo is None:
-        memo = group.excluded_items[_UNTOUCHED] = {}
-    hit = memo.get(key)
-    if hit is None or hit[0] is not details:
-        dropped = reason == "dropped_by_user"
-        own = [bool(a.exclusion) and not dropped for a in group.atoms]
-        atom_details = details or {}
-        hit = (details, tuple([a.exclusion if mine else reason for a, mine in zip(group.atoms, own)]),
-               tuple([a.exclusion_detail if mine else atom_details.get(ai, detail)
-                      for ai, (a, mine) in enumerate(zip(group.atoms, own))]))
-        if len(memo) >= EXCLUDED_MEMO_MAX:
-            memo.clear()
-        memo[key] = hit
-    return hit[1], hit[2]
-
-
-def _eligible(group: Any) -> bool:
-    """Whether no atom of the group is structurally excluded (memoised on the cached group view)."""
-    memo = group.excluded_items
-    hit = memo.get(_ELIGIBLE)
-    if hit is None:
-        hit = memo[_ELIGIBLE] = not any(a.exclusion for a in group.atoms)
-    return hit
-
-
-_ELIGIBLE = "eligible"  # whether no atom of a view is structurally excluded, in its item memo
-_UNTOUCHED = "untouched"  # a view's reasons and details when nobody picked from it, in its item memo
 
 
 def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list[PlanItem], int]:
@@ -409,77 +354,6 @@ def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list
         for order, item in enumerate(included, start):
             item.__dict__["order"] = order
     return included, tokens
-
-
-def _excluded_history(selection: HistorySelection) -> ExcludedHistory:
-    """Every excluded history atom's reason, detail and score, chronologically, beside the rows of every history atom
-    (made when the plan's ``items`` are first read or the plan is stored)."""
-    reasons: list[str] = []
-    details_out: list[str] = []
-    scores_out: list[float] = []
-    skipped: list[int] = []
-    picks = selection.picks
-    defaults = selection.defaults
-    scores = selection.scores
-    atom_details = selection.atom_details
-    atom_scores = selection.atom_scores
-    group_excluded_all = selection.excluded
-    explain = selection.explain
-    # a strategy that scores and explains atoms by unit (fused): each unpicked group's columns read in C
-    score_table = atom_scores.table if isinstance(atom_scores, AtomValues) else None
-    detail_table = atom_details.table if isinstance(atom_details, AtomValues) else None
-    units_of = score_table[0] if score_table is not None and detail_table is not None else {}
-    unit_scores = score_table[1] if score_table is not None else ()
-    unit_details = detail_table[1] if detail_table is not None else ()
-    offset = 0
-    for gi, group in enumerate(selection.groups):
-        atoms = group.atoms
-        pick = picks.get(gi)
-        group_excluded = group_excluded_all.get(gi)
-        default = defaults.get(gi)
-        units = units_of.get(gi)
-        if (units is not None and pick is None and group_excluded is None and default is None
-                and units is detail_table[0].get(gi) and -1 not in units and _eligible(group)):
-            reasons.extend(repeat("over_budget", len(atoms)))
-            details_out.extend(map(unit_details.__getitem__, units))
-            scores_out.extend(map(unit_scores.__getitem__, units))
-            offset += len(atoms)
-            continue
-        score = scores.get(gi, 0.0)
-        details = atom_details.get(gi)
-        own_scores = atom_scores.get(gi)
-        if explain is not None and default is None and details is None and group_excluded is None:
-            default, details = explain(gi)
-        if pick is None and own_scores is None and (details is None or (default is None and group_excluded is None)):
-            reason, detail = group_excluded or default or ("over_budget", "")
-            own_reasons, own_details = _untouched_group(group, reason, detail, details)
-            reasons.extend(own_reasons)
-            details_out.extend(own_details)
-            scores_out.extend(repeat(score, len(atoms)))
-            offset += len(atoms)
-            continue
-        for ai, atom in enumerate(atoms):
-            if pick is not None and ai in pick.reasons:
-                skipped.append(offset + ai)
-                continue
-            if group_excluded is not None:
-                reason, detail = group_excluded
-            elif atom.exclusion:
-                reason, detail = atom.exclusion, atom.exclusion_detail
-            elif default is not None:
-                reason, detail = default
-            else:
-                reason = "over_budget"
-                detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
-                if details is not None:
-                    detail = details.get(ai, detail)
-            reasons.append(reason)
-            details_out.append(detail)
-            scores_out.append(own_scores.get(ai, score) if own_scores else score)
-        offset += len(atoms)
-    groups = tuple(selection.groups)
-    chunks = [_atom_chunk(groups[i:i + ATOM_CHUNK_GROUPS]) for i in range(0, len(groups), ATOM_CHUNK_GROUPS)]
-    return ExcludedHistory(chunks, skipped, reasons, details_out, scores_out)
 
 
 def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
@@ -588,7 +462,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
 
     return DeferredPlan.make(
         head=tuple(items),
-        rest=lambda: _excluded_history(selection),
+        rest=lambda: excluded_history(selection),
         tail=tail,
         plan_id=pid,
         session_id=inputs.session_id,

@@ -10,6 +10,7 @@ ones a plan lists; the store keeps the chunks once each and this plan's columns 
 """
 from __future__ import annotations
 
+from array import array
 from math import copysign
 from itertools import chain, compress, islice, repeat
 from operator import ne, sub
@@ -111,15 +112,17 @@ def runs(values: Sequence[Any]) -> tuple[list[Any], list[int]]:
 
 def score_runs(scores: Sequence[float]) -> tuple[list[float], list[int]]:
     """As :func:`runs`, a run holding one sign of zero only (``-0.0 == 0.0``, but a plan shows each as it is)."""
-    values, counts = runs(scores)
-    at = 0
-    for value, count in zip(values, counts):
-        if value == 0.0 and 0 < sum(map(copysign, repeat(1.0), islice(scores, at, at + count))) + count < 2 * count:
-            # both signs of zero in one run (rare): the runs of (value, sign) pairs
-            pairs, counts = runs(list(zip(scores, map(copysign, repeat(1.0), scores))))
-            return [value for value, _sign in pairs], counts
-        at += count
-    return values, counts
+    try:
+        plain = _NEGATIVE_ZERO not in array("d", scores).tobytes()  # a match across two values only costs time
+    except TypeError:
+        plain = False
+    if plain:
+        return runs(scores)
+    pairs, counts = runs(list(zip(scores, map(copysign, repeat(1.0), scores))))
+    return [value for value, _sign in pairs], counts
+
+
+_NEGATIVE_ZERO = array("d", [-0.0]).tobytes()
 
 
 def from_runs(values: Sequence[Any], counts: Sequence[int]) -> list[Any]:
