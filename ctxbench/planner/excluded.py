@@ -9,6 +9,7 @@ atoms by unit (fused) has the turns nobody picked from read in runs, by C-level 
 from __future__ import annotations
 
 from itertools import accumulate, chain, repeat
+from operator import is_
 from typing import Any, Sequence
 
 from ctxbench.planner.budget import PARTIAL_DETAIL, AtomValues, HistorySelection
@@ -59,100 +60,76 @@ def _untouched_group(group: Any, reason: str, detail: str,
     return hit[1], hit[2]
 
 
-class _Columns:
-    """The columns being made, chronologically."""
-
-    __slots__ = ("reasons", "details", "scores", "skipped")
-
-    def __init__(self) -> None:
-        self.reasons: list[str] = []
-        self.details: list[str] = []
-        self.scores: list[float] = []
-        self.skipped: list[int] = []
-
-
-def _group_columns(selection: HistorySelection, gi: int, offset: int, out: _Columns) -> None:
-    """The columns of one group's excluded atoms (``offset``: the position of its first atom in the history)."""
-    group = selection.groups[gi]
-    atoms = group.atoms
-    pick = selection.picks.get(gi)
-    group_excluded = selection.excluded.get(gi)
-    default = selection.defaults.get(gi)
-    score = selection.scores.get(gi, 0.0)
-    details = selection.atom_details.get(gi)
-    own_scores = selection.atom_scores.get(gi)
-    if selection.explain is not None and default is None and details is None and group_excluded is None:
-        default, details = selection.explain(gi)
-    if pick is None and own_scores is None and (details is None or (default is None and group_excluded is None)):
-        reason, detail = group_excluded or default or (OVER_BUDGET, "")
-        own_reasons, own_details = _untouched_group(group, reason, detail, details)
-        out.reasons.extend(own_reasons)
-        out.details.extend(own_details)
-        out.scores.extend(repeat(score, len(atoms)))
-        return
-    for ai, atom in enumerate(atoms):
-        if pick is not None and ai in pick.reasons:
-            out.skipped.append(offset + ai)
-            continue
-        if group_excluded is not None:
-            reason, detail = group_excluded
-        elif atom.exclusion:
-            reason, detail = atom.exclusion, atom.exclusion_detail
-        elif default is not None:
-            reason, detail = default
-        else:
-            reason = OVER_BUDGET
-            detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
-            if details is not None:
-                detail = details.get(ai, detail)
-        out.reasons.append(reason)
-        out.details.append(detail)
-        out.scores.append(own_scores.get(ai, score) if own_scores else score)
-
-
 class _UnitLayout:
     """The unit tables of a history read atom by atom, for the turns nobody picked from: built once per unit table
-    (kept in the layout's memo). ``index`` gives each atom of a turn with units its place in the unit values followed
-    by the details of its atoms without a unit (``tail_details``); ``reasons`` its reason when left out by budget
-    (its structural exclusion, if any); ``plain``: the turns without units, read one by one."""
+    (kept in the layout's memo), extended from the one of the history this one extends (the new turns only).
 
-    __slots__ = ("units_of", "n", "offsets", "index", "reasons", "tail_details", "plain")
+    ``index`` gives each atom of a turn with units its unit (>= 0), or, for an atom without one, ``-(k + 1)`` where
+    ``tail_details[k]`` is its detail (read from the unit values followed by the tail details reversed: the same
+    index whatever the number of units); ``reasons`` its reason when left out by budget (its structural exclusion,
+    if any); ``plain``: the turns read one by one (without units, or a scored atom with a structural exclusion);
+    ``group_units``: the units of each turn it was built from."""
 
-    def __init__(self, groups: Sequence[Any], units_of: dict[int, tuple[int, ...]], n: int) -> None:
-        self.units_of, self.n = units_of, n
-        self.offsets = [0, *accumulate(len(g.atoms) for g in groups)]
-        self.index: list[int] = []
-        self.reasons: list[str] = []
-        self.tail_details: list[str] = []
-        self.plain: list[int] = []
-        for gi, group in enumerate(groups):
+    __slots__ = ("units_of", "group_units", "offsets", "index", "reasons", "tail_details", "plain")
+
+    def __init__(self, groups: Sequence[Any], units_of: dict[int, tuple[int, ...]],
+                 base: "_UnitLayout | None" = None, shared: int = 0) -> None:
+        self.units_of = units_of
+        if base is None:
+            shared = 0
+        else:  # the first ``shared`` turns as the base read them
+            end = base.offsets[shared]
+            self.group_units = base.group_units[:shared]
+            self.offsets = base.offsets[:shared + 1]
+            self.index, self.reasons = base.index[:end], base.reasons[:end]
+            lowest = min(self.index, default=0)  # -(the tail details those turns use)
+            self.tail_details = base.tail_details[:-lowest] if lowest < 0 else []
+            self.plain = [gi for gi in base.plain if gi < shared]
+        if base is None:
+            self.group_units: list[tuple[int, ...] | None] = []
+            self.offsets = [0]
+            self.index: list[int] = []
+            self.reasons: list[str] = []
+            self.tail_details: list[str] = []
+            self.plain: list[int] = []
+        for gi in range(shared, len(groups)):
+            group = groups[gi]
+            atoms = group.atoms
             units = units_of.get(gi)
-            if units is None or len(units) != len(group.atoms):
+            self.group_units.append(units)
+            self.offsets.append(self.offsets[-1] + len(atoms))
+            if (units is None or len(units) != len(atoms)
+                    or any(u >= 0 and atom.exclusion for atom, u in zip(atoms, units))):
                 self.plain.append(gi)
-                self.index.extend(repeat(-1, len(group.atoms)))
-                self.reasons.extend(repeat(OVER_BUDGET, len(group.atoms)))
+                self.index.extend(repeat(0, len(atoms)))
+                self.reasons.extend(repeat(OVER_BUDGET, len(atoms)))
                 continue
-            if any(u >= 0 and atom.exclusion for atom, u in zip(group.atoms, units)):
-                self.plain.append(gi)  # a scored atom with a structural exclusion: read as ``_group_columns`` does
-                self.index.extend(repeat(-1, len(group.atoms)))
-                self.reasons.extend(repeat(OVER_BUDGET, len(group.atoms)))
-                continue
-            for atom, u in zip(group.atoms, units):
+            for atom, u in zip(atoms, units):
                 if u >= 0:
                     self.index.append(u)
                     self.reasons.append(OVER_BUDGET)
-                else:  # as ``_group_columns`` reads an unpicked atom without a unit: its exclusion, or no detail
-                    self.index.append(n + len(self.tail_details))
-                    self.reasons.append(atom.exclusion or OVER_BUDGET)
+                else:  # as an unpicked atom without a unit is read one by one: its exclusion, or no detail
                     self.tail_details.append(atom.exclusion_detail if atom.exclusion else "")
+                    self.index.append(-len(self.tail_details))
+                    self.reasons.append(atom.exclusion or OVER_BUDGET)
 
 
-def _unit_layout(selection: HistorySelection, units_of: dict[int, tuple[int, ...]], n: int) -> _UnitLayout:
-    key = ("excluded-units", id(units_of), n, len(selection.groups))
+def _unit_layout(selection: HistorySelection, units_of: dict[int, tuple[int, ...]]) -> _UnitLayout:
+    key = ("excluded-units", id(units_of))
     hit = selection.memo.get(key)
-    if hit is None or hit.units_of is not units_of:
-        hit = _UnitLayout(selection.groups, units_of, n)
-        selection.memo[key] = hit
+    if hit is not None and hit.units_of is units_of:
+        return hit
+    base, shared = None, 0
+    if selection.earlier is not None:  # a history that only grew: extend a layout of the one before
+        earlier, shared = selection.earlier
+        mine = [units_of.get(gi) for gi in range(shared)]
+        for old in list(earlier.values()):
+            if (isinstance(old, _UnitLayout) and len(old.group_units) >= shared
+                    and all(map(is_, old.group_units[:shared], mine))):
+                base = old
+                break
+    hit = _UnitLayout(selection.groups, units_of, base, shared)
+    selection.memo[key] = hit
     return hit
 
 
@@ -175,31 +152,86 @@ def _unit_tables(selection: HistorySelection) -> tuple[dict[int, tuple[int, ...]
 def excluded_history(selection: HistorySelection) -> ExcludedHistory:
     """Every excluded history atom's reason, detail and score, chronologically, beside the rows of every history atom
     (made when the plan's ``items`` are first read or the plan is stored)."""
-    out = _Columns()
+    reasons: list[str] = []
+    details_out: list[str] = []
+    scores_out: list[float] = []
+    skipped: list[int] = []
     groups = selection.groups
+    picks = selection.picks
+    defaults = selection.defaults
+    scores = selection.scores
+    atom_details = selection.atom_details
+    atom_scores = selection.atom_scores
+    group_excluded_all = selection.excluded
+    explain = selection.explain
     tables = _unit_tables(selection)
-    if tables is None:
-        offset = 0
-        for gi, group in enumerate(groups):
-            _group_columns(selection, gi, offset, out)
-            offset += len(group.atoms)
-    else:
+    if tables is None:  # every turn read one by one
+        offsets = _offsets(selection)
+        order: Sequence[int] = range(len(groups))
+        layout = None
+    else:  # the turns nobody picked from read in runs over the unit tables, the others one by one
         units_of, unit_scores, unit_details = tables
-        layout = _unit_layout(selection, units_of, len(unit_scores))
-        details = list(unit_details) + layout.tail_details
-        scores = list(unit_scores) + [0.0] * len(layout.tail_details)  # no group scores (``_unit_tables``)
-        special = sorted(set(layout.plain).union(selection.picks, selection.excluded, selection.defaults))
-        offsets, index = layout.offsets, layout.index
-        at = 0  # the first group not yet read
-        for gi in [*special, len(groups)]:
-            if gi > at:  # turns nobody picked from, with units: read in runs
-                span = index[offsets[at]:offsets[gi]]
-                out.reasons.extend(layout.reasons[offsets[at]:offsets[gi]])
-                out.details.extend(map(details.__getitem__, span))
-                out.scores.extend(map(scores.__getitem__, span))
-            if gi < len(groups):
-                _group_columns(selection, gi, offsets[gi], out)
-            at = gi + 1
-    chunks = tuple(groups)
-    return ExcludedHistory([_atom_chunk(chunks[i:i + ATOM_CHUNK_GROUPS]) for i in range(0, len(chunks), ATOM_CHUNK_GROUPS)],
-                           out.skipped, out.reasons, out.details, out.scores)
+        layout = _unit_layout(selection, units_of)
+        offsets, index, span_reasons = layout.offsets, layout.index, layout.reasons
+        span_details = [*unit_details, *reversed(layout.tail_details)]  # an atom without a unit: -(k + 1)
+        span_scores = [*unit_scores, *repeat(0.0, len(layout.tail_details))]  # no group scores (``_unit_tables``)
+        order = sorted(set(layout.plain).union(picks, group_excluded_all, defaults))
+    at = 0  # the first turn not read yet
+    for gi in chain(order, (len(groups),)):
+        if layout is not None and gi > at:
+            start, end = offsets[at], offsets[gi]
+            span = index[start:end]
+            reasons.extend(span_reasons[start:end])
+            details_out.extend(map(span_details.__getitem__, span))
+            scores_out.extend(map(span_scores.__getitem__, span))
+        if gi == len(groups):
+            break
+        at = gi + 1
+        group = groups[gi]
+        atoms = group.atoms
+        pick = picks.get(gi)
+        group_excluded = group_excluded_all.get(gi)
+        default = defaults.get(gi)
+        score = scores.get(gi, 0.0)
+        details = atom_details.get(gi)
+        own_scores = atom_scores.get(gi)
+        if explain is not None and default is None and details is None and group_excluded is None:
+            default, details = explain(gi)
+        if pick is None and own_scores is None and (details is None or (default is None and group_excluded is None)):
+            reason, detail = group_excluded or default or (OVER_BUDGET, "")
+            own_reasons, own_details = _untouched_group(group, reason, detail, details)
+            reasons.extend(own_reasons)
+            details_out.extend(own_details)
+            scores_out.extend(repeat(score, len(atoms)))
+            continue
+        offset = offsets[gi]
+        for ai, atom in enumerate(atoms):
+            if pick is not None and ai in pick.reasons:
+                skipped.append(offset + ai)
+                continue
+            if group_excluded is not None:
+                reason, detail = group_excluded
+            elif atom.exclusion:
+                reason, detail = atom.exclusion, atom.exclusion_detail
+            elif default is not None:
+                reason, detail = default
+            else:
+                reason = OVER_BUDGET
+                detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
+                if details is not None:
+                    detail = details.get(ai, detail)
+            reasons.append(reason)
+            details_out.append(detail)
+            scores_out.append(own_scores.get(ai, score) if own_scores else score)
+    views = tuple(groups)
+    chunks = [_atom_chunk(views[i:i + ATOM_CHUNK_GROUPS]) for i in range(0, len(views), ATOM_CHUNK_GROUPS)]
+    return ExcludedHistory(chunks, skipped, reasons, details_out, scores_out)
+
+
+def _offsets(selection: HistorySelection) -> list[int]:
+    """The position of each turn's first atom in the history, and the number of atoms (kept in the layout's memo)."""
+    key = ("excluded-offsets", len(selection.groups))
+    hit = selection.memo.get(key)
+    if hit is None:
+        hit = selection.memo[key] = [0, *accumulate(len(g.atoms) for g in selection.groups)]
+    return hit

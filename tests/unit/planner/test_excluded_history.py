@@ -61,3 +61,32 @@ def test_each_atom_a_fused_plan_leaves_out_has_its_own_rank_and_score(long_sessi
     for item in ranked:
         shown = float(item.detail.split("score ")[1].split(":")[0])
         assert abs(shown - item.score) <= 0.0005 + 1e-9  # the detail names the atom's own score
+
+
+def test_a_fused_plan_of_a_grown_history_reads_its_left_out_atoms_as_turn_by_turn(tmp_path, monkeypatch):
+    """A new turn's plan extends the unit layout of the history before it (the new turns only); the atoms it leaves
+    out read the same as turn by turn."""
+    db = tmp_path / "grown.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    made = excluded._UnitLayout
+    extended = []
+
+    class Spy(made):
+        def __init__(self, groups, units_of, base=None, shared=0):
+            extended.append(base is not None and shared > 0)
+            super().__init__(groups, units_of, base, shared)
+
+    monkeypatch.setattr(excluded, "_UnitLayout", Spy)
+    with Workbench(db, Config()) as wb:
+        wb.planning.build(inputs_of(wb, session_id, QUERY, strategy="fused", budget=3000)).items
+        for n in range(3):
+            wb.messages.append(session_id, "user", f"another question {n} about the retry loop")
+            wb.messages.append(session_id, "assistant", f"another answer {n}")
+            inputs = inputs_of(wb, session_id, QUERY, strategy="fused", budget=3000)
+            in_runs = wb.planning.build(inputs).items
+            with monkeypatch.context() as patch:
+                patch.setattr(excluded, "_unit_tables", lambda selection: None)
+                turn_by_turn = wb.planning.build(inputs).items
+            assert in_runs == turn_by_turn
+            assert _listed(in_runs) == _listed(turn_by_turn)
+    assert any(extended[1:])  # the layouts after the first extended the one before
