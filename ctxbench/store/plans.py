@@ -2,9 +2,10 @@
 
 A plan is stored with the canonical JSON of its inputs (its messages by content key, each
 message stored once in ``plan_messages`` and shared by every plan that saw it, so editing or
-deleting history never changes a stored plan) and the full JSON of its result, every item
-with its rendered messages, compressed; :func:`get_plan` rebuilds a ContextPlan whose
-``messages()`` payload is identical to the one that was sent.
+deleting history never changes a stored plan; the history's keys by chunks, each chunk stored once in
+``plan_chunks``) and the full JSON of its result, every item with its rendered messages, compressed (a
+planner's plan: its excluded history items as columns, ``store.plan_history``); :func:`get_plan` rebuilds a
+ContextPlan whose ``messages()`` payload is identical to the one that was sent.
 
 Deleting a session deletes its plans (foreign key) and then (``sessions.delete_session``) the
 plan messages it owned and the retrieval sets no remaining plan uses; deleting a turn drops the
@@ -42,11 +43,12 @@ ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as pla
 # holds ~34,000 items, and writing each as an object of its fields took over a second per stored plan
 ENCODING_TABLES = "refs+tables+zlib"
 # as ENCODING_TABLES, the items split in three: the head and the tail as tables, the excluded history between them
-# as ``store.plan_history`` writes it (the rows of its atoms in ``plan_atom_rows``, shared by the session's plans)
+# as ``store.plan_history`` writes it (the rows of its atoms in ``plan_chunks``, shared by the session's plans)
 ENCODING_HISTORY = "refs+history+zlib"
 ZIPPED = (ENCODING_REFS, ENCODING_TABLES, ENCODING_HISTORY)  # encodings whose inputs and result are zlib-compressed
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
+CHUNKED = "history"  # the message field an ENCODING_HISTORY plan's inputs hold as chunks of keys (``plan_history``)
 _KEY_HEX = 24  # 96 bits
 
 
@@ -106,7 +108,8 @@ def save_plan(
                 (key, data, message.session_id, message.id),
             )
             written.append((message, key))
-        body[name] = keys
+        # the history's keys by chunks, each stored once (a 10,000-turn session: ~48,000 keys, ~1.3 MB per plan)
+        body[name] = plan_history.write_keys(conn, plan.session_id, messages, keys, chunks) if name == CHUNKED else keys
     # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
@@ -198,9 +201,10 @@ def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanI
     inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
     if not messages:
         return inputs
-    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
+    keys = {name: plan_history.read_keys(conn, body[name]) for name in MESSAGE_FIELDS}
+    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in keys[name]])
     return dataclasses.replace(
-        inputs, **{name: tuple(by_key[k] for k in body[name]) for name in MESSAGE_FIELDS}
+        inputs, **{name: tuple(by_key[k] for k in keys[name]) for name in MESSAGE_FIELDS}
     )
 
 
@@ -275,12 +279,21 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
             candidates[r["key"]] = 1
     if not candidates:
         return 0
+    chunked: set[str] = set()
     for row in conn.execute(
         "SELECT inputs, encoding FROM plans WHERE session_id = ? ORDER BY created_at, plan_id", (session_id,)
     ):
         if row["encoding"] not in ZIPPED:
             continue  # schema v1 plans hold their messages inline
         text = zlib.decompress(row["inputs"]).decode("utf-8")
+        for key in [k for k in candidates if k in text]:
+            del candidates[key]
+        if not candidates:
+            return 0
+        history = json.loads(text).get(CHUNKED)
+        if isinstance(history, dict):  # its history's keys by chunks: looked into below, each chunk once
+            chunked.update(history["chunks"])
+    for text in plan_history.key_chunk_texts(conn, sorted(chunked)):
         for key in [k for k in candidates if k in text]:
             del candidates[key]
         if not candidates:

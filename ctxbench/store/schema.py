@@ -270,8 +270,8 @@ def _v7_plan_tables(conn: sqlite3.Connection) -> None:
     clear line instead of failing on the plan list."""
 
 
-# v8: a plan's excluded history keeps the rows of its atoms by reference (``plans.encoding = 'refs+history+zlib'``),
-# each chunk of them stored once per session (``store.plan_history``)
+# v8: a plan's excluded history keeps the rows of its atoms by reference (``plans.encoding = 'refs+history+zlib'``)
+# and its inputs their history's message keys, each chunk of either stored once per session (``store.plan_history``)
 MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped, _V6,
                                         _v7_plan_tables, plan_history.TABLE)
 

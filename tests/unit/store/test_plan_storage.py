@@ -175,7 +175,7 @@ def test_plans_stored_with_items_as_a_table_still_load(long_session):
 
 
 def _atom_rows(wb) -> int:
-    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_atom_rows").fetchone()[0])
+    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_chunks WHERE kind = 'atoms'").fetchone()[0])
 
 
 def _new_turn(wb, session_id: str, n: int) -> None:
@@ -221,3 +221,47 @@ def test_a_plan_of_a_session_with_thousands_of_turns_reads_back_exactly(tmp_path
     with Workbench(db, Config()) as fresh:
         _same_plan(fresh.plans.get(plan.plan_id), plan)
         _same_plan(fresh.plans.get(following.plan_id), following)
+
+
+def _key_chunks(wb) -> int:
+    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_chunks WHERE kind = 'keys'").fetchone()[0])
+
+
+def test_a_plans_inputs_keep_their_history_by_chunks_of_keys_and_read_back_whole(tmp_path):
+    """A plan's inputs name its history's messages by chunks of their keys, each chunk stored once: a new turn's plan
+    adds the one chunk its new messages changed, and every plan's inputs read back whole (replay needs them)."""
+    db = tmp_path / "keys.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    stored = []
+    with Workbench(db, Config()) as wb:
+        for n in range(3):
+            _new_turn(wb, session_id, n)
+            before = _key_chunks(wb)
+            inputs = inputs_of(wb, session_id, "where is the retry loop?", strategy="window", budget=3000)
+            plan = wb.planning.build(inputs, store=True)
+            assert _key_chunks(wb) - before <= (1 if n else 2)  # 300 turns: ~1,450 messages, one chunk
+            row = wb.conn.execute("SELECT inputs FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
+            assert len(zlib.decompress(row["inputs"])) < 20_000  # the keys themselves are not in the row
+            stored.append((plan.plan_id, inputs))
+    with Workbench(db, Config()) as fresh:
+        for plan_id, inputs in stored:
+            assert fresh.plans.inputs(plan_id) == inputs
+            assert len(inputs.history) > 1000
+
+
+def test_plan_inputs_holding_their_history_keys_as_a_list_still_load(long_session):
+    """Inputs stored before the keys were chunked (the history as one list of keys) read back the same."""
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        inputs = inputs_of(wb, session_id, "which keys were listed?", budget=3000)
+        plan = wb.planning.build(inputs, store=True)
+        row = wb.conn.execute("SELECT inputs FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
+        body = json.loads(zlib.decompress(row["inputs"]))
+        assert set(body["history"]) == {"chunks"}
+        body["history"] = plan_store.plan_history.read_keys(wb.conn, body["history"])
+        old = zlib.compress(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), plan_store.ZLIB_LEVEL)
+        with wb.conn:
+            wb.conn.execute("UPDATE plans SET inputs = ? WHERE plan_id = ?", (old, plan.plan_id))
+    with Workbench(db, Config()) as wb:
+        assert wb.plans.inputs(plan.plan_id) == inputs
+        _same_plan(wb.plans.get(plan.plan_id), plan)

@@ -126,11 +126,11 @@ def test_deleting_a_session_deletes_the_atom_rows_of_its_plans(wb):
         return sid
 
     gone, kept = session(SECRET), session("an ordinary")
-    assert _count(wb, "SELECT COUNT(*) FROM plan_atom_rows WHERE session_id = ?", gone) >= 1
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", gone) >= 1
 
     wb.sessions.delete(gone)
 
-    assert _count(wb, "SELECT COUNT(*) FROM plan_atom_rows WHERE session_id = ?", gone) == 0
-    assert _count(wb, "SELECT COUNT(*) FROM plan_atom_rows WHERE session_id = ?", kept) >= 1
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", gone) == 0
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", kept) >= 1
     for summary in wb.plans.list(kept):
         assert len(wb.plans.get(summary.plan_id).excluded) > 10
