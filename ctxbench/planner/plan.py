@@ -63,8 +63,8 @@ from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, 
                                     keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.records.history_items import HISTORY_SECTION
-from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
+from ctxbench.records.history_items import HISTORY_SECTION, DeferredPlan
+from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem, plan_id_of
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy

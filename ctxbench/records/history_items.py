@@ -7,8 +7,11 @@ first as chunks of the history's atoms (every atom of a run of turns, in history
 stays the same while those turns do) and the second as one value per excluded atom; ``skipped`` names the atoms
 that are not among them (the plan included them). :meth:`ExcludedHistory.items` makes the PlanItems, exactly the
 ones a plan lists; the store keeps the chunks once each and this plan's columns as runs, and rebuilds the same.
+:class:`DeferredPlan` is the planner's ContextPlan holding them so.
 """
 from __future__ import annotations
+
+import dataclasses
 
 from array import array
 from math import copysign
@@ -16,7 +19,7 @@ from itertools import chain, compress, islice, repeat
 from operator import ne, sub
 from typing import Any, Callable, Iterable, Sequence
 
-from ctxbench.records.plans import PlanItem
+from ctxbench.records.plans import ContextPlan, PlanItem
 
 HISTORY_ATOM_KIND = "history_atom"
 HISTORY_SECTION = "history"
@@ -130,3 +133,90 @@ def from_runs(values: Sequence[Any], counts: Sequence[int]) -> list[Any]:
     if len(values) != len(counts) or any(c < 1 for c in counts):
         raise ValueError("runs and their lengths do not match")
     return list(chain.from_iterable(map(repeat, values, counts)))
+
+
+class DeferredPlan(ContextPlan):
+    """A ContextPlan whose excluded history items are made when something first reads ``items``.
+
+    A plan of a 10,000-turn session excludes tens of thousands of history atoms; making an item for each
+    cost more than the rest of the plan, and sending the plan, its meter and its PlanId need none of them.
+    The planner hands over the items it made (``head``: the included ones in payload order, the current turn,
+    the excluded context layers; ``tail``: the current turn's isolated atoms) and the excluded history items in
+    between as columns (:class:`ExcludedHistory`); ``items`` is then exactly what a ContextPlan
+    would hold, made once. ``included`` (and so ``messages()``) never needs them, and the store keeps the columns
+    as they are (:meth:`parts`).
+    """
+
+    @classmethod
+    def make(cls, *, head: tuple[PlanItem, ...], rest: Callable[[], "ExcludedHistory"], tail: tuple[PlanItem, ...],
+             **fields: Any) -> "DeferredPlan":
+        plan = object.__new__(cls)
+        state = plan.__dict__
+        state.update(fields)
+        state["_head"], state["_rest"], state["_tail"] = head, rest, tail
+        return plan
+
+    def _excluded_history(self) -> "ExcludedHistory":
+        state = self.__dict__
+        history = state.get("_history")
+        if history is None:
+            history = state["_rest"]()
+            state["_history"] = history
+            state.pop("_rest", None)
+        return history
+
+    @property  # type: ignore[override]
+    def items(self) -> tuple[PlanItem, ...]:
+        state = self.__dict__
+        items = state.get("_items")
+        if items is None:
+            items = state["_head"] + self._excluded_history().items() + state["_tail"]
+            state["_items"] = items
+        return items
+
+    @items.setter
+    def items(self, value: tuple[PlanItem, ...]) -> None:  # dataclasses.replace builds a plan through __init__
+        self.__dict__["_items"] = tuple(value)
+
+    @property
+    def included(self) -> tuple[PlanItem, ...]:
+        state = self.__dict__
+        if "_items" in state:
+            return tuple(i for i in state["_items"] if i.included)
+        return tuple(i for i in state["_head"] if i.included)
+
+    def parts(self) -> "tuple[tuple[PlanItem, ...], ExcludedHistory, tuple[PlanItem, ...]] | None":
+        """``items`` in three parts: the items before the excluded history, its columns, the items after (None for a
+        plan given its items whole, e.g. by ``dataclasses.replace``)."""
+        state = self.__dict__
+        if "_head" not in state:
+            return None
+        return state["_head"], self._excluded_history(), state["_tail"]
+
+    def with_included(self, included: tuple[PlanItem, ...]) -> "DeferredPlan":
+        """The same plan with its included items replaced (same ids, same order), the rest still deferred."""
+        state = self.__dict__
+        if "_head" not in state:
+            return dataclasses.replace(self, items=_replaced(state["_items"], included))
+        fields = {name: state[name] for name in _FIELDS if name != "items"}
+        return DeferredPlan.make(head=_replaced(state["_head"], included), rest=self._excluded_history,
+                                 tail=state["_tail"], **fields)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ContextPlan):
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
+
+    def __hash__(self) -> int:
+        return hash(tuple(getattr(self, name) for name in _FIELDS))
+
+    def __repr__(self) -> str:
+        return f"DeferredPlan(plan_id={self.plan_id!r}, used_tokens={self.used_tokens}, budget={self.budget})"
+
+
+def _replaced(items: tuple[PlanItem, ...], included: tuple[PlanItem, ...]) -> tuple[PlanItem, ...]:
+    new = iter(included)
+    return tuple(next(new) if item.included else item for item in items)
+
+
+_FIELDS = tuple(f.name for f in dataclasses.fields(ContextPlan))

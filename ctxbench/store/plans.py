@@ -26,7 +26,8 @@ from operator import attrgetter, is_, itemgetter
 from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
-from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem
+from ctxbench.records.history_items import DeferredPlan
+from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
 from ctxbench.records.retrieval import RetrievalSet
 from ctxbench.store import codec, db, plan_history
 from ctxbench.store.clock import now_iso
