@@ -208,7 +208,6 @@ def test_a_new_turns_plan_stores_only_the_atom_rows_that_changed(tmp_path, strat
             assert len(plan.excluded) > 900
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("strategy", ["levels", "fused"])
 def test_a_plan_of_a_session_with_thousands_of_turns_reads_back_exactly(tmp_path, strategy):
     db = tmp_path / "longer.db"
