@@ -20,7 +20,7 @@ import hashlib
 import json
 import sqlite3
 import zlib
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.records.history_items import (AtomChunk, AtomRow, ExcludedHistory, from_runs, runs,
@@ -129,18 +129,19 @@ def _insert(conn: sqlite3.Connection, key: str, session_id: str, kind: str, text
                  (key, session_id, kind, zlib.compress(text.encode("ascii"), ROWS_ZLIB_LEVEL)))
 
 
-def write_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any], keys: list[str],
-               known: StoredChunks | None = None) -> dict[str, list[str]]:
-    """Store the ``plan_messages`` keys of a plan's history messages (``keys[i]`` is ``messages[i]``'s) by chunks of
-    ``KEYS_PER_CHUNK``, each once; what the plan's inputs hold instead of the keys. A chunk of the very message records
-    stored before (``known``) is neither encoded nor written again."""
+def write_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any],
+               keyed: Callable[[Sequence[Any]], list[str]], known: StoredChunks | None = None) -> dict[str, list[str]]:
+    """Store the ``plan_messages`` keys of a plan's history messages by chunks of ``KEYS_PER_CHUNK``, each once; what
+    the plan's inputs hold instead of the keys. ``keyed`` gives the keys of some of the messages (storing those not
+    stored yet); a chunk of the very message records stored before (``known``) is not keyed, encoded or written
+    again."""
     out: list[str] = []
-    for start in range(0, len(keys), KEYS_PER_CHUNK):
+    for start in range(0, len(messages), KEYS_PER_CHUNK):
         owners = tuple(messages[start:start + KEYS_PER_CHUNK])
         identity = (session_id, KEYS, tuple(map(id, owners)))
         key = known.key(identity) if known is not None else None
         if key is None:
-            text = json.dumps(keys[start:start + KEYS_PER_CHUNK], separators=(",", ":"))
+            text = json.dumps(keyed(owners), separators=(",", ":"))
             key = chunk_key(session_id, text)
             _insert(conn, key, session_id, KEYS, text)
         if known is not None:

@@ -92,25 +92,14 @@ def save_plan(
             body[name] = codec.to_jsonable(getattr(inputs, name))
             continue
         messages = getattr(inputs, name)
-        # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
-        # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
-        # ~50,000 messages in Python cost more than the rest of the step
-        hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
-        keys = list(map(itemgetter(1), hits))
-        same = list(map(is_, map(itemgetter(0), hits), messages))
-        for i in [i for i, ok in enumerate(same) if not ok]:
-            message = messages[i]
-            if hits[i][0] is not None and hits[i][0] == message:
-                continue
-            data = codec.canonical_json(message)
-            keys[i] = key = message_key(data)
-            conn.execute(
-                "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
-                (key, data, message.session_id, message.id),
-            )
-            written.append((message, key))
-        # the history's keys by chunks, each stored once (a 10,000-turn session: ~48,000 keys, ~1.3 MB per plan)
-        body[name] = plan_history.write_keys(conn, plan.session_id, messages, keys, chunks) if name == CHUNKED else keys
+
+        def keyed(part: Sequence[Message]) -> list[str]:
+            return _message_keys(conn, part, known, written)
+
+        # the history's keys by chunks, each stored once (a 10,000-turn session: ~48,000 keys, ~1.3 MB per plan);
+        # the messages of a chunk stored before are not even looked up
+        body[name] = (plan_history.write_keys(conn, plan.session_id, messages, keyed, chunks) if name == CHUNKED
+                      else keyed(messages))
     # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
@@ -137,6 +126,29 @@ def save_plan(
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
         save_retrieval_set(conn, inputs.retrieval)
     return written
+
+
+def _message_keys(conn: sqlite3.Connection, messages: Sequence[Message],
+                  known: Mapping[int, tuple[Message, str]] | None, written: list[tuple[Message, str]]) -> list[str]:
+    """The ``plan_messages`` key of each message, each not stored yet stored now (and added to ``written``)."""
+    # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
+    # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
+    # ~50,000 messages in Python cost more than the rest of the step
+    hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
+    keys = list(map(itemgetter(1), hits))
+    same = list(map(is_, map(itemgetter(0), hits), messages))
+    for i in [i for i, ok in enumerate(same) if not ok]:
+        message = messages[i]
+        if hits[i][0] is not None and hits[i][0] == message:
+            continue
+        data = codec.canonical_json(message)
+        keys[i] = key = message_key(data)
+        conn.execute(
+            "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+            (key, data, message.session_id, message.id),
+        )
+        written.append((message, key))
+    return keys
 
 
 def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
