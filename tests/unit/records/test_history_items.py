@@ -44,5 +44,6 @@ def test_runs_give_back_the_values_and_keep_the_sign_of_zero():
     back = from_runs(*score_runs(scores))
     assert back == scores
     assert [math.copysign(1.0, s) for s in back] == [math.copysign(1.0, s) for s in scores]
+    assert score_runs([0.0] * 5 + [0.5, 0.5, 0.25]) == ([0.0, 0.5, 0.25], [5, 2, 1])  # no negative zero: plain runs
     with pytest.raises(ValueError):
         from_runs(["a"], [0])
