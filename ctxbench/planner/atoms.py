@@ -95,7 +95,7 @@ class GroupView:
     flags: frozenset[str]
     first_id: int
     digest: str  # sha256 of the canonical rows of its messages (PlanId)
-    # per-view memo of excluded PlanItems, keyed by (reason, detail, score): plan assembly reuses them
+    # per-view memo of plan assembly: its atoms' rows and the reasons and details of its atoms when left out whole
     excluded_items: dict[Any, Any] = field(default_factory=dict, repr=False)
     # per-view memo for strategies (e.g. the levels classification), keyed by what it depends on
     memo: dict[Any, Any] = field(default_factory=dict, repr=False)

@@ -85,13 +85,20 @@ class AtomValues:
     tens of thousands of atoms keeps arrays and hands over how to read them, not a dict per group."""
 
     def __init__(self, make: Callable[[int], dict[int, Any] | None],
-                 table: "UnitTable | None" = None) -> None:
+                 table: "UnitTable | Callable[[], UnitTable] | None" = None) -> None:
         self._make = make
         # how ``make`` reads its values, for a reader of single atoms: (group index -> unit of each atom, -1: none;
-        # value of each unit). Hundreds of included atoms per plan each read their score without a dict made for
-        # their group or a call made for them
-        self.table = table
+        # value of each unit), or a function making it when first read. Hundreds of included atoms per plan each
+        # read their score, and tens of thousands of excluded ones their detail, without a dict made for their
+        # group or a call made for them
+        self._table = table
         self._made: dict[int, dict[int, Any] | None] = {}
+
+    @property
+    def table(self) -> "UnitTable | None":
+        if callable(self._table):
+            self._table = self._table()
+        return self._table
 
     def get(self, gi: int, default: Any = None) -> Any:
         if gi not in self._made:

@@ -57,12 +57,14 @@ from ctxbench.config import PlannerConfig
 from ctxbench.records.derived import deriving_for
 from ctxbench.records.messages import content_hash, strategy_family
 from ctxbench.planner import atoms as atoms_mod
-from ctxbench.planner.budget import FULL, PARTIAL_DETAIL, AtomValues, Budget, HistorySelection
+from ctxbench.planner.budget import FULL, AtomValues, Budget, HistorySelection
+from ctxbench.planner.excluded import excluded_history
 from ctxbench.planner.cache import (CACHE_ORDER, CACHE_SETTINGS, KEEP_SETTINGS, RELEVANCE_ORDER, cache_order,
                                     keeps_previous)
 from ctxbench.planner.candidates import Cand, Candidates, build_candidates, pin_sort_key
 from ctxbench.planner.modes import mode_profile, share_tokens
-from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs, PlanItem, plan_id_of
+from ctxbench.records.history_items import HISTORY_SECTION, DeferredPlan
+from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem, plan_id_of
 from ctxbench.records.scored import ScoredIds, pairs_digest
 from ctxbench.records.vocab import SECTIONS, STRATEGIES
 from ctxbench.planner.strategies import get_strategy
@@ -73,7 +75,6 @@ from ctxbench.tokens import REPLY_PRIMING, Tokenizer
 PLAN_FORMAT_VERSION = 1
 OVER_BUDGET_LISTED = 6  # mandatory items named in an over_budget reason
 ESTIMATE_NOTE = "token counts are estimates (chars/4), not the model's tokenizer"
-HISTORY_SECTION = "history"  # the section of every history atom's item
 
 _NEW = object.__new__
 
@@ -285,9 +286,6 @@ def _cand_item(cand: Cand, order: int) -> PlanItem:
     )
 
 
-EXCLUDED_MEMO_MAX = 4  # excluded-item memos kept per group
-
-
 def _atom_template(atom: Any) -> dict[str, Any]:
     """The fields of an atom's excluded PlanItem, which never change (kept on the cached atom)."""
     template = atom.item_template
@@ -306,36 +304,6 @@ def _included_template(atom: Any) -> dict[str, Any]:
     if not template:
         template.update(_atom_template(atom), included=True, order=0, messages=atom.messages)
     return template
-
-
-def _excluded_atom(atom: Any, reason: str, detail: str, score: float) -> PlanItem:
-    item = _NEW(PlanItem)
-    fields = item.__dict__
-    fields.update(_atom_template(atom))
-    fields["reason"] = reason
-    fields["detail"] = detail
-    fields["score"] = score
-    return item
-
-
-def _untouched_group(group: Any, reason: str, detail: str, score: float) -> tuple[PlanItem, ...]:
-    """Excluded items of a group nobody picked from (memoised on the cached group view when unscored;
-    scores change with every query, so scored items are not kept)."""
-    key = (reason, detail)
-    memo = group.excluded_items
-    hit = memo.get(key) if score == 0.0 else None
-    if hit is None:
-        dropped = reason == "dropped_by_user"
-        hit = tuple([
-            _excluded_atom(a, a.exclusion, a.exclusion_detail, score) if a.exclusion and not dropped
-            else _excluded_atom(a, reason, detail, score)
-            for a in group.atoms
-        ])
-        if score == 0.0:
-            if len(memo) >= EXCLUDED_MEMO_MAX:
-                memo.clear()
-            memo[key] = hit
-    return hit
 
 
 def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list[PlanItem], int]:
@@ -386,47 +354,6 @@ def _included_history(selection: HistorySelection, start: int = 0) -> tuple[list
         for order, item in enumerate(included, start):
             item.__dict__["order"] = order
     return included, tokens
-
-
-def _excluded_history(selection: HistorySelection) -> tuple[PlanItem, ...]:
-    """Every excluded history atom's item, chronologically (made when the plan's ``items`` are first read)."""
-    excluded: list[PlanItem] = []
-    picks = selection.picks
-    defaults = selection.defaults
-    scores = selection.scores
-    atom_details = selection.atom_details
-    atom_scores = selection.atom_scores
-    group_excluded_all = selection.excluded
-    explain = selection.explain
-    for gi, group in enumerate(selection.groups):
-        pick = picks.get(gi)
-        group_excluded = group_excluded_all.get(gi)
-        default = defaults.get(gi)
-        score = scores.get(gi, 0.0)
-        details = atom_details.get(gi)
-        own_scores = atom_scores.get(gi)
-        if explain is not None and default is None and details is None and group_excluded is None:
-            default, details = explain(gi)
-        if pick is None and details is None and own_scores is None:
-            reason, detail = group_excluded or default or ("over_budget", "")
-            excluded.extend(_untouched_group(group, reason, detail, score))
-            continue
-        for ai, atom in enumerate(group.atoms):
-            if pick is not None and ai in pick.reasons:
-                continue
-            if group_excluded is not None:
-                reason, detail = group_excluded
-            elif atom.exclusion:
-                reason, detail = atom.exclusion, atom.exclusion_detail
-            elif default is not None:
-                reason, detail = default
-            else:
-                reason = "over_budget"
-                detail = PARTIAL_DETAIL if pick is not None and pick.partial else ""
-                if details is not None:
-                    detail = details.get(ai, detail)
-            excluded.append(_excluded_atom(atom, reason, detail, own_scores.get(ai, score) if own_scores else score))
-    return tuple(excluded)
 
 
 def build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer) -> ContextPlan:
@@ -535,7 +462,7 @@ def _build_plan(inputs: PlanInputs, config: PlannerConfig, tokenizer: Tokenizer)
 
     return DeferredPlan.make(
         head=tuple(items),
-        rest=lambda: _excluded_history(selection),
+        rest=lambda: excluded_history(selection),
         tail=tail,
         plan_id=pid,
         session_id=inputs.session_id,

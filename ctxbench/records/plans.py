@@ -9,7 +9,7 @@ import dataclasses
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 from ctxbench.records.compaction import Summary, compaction_metrics
 from ctxbench.records.messages import Message
@@ -206,72 +206,3 @@ def _order(item: PlanItem) -> int:
 
 _ORDER = _order
 
-
-class DeferredPlan(ContextPlan):
-    """A ContextPlan whose excluded history items are made when something first reads ``items``.
-
-    A plan of a 10,000-turn session excludes tens of thousands of history atoms; making an item for each
-    cost more than the rest of the plan, and sending the plan, its meter and its PlanId need none of them.
-    The planner hands over the items it made (``head``: the included ones in payload order, the current turn,
-    the excluded context layers; ``tail``: the current turn's isolated atoms) and a function making the
-    excluded history items in between; ``items`` is then exactly what a ContextPlan would hold, made once.
-    ``included`` (and so ``messages()``) never needs them.
-    """
-
-    @classmethod
-    def make(cls, *, head: tuple[PlanItem, ...], rest: Callable[[], tuple[PlanItem, ...]],
-             tail: tuple[PlanItem, ...], **fields: Any) -> "DeferredPlan":
-        plan = object.__new__(cls)
-        state = plan.__dict__
-        state.update(fields)
-        state["_head"], state["_rest"], state["_tail"] = head, rest, tail
-        return plan
-
-    @property  # type: ignore[override]
-    def items(self) -> tuple[PlanItem, ...]:
-        state = self.__dict__
-        items = state.get("_items")
-        if items is None:
-            items = state["_head"] + state["_rest"]() + state["_tail"]
-            state["_items"] = items
-            state.pop("_rest", None)
-        return items
-
-    @items.setter
-    def items(self, value: tuple[PlanItem, ...]) -> None:  # dataclasses.replace builds a plan through __init__
-        self.__dict__["_items"] = tuple(value)
-
-    @property
-    def included(self) -> tuple[PlanItem, ...]:
-        state = self.__dict__
-        if "_items" in state:
-            return tuple(i for i in state["_items"] if i.included)
-        return tuple(i for i in state["_head"] if i.included)
-
-    def with_included(self, included: tuple[PlanItem, ...]) -> "DeferredPlan":
-        """The same plan with its included items replaced (same ids, same order), the rest still deferred."""
-        state = self.__dict__
-        if "_items" in state:
-            return dataclasses.replace(self, items=_replaced(state["_items"], included))
-        fields = {name: state[name] for name in _FIELDS if name != "items"}
-        return DeferredPlan.make(head=_replaced(state["_head"], included), rest=state["_rest"], tail=state["_tail"],
-                                 **fields)
-
-    def __eq__(self, other: object) -> bool:
-        if not isinstance(other, ContextPlan):
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in _FIELDS)
-
-    def __hash__(self) -> int:
-        return hash(tuple(getattr(self, name) for name in _FIELDS))
-
-    def __repr__(self) -> str:
-        return f"DeferredPlan(plan_id={self.plan_id!r}, used_tokens={self.used_tokens}, budget={self.budget})"
-
-
-def _replaced(items: tuple[PlanItem, ...], included: tuple[PlanItem, ...]) -> tuple[PlanItem, ...]:
-    new = iter(included)
-    return tuple(next(new) if item.included else item for item in items)
-
-
-_FIELDS = tuple(f.name for f in dataclasses.fields(ContextPlan))

@@ -12,7 +12,8 @@ import json
 from typing import Any
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.records.plans import ContextPlan, DeferredPlan, PlanInputs
+from ctxbench.records.history_items import DeferredPlan
+from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.redaction import count_masks, redact_cached
 
 

@@ -74,6 +74,31 @@ def compact_json(obj: Any, rows: RowTexts | None = None) -> str:
     return "{" + ",".join(parts) + "}"
 
 
+def compact_json_with(obj: Any, texts: dict[str, str]) -> str:
+    """:func:`compact_json` of a record whose fields named in ``texts`` are written as those JSON texts, unread."""
+    cls = type(obj)
+    hints = _hints(cls)
+    parts = []
+    for name in field_names(cls):
+        if name in texts:
+            parts.append(f"{_dumps(name)}:{texts[name]}")
+            continue
+        value = getattr(obj, name)
+        row_cls = _record_tuple(hints.get(name))
+        if row_cls is not None and isinstance(value, (tuple, list)) and value and all(type(r) is row_cls for r in value):
+            value = _Table(row_cls, value)
+        parts.append(f"{_dumps(name)}:{_dumps(value)}")
+    return "{" + ",".join(parts) + "}"
+
+
+def table_json(cls: type, records: Any, rows: RowTexts | None = None) -> str:
+    """The text :func:`compact_json` writes for a field holding ``records`` (a tuple of ``cls`` records)."""
+    if not records or not all(type(r) is cls for r in records):
+        return _dumps(records)
+    table = _Table(cls, records)
+    return rows.table(table) if rows is not None else _dumps(table)
+
+
 def _dumps(obj: Any) -> str:
     return json.dumps(obj, default=_compact, separators=(",", ":"))  # ASCII: faster, and any str encodes
 

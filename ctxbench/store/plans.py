@@ -2,9 +2,10 @@
 
 A plan is stored with the canonical JSON of its inputs (its messages by content key, each
 message stored once in ``plan_messages`` and shared by every plan that saw it, so editing or
-deleting history never changes a stored plan) and the full JSON of its result, every item
-with its rendered messages, compressed; :func:`get_plan` rebuilds a ContextPlan whose
-``messages()`` payload is identical to the one that was sent.
+deleting history never changes a stored plan; the history's keys by chunks, each chunk stored once in
+``plan_chunks``) and the full JSON of its result, every item with its rendered messages, compressed (a
+planner's plan: its excluded history items as columns, ``store.plan_history``); :func:`get_plan` rebuilds a
+ContextPlan whose ``messages()`` payload is identical to the one that was sent.
 
 Deleting a session deletes its plans (foreign key) and then (``sessions.delete_session``) the
 plan messages it owned and the retrieval sets no remaining plan uses; deleting a turn drops the
@@ -25,9 +26,10 @@ from operator import attrgetter, is_, itemgetter
 from typing import Any, Mapping, Sequence
 
 from ctxbench.records.messages import Message
-from ctxbench.records.plans import ContextPlan, PlanInputs
+from ctxbench.records.history_items import DeferredPlan
+from ctxbench.records.plans import ContextPlan, PlanInputs, PlanItem
 from ctxbench.records.retrieval import RetrievalSet
-from ctxbench.store import codec, db
+from ctxbench.store import codec, db, plan_history
 from ctxbench.store.clock import now_iso
 from ctxbench.records.errors import UnknownPlan
 from ctxbench.records.sessions import PlanOrigin, PlanSummary, UsageReport
@@ -41,9 +43,13 @@ ENCODING_REFS = "refs+zlib"  # zlib-compressed JSON: inputs with messages as pla
 # as ENCODING_REFS, the result in codec.compact_json's form (its items a table): a 10,000-turn session's plan
 # holds ~34,000 items, and writing each as an object of its fields took over a second per stored plan
 ENCODING_TABLES = "refs+tables+zlib"
-ZIPPED = (ENCODING_REFS, ENCODING_TABLES)  # encodings whose inputs and result are zlib-compressed
+# as ENCODING_TABLES, the items split in three: the head and the tail as tables, the excluded history between them
+# as ``store.plan_history`` writes it (the rows of its atoms in ``plan_chunks``, shared by the session's plans)
+ENCODING_HISTORY = "refs+history+zlib"
+ZIPPED = (ENCODING_REFS, ENCODING_TABLES, ENCODING_HISTORY)  # encodings whose inputs and result are zlib-compressed
 ZLIB_LEVEL = 1  # fast; plan JSON is repetitive enough that level 1 already shrinks it ~17x
 MESSAGE_FIELDS = ("history", "current_turn")
+CHUNKED = "history"  # the message field an ENCODING_HISTORY plan's inputs hold as chunks of keys (``plan_history``)
 _KEY_HEX = 24  # 96 bits
 
 
@@ -65,6 +71,7 @@ def save_plan(
     plan: ContextPlan,
     known: Mapping[int, tuple[Message, str]] | None = None,
     rows: codec.RowTexts | None = None,
+    chunks: plan_history.StoredChunks | None = None,
 ) -> list[tuple[Message, str]]:
     """Store a plan; the same PlanId again (same inputs → same plan) keeps the first record.
 
@@ -72,7 +79,9 @@ def save_plan(
     of messages already stored to (that message, its key) (a caller's cache; a message whose record
     differs from the one remembered is keyed again). Returns the (message, key) pairs written now,
     for the caller to remember once the transaction commits. ``rows``: the caller's memory of the rows
-    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again.
+    of its last stored plan (``codec.RowTexts``), so the items it shares with this one are not written again;
+    ``chunks``: its memory of the atom rows its last plan stored (``plan_history.StoredChunks``; the caller commits
+    it once the transaction has).
     """
     if plan_exists(conn, plan.plan_id):
         return []
@@ -83,41 +92,63 @@ def save_plan(
             body[name] = codec.to_jsonable(getattr(inputs, name))
             continue
         messages = getattr(inputs, name)
-        # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
-        # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
-        # ~50,000 messages in Python cost more than the rest of the step
-        hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
-        keys = list(map(itemgetter(1), hits))
-        same = list(map(is_, map(itemgetter(0), hits), messages))
-        for i in [i for i, ok in enumerate(same) if not ok]:
-            message = messages[i]
-            if hits[i][0] is not None and hits[i][0] == message:
-                continue
-            data = codec.canonical_json(message)
-            keys[i] = key = message_key(data)
-            conn.execute(
-                "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
-                (key, data, message.session_id, message.id),
-            )
-            written.append((message, key))
-        body[name] = keys
+
+        def keyed(part: Sequence[Message]) -> list[str]:
+            return _message_keys(conn, part, known, written)
+
+        # the history's keys by chunks, each stored once (a 10,000-turn session: ~48,000 keys, ~1.3 MB per plan);
+        # the messages of a chunk stored before are not even looked up
+        body[name] = (plan_history.write_keys(conn, plan.session_id, messages, keyed, chunks) if name == CHUNKED
+                      else keyed(messages))
     # body is JSON data already (``to_jsonable`` of each field, lists of keys): its canonical text, unwalked
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    result = zlib.compress(codec.compact_json(plan, rows).encode("utf-8"), ZLIB_LEVEL)
+    parts = plan.parts() if isinstance(plan, DeferredPlan) else None
+    if parts is None:
+        encoding, text = ENCODING_TABLES, codec.compact_json(plan, rows)
+    else:  # the excluded history as the planner made it: its atom rows by reference, its columns as runs
+        head, history, tail = parts
+        items = (f'{{"head":{codec.table_json(PlanItem, head, rows)},'
+                 f'"history":{plan_history.write_history(conn, plan.session_id, history, chunks)},'
+                 f'"tail":{codec.table_json(PlanItem, tail)}}}')
+        encoding, text = ENCODING_HISTORY, codec.compact_json_with(plan, {"items": items})
+    result = zlib.compress(text.encode("utf-8"), ZLIB_LEVEL)
     current = inputs.current_turn[0] if inputs.current_turn else None
     branch_id = current.branch_id if current is not None and current.branch_id else None
     group_id = current.group_id if current is not None and current.id else None  # a pending turn (id 0): a draft
     conn.execute(
         "INSERT INTO plans (plan_id, session_id, created_at, inputs, result, encoding, retrieval_id, branch_id, "
         "group_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, ENCODING_TABLES, inputs.retrieval.id,
+        (plan.plan_id, plan.session_id, now_iso(), inputs_blob, result, encoding, inputs.retrieval.id,
          branch_id, group_id),
     )
     if inputs.retrieval.hits or inputs.retrieval.scaffold:
         save_retrieval_set(conn, inputs.retrieval)
     return written
+
+
+def _message_keys(conn: sqlite3.Connection, messages: Sequence[Message],
+                  known: Mapping[int, tuple[Message, str]] | None, written: list[tuple[Message, str]]) -> list[str]:
+    """The ``plan_messages`` key of each message, each not stored yet stored now (and added to ``written``)."""
+    # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
+    # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
+    # ~50,000 messages in Python cost more than the rest of the step
+    hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
+    keys = list(map(itemgetter(1), hits))
+    same = list(map(is_, map(itemgetter(0), hits), messages))
+    for i in [i for i, ok in enumerate(same) if not ok]:
+        message = messages[i]
+        if hits[i][0] is not None and hits[i][0] == message:
+            continue
+        data = codec.canonical_json(message)
+        keys[i] = key = message_key(data)
+        conn.execute(
+            "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+            (key, data, message.session_id, message.id),
+        )
+        written.append((message, key))
+    return keys
 
 
 def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
@@ -134,7 +165,21 @@ def _result_text(row: sqlite3.Row) -> str:
 
 
 def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
-    return codec.loads(ContextPlan, _result_text(_row(conn, plan_id)))
+    return _plan(conn, _row(conn, plan_id))
+
+
+_ITEMS = tuple[PlanItem, ...]
+
+
+def _plan(conn: sqlite3.Connection, row: sqlite3.Row) -> ContextPlan:
+    if row["encoding"] != ENCODING_HISTORY:
+        return codec.loads(ContextPlan, _result_text(row))
+    data = json.loads(_result_text(row))
+    parts = data.pop("items")
+    history = plan_history.read_history(conn, parts["history"])
+    items = (codec.from_jsonable(_ITEMS, parts["head"]) + history.items()
+             + codec.from_jsonable(_ITEMS, parts["tail"]))
+    return dataclasses.replace(codec.from_jsonable(ContextPlan, {**data, "items": []}), items=items)
 
 
 def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
@@ -158,7 +203,7 @@ def get_plan_with_inputs(conn: sqlite3.Connection, plan_id: str) -> tuple[Contex
     """A stored plan and its inputs without their messages (as ``get_plan_inputs(messages=False)``), from one read
     of its row."""
     row = _row(conn, plan_id)
-    return codec.loads(ContextPlan, _result_text(row)), _inputs(conn, row, False)
+    return _plan(conn, row), _inputs(conn, row, False)
 
 
 def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanInputs:
@@ -169,9 +214,10 @@ def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanI
     inputs = codec.from_jsonable(PlanInputs, values | {name: () for name in MESSAGE_FIELDS})
     if not messages:
         return inputs
-    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in body[name]])
+    keys = {name: plan_history.read_keys(conn, body[name]) for name in MESSAGE_FIELDS}
+    by_key = _messages_by_key(conn, [k for name in MESSAGE_FIELDS for k in keys[name]])
     return dataclasses.replace(
-        inputs, **{name: tuple(by_key[k] for k in body[name]) for name in MESSAGE_FIELDS}
+        inputs, **{name: tuple(by_key[k] for k in keys[name]) for name in MESSAGE_FIELDS}
     )
 
 
@@ -246,12 +292,21 @@ def collect_messages(conn: sqlite3.Connection, session_id: str, message_ids: Seq
             candidates[r["key"]] = 1
     if not candidates:
         return 0
+    chunked: set[str] = set()
     for row in conn.execute(
         "SELECT inputs, encoding FROM plans WHERE session_id = ? ORDER BY created_at, plan_id", (session_id,)
     ):
         if row["encoding"] not in ZIPPED:
             continue  # schema v1 plans hold their messages inline
         text = zlib.decompress(row["inputs"]).decode("utf-8")
+        for key in [k for k in candidates if k in text]:
+            del candidates[key]
+        if not candidates:
+            return 0
+        history = json.loads(text).get(CHUNKED)
+        if isinstance(history, dict):  # its history's keys by chunks: looked into below, each chunk once
+            chunked.update(history["chunks"])
+    for text in plan_history.key_chunk_texts(conn, sorted(chunked)):
         for key in [k for k in candidates if k in text]:
             del candidates[key]
         if not candidates:
@@ -310,13 +365,16 @@ class Plans:
         self._db = database
         self._stored_messages: dict[int, tuple[Message, str]] = {}  # message id → (message, key)
         self._row_texts = codec.RowTexts()
+        self._stored_chunks = plan_history.StoredChunks()
         self._cache_lock = threading.Lock()
 
     def save(self, inputs: PlanInputs, plan: ContextPlan) -> None:
         """Store a plan with its inputs (a PlanId already stored is left as it is)."""
         with self._cache_lock:  # plans are written one at a time anyway (one writer per database file)
+            self._stored_chunks.begin()
             with self._db.transaction() as conn:
-                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts)
+                written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts, self._stored_chunks)
+            self._stored_chunks.commit()
             if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
                 self._stored_messages.clear()
             self._stored_messages.update((message.id, (message, key)) for message, key in written)

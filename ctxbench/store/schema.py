@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-from ctxbench.store import db
+from ctxbench.store import db, plan_history
 
 COMPONENT = "core"
 
@@ -270,8 +270,10 @@ def _v7_plan_tables(conn: sqlite3.Connection) -> None:
     clear line instead of failing on the plan list."""
 
 
+# v8: a plan's excluded history keeps the rows of its atoms by reference (``plans.encoding = 'refs+history+zlib'``)
+# and its inputs their history's message keys, each chunk of either stored once per session (``store.plan_history``)
 MIGRATIONS: tuple[db.Migration, ...] = (_V1, _V2, _v3_exact_word_search, _v4_deletable, _v5_branch_scoped, _V6,
-                                        _v7_plan_tables)
+                                        _v7_plan_tables, plan_history.TABLE)
 
 
 def components() -> tuple[tuple[str, tuple[db.Migration, ...]], ...]:

@@ -127,11 +127,13 @@ def delete_session(conn: sqlite3.Connection, session_id: str) -> None:
 
 
 def _forget_plans(conn: sqlite3.Connection, session_id: str) -> None:
-    """Delete a session's plans, the plan messages of its messages and the retrieval sets only it used."""
+    """Delete a session's plans, the plan messages of its messages, the chunks of its plans and the retrieval sets
+    only it used."""
     used = [r[0] for r in conn.execute(
         "SELECT DISTINCT retrieval_id FROM plans WHERE session_id = ? AND retrieval_id IS NOT NULL", (session_id,))]
     conn.execute("DELETE FROM plans WHERE session_id = ?", (session_id,))  # usage reports follow (foreign key)
     conn.execute("DELETE FROM plan_messages WHERE session_id = ?", (session_id,))
+    conn.execute("DELETE FROM plan_chunks WHERE session_id = ?", (session_id,))
     for chunk, marks in db.in_chunks(used):
         conn.execute(
             f"DELETE FROM retrieval_sets WHERE id IN ({marks}) "

@@ -48,20 +48,28 @@ def explain(selection: HistorySelection, units: Units, score: np.ndarray, values
 
     picks = selection.picks  # not the selection: these readers live on it, and a cycle would outlive the plan
 
+    texts: list[list[str]] = []
+
+    def detail_texts() -> tuple[dict[int, tuple[int, ...]], list[str]]:
+        """Why each unit was left out (were it left out), all at once: one pass, no dict per group."""
+        if not texts:
+            ranks = rank_of().tolist()
+            if by_recency:
+                texts.append([f"newest first ({rank} of {n}): nothing matched the query yet: the budget was full"
+                              for rank in ranks])
+            else:
+                texts.append([f"rank {rank} of {n}, score {value:.3f}: the budget was full"
+                              for rank, value in zip(ranks, score.tolist())])
+        return per_group, texts[0]
+
     def details(gi: int) -> dict[int, str] | None:
         own = per_group.get(gi)
         if own is None:
             return None
         pick = picks.get(gi)
-        out = {}
-        for ai, u in enumerate(own):
-            if u < 0 or (pick is not None and ai in pick.reasons):
-                continue
-            rank = int(rank_of()[u])
-            why = (f"newest first ({rank} of {n}): nothing matched the query yet" if by_recency
-                   else f"rank {rank} of {n}, score {score[u]:.3f}")
-            out[ai] = why + ": the budget was full"
+        why = detail_texts()[1]
+        out = {ai: why[u] for ai, u in enumerate(own) if u >= 0 and (pick is None or ai not in pick.reasons)}
         return out or None
 
     selection.atom_scores = AtomValues(scores, (per_group, rounded))
-    selection.atom_details = AtomValues(details)
+    selection.atom_details = AtomValues(details, detail_texts)

@@ -175,13 +175,26 @@ def _explain(groups: Sequence[GroupView], picks: dict[int, GroupPick], config: L
              gi: int) -> tuple[tuple[str, str] | None, dict[int, str] | None]:
     """Why the group's atoms left out were: one shared reason when nobody picked from it and its atoms are all of
     one level, else each atom's level (asked for when the plan's excluded items are made)."""
-    permanent, session, other = _static_levels(groups[gi], config)
+    pick = picks.get(gi)
+    if pick is None:  # the same for every plan while the turn stays in (or out of) the working level: memoised
+        key = ("levels-explain", config.instruction_flag, config.instruction_phrases, config.session_flags,
+               gi in working)
+        memo = groups[gi].excluded_items  # plan assembly's memo (not kept in a history snapshot)
+        hit = memo.get(key)
+        if hit is None:
+            hit = memo[key] = _explained(groups[gi], config, gi in working, None)
+        return hit
+    return _explained(groups[gi], config, gi in working, pick)
+
+
+def _explained(group: GroupView, config: LevelsConfig, working: bool, pick: GroupPick | None
+               ) -> tuple[tuple[str, str] | None, dict[int, str] | None]:
+    permanent, session, other = _static_levels(group, config)
     level_of = {ai: PERMANENT for ai in permanent}
     level_of.update((ai, SESSION) for ai in session)
-    level_of.update((ai, WORKING if gi in working else VOLATILE) for ai in other)
+    level_of.update((ai, WORKING if working else VOLATILE) for ai in other)
     if not level_of:
         return None, None
-    pick = picks.get(gi)
     if pick is None and len(set(level_of.values())) == 1:
         return _SHARED[next(iter(level_of.values()))], None
     details = {ai: _SHARED[level][1] for ai, level in level_of.items() if pick is None or ai not in pick.reasons}

@@ -37,7 +37,7 @@ def _same_plan(stored: ContextPlan, plan: ContextPlan) -> None:
     assert json.dumps(stored.to_json(), ensure_ascii=False) == json.dumps(plan.to_json(), ensure_ascii=False)
 
 
-@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels"])
+@pytest.mark.parametrize("strategy", ["window", "hybrid", "levels", "semantic", "fused"])
 def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session, strategy):
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
@@ -47,7 +47,7 @@ def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session
         assert len({item.reason for item in plan.excluded}) >= 1
         stored = wb.plans.get(plan.plan_id)
         row = wb.conn.execute("SELECT encoding FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
-    assert row["encoding"] == plan_store.ENCODING_TABLES
+    assert row["encoding"] == plan_store.ENCODING_HISTORY
     _same_plan(stored, plan)
     with Workbench(db, Config()) as fresh:  # read by another process's workbench: nothing kept in memory
         _same_plan(fresh.plans.get(plan.plan_id), plan)
@@ -158,3 +158,109 @@ def test_rows_written_before_are_reused_only_for_the_very_same_records():
     head[0].messages[0]["content"] = "changed"
     assert codec.compact_json(mutable, rows) == codec.compact_json(mutable)
     assert '"changed"' in codec.compact_json(mutable, rows)
+
+
+def test_plans_stored_with_items_as_a_table_still_load(long_session):
+    """A ``refs+tables+zlib`` row (what the version before wrote: every item a row of one table) reads back as the
+    plan it holds."""
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "which table holds the old rows?", strategy="levels", budget=3000)
+        old_result = zlib.compress(codec.compact_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
+        with wb.conn:
+            wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
+                            (old_result, plan_store.ENCODING_TABLES, plan.plan_id))
+    with Workbench(db, Config()) as wb:
+        _same_plan(wb.plans.get(plan.plan_id), plan)
+
+
+def _atom_rows(wb) -> int:
+    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_chunks WHERE kind = 'atoms'").fetchone()[0])
+
+
+def _new_turn(wb, session_id: str, n: int) -> None:
+    wb.messages.append(session_id, "user", f"a new question {n} about the parser")
+    wb.messages.append(session_id, "assistant", f"an answer {n}")
+
+
+@pytest.mark.parametrize("strategy", ["levels", "fused"])
+def test_a_new_turns_plan_stores_only_the_atom_rows_that_changed(tmp_path, strategy):
+    """Consecutive plans of a long session share the stored rows of their history atoms: a new turn's plan adds the
+    rows of the one chunk of turns it changed, and each plan still reads back item for item, in this process and in
+    a fresh one (nothing kept in memory)."""
+    db = tmp_path / "long.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    plans = []
+    with Workbench(db, Config()) as wb:
+        plans.append(plan_of(wb, session_id, "where is the retry loop?", strategy=strategy, budget=3000))
+        first = _atom_rows(wb)
+        assert first >= 2  # 300 turns: more than one chunk
+        for n in range(3):
+            _new_turn(wb, session_id, n)
+            before = _atom_rows(wb)
+            plans.append(plan_of(wb, session_id, "where is the retry loop?", strategy=strategy, budget=3000))
+            assert _atom_rows(wb) - before <= 1
+        for plan in plans:
+            _same_plan(wb.plans.get(plan.plan_id), plan)
+    with Workbench(db, Config()) as fresh:
+        for plan in plans:
+            _same_plan(fresh.plans.get(plan.plan_id), plan)
+            assert len(plan.excluded) > 900
+
+
+@pytest.mark.parametrize("strategy", ["levels", "fused"])
+def test_a_plan_of_a_session_with_thousands_of_turns_reads_back_exactly(tmp_path, strategy):
+    db = tmp_path / "longer.db"
+    session_id, _, _ = import_session(db, Config(), 2_000)
+    with Workbench(db, Config()) as wb:
+        plan = plan_of(wb, session_id, "fix the parser and cache handling", strategy=strategy)
+        _new_turn(wb, session_id, 0)
+        following = plan_of(wb, session_id, "fix the parser and cache handling", strategy=strategy)
+        assert len(following.excluded) > 5_000
+    with Workbench(db, Config()) as fresh:
+        _same_plan(fresh.plans.get(plan.plan_id), plan)
+        _same_plan(fresh.plans.get(following.plan_id), following)
+
+
+def _key_chunks(wb) -> int:
+    return int(wb.conn.execute("SELECT COUNT(*) FROM plan_chunks WHERE kind = 'keys'").fetchone()[0])
+
+
+def test_a_plans_inputs_keep_their_history_by_chunks_of_keys_and_read_back_whole(tmp_path):
+    """A plan's inputs name its history's messages by chunks of their keys, each chunk stored once: a new turn's plan
+    adds the one chunk its new messages changed, and every plan's inputs read back whole (replay needs them)."""
+    db = tmp_path / "keys.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    stored = []
+    with Workbench(db, Config()) as wb:
+        for n in range(3):
+            _new_turn(wb, session_id, n)
+            before = _key_chunks(wb)
+            inputs = inputs_of(wb, session_id, "where is the retry loop?", strategy="window", budget=3000)
+            plan = wb.planning.build(inputs, store=True)
+            assert _key_chunks(wb) - before <= (1 if n else 2)  # 300 turns: ~1,450 messages, one chunk
+            row = wb.conn.execute("SELECT inputs FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
+            assert len(zlib.decompress(row["inputs"])) < 20_000  # the keys themselves are not in the row
+            stored.append((plan.plan_id, inputs))
+    with Workbench(db, Config()) as fresh:
+        for plan_id, inputs in stored:
+            assert fresh.plans.inputs(plan_id) == inputs
+            assert len(inputs.history) > 1000
+
+
+def test_plan_inputs_holding_their_history_keys_as_a_list_still_load(long_session):
+    """Inputs stored before the keys were chunked (the history as one list of keys) read back the same."""
+    db, session_id, _ = long_session
+    with Workbench(db, Config()) as wb:
+        inputs = inputs_of(wb, session_id, "which keys were listed?", budget=3000)
+        plan = wb.planning.build(inputs, store=True)
+        row = wb.conn.execute("SELECT inputs FROM plans WHERE plan_id = ?", (plan.plan_id,)).fetchone()
+        body = json.loads(zlib.decompress(row["inputs"]))
+        assert set(body["history"]) == {"chunks"}
+        body["history"] = plan_store.plan_history.read_keys(wb.conn, body["history"])
+        old = zlib.compress(json.dumps(body, sort_keys=True, separators=(",", ":")).encode(), plan_store.ZLIB_LEVEL)
+        with wb.conn:
+            wb.conn.execute("UPDATE plans SET inputs = ? WHERE plan_id = ?", (old, plan.plan_id))
+    with Workbench(db, Config()) as wb:
+        assert wb.plans.inputs(plan.plan_id) == inputs
+        _same_plan(wb.plans.get(plan.plan_id), plan)

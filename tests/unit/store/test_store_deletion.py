@@ -113,3 +113,24 @@ def test_migration_fills_the_new_columns_of_stored_plans(tmp_path):
         rows = wb.conn.execute("SELECT session_id, message_id FROM plan_messages").fetchall()
         assert rows and all(r[0] == sid and r[1] is not None for r in rows)
         assert wb.plans.get(plan.plan_id) == plan
+
+
+def test_deleting_a_session_deletes_the_atom_rows_of_its_plans(wb):
+    def session(text: str) -> str:
+        sid = wb.new_session()
+        for n in range(20):
+            wb.messages.append(sid, "user", f"{text} question {n} " + "word " * 40)
+            wb.messages.append(sid, "assistant", f"answer {n} " + "word " * 40)
+        plan = plan_of(wb, sid, "which question?", budget=400)
+        assert len(plan.excluded) > 10  # the history left out is stored as atom rows
+        return sid
+
+    gone, kept = session(SECRET), session("an ordinary")
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", gone) >= 1
+
+    wb.sessions.delete(gone)
+
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", gone) == 0
+    assert _count(wb, "SELECT COUNT(*) FROM plan_chunks WHERE session_id = ?", kept) >= 1
+    for summary in wb.plans.list(kept):
+        assert len(wb.plans.get(summary.plan_id).excluded) > 10
