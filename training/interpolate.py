@@ -22,13 +22,14 @@ only in its weights) and ``interpolation.json`` (α, and each source's path and 
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import math
 import shutil
 from pathlib import Path
 
 import numpy as np
+
+from ctxbench.retrieval.packaged_models import file_sha256
 
 WEIGHTS = "model.safetensors"
 PROVENANCE = "interpolation.json"
@@ -84,15 +85,6 @@ def interpolate(base: dict[str, np.ndarray], tuned: dict[str, np.ndarray], alpha
             raise CheckpointMismatch(f"index buffer {name} differs between the base and the fine-tune")
         out[name] = np.array(b, copy=True)
     return out
-
-
-def file_sha256(path: Path) -> str:
-    """The sha256 of a file, read a MiB at a time."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def installed_base() -> Path:

@@ -102,35 +102,6 @@ def test_queries_stay_on_the_query_graph_with_calibrated_cards():
 
 
 @pytest.mark.model
-def test_switching_to_calibrated_cards_re_embeds_and_never_mixes_vectors(tmp_path):
-    from ctxbench.codegraph.index import build_index, load_index
-    from ctxbench.retrieval.vectors import embed_cards, embed_text, load_vectors, model_key
-    from ctxbench.store.database import Database
-
-    repo = tmp_path / "repo"
-    repo.mkdir()
-    (repo / "shop.py").write_text(
-        'def price(item):\n    """The price of an item in cents."""\n    return item.cents\n\n\n'
-        'class Basket:\n    """Items a customer holds."""\n\n    def total(self):\n        return 0\n')
-    conn = Database(tmp_path / "db.sqlite").dedicated_connection()
-    build_index(repo, conn)
-    cards = list(load_index(repo, conn).cards.values())
-    plain, calibrated = Embedder(PLAIN), Embedder(CALIBRATED)
-    first = embed_cards(cards, conn, plain)
-    switched = embed_cards(cards, conn, calibrated)
-    back = embed_cards(cards, conn, plain)
-    assert first.embedded == switched.embedded == len({c.card_hash for c in cards}) > 0 and switched.reused == 0
-    assert back.embedded == 0 and back.reused == first.embedded  # both sets kept, each under its own key
-    by_hash = {c.card_hash: c for c in cards}
-    stored_f32 = load_vectors(conn, by_hash, model_key(plain.key))
-    stored_cal = load_vectors(conn, by_hash, model_key(calibrated.key))
-    for h, card in by_hash.items():
-        assert np.allclose(stored_cal[h], calibrated.encode([embed_text(card)])[0], atol=1e-5)
-        assert np.allclose(stored_f32[h], plain.encode([embed_text(card)])[0], atol=1e-5)
-        assert not np.allclose(stored_cal[h], stored_f32[h], atol=1e-5)
-
-
-@pytest.mark.model
 @pytest.mark.slow
 def test_the_shipped_ranges_are_the_bundled_weights_calibration():
     """The ranges shipped for the bundled model are what ``activation_ranges`` measures on the calibration texts
