@@ -69,7 +69,7 @@ def command(db_path: Path | None, config_path: Path | None, session_id: str | No
         if digest:
             _keep_vectors(db_path, digest, config)
             if import_file is not None:
-                _write_seed(files, digest, config, options.title)
+                _write_seed(files, digest, config, options.title, db_path)
         if tmp is not None:
             if keep_db:
                 click.echo(f"demo database kept: {db_path}", err=True)
@@ -95,8 +95,9 @@ def _keep_vectors(db_path: Path, digest: str, config) -> None:
         click.echo(f"the demo's vectors were not kept: {exc}", err=True)
 
 
-def _write_seed(files, digest: str, config, title: str) -> None:
-    """Keep the demo's session imported and its repository indexed for the next start (once per content)."""
+def _write_seed(files, digest: str, config, title: str, ran: Path) -> None:
+    """Keep the demo's session imported and its repository indexed for the next start (once per content), with the
+    token counts and maskings the demo that ran (database ``ran``) kept for it."""
     import sqlite3
 
     from ctxbench.service.demo_seed import seed_file, write_seed
@@ -105,7 +106,7 @@ def _write_seed(files, digest: str, config, title: str) -> None:
         return
     click.echo("keeping the demo's session and index for the next start…", err=True)
     try:
-        write_seed(files, digest, config, title)
+        write_seed(files, digest, config, title, derived_from=ran)
     except (OSError, sqlite3.Error) as exc:  # a full or read-only disk: the next demo imports and indexes again
         click.echo(f"the demo's session and index were not kept: {exc}", err=True)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 
 from ctxbench.service.code_digest import package_digest
@@ -36,10 +37,12 @@ def seed_file(digest: str, config) -> Path:
     return cache_dir() / f"{seed_key(digest, config)}{SEED_SUFFIX}"
 
 
-def write_seed(files: DemoFiles, digest: str, config, title: str) -> Path | None:
+def write_seed(files: DemoFiles, digest: str, config, title: str, derived_from: Path | None = None) -> Path | None:
     """Write the seed of the demo ``files`` (unless it exists): a fresh database with the recorded session imported
     under ``title``, the kept vectors of ``digest`` copied in and the repository indexed (its cards' vectors come
-    from those). Seeds of other keys are removed. Returns the seed's path (None: no recorded session to seed)."""
+    from those). ``derived_from``: the database of the demo that just ran, whose ``title`` sessions' token counts and
+    unchanged-text maskings are copied in (see :func:`_copy_derived`). Seeds of other keys are removed. Returns the
+    seed's path (None: no recorded session to seed)."""
     from ctxbench.service.attach import index_repository
     from ctxbench.service.workbench import Workbench
 
@@ -60,7 +63,10 @@ def write_seed(files: DemoFiles, digest: str, config, title: str) -> Path | None
                 wb.vectors.copy_in(kept)
             wb.import_file(files.session_file, title=title)
             index_repository(wb, files.repo, embed=False)
+            sid = wb.sessions.latest(str(files.repo))
             with wb.connection() as conn:
+                if derived_from is not None and sid is not None:
+                    _copy_derived(conn, derived_from, title, sid)
                 conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # everything in the one file that is copied
         os.replace(partial, target)
     finally:
@@ -70,6 +76,35 @@ def write_seed(files: DemoFiles, digest: str, config, title: str) -> Path | None
         if old != target:
             old.unlink(missing_ok=True)
     return target
+
+
+def _copy_derived(conn: sqlite3.Connection, source: Path, title: str, session_id: str) -> None:
+    """Copy into ``session_id`` the token counts and maskings the demo in ``source`` kept for its sessions titled
+    ``title``, so a seeded start neither counts nor scans its history again. Only what holds no text is copied: counts
+    (a text's hash and a number) and the maskings that left a text unchanged (a hash); a masking with a masked text
+    (a reply or tool output the user added in that demo, say) is made again when needed. A ``source`` that cannot be
+    read copies nothing: the seed is a cache."""
+    if not source.is_file():
+        return
+    try:
+        conn.execute("ATTACH DATABASE ? AS ran", (str(source),))  # only read: the demo that wrote it has ended
+    except sqlite3.Error:
+        return
+    try:
+        with conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO token_counts (session_id, tokenizer, key, tokens) "
+                "SELECT ?, c.tokenizer, c.key, c.tokens FROM ran.token_counts c "
+                "JOIN ran.sessions s ON s.id = c.session_id WHERE s.title = ?", (session_id, title))
+            conn.execute(
+                "INSERT OR IGNORE INTO masked_texts (session_id, rules, key, redactions, masked) "
+                "SELECT ?, m.rules, m.key, m.redactions, NULL FROM ran.masked_texts m "
+                "JOIN ran.sessions s ON s.id = m.session_id WHERE s.title = ? AND m.masked IS NULL",
+                (session_id, title))
+    except sqlite3.Error:
+        pass
+    finally:
+        conn.execute("DETACH DATABASE ran")
 
 
 def plant_seed(seed: Path | None, db_path: Path | None) -> bool:

@@ -100,3 +100,28 @@ def test_a_seed_of_other_settings_is_not_used(tmp_path, monkeypatch):
     assert not seed_file(demo_digest(files), other).is_file()
     write_seed(files, demo_digest(files), other, TITLE)
     assert [p.name for p in cache_dir().glob("*.seed.sqlite")] == [seed_file(demo_digest(files), other).name]
+
+
+def test_a_seed_keeps_the_token_counts_and_plain_maskings_of_the_demo_that_ran(tmp_path, monkeypatch):
+    from ctxbench.redaction import scanner
+    from ctxbench.tokens import TiktokenTokenizer, get_tokenizer
+
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    files, config = demo_files(), Config()
+    get_tokenizer().forget()  # each demo is a fresh process: nothing counted or masked in memory
+    scanner.forget_masks()
+    start(tmp_path / "ran.db", files, config, seed=False)
+    write_seed(files, demo_digest(files), config, TITLE, derived_from=tmp_path / "ran.db")
+
+    counted, scanned = [], []
+    raw_count, find_spans = TiktokenTokenizer._raw_count, scanner.find_spans
+    monkeypatch.setattr(TiktokenTokenizer, "_raw_count", lambda self, text: counted.append(text) or raw_count(self, text))
+    monkeypatch.setattr(scanner, "find_spans", lambda text, filename="": scanned.append(text) or find_spans(text, filename))
+    get_tokenizer().forget()
+    scanner.forget_masks()
+    start(tmp_path / "seeded.db", files, config, seed=True)
+    with Workbench(db_path=tmp_path / "seeded.db", config=config) as wb:
+        history = {m.content for m in wb.messages.all(wb.sessions.latest(str(files.repo))) if m.content}
+    assert len(history) > 100
+    assert not [t for t in counted if t in history]  # no message of the history counted again
+    assert not [t for t in scanned if t in history]  # nor scanned for secrets
