@@ -49,6 +49,27 @@ def _add(kind: str, target: str, db_path: Path | None, config_path: Path | None)
     click.echo(rule.describe())
 
 
+def _rule_command(kind: str, argument: str, help: str) -> None:
+    """``ctxbench policy KIND ARGUMENT``: add (or replace) a rule of ``kind`` (``service.proxy.policy.add_rule``)."""
+
+    @command.command(kind, help=help)
+    @click.argument(argument)
+    @db_option
+    @config_option
+    def rule_command(db_path: Path | None, config_path: Path | None, **values: str) -> None:
+        _add(kind, values[argument], db_path, config_path)
+
+
+_rule_command("drop", "target", DROP_HELP)
+_rule_command("results", "tokens", "Keep the tool results of each proxied request within TOKENS: whole tool calls "
+                                   "with their results are left out, oldest first (never the turn in progress's or "
+                                   "a pinned one). Replaces an earlier results rule.")
+_rule_command("budget", "tokens", "The meter's limit for every proxied conversation without one of its own (the "
+                                  "proxy never cuts a request to fit it; overflow findings measure against it).")
+_rule_command("mode", "mode", "A Context Mode for every proxied conversation without one of its own: its truncation "
+                              "tiers cut long tool results.")
+
+
 @command.command("list", help="List the rules, numbered (remove one with `ctxbench policy remove N`).")
 @db_option
 @config_option
@@ -59,14 +80,6 @@ def list_command(db_path: Path | None, config_path: Path | None) -> None:
         click.echo("no policy: each proxied conversation has only its own drops, pins and mode")
     for rule in rules:
         click.echo(rule.describe())
-
-
-@command.command("drop", help=DROP_HELP)
-@click.argument("target")
-@db_option
-@config_option
-def drop_command(target: str, db_path: Path | None, config_path: Path | None) -> None:
-    _add("drop", target, db_path, config_path)
 
 
 @command.command("pin", help="Pin TEXT in every proxied request of every client: it is added to each request's "
@@ -84,34 +97,6 @@ def pin_command(text: str, label: str, db_path: Path | None, config_path: Path |
         except ValueError as exc:
             fail(str(exc), 2)
     click.echo(rule.describe())
-
-
-@command.command("results", help="Keep the tool results of each proxied request within TOKENS: whole tool calls "
-                                 "with their results are left out, oldest first (never the turn in progress's "
-                                 "or a pinned one). Replaces an earlier results rule.")
-@click.argument("tokens")
-@db_option
-@config_option
-def results_command(tokens: str, db_path: Path | None, config_path: Path | None) -> None:
-    _add("results", tokens, db_path, config_path)
-
-
-@command.command("budget", help="The meter's limit for every proxied conversation without one of its own (the "
-                                "proxy never cuts a request to fit it; overflow findings measure against it).")
-@click.argument("tokens")
-@db_option
-@config_option
-def budget_command(tokens: str, db_path: Path | None, config_path: Path | None) -> None:
-    _add("budget", tokens, db_path, config_path)
-
-
-@command.command("mode", help="A Context Mode for every proxied conversation without one of its own: its "
-                              "truncation tiers cut long tool results.")
-@click.argument("mode")
-@db_option
-@config_option
-def mode_command(mode: str, db_path: Path | None, config_path: Path | None) -> None:
-    _add("mode", mode, db_path, config_path)
 
 
 @command.command("remove", help="Remove rule N (as `ctxbench policy list` numbers it).")
