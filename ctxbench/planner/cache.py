@@ -136,7 +136,7 @@ def settings_key(inputs: Any) -> str:
 def previous_history(plan: Any, inputs: Any) -> PreviousHistory:
     """What a plan made from ``inputs`` hands the session's next plan: its history atoms in payload order, and its
     settings."""
-    atoms = tuple(item.id for item in sorted((i for i in plan.items if i.included and i.kind == "history_atom"),
+    atoms = tuple(item.id for item in sorted((i for i in plan.included if i.kind == "history_atom"),
                                              key=lambda i: i.order))
     return PreviousHistory(atoms, settings_key(inputs))
 

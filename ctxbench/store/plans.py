@@ -171,15 +171,21 @@ def get_plan(conn: sqlite3.Connection, plan_id: str) -> ContextPlan:
 _ITEMS = tuple[PlanItem, ...]
 
 
-def _plan(conn: sqlite3.Connection, row: sqlite3.Row) -> ContextPlan:
+def _plan(conn: sqlite3.Connection, row: sqlite3.Row, *, deferred: bool = False) -> ContextPlan:
+    """The plan stored in ``row``. ``deferred``: its excluded history (kept as columns) is read through ``conn`` only
+    when something reads ``items`` (``included`` never does), so a caller that reads it must do so while ``conn`` is
+    open."""
     if row["encoding"] != ENCODING_HISTORY:
         return codec.loads(ContextPlan, _result_text(row))
     data = json.loads(_result_text(row))
     parts = data.pop("items")
-    history = plan_history.read_history(conn, parts["history"])
-    items = (codec.from_jsonable(_ITEMS, parts["head"]) + history.items()
-             + codec.from_jsonable(_ITEMS, parts["tail"]))
-    return dataclasses.replace(codec.from_jsonable(ContextPlan, {**data, "items": []}), items=items)
+    head, tail = codec.from_jsonable(_ITEMS, parts["head"]), codec.from_jsonable(_ITEMS, parts["tail"])
+    plan = codec.from_jsonable(ContextPlan, {**data, "items": []})
+    if deferred:
+        fields = {f.name: getattr(plan, f.name) for f in dataclasses.fields(ContextPlan) if f.name != "items"}
+        return DeferredPlan.make(head=head, rest=lambda: plan_history.read_history(conn, parts["history"]), tail=tail,
+                                 **fields)
+    return dataclasses.replace(plan, items=head + plan_history.read_history(conn, parts["history"]).items() + tail)
 
 
 def _messages_by_key(conn: sqlite3.Connection, keys: Sequence[str]) -> dict[str, Message]:
@@ -201,9 +207,10 @@ def get_plan_inputs(conn: sqlite3.Connection, plan_id: str, messages: bool = Tru
 
 def get_plan_with_inputs(conn: sqlite3.Connection, plan_id: str) -> tuple[ContextPlan, PlanInputs]:
     """A stored plan and its inputs without their messages (as ``get_plan_inputs(messages=False)``), from one read
-    of its row."""
+    of its row. The plan's excluded history is read only if its ``items`` are read while ``conn`` is open
+    (``included`` is known without them)."""
     row = _row(conn, plan_id)
-    return _plan(conn, row), _inputs(conn, row, False)
+    return _plan(conn, row, deferred=True), _inputs(conn, row, False)
 
 
 def _inputs(conn: sqlite3.Connection, row: sqlite3.Row, messages: bool) -> PlanInputs:
