@@ -21,6 +21,7 @@ import sqlite3
 from pathlib import Path
 
 from ctxbench.service.code_digest import package_digest
+from ctxbench.store.db import make_private_file
 from ctxbench.service.demo import DemoFiles
 from ctxbench.service.demo_vectors import SEED_SUFFIX, cache_dir, cache_file, made_cache_dir
 
@@ -55,7 +56,7 @@ def write_seed(files: DemoFiles, digest: str, config, title: str, derived_from: 
     partial = target.with_name(target.name + ".part")
     for leftover in folder.glob(partial.name + "*"):
         leftover.unlink()
-    os.close(os.open(partial, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))  # the user's alone from the start
+    make_private_file(partial)  # the user's alone from the start
     try:
         with Workbench(db_path=partial, config=config, repo=files.repo) as wb:
             kept = cache_file(digest)
@@ -111,6 +112,6 @@ def plant_seed(seed: Path | None, db_path: Path | None) -> bool:
     """Copy ``seed`` to ``db_path`` when the seed exists and the database does not yet (0600); whether it did."""
     if seed is None or db_path is None or not seed.is_file() or db_path.exists():
         return False
-    os.close(os.open(db_path, os.O_CREAT | os.O_WRONLY | os.O_EXCL, 0o600))
+    make_private_file(db_path)  # 0600 before a byte is copied in
     shutil.copyfile(seed, db_path)
     return True
