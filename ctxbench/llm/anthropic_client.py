@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from typing import Any, Iterator
 
-from ctxbench.config import LLMConfig
 from ctxbench.llm.anthropic_wire import anthropic_body, place_breakpoints
 from ctxbench.llm.client import (
     ChatRequest,
@@ -37,20 +36,8 @@ class AnthropicChatClient(OpenAIChatClient):
     # on the wire: they stay in the family every plan renders, so a session can change provider and keep its tools
     parsing_strategy = "openai"
     uses_previous_request = True  # the turn runner hands it the session's previous request (where breakpoints go)
-
-    def __init__(self, config: LLMConfig, api_key: str | None) -> None:
-        import anthropic
-
-        self._openai = anthropic  # the SDK module whose exception classes _classify knows (same names as openai's)
-        self.config = config
-        self.model = config.model
-        self._secret = api_key or ""
-        self._sdk = anthropic.Anthropic(
-            base_url=config.base_url or None,
-            api_key=api_key or "unset",
-            timeout=config.timeout_s,
-            max_retries=0,  # ours know when a stream has started and must not be replayed
-        )
+    sdk_module = "anthropic"  # its exception classes have the openai SDK's names, which _classify knows
+    sdk_client = "Anthropic"
 
     @property
     def _where(self) -> str:

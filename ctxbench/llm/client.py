@@ -245,16 +245,19 @@ class OpenAIChatClient:
 
     provider = "openai"
     parsing_strategy = "openai"
+    sdk_module = "openai"  # the SDK: its module (whose exception classes _classify knows) and its client class
+    sdk_client = "OpenAI"
 
     def __init__(self, config: LLMConfig, api_key: str | None) -> None:
-        import openai
+        import importlib
 
-        self._openai = openai
+        sdk = importlib.import_module(self.sdk_module)
+        self._openai = sdk
         self.config = config
         self.model = config.model
         self._secret = api_key or ""
         # The SDK's own retries are off: ours know when a stream has started and must not be replayed.
-        self._sdk = openai.OpenAI(
+        self._sdk = getattr(sdk, self.sdk_client)(
             base_url=config.base_url or None,
             api_key=api_key or "unset",
             timeout=config.timeout_s,
