@@ -60,9 +60,14 @@ def processes_for(items: Sequence[Any], config: IndexConfig) -> int:
         wanted = min(usable_cores(), MAX_AUTO_PROCESSES, len(items), 1 + spare)
     if wanted <= 1 or sum(len(item[1]) for item in items) < config.parallel_parse_min_bytes:
         return 1
-    if "fork" not in multiprocessing.get_all_start_methods() or threading.active_count() > 1:
+    if "fork" not in multiprocessing.get_all_start_methods() or other_threads_running():
         return 1
     return wanted
+
+
+def other_threads_running() -> bool:
+    """Whether a thread besides this one runs in the process (forking it then could copy a lock another holds)."""
+    return threading.active_count() > 1
 
 
 def shares(items: Sequence[Any], n: int) -> list[tuple[int, int]]:

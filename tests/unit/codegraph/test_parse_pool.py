@@ -69,10 +69,17 @@ def test_an_error_in_the_indexing_process_share_is_raised_and_no_child_is_left()
     assert multiprocessing.active_children() == []
 
 
+def _threads_of_this_test(monkeypatch):
+    """Count only the threads a test starts: one an earlier test of the same worker left running is not its."""
+    before = threading.active_count()
+    monkeypatch.setattr(parse_pool, "other_threads_running", lambda: threading.active_count() > before)
+
+
 @pytest.fixture()
 def idle_machine(monkeypatch):
     monkeypatch.setattr(parse_pool, "usable_cores", lambda: 2)
     monkeypatch.setattr(parse_pool, "load_average", lambda: 1.0)  # this process alone
+    _threads_of_this_test(monkeypatch)
 
 
 def test_a_large_run_forks_only_while_no_other_thread_runs(idle_machine):
@@ -104,6 +111,7 @@ def test_shares_cover_every_file_once_in_order(n):
 def test_a_cold_index_parsed_in_several_processes_stores_the_same_rows(name, tmp_path, monkeypatch):
     monkeypatch.setattr(parse_pool, "usable_cores", lambda: 4)
     monkeypatch.setattr(parse_pool, "load_average", lambda: 0.0)  # an idle machine
+    _threads_of_this_test(monkeypatch)
     config = dataclasses.replace(Config().index, parse_processes=3, parallel_parse_min_bytes=0)
     seen: list[int] = []
     original = parse_pool.parse_files
@@ -138,6 +146,7 @@ def test_a_machine_busy_with_other_work_parses_in_one_process(monkeypatch):
     config = dataclasses.replace(Config().index, parse_processes=0, parallel_parse_min_bytes=100)
     items = _items(10)
     monkeypatch.setattr(parse_pool, "usable_cores", lambda: 2)
+    _threads_of_this_test(monkeypatch)
     for load, processes in ((0.2, 2), (1.0, 2), (1.4, 2), (1.6, 1), (2.0, 1), (4.0, 1)):
         monkeypatch.setattr(parse_pool, "load_average", lambda: load)
         assert parse_pool.processes_for(items, config) == processes, load
