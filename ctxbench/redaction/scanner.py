@@ -398,10 +398,10 @@ def rules_fingerprint() -> str:
     from importlib.metadata import PackageNotFoundError, version
     from pathlib import Path
 
-    from ctxbench.redaction import rules
+    from ctxbench.redaction import literals, rules
 
     digest = hashlib.blake2b(digest_size=8)
-    for source in (Path(__file__), Path(rules.__file__)):
+    for source in (Path(__file__), Path(rules.__file__), Path(literals.__file__)):
         digest.update(source.read_bytes())
     try:
         digest.update(version("detect-secrets").encode())
