@@ -10,13 +10,12 @@ folder has one. Prints the packed size and the largest difference the int8 round
 from __future__ import annotations
 
 import argparse
-import hashlib
 import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ctxbench.retrieval.packaged_models import CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, pack, unpack
+from ctxbench.retrieval.packaged_models import CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, file_sha256, pack, unpack
 
 LEFT_OUT = {"model.safetensors", "README.md", "checkpoint.pt"}  # the weights ship packed; the card is ours
 
@@ -51,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.copy2(item, target / item.name)
     weights = target / PACKED_WEIGHTS
     save_file(packed, str(weights), metadata={"format": "ctxbench-int8-rows"})
-    sha = hashlib.sha256(weights.read_bytes()).hexdigest()
+    sha = file_sha256(weights)
     (target / CHECKSUM_FILE).write_text(f"{sha}  {PACKED_WEIGHTS}\n", encoding="utf-8")
     size = sum(p.stat().st_size for p in target.rglob("*") if p.is_file())
     print(f"{target}: {size / 1e6:.1f} MB in all, weights {weights.stat().st_size / 1e6:.1f} MB, sha256 {sha}, "

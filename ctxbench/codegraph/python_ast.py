@@ -23,7 +23,6 @@ from ctxbench.records.code import Symbol, SymbolCard
 from ctxbench.config import IndexConfig
 
 _BUILTINS = frozenset(dir(builtins)) | {"self", "cls", "super"}
-_DEF_TYPES = (ast.FunctionDef, ast.AsyncFunctionDef)
 # the node types the walk looks at on every node, bound once (an ``ast.X`` lookup per check cost a tenth of a parse)
 _AST, _Name, _Attribute, _Call, _Constant, _Load = ast.AST, ast.Name, ast.Attribute, ast.Call, ast.Constant, ast.Load
 _DEF, _CLASS, _IMPORT, _ASSIGN, _ANN_ASSIGN = range(1, 6)

@@ -25,7 +25,6 @@ TEXTS_FILE = DATA_DIR / "minilm_calibration.json"
 RANGES_FILE = DATA_DIR / "minilm_int8_ranges.npz"
 CARD_LENGTH = 64  # tokens of a card text (``EmbeddingConfig.max_seq_length``)
 PROSE_LENGTH = 256  # tokens of a paragraph (a history message's length, ``HistoryConfig.embed_max_seq_length``)
-PRODUCTS = ("qkv", "o1", "u", "d1")  # a layer's weight products: query/key/value, attention output, FFN up, down
 
 
 def product_inputs(layers: int) -> dict[str, str]:

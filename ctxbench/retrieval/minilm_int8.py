@@ -45,12 +45,11 @@ def quantize_columns(weight: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def calibrated_product(node: Callable[..., str], const: Callable[[str, object], str], x: str, weight: np.ndarray,
-                       bias: np.ndarray, name: str, high: np.ndarray, low: np.ndarray,
-                       scheme: dict | None = None) -> str:
+                       bias: np.ndarray, name: str, high: np.ndarray, low: np.ndarray) -> str:
     """Add the nodes of ``x @ weight + bias`` with fixed activation scales from the calibrated per-channel ``high``
     and ``low`` values of ``x``; the output's name. ``node(op, inputs, output, domain=..., **attrs)`` adds a node,
     ``const(name, array)`` a constant (module docstring)."""
-    scheme = scheme or CALIBRATED_SCHEME
+    scheme = CALIBRATED_SCHEME  # what the vectors' key names (minilm_calibration.calibration_tag)
     kind = name.split("_", 1)[1]
     weight = np.array(weight, dtype=np.float32)
     peak = np.maximum(np.asarray(high, dtype=np.float32), -np.asarray(low, dtype=np.float32))

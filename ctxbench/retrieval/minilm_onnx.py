@@ -29,11 +29,10 @@ __all__ = ["BATCH_TOKENS", "OnnxMiniLM", "build_graph", "quantize_columns"]
 _MASKED = np.float32(np.finfo(np.float32).min)  # what a padded key adds to an attention score (as BERT does)
 _OPSET = 17  # LayerNormalization is an operator from opset 17 on
 _EMBEDDED_MAX = 4096  # constants with fewer values are written into the graph, larger ones handed over as arrays
-_CONTRIB = CONTRIB  # onnxruntime's own operators (DynamicQuantizeMatMul, MultiHeadAttention, MatMulIntegerToFloat)
 
 
-def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.ndarray] | None = None,
-                scheme: dict | None = None) -> tuple[bytes, dict[str, np.ndarray]]:
+def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.ndarray] | None = None
+                ) -> tuple[bytes, dict[str, np.ndarray]]:
     """The serialized ONNX model of ``model``'s embeddings, encoder layers and masked mean pooling, and its
     weights by name. ``int8``: the 24 weight products of the encoder layers run as onnxruntime's
     ``DynamicQuantizeMatMul`` (weights int8 per output column, the activations of a run quantized to uint8 with
@@ -84,15 +83,14 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.
     def linear(x: str, weight: np.ndarray, bias: np.ndarray, name: str) -> str:
         """``x @ weight + bias``, in float32 or (``int8``) as one quantized product with its bias."""
         if ranges is not None:
-            return calibrated_product(node, const, x, weight, bias, name, ranges[name], ranges[name + "_min"],
-                                      scheme)
+            return calibrated_product(node, const, x, weight, bias, name, ranges[name], ranges[name + "_min"])
         if not int8:
             return node("Add", [node("MatMul", [x, const(name + "_w", weight)], name + "0"), const(name + "_b", bias)],
                         name)
         values, scale = quantize_columns(np.asarray(weight, dtype=np.float32))
         nodes.append(helper.make_node(
             "DynamicQuantizeMatMul", [x, const(name + "_wq", values), const(name + "_ws", scale), "",
-                                      const(name + "_b", bias)], [name], domain=_CONTRIB))
+                                      const(name + "_b", bias)], [name], domain=CONTRIB))
         return name
 
     const("heads_shape", np.array([0, 0, heads, head], dtype=np.int64))  # 0: keep that dimension
@@ -125,7 +123,7 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.
         nodes.append(helper.make_node("Split", [qkv, "qkv_split"], [p + "q0", p + "k0", p + "v0"], axis=2))
         if fused:  # one fused operator: the dozen small ones of the float32 form cost more than their arithmetic
             nodes.append(helper.make_node("MultiHeadAttention", [p + "q0", p + "k0", p + "v0", "", "key_mask"],
-                                          [p + "c"], domain=_CONTRIB, num_heads=heads))
+                                          [p + "c"], domain=CONTRIB, num_heads=heads))
         else:  # operator by operator (BERT's masked softmax): the form the stored vectors were checked against
             q = node("Transpose", [node("Reshape", [p + "q0", "heads_shape"], p + "q1")], p + "q", perm=[0, 2, 1, 3])
             k = node("Transpose", [node("Reshape", [p + "k0", "heads_shape"], p + "k1")], p + "k", perm=[0, 2, 3, 1])
@@ -161,7 +159,7 @@ def build_graph(model: NumpyMiniLM, *, int8: bool = False, ranges: dict[str, np.
          tensor("mask", TensorProto.FLOAT, ["batch", "length"]),
          tensor("mask_bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
         [tensor("pooled", TensorProto.FLOAT, ["batch", hidden])], inits)
-    opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(_CONTRIB, 1)] if fused else [])
+    opsets = [helper.make_opsetid("", _OPSET)] + ([helper.make_opsetid(CONTRIB, 1)] if fused else [])
     onnx_model = helper.make_model(graph, opset_imports=opsets)
     onnx_model.ir_version = min(onnx_model.ir_version, 9)  # what onnxruntime 1.2x reads
     return onnx_model.SerializeToString(), weights
