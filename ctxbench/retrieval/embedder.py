@@ -67,10 +67,16 @@ class Embedder:
         self._error: EmbedderError | None = None
         self.load_seconds: float = 0.0
         self.dimension: int = 0
+        self._key: tuple[EmbeddingConfig, str] | None = None  # (the config, its vector_key): see ``key``
 
     @property
     def key(self) -> str:
-        return vector_key(self.config)
+        """``vector_key`` of the config, made once per config (it may read a weights file's checksum; the key is
+        asked for on every query and every vector lookup)."""
+        made = self._key
+        if made is None or made[0] is not self.config:
+            made = self._key = (self.config, vector_key(self.config))
+        return made[1]
 
     @property
     def query_key(self) -> str:
