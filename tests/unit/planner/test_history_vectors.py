@@ -12,6 +12,7 @@ from ctxbench.config import Config, SemanticHistoryConfig
 from ctxbench.records.messages import Message, ToolCall
 from ctxbench.planner.strategies.semantic import FALLBACK_NOTE
 from ctxbench.retrieval.embedder import HashingEmbedder
+from counting_embedder import CountingEmbedder
 from ctxbench.retrieval.history_texts import turn_text
 from ctxbench.retrieval.history_vectors import cache_key, rank_turns
 from ctxbench.service.workbench import Workbench
@@ -19,18 +20,6 @@ from plan_requests import inputs_of, plan_of
 
 LONG_SESSION = Path(__file__).resolve().parents[3] / "fixtures" / "sessions" / "long_session.jsonl"
 RULE_START = "Ground rule before we change anything"
-
-
-class CountingEmbedder(HashingEmbedder):
-    """HashingEmbedder that remembers every text it was asked to encode."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-
-    def encode(self, texts, progress=None, *, max_seq_length=None):
-        self.seen.extend(texts)
-        return super().encode(texts, progress, max_seq_length=max_seq_length)
 
 
 class NotReady(HashingEmbedder):
@@ -102,26 +91,26 @@ def test_rank_turns_embeds_each_turn_once_per_model_and_again_when_it_changes():
     config = SemanticHistoryConfig(min_similarity=0.0)
     embedder = CountingEmbedder()
     rank_turns(HISTORY, "changelog", embedder, cache, config)
-    assert len(embedder.seen) == 3 + 1  # three turns and the query
-    embedder.seen.clear()
+    assert len(embedder.texts) == 3 + 1  # three turns and the query
+    embedder.texts.clear()
     rank_turns(HISTORY, "changelog", embedder, cache, config)
-    assert embedder.seen == ["changelog"]  # turns come from the cache
+    assert embedder.texts == ["changelog"]  # turns come from the cache
     edited = HISTORY[:-1] + (msg(8, 3, "assistant", "Changelog updated and dated."),)
-    embedder.seen.clear()
+    embedder.texts.clear()
     rank_turns(edited, "changelog", embedder, cache, config)
-    assert len(embedder.seen) == 2 and embedder.seen[0].startswith("Update the changelog.")
+    assert len(embedder.texts) == 2 and embedder.texts[0].startswith("Update the changelog.")
     longer = dataclasses.replace(config, embed_max_seq_length=128)
     assert cache_key(embedder.key, longer) != cache_key(embedder.key, config)
-    embedder.seen.clear()
+    embedder.texts.clear()
     rank_turns(HISTORY, "changelog", embedder, cache, longer)
-    assert len(embedder.seen) == 4  # another sequence length: other vectors
+    assert len(embedder.texts) == 4  # another sequence length: other vectors
 
 
 def test_rank_turns_without_history_or_query_embeds_nothing():
     embedder = CountingEmbedder()
     assert rank_turns((), "anything", embedder, DictCache(), SemanticHistoryConfig())[0] == ()
     assert rank_turns(HISTORY, "  ", embedder, DictCache(), SemanticHistoryConfig())[0] == ()
-    assert embedder.seen == []
+    assert embedder.texts == []
 
 
 @pytest.fixture
@@ -178,7 +167,7 @@ def test_other_strategies_embed_nothing(wb):
     wb.embedder = CountingEmbedder()
     for strategy in ("window", "hybrid", "levels"):
         plan_of(wb, wb.session, "invoice totals?", strategy=strategy, budget=1200, store=False)
-    assert wb.embedder.seen == []
+    assert wb.embedder.texts == []
 
 
 def test_the_model_warmed_for_the_code_index_ranks_history_too(tmp_path):
@@ -210,11 +199,11 @@ def test_the_model_warmed_for_the_code_index_ranks_history_too(tmp_path):
 def test_turn_vectors_are_cached_in_the_store(wb, tmp_path):
     wb.embedder = CountingEmbedder()
     inputs_of(wb, wb.session, "invoice totals", strategy="semantic")
-    assert len(wb.embedder.seen) == 26 + 1
+    assert len(wb.embedder.texts) == 26 + 1
     with Workbench(tmp_path / "store.db", Config()) as other:
         other.embedder = CountingEmbedder()
         inputs_of(other, wb.session, "invoice totals", strategy="semantic")
-        assert other.embedder.seen == ["invoice totals"]
+        assert other.embedder.texts == ["invoice totals"]
 
 
 def test_semantic_is_a_setting_the_facade_accepts(wb):

@@ -12,29 +12,13 @@ from ctxbench.config import Config
 from ctxbench.records.errors import EmbedderError
 from ctxbench.retrieval import history_vectors
 from ctxbench.retrieval.embedder import HashingEmbedder
+from counting_embedder import CountingEmbedder
 from ctxbench.service.workbench import Workbench
 
 from retrieval_fixture import write_repo
 from plan_requests import inputs_of
 
 TURNS = 100
-
-
-class CountingEmbedder(HashingEmbedder):
-    """HashingEmbedder that remembers every text it encoded; ``fail_after`` encode calls it raises."""
-
-    def __init__(self, fail_after: int | None = None) -> None:
-        super().__init__()
-        self.seen: list[str] = []
-        self.calls = 0
-        self.fail_after = fail_after
-
-    def encode(self, texts, progress=None, *, max_seq_length=None):
-        self.calls += 1
-        if self.fail_after is not None and self.calls > self.fail_after:
-            raise EmbedderError("the model went away")
-        self.seen.extend(texts)
-        return super().encode(texts, progress, max_seq_length=max_seq_length)
 
 
 def _session(wb: Workbench, turns: int = TURNS) -> str:
@@ -54,7 +38,7 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
         sid = _session(wb)
         wb.embedder = CountingEmbedder()
         inputs_of(wb, sid, "which invoice is unpaid?", strategy=strategy)
-        assert len(wb.embedder.seen) == per_plan + 1  # the newest texts, and the query
+        assert len(wb.embedder.texts) == per_plan + 1  # the newest texts, and the query
         assert wb.history.pending(sid) == units - per_plan  # left for the warm-up
         progress: list[tuple[int, int]] = []
         embedded = wb.history.warm(sid, lambda done, total: progress.append((done, total)), strategy=strategy)
@@ -63,12 +47,12 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
         assert [d for d, _t in progress] == sorted(d for d, _t in progress) and len(progress) > 2  # in chunks
         assert wb.history.warm(sid, strategy=strategy) == 0  # nothing left
 
-        wb.embedder.seen.clear()
+        wb.embedder.texts.clear()
         wb.messages.append(sid, "user", "question 99: and invoice 99?")
         wb.messages.append(sid, "assistant", "answer 99: invoice 99 is late")
         inputs = inputs_of(wb, sid, "which invoice is late?", strategy=strategy)
         new = 2 if strategy == "fused" else 1  # two messages, or one turn
-        assert len(wb.embedder.seen) == new + 1  # only the new turn's texts, and the query
+        assert len(wb.embedder.texts) == new + 1  # only the new turn's texts, and the query
         assert wb.history.warm(sid, strategy=strategy) == 0  # every text has its vector
         assert wb.history.pending(sid) == 0
         if strategy == "fused":
@@ -81,7 +65,7 @@ def test_a_plan_embeds_a_few_the_warm_up_the_rest_and_then_only_new_turns_are_em
         again.embedder = CountingEmbedder()
         assert again.history.warm(sid, strategy=strategy) == 0
         inputs_of(again, sid, "which invoice is late?", strategy=strategy)
-        assert again.embedder.seen == ["which invoice is late?"]
+        assert again.embedder.texts == ["which invoice is late?"]
 
 
 def test_a_warm_up_cut_short_keeps_what_it_embedded(tmp_path):
@@ -90,7 +74,7 @@ def test_a_warm_up_cut_short_keeps_what_it_embedded(tmp_path):
         wb.embedder = CountingEmbedder(fail_after=1)  # one chunk, then the model fails
         with pytest.raises(EmbedderError):
             wb.history.warm(sid, strategy="fused")
-        kept = len(wb.embedder.seen)
+        kept = len(wb.embedder.texts)
         assert kept == history_vectors.WARM_CHUNK
     with Workbench(tmp_path / "w.db", Config()) as later:
         later.embedder = CountingEmbedder()

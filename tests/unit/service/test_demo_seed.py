@@ -12,21 +12,9 @@ from ctxbench.service.demo_vectors import cache_dir, cache_file, demo_digest, ke
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.workbench import Workbench
-from ctxbench.retrieval.embedder import HashingEmbedder
+from counting_embedder import CountingEmbedder
 
 TITLE = "demo · demo_repo"
-
-
-class CountingEmbedder(HashingEmbedder):
-    """Hashing vectors, keeping every text it is asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def encode(self, texts, progress=None, *, max_seq_length=None):
-        self.texts.extend(texts)
-        return super().encode(texts, progress, max_seq_length=max_seq_length)
 
 
 def start(db_path, files, config, *, seed: bool):

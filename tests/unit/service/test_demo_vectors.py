@@ -4,24 +4,12 @@ from __future__ import annotations
 import stat
 
 from ctxbench.config import Config
-from ctxbench.retrieval.embedder import HashingEmbedder
+from counting_embedder import CountingEmbedder
 from ctxbench.service.demo import DemoFiles, demo_files
 from ctxbench.service.demo_vectors import cache_dir, cache_file, demo_digest, keep
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.session import WorkbenchSession
 from ctxbench.service.workbench import Workbench
-
-
-class CountingEmbedder(HashingEmbedder):
-    """Hashing vectors, counting every text it is asked to embed."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.texts: list[str] = []
-
-    def encode(self, texts, progress=None, *, max_seq_length=None):
-        self.texts.extend(texts)
-        return super().encode(texts, progress, max_seq_length=max_seq_length)
 
 
 def demo_start(db_path, files: DemoFiles) -> tuple[int, CountingEmbedder]:
