@@ -89,11 +89,17 @@ def shares(items: Sequence[Any], n: int) -> list[tuple[int, int]]:
     return [(a, b) for a, b in zip(bounds, bounds[1:]) if b > a]
 
 
-def _parse_share(items: Sequence[Any], parse: ParseOne) -> tuple[list[ParsedFile], float, float, float]:
-    """The share's parsed files, and the seconds of its secret scan, its cards and all its parsing."""
+def _parse_share(items: Sequence[Any], parse: ParseOne, progress: Progress | None = None
+                 ) -> tuple[list[ParsedFile], float, float, float]:
+    """The share's parsed files, and the seconds of its secret scan, its cards and all its parsing; ``progress``
+    told the count after each file."""
     clock = PhaseClock()
     t0 = time.perf_counter()
-    out = [parse(item, clock) for item in items]
+    out: list[ParsedFile] = []
+    for i, item in enumerate(items, 1):
+        out.append(parse(item, clock))
+        if progress is not None:
+            progress(i)
     return out, clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS), time.perf_counter() - t0
 
 
@@ -118,12 +124,7 @@ def parse_files(items: Sequence[Any], parse: ParseOne, processes: int, progress:
     wall seconds. ``before_fork`` runs first when there are children (what they would each load, loaded once)."""
     t0 = time.perf_counter()
     if processes <= 1:
-        clock = PhaseClock()
-        out: list[ParsedFile] = []
-        for i, item in enumerate(items, 1):
-            out.append(parse(item, clock))
-            progress(i)
-        return out, clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS), time.perf_counter() - t0
+        return _parse_share(items, parse, progress)
     ranges = shares(items, processes)
     if before_fork is not None:
         before_fork()
@@ -136,20 +137,14 @@ def parse_files(items: Sequence[Any], parse: ParseOne, processes: int, progress:
         send.close()
         children.append((proc, receive, (a, b)))
     a, b = ranges[0]
-    clock = PhaseClock()
-    out = []
-    w0 = time.perf_counter()
     try:
-        for i, item in enumerate(items[a:b], 1):
-            out.append(parse(item, clock))
-            progress(i)
+        out, secrets, cards, work = _parse_share(items[a:b], parse, progress)
     except BaseException:
         for proc, receive, _ in children:
             receive.close()
             proc.terminate()
             proc.join()
         raise
-    secrets, cards, work = clock.get(PHASE_SECRETS), clock.get(PHASE_CARDS), time.perf_counter() - w0
     for proc, receive, (a, b) in children:
         try:
             status, result = pickle.loads(receive.recv_bytes())
