@@ -77,6 +77,12 @@ class _UnitLayout:
         self.units_of = units_of
         if base is None:
             shared = 0
+            self.group_units: list[tuple[int, ...] | None] = []
+            self.offsets = [0]
+            self.index: list[int] = []
+            self.reasons: list[str] = []
+            self.tail_details: list[str] = []
+            self.plain: list[int] = []
         else:  # the first ``shared`` turns as the base read them
             end = base.offsets[shared]
             self.group_units = base.group_units[:shared]
@@ -85,13 +91,6 @@ class _UnitLayout:
             lowest = min(self.index, default=0)  # -(the tail details those turns use)
             self.tail_details = base.tail_details[:-lowest] if lowest < 0 else []
             self.plain = [gi for gi in base.plain if gi < shared]
-        if base is None:
-            self.group_units: list[tuple[int, ...] | None] = []
-            self.offsets = [0]
-            self.index: list[int] = []
-            self.reasons: list[str] = []
-            self.tail_details: list[str] = []
-            self.plain: list[int] = []
         for gi in range(shared, len(groups)):
             group = groups[gi]
             atoms = group.atoms
