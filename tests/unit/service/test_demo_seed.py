@@ -28,6 +28,7 @@ def start(db_path, files, config, *, seed: bool):
     session = WorkbenchSession(options, config)
     try:
         snapshot = session.open()
+        session.plan()  # the front end's first plan comes before the index and the warm-up
         session.attach_repository(lambda progress: None)
         assert session.semantic_ready
         warmed = list(embedder.texts)  # what the warm-up embedded (the plan below embeds its question)
