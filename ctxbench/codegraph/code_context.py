@@ -89,7 +89,7 @@ class IndexCodeContext:
 def read_masked(root: Path, rel: str, secret_globs: tuple[str, ...]) -> str | None:
     """The text of the file ``rel`` under ``root`` with secrets masked as cards mask them; None for a file
     outside the repository, a secret file, or one that cannot be read."""
-    from ctxbench.redaction import redact
+    from ctxbench.redaction import redact_file_cached
     from ctxbench.codegraph.walk import is_secret_file
 
     path = (root / rel).resolve()
@@ -99,7 +99,7 @@ def read_masked(root: Path, rel: str, secret_globs: tuple[str, ...]) -> str | No
         raw = path.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return None
-    return redact(raw)[0]
+    return redact_file_cached(raw)[0]
 
 
 def _cap(text: str, limit: int) -> str:

@@ -16,10 +16,12 @@ source still parses and its line numbers still hold.
 from __future__ import annotations
 
 from ctxbench.redaction.scanner import (MASK, Masked, count_masks, forget_fresh_masks, forget_masks, load_rules,
-                                        mask_text, redact_cached, remember_masks, rules_fingerprint, take_fresh_masks)
+                                        mask_text, redact_cached, redact_file_cached,
+                                        remember_masks, rules_fingerprint, take_fresh_masks)
 
 __all__ = ["MASK", "Masked", "count_masks", "forget_fresh_masks", "forget_masks", "load_rules", "mask_secrets",
-           "mask_text", "redact", "redact_cached", "redact_count", "remember_masks", "rules_fingerprint", "take_fresh_masks"]
+           "mask_text", "redact", "redact_cached", "redact_file_cached", "redact_count", "remember_masks",
+           "rules_fingerprint", "take_fresh_masks"]
 
 
 def mask_secrets(text: str, filename: str = "") -> tuple[str, frozenset[int]]:

@@ -358,7 +358,10 @@ _CACHE_LOCK = threading.Lock()
 _KNOWN: dict[bytes, tuple[str | None, int]] = {}
 # masking done here and not yet taken by a store, per session (``records.derived``): text -> (text key, masking);
 # by text, so a cache hit claims what was masked outside any session without hashing the text
-_FRESH: FreshValues[str, tuple[bytes, tuple[str | None, int]]] = FreshValues(MASKED_CACHE_SIZE)
+# (a whole file's, ``redact_file_cached``: by its key, so the process keeps no copy of the file)
+_FRESH: FreshValues[str | bytes, tuple[bytes, tuple[str | None, int]]] = FreshValues(MASKED_CACHE_SIZE)
+# masking of whole source files by text key (None: the file comes back unchanged)
+_FILES: OrderedDict[bytes, tuple[str | None, int]] = OrderedDict()
 
 
 def redact_cached(text: str) -> tuple[str, int]:
@@ -387,6 +390,34 @@ def redact_cached(text: str) -> tuple[str, int]:
         if known is None:
             _FRESH.add(text, (key, (None if value[0] == text else value[0], value[1])))
     return value
+
+
+def redact_file_cached(text: str) -> tuple[str, int]:
+    """:func:`mask_text` of a whole source file read for an excerpt (no filename, as free text), remembered by the
+    text's key rather than the text: a file is read again and again, and the memory holds no copy of it. Kept by the
+    session's store like a message's masking (``store.derived_texts``), so a reopened session scans no file again."""
+    if not text:
+        return text, 0
+    key = text_key(text)
+    with _CACHE_LOCK:
+        found = _FILES.get(key)
+        if found is not None:
+            _FILES.move_to_end(key)
+            if _FRESH.unclaimed:
+                _FRESH.claim(key)
+        else:
+            found = _KNOWN.pop(key, None)
+            if found is not None:
+                _FILES[key] = found
+    if found is None:
+        result = mask_text(text)
+        found = (None if result.text == text else result.text, result.count)
+        with _CACHE_LOCK:
+            _FILES[key] = found
+            while len(_FILES) > MASKED_CACHE_SIZE:
+                _FILES.popitem(last=False)
+            _FRESH.add(key, (key, found))
+    return (text if found[0] is None else found[0]), found[1]
 
 
 @lru_cache(maxsize=1)
@@ -437,5 +468,6 @@ def forget_masks() -> None:
     """Forget every remembered masking (benchmarks of a first plan, tests)."""
     with _CACHE_LOCK:
         _CACHE.clear()
+        _FILES.clear()
         _KNOWN.clear()
         _FRESH.forget()

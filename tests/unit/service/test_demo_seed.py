@@ -114,3 +114,4 @@ def test_a_seed_keeps_the_token_counts_and_plain_maskings_of_the_demo_that_ran(t
     assert len(history) > 100
     assert not [t for t in counted if t in history]  # no message of the history counted again
     assert not [t for t in scanned if t in history]  # nor scanned for secrets
+    assert scanned == []  # nor the repository files its plans' excerpts are read from
