@@ -186,8 +186,8 @@ class SystemNote(Static):
 class TurnBlock(Vertical):
     """One turn (group): the user's message, its attachment line, tool traffic and replies."""
 
-    def __init__(self, group_id: int | None, **kwargs) -> None:
-        super().__init__(**kwargs)
+    def __init__(self, group_id: int | None, *children, **kwargs) -> None:
+        super().__init__(*children, **kwargs)
         self.group_id = group_id
 
     def attachment(self) -> AttachmentLine | None:

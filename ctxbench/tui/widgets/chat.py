@@ -97,8 +97,6 @@ class ChatPane(VerticalScroll):
         blocks = []
         shown: dict[int, str] = {}  # the attachment line each turn's block is made with ("": none)
         for gid in group_ids:
-            block = _bubbles().TurnBlock(gid, classes="turn")
-            block.set_class(gid in self._dropped, "-dropped")
             widgets = []
             for m in by_group.get(gid, []):
                 widgets.extend(_bubbles().message_widgets(m, tiers.get(m.id), None if self._sent is None else
@@ -107,7 +105,11 @@ class ChatPane(VerticalScroll):
                     shown[gid] = self._attachments.get(gid, "")
                 if m.role == "user" and gid in self._attachments:
                     widgets.append(_bubbles().AttachmentLine(self._attachments[gid], classes="attachment"))
-            blocks.append((block, widgets))
+            # a block made with its widgets mounts with them, in the one mount of every block below (mounting each
+            # block's widgets after it laid the whole pane out again per turn: most of a long history's rendering)
+            block = _bubbles().TurnBlock(gid, *widgets, classes="turn")
+            block.set_class(gid in self._dropped, "-dropped")
+            blocks.append(block)
         if replace:  # a running turn's (or rebuild's) live block stays, below the history
             live = list(self._pending.values())
             self._blocks = {b.group_id: b for b in live if b.group_id is not None}
@@ -118,22 +120,19 @@ class ChatPane(VerticalScroll):
                                         f"({self._shown_from} hidden)", id="earlier", classes="earlier"),
                                  before=first_live)
             if blocks:
-                await self.mount_all([b for b, _ in blocks], before=first_live)
+                await self.mount_all(blocks, before=first_live)
         else:
             anchor = self.query("#earlier")
             if self._shown_from > 0 and anchor:
                 anchor.first().label = (f"▲ show {min(self.max_groups, self._shown_from)} earlier turns "
                                         f"({self._shown_from} hidden)")
-                await self.mount_all([b for b, _ in blocks], after=anchor.first())
+                await self.mount_all(blocks, after=anchor.first())
             else:
                 if anchor:
                     await anchor.first().remove()
                 first = next(iter(self.query(_bubbles().TurnBlock)), None)
-                await self.mount_all([b for b, _ in blocks], before=first) if first else await self.mount_all(
-                    [b for b, _ in blocks])
-        for block, widgets in blocks:
-            if widgets:
-                await block.mount_all(widgets)
+                await self.mount_all(blocks, before=first) if first else await self.mount_all(blocks)
+        for block in blocks:
             self._blocks[block.group_id] = block
             gid = block.group_id
             if gid in shown and self._attachments.get(gid, "") != shown[gid]:  # a plan shown while the turns mounted
