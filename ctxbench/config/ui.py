@@ -12,8 +12,9 @@ class UIConfig:
     """the workbench's colour theme"""
     keymap: tuple[tuple[str, str], ...] = ()
     """(binding id, keys) overrides"""
-    chat_groups: PositiveInt = 40
-    """turns shown in the chat pane at once; earlier ones load on demand"""
+    chat_groups: PositiveInt = 8
+    """turns the chat pane opens a session on (the newest); scrolling to its top, or the button there, loads as many
+    earlier ones. Each turn shown costs the opening ~35 ms of layout (40 turns were ~1.5 s of a warm demo start)"""
     budget_step: PositiveInt = 1000
     """tokens added or removed by the budget keys"""
     live_preview: bool = True

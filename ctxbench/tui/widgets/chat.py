@@ -23,7 +23,8 @@ def _bubbles():
 
 
 class ChatPane(VerticalScroll):
-    """Shows the newest ``max_groups`` turns; a button loads earlier ones."""
+    """Shows the newest ``max_groups`` turns; scrolling to the top, or the button there, loads as many earlier ones
+    (each turn shown costs the opening its layout: a long history opens on its newest turns)."""
 
     DEFAULT_CSS = "ChatPane { height: 1fr; }"
 
@@ -40,6 +41,7 @@ class ChatPane(VerticalScroll):
         self._usage: dict[int, list] = {}  # local id -> usage checks of the running turn's calls
         self._rendering = asyncio.Lock()
         self._sent: dict[int, str] | None = None  # a proxied conversation's tool results as sent
+        self._loading_earlier = False  # earlier turns are loading because the chat was scrolled to its top
 
     def follow_proxy(self) -> None:
         """The pane shows a proxied conversation: tool results are noted as they were sent (from now on; the
@@ -141,6 +143,22 @@ class ChatPane(VerticalScroll):
     async def show_earlier(self) -> None:
         async with self._rendering:
             await self._show_earlier()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        super().watch_scroll_y(old_value, new_value)
+        if new_value <= 0 < old_value and self._shown_from > 0 and not self._loading_earlier:
+            # scrolled up to the oldest turn shown: the earlier ones load above it
+            self._loading_earlier = True
+            self.run_worker(self._earlier_at_top(), group="chat-earlier", exit_on_error=False)
+
+    async def _earlier_at_top(self) -> None:
+        try:
+            reading = next(iter(self.query(_bubbles().TurnBlock)), None)
+            await self.show_earlier()
+            if reading is not None:  # the turn the user scrolled up to stays where it was, the new ones above it
+                self.call_after_refresh(self.scroll_to_widget, reading, animate=False, top=True)
+        finally:
+            self._loading_earlier = False
 
     async def _show_earlier(self) -> None:
         groups = self._groups()
