@@ -364,17 +364,32 @@ _FRESH: FreshValues[str | bytes, tuple[bytes, tuple[str | None, int]]] = FreshVa
 _FILES: OrderedDict[bytes, tuple[str | None, int]] = OrderedDict()
 
 
+def _hit(cache: OrderedDict, key: str | bytes) -> Any:
+    """``cache[key]`` as the newest entry (None: not there), claimed for the session being derived for when it was
+    masked outside any session. Called under ``_CACHE_LOCK``."""
+    found = cache.get(key)
+    if found is not None:
+        cache.move_to_end(key)
+        if _FRESH.unclaimed:
+            _FRESH.claim(key)
+    return found
+
+
+def _keep(cache: OrderedDict, key: str | bytes, value: Any) -> None:
+    """``cache[key] = value``, the oldest entries beyond ``MASKED_CACHE_SIZE`` dropped. Called under ``_CACHE_LOCK``."""
+    cache[key] = value
+    while len(cache) > MASKED_CACHE_SIZE:
+        cache.popitem(last=False)
+
+
 def redact_cached(text: str) -> tuple[str, int]:
     """:func:`mask_text` of free text (messages), remembered: a plan masks the whole history on every call."""
     if not text:
         return text, 0
     with _CACHE_LOCK:
-        found = _CACHE.get(text)
-        if found is not None:
-            _CACHE.move_to_end(text)
-            if _FRESH.unclaimed:
-                _FRESH.claim(text)
-            return found
+        found = _hit(_CACHE, text)
+    if found is not None:
+        return found
     key = text_key(text)
     with _CACHE_LOCK:
         known = _KNOWN.pop(key, None)
@@ -384,9 +399,7 @@ def redact_cached(text: str) -> tuple[str, int]:
         result = mask_text(text)
         value = (result.text, result.count)
     with _CACHE_LOCK:
-        _CACHE[text] = value
-        while len(_CACHE) > MASKED_CACHE_SIZE:
-            _CACHE.popitem(last=False)
+        _keep(_CACHE, text, value)
         if known is None:
             _FRESH.add(text, (key, (None if value[0] == text else value[0], value[1])))
     return value
@@ -400,22 +413,16 @@ def redact_file_cached(text: str) -> tuple[str, int]:
         return text, 0
     key = text_key(text)
     with _CACHE_LOCK:
-        found = _FILES.get(key)
-        if found is not None:
-            _FILES.move_to_end(key)
-            if _FRESH.unclaimed:
-                _FRESH.claim(key)
-        else:
+        found = _hit(_FILES, key)
+        if found is None:
             found = _KNOWN.pop(key, None)
             if found is not None:
-                _FILES[key] = found
+                _keep(_FILES, key, found)
     if found is None:
         result = mask_text(text)
         found = (None if result.text == text else result.text, result.count)
         with _CACHE_LOCK:
-            _FILES[key] = found
-            while len(_FILES) > MASKED_CACHE_SIZE:
-                _FILES.popitem(last=False)
+            _keep(_FILES, key, found)
             _FRESH.add(key, (key, found))
     return (text if found[0] is None else found[0]), found[1]
 
