@@ -125,6 +125,10 @@ def _int(value: Any) -> int:
 
 
 def _insert(conn: sqlite3.Connection, key: str, session_id: str, kind: str, text: str) -> None:
+    """Store a chunk unless its key is stored (an unchanged chunk in the first store of a process, whose memory of
+    the chunks stored before is empty): compressed only when it is written."""
+    if conn.execute("SELECT 1 FROM plan_chunks WHERE key = ?", (key,)).fetchone() is not None:
+        return
     conn.execute("INSERT OR IGNORE INTO plan_chunks (key, session_id, kind, data) VALUES (?, ?, ?, ?)",
                  (key, session_id, kind, zlib.compress(text.encode("ascii"), ROWS_ZLIB_LEVEL)))
 
