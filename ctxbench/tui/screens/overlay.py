@@ -33,6 +33,9 @@ FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
 
 
+ROW_ACTIONS = ("pin_sticky", "lease", "unpin", "drop", "accept", "reject")  # the keys shown for the selected row
+
+
 class ContextOverlay(ModalScreen[None]):
     """Shows a PlanView; ``on_action`` runs an action on the selected row (the main screen replans and calls
     :meth:`show_view` with the new plan), ``on_preview`` shows the selected item in full."""
@@ -51,6 +54,7 @@ class ContextOverlay(ModalScreen[None]):
         # target -> what an action asked for shows until the plan that includes it arrives: a pin kind ("sticky",
         # "leased"), "" (unpinned), or a word for the reason column ("dropping", "rejected")
         self.pending: dict[str, str] = {}
+        self._keys_shown: tuple[bool, ...] = ()  # which of ROW_ACTIONS the footer lists (``_refresh_keys``)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="overlay-box"):
@@ -85,6 +89,18 @@ class ContextOverlay(ModalScreen[None]):
             table.add_column(label, key=name, width=self._widths[name])
 
     # -- content ------------------------------------------------------------------------------------
+    def reopen(self, view: PlanView | None) -> None:
+        """Opened again (the screen is kept between openings): as a new one would show ``view``, with no filter and
+        the cursor on the first row."""
+        search = self.query_one("#overlay-filter", Input)
+        with search.prevent(Input.Changed):
+            search.value = ""
+        self.show_view(view)
+        first = next((n for n, r in enumerate(self.shown_rows) if r.kind != "divider"), 0)
+        if self.shown_rows:
+            self.query_one(DataTable).move_cursor(row=first, animate=False)
+        search.focus()
+
     def show_view(self, view: PlanView | None, *, settled: bool = True) -> None:
         if settled:
             self.pending.clear()
@@ -115,7 +131,10 @@ class ContextOverlay(ModalScreen[None]):
             text.append(" · for your draft", style="italic")
         if self.pending:
             text.append(" · replanning…", style="italic")
-        title.update(text)
+        # laid out again only when its number of lines changes (a mark's "replanning…" must not cost a layout pass)
+        width = title.size.width
+        same = width > 0 and len(text.wrap(self.app.console, width)) == title.size.height
+        title.update(text, layout=not same)
 
     def _cells(self, row: OverlayRow) -> list[Text]:
         return row_cells(row, self._widths, self.pending)
@@ -143,7 +162,7 @@ class ContextOverlay(ModalScreen[None]):
         if self.shown_rows:
             table.move_cursor(row=index, animate=False)
         self._detail()
-        self.refresh_bindings()
+        self._refresh_keys()
 
     @property
     def selected_row(self) -> OverlayRow | None:
@@ -159,7 +178,7 @@ class ContextOverlay(ModalScreen[None]):
         row = self.selected_row
         detail = self.query_one("#overlay-detail", Static)
         if row is None or row.kind == "divider":
-            detail.update("")
+            detail.update("", layout=False)  # one line high (app.tcss): never a layout pass
             return
         if row.item is not None:
             i = row.item
@@ -173,11 +192,11 @@ class ContextOverlay(ModalScreen[None]):
                 bits.append(f"redacted: {i.redacted}")
             if row.pin:
                 bits.append(f"pinned {row.pin}")
-            detail.update(Text(" · ".join(bits), no_wrap=True, overflow="ellipsis"))
+            detail.update(Text(" · ".join(bits), no_wrap=True, overflow="ellipsis"), layout=False)
         elif row.suggestion is not None:
             s = row.suggestion
             detail.update(Text(f"suggested: {s.target} · {s.why} · ctrl+y accept (pin sticky) · ctrl+n reject",
-                               no_wrap=True, overflow="ellipsis"))
+                               no_wrap=True, overflow="ellipsis"), layout=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()
@@ -190,7 +209,7 @@ class ContextOverlay(ModalScreen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()
-        self.refresh_bindings()
+        self._refresh_keys()
 
     def pin_shown(self, row: OverlayRow) -> str:
         """The pin kind ``row`` shows: one an action asked for (not yet planned), else the plan's."""
@@ -212,9 +231,17 @@ class ContextOverlay(ModalScreen[None]):
         except Exception:  # noqa: BLE001 - the row is not listed (filtered out): the title still says it
             pass
         self._title()
-        self.refresh_bindings()
+        self._refresh_keys()
 
     # -- actions ------------------------------------------------------------------------------------
+    def _refresh_keys(self) -> None:
+        """The footer lists the keys of the selected row's actions: it is made again (a layout pass of the whole
+        screen, ~30 ms) only when they change, not on every mark, plan or cursor move."""
+        keys = tuple(bool(self.check_action(action, ())) for action in ROW_ACTIONS)
+        if keys != self._keys_shown:
+            self._keys_shown = keys
+            self.refresh_bindings()
+
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """True when ``action`` applies to the selected row; False hides it from the footer, which
         then lists only the keys for this row (all of them did not fit at 80 columns)."""

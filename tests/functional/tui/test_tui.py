@@ -237,6 +237,30 @@ async def test_overlay_filter_and_preview(tmp_path):
         assert app.screen is app.main_screen
 
 
+async def test_the_overlay_opens_again_as_new_on_the_current_plan(tmp_path):
+    """The overlay is kept between openings (composing it again was most of its opening time): opened again it shows
+    the current plan, no filter, the cursor on the first row, and no mark of an action the last plan settled."""
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app = pilot.app
+        main = app.main_screen
+        overlay = await open_overlay(pilot)
+        await pilot.press(*"money")
+        select(overlay, lambda r: r.kind == "included" and r.target.startswith("card:"))
+        await pilot.press("escape")
+        assert app.screen is main
+        await pilot.press("ctrl+t")  # a new plan while the overlay is closed
+        await settle(pilot)
+        again = await open_overlay(pilot)
+        assert again is overlay and again.view is main.view  # the same screen, on the plan now shown
+        assert again.query_one("#overlay-filter", Input).value == "" and isinstance(app.focused, Input)
+        assert len(again.shown_rows) == len(again.rows)  # nothing filtered out
+        first = next(n for n, r in enumerate(again.shown_rows) if r.kind != "divider")
+        assert again.query_one(DataTable).cursor_row == first
+        assert again.pending == {}
+        title = str(again.query_one("#overlay-title").render())
+        assert main.view.plan.plan_id in title
+
+
 async def test_slash_commands(tmp_path):
     async with running(tmp_path, size=(120, 40)) as pilot:
         app = pilot.app
