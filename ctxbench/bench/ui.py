@@ -252,7 +252,7 @@ class _Probe:
         self.request = request
 
 
-def _warm(main, semantic: bool) -> bool:
+def is_warm(main, semantic: bool) -> bool:
     session = main.session
     return session is not None and session.retrieval_ready and (session.semantic_ready or not semantic)
 
@@ -304,7 +304,7 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phas
                     await pilot.pause()
                 else:
                     while True:  # the index is built and retrieval plugged in (and the embedder warm, if asked)
-                        if _warm(main, semantic) and not any(w.is_running for w in app.workers) \
+                        if is_warm(main, semantic) and not any(w.is_running for w in app.workers) \
                                 and not main.meter.pending:
                             break
                         await asyncio.sleep(WARM_POLL_S)
@@ -315,7 +315,7 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phas
                         await asyncio.sleep(WARM_POLL_S)
                     await pilot.pause()
                 report = await _press(pilot, main, probe, presses, semantic, phase)
-                while not _warm(main, semantic):  # how long the warm-up took (the presses ran beside it)
+                while not is_warm(main, semantic):  # how long the warm-up took (the presses ran beside it)
                     await asyncio.sleep(WARM_POLL_S)
                 warmup = time.perf_counter() - started
         finally:
@@ -346,7 +346,7 @@ async def _press(pilot, main, probe: _Probe, presses: int, semantic: bool, phase
     meter: list[float] = []
     painted: list[float] = []
     for _ in range(presses):
-        if phase == "warmup" and _warm(main, semantic):
+        if phase == "warmup" and is_warm(main, semantic):
             break  # the warm-up is over: later presses are the idle row's
         probe.reset(main.link.requested + 1)
         await pilot.press("ctrl+t")

@@ -21,10 +21,15 @@ from ctxbench.cli.common import config_option, emit_json, get_config
 @click.option("--loaded", is_flag=True, help="Also time each row with a CPU-bound process beside the app.")
 @click.option("--starts", is_flag=True,
               help="Also time the demo's first and second start to semantic ready, phase by phase, with its memory.")
+@click.option("--actions", is_flag=True,
+              help="Also time every action key (budget up/down, overlay open, pin, lease, unpin, drop, accept, reject): "
+                   "key to its effect on the screen, in the same rows (idle, --warmup, --loaded).")
+@click.option("--action-rounds", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Rounds of action keys per row (each round presses every action key once).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @config_option
 def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_paint: bool, warmup: bool, loaded: bool,
-            starts: bool, as_json: bool, config_path) -> None:
+            starts: bool, actions: bool, action_rounds: int, as_json: bool, config_path) -> None:
     import dataclasses
 
     from ctxbench.cli.repo_support import fit_root
@@ -63,6 +68,9 @@ def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_pai
     report["mode_hotkey"] = asdict(mode)
     report["mode_hotkey_rows"] = [asdict(r) for r in rows]
     report["mode_target_ms"] = MODE_TARGET_MS
+    action_rows = _actions(repo or default_repo(), action_rounds, semantic, config, warmup, loaded) if actions else []
+    if action_rows:
+        report["action_rows"] = [asdict(r) for r in action_rows]
     if as_json:
         emit_json(report)
         return
@@ -77,6 +85,40 @@ def command(runs: int, presses: int, repo: Path | None, semantic: bool, skip_pai
             click.echo(f"    {name:<14} p50 {s.p50:7.2f} ms · p95 {s.p95:7.2f} ms · max {s.max:7.2f} ms")
     verdict = "meets" if mode.meter_ms.p95 <= MODE_TARGET_MS else "MISSES"
     click.echo(f"  idle meter p95 {verdict} the target of {MODE_TARGET_MS:.0f} ms")
+    if action_rows:
+        _echo_actions(action_rows)
+
+
+def _actions(repo: Path, rounds: int, semantic: bool, config, warmup: bool, loaded: bool) -> list:
+    from ctxbench.bench.ui import BenchError
+    from ctxbench.bench.ui_actions import run_action_latency
+
+    rows = []
+    for phase in ("idle", "warmup") if warmup else ("idle",):
+        for busy in (False, True) if loaded else (False,):
+            try:
+                rows.append(run_action_latency(repo, rounds, semantic, config, phase=phase, loaded=busy))
+            except BenchError as exc:
+                raise click.ClickException(str(exc)) from exc
+    return rows
+
+
+def _echo_actions(rows: list) -> None:
+    from ctxbench.bench.ui_actions import OVERLAY_OPEN_TARGET_MS
+
+    first = rows[0]
+    click.echo(f"action keys on {first.repo} (semantic {'on' if first.semantic else 'off'}), key to its effect "
+               "painted, ms:")
+    for r in rows:
+        where = ("after the warm-up" if r.phase == "idle" else "during the warm-up") + (
+            ", a CPU-bound process beside" if r.loaded else "")
+        overlay = max(OVERLAY_OPEN_TARGET_MS, r.target_ms)
+        click.echo(f"  {where} (target p95 ≤ {r.target_ms:.0f} ms, the overlay's opening ≤ {overlay:.0f} ms, "
+                   "its first included):")
+        for name, s in r.timings:
+            target = overlay if name == "overlay open" else r.target_ms
+            verdict = "meets" if s.p95 <= target else "MISSES"
+            click.echo(f"    {name:<14} n={s.runs:<3} p50 {s.p50:7.2f} · p95 {s.p95:7.2f} · max {s.max:7.2f}  {verdict}")
 
 
 def _starts(report: dict, as_json: bool) -> None:
