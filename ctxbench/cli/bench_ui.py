@@ -22,8 +22,8 @@ from ctxbench.cli.common import config_option, emit_json, get_config
 @click.option("--starts", is_flag=True,
               help="Also time the demo's first and second start to semantic ready, phase by phase, with its memory.")
 @click.option("--actions", is_flag=True,
-              help="Also time every action key (budget up/down, overlay open, pin, lease, unpin, drop, accept, reject): "
-                   "key to its effect on the screen, in the same rows (idle, --warmup, --loaded).")
+              help="Also time every action key (budget up/down, overlay open, pin, lease, unpin, drop, accept, "
+                   "reject): key to its effect on the screen, in the same rows (idle, --warmup, --loaded).")
 @click.option("--action-rounds", type=click.IntRange(min=1), default=5, show_default=True,
               help="Rounds of action keys per row (each round presses every action key once).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
@@ -118,7 +118,8 @@ def _echo_actions(rows: list) -> None:
         for name, s in r.timings:
             target = overlay if name == "overlay open" else r.target_ms
             verdict = "meets" if s.p95 <= target else "MISSES"
-            click.echo(f"    {name:<14} n={s.runs:<3} p50 {s.p50:7.2f} · p95 {s.p95:7.2f} · max {s.max:7.2f}  {verdict}")
+            click.echo(f"    {name:<14} n={s.runs:<3} p50 {s.p50:7.2f} · p95 {s.p95:7.2f} · max {s.max:7.2f}  "
+                       f"{verdict}")
 
 
 def _starts(report: dict, as_json: bool) -> None:

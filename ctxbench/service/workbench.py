@@ -293,9 +293,8 @@ class Workbench:
                     yield m
 
     def visible_messages(self, session_id: str) -> tuple[Message, ...]:
-        """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
-        of (kept in memory between calls, ``history_cache``)."""
+        """What the active branch sees, oldest first, dropped messages included, masked (with the maskings the store
+        keeps loaded first): the messages plans are made of (kept in memory between calls, ``history_cache``)."""
         with self.connection() as conn, deriving_for(session_id):
-            self.derived_texts.load(conn, session_id)  # the maskings the store keeps, before the cache masks
-            branch_id = session_store.active_branch(conn, session_id)
-            return self.history_cache.branch_messages(conn, session_id, branch_id)
+            self.derived_texts.load(conn, session_id)
+            return self.history_cache.branch_messages(conn, session_id, session_store.active_branch(conn, session_id))

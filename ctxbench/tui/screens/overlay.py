@@ -21,7 +21,7 @@ from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.meter import figure
 from ctxbench.tui.present import cluster_label, mode_label, tok
-from ctxbench.tui.screens.overlay_cells import pin_shown, row_cells
+from ctxbench.tui.screens.overlay_cells import detail_line, pin_shown, row_cells
 from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
 from ctxbench.tui.widgets.filter_input import FilterInput
 
@@ -175,28 +175,9 @@ class ContextOverlay(ModalScreen[None]):
         return None
 
     def _detail(self) -> None:
-        row = self.selected_row
-        detail = self.query_one("#overlay-detail", Static)
-        if row is None or row.kind == "divider":
-            detail.update("", layout=False)  # one line high (app.tcss): never a layout pass
-            return
-        if row.item is not None:
-            i = row.item
-            tokens = f"{tok(i.tokens)} tok"
-            if row.calibrated is not None and self.view is not None and self.view.counts is not None:
-                tokens = f"≈{tok(row.calibrated)} tok calibrated ({tok(i.tokens)} {self.view.counts.tokenizer})"
-            bits = [i.id, tokens, *([f"{tok(i.bytes)} bytes of the request"] if i.bytes else []), i.reason]
-            if i.detail:
-                bits.append(i.detail)
-            if i.redacted:
-                bits.append(f"redacted: {i.redacted}")
-            if row.pin:
-                bits.append(f"pinned {row.pin}")
-            detail.update(Text(" · ".join(bits), no_wrap=True, overflow="ellipsis"), layout=False)
-        elif row.suggestion is not None:
-            s = row.suggestion
-            detail.update(Text(f"suggested: {s.target} · {s.why} · ctrl+y accept (pin sticky) · ctrl+n reject",
-                               no_wrap=True, overflow="ellipsis"), layout=False)
+        counts = self.view.counts if self.view is not None else None
+        # one line high (app.tcss): never a layout pass
+        self.query_one("#overlay-detail", Static).update(detail_line(self.selected_row, counts), layout=False)
 
     def on_input_changed(self, event: Input.Changed) -> None:
         event.stop()

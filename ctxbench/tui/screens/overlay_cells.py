@@ -58,3 +58,28 @@ def row_cells(row: OverlayRow, w: dict[str, int], pending: dict[str, str]) -> li
             cell("suggested", "dim"), fit_label(s.label, w["label"], "dim"),
             Text(tok(s.tokens) if s.tokens else "", style="dim", justify="right"), cell(why, "dim italic"),
             Text(f"{s.score:.3f}" if s.score else "", style="dim", justify="right")]
+
+
+def detail_line(row: OverlayRow | None, counts) -> Text:
+    """The line under the table for the selected ``row``: its id, tokens (calibrated ones with ``counts``, the plan
+    view's token counts, when the row has them), reason and detail; a suggestion's why and keys."""
+    if row is None or row.kind == "divider":
+        return Text("")
+    if row.item is not None:
+        i = row.item
+        tokens = f"{tok(i.tokens)} tok"
+        if row.calibrated is not None and counts is not None:
+            tokens = f"≈{tok(row.calibrated)} tok calibrated ({tok(i.tokens)} {counts.tokenizer})"
+        bits = [i.id, tokens, *([f"{tok(i.bytes)} bytes of the request"] if i.bytes else []), i.reason]
+        if i.detail:
+            bits.append(i.detail)
+        if i.redacted:
+            bits.append(f"redacted: {i.redacted}")
+        if row.pin:
+            bits.append(f"pinned {row.pin}")
+        return Text(" · ".join(bits), no_wrap=True, overflow="ellipsis")
+    if row.suggestion is not None:
+        s = row.suggestion
+        return Text(f"suggested: {s.target} · {s.why} · ctrl+y accept (pin sticky) · ctrl+n reject", no_wrap=True,
+                    overflow="ellipsis")
+    return Text("")
