@@ -68,11 +68,17 @@ class ContextOverlay(ModalScreen[None]):
 
     def on_mount(self) -> None:
         self.query_one("#overlay-filter", Input).focus()
+        self.show_view(self.view)  # its title now; its rows once the table has its width
+        self.call_after_refresh(self._first_fill)
+
+    def _first_fill(self) -> None:
+        """The columns and rows, made once the first layout has given the table its width (made before, from a guess,
+        they were made again on the first resize: a second layout pass of the opening)."""
         self._build_columns()
-        self.show_view(self.view)
+        self._fill()
 
     def on_resize(self) -> None:
-        if self._widths != column_widths(self._table_width()):
+        if self._widths and self._widths != column_widths(self._table_width()):
             self._build_columns()
             self._fill()
 
