@@ -153,7 +153,8 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
     pinned = ""
     for action, key in ROW_ACTIONS:  # the row shows the action's mark: mark
         found = _row_for(overlay, action, used) if action != "unpin" else next(
-            ((n, r) for n, r in enumerate(overlay.shown_rows) if r.target == pinned), None)
+            ((n, r) for n, r in enumerate(overlay.shown_rows) if pinned and r.target == pinned and r.kind != "divider"
+             and overlay.pin_shown(r)), None)
         if found is None:
             continue
         index, row = found
@@ -241,7 +242,8 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
                 main.prompt.value = question
                 await pilot.pause()
                 main.request_plan()
-                await _settled(app, main)
+                if phase != "warmup":  # during the warm-up the keys are pressed at once, the replan running
+                    await _settled(app, main)
                 painted = _Painted()
                 with _probes(main, painted, hooks):
                     for _ in range(rounds):

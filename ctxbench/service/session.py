@@ -35,6 +35,7 @@ from ctxbench.service import phase_log
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
 from ctxbench.service.timeline import Timeline
+from ctxbench.service.warm_ups import WarmUps, quietly, warm_up
 from ctxbench.service.workbench import Workbench
 from ctxbench.records.item_refs import AtomRef, CapsuleRef, CardRef, ItemRef, PathRef, PinRef, SummaryRef, card_symbol
 
@@ -63,6 +64,7 @@ class WorkbenchSession:
         self._closed = False
         self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
         self._warming = threading.Lock()  # one history warm-up at a time
+        self._warm_ups = WarmUps()  # indexing, embedding: close() waits for them to stop
         self._embedder = None  # the warm-up's embedding model, loading from start_embedder() on
         self.notice = ""  # what open() settled (a turn that ended with its process mid-turn), said once
 
@@ -124,21 +126,26 @@ class WorkbenchSession:
         settle()
 
     def close(self) -> None:
-        """Close the session's store (the front end is leaving)."""
+        """Close the session's store (the front end is leaving), once a warm-up still running has stopped
+        (``service.warm_ups``)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._runner = None
+        self._warm_ups.close()
+        with self._lock:
             if self.workbench is not None:
                 self.workbench.close()
 
     # -- code retrieval -----------------------------------------------------------------------------------
+    @warm_up
     def attach_repository(self, status: StatusSink, *, on_keyword_ready: Callable[[], None] = lambda: None,
                           on_semantic_ready: Callable[[], None] = lambda: None) -> None:
         """Index the session's repository and plug its retrieval in (plans get cards from then on), then warm
         the embedding model and build the vector index (plans get semantic search). Progress through
-        ``status`` in the ``index`` and ``embedder`` slots; a model that cannot load turns semantic off."""
+        ``status`` in the ``index`` and ``embedder`` slots; a model that cannot load turns semantic off. Raises
+        ``warm_ups.SessionClosing`` when the session closes meanwhile."""
         wb, opts = self.wb, self.options
         self._status = status
         if wb.repo is None or not opts.index_repo or opts.retriever is not None:
@@ -149,7 +156,7 @@ class WorkbenchSession:
             status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))
 
         status(Progress("index", "indexing…"))
-        attached = attach_repository(wb, wb.repo, indexing, semantic=False)
+        attached = attach_repository(wb, wb.repo, self._warm_ups.checked(indexing), semantic=False)
         self.attached = attached
         phase_log.mark("code index")
         status(Progress("index", f"{attached.files} files · {attached.symbols} symbols", "ready"))
@@ -163,7 +170,7 @@ class WorkbenchSession:
             status(Progress("embedder", "embedding", fraction=(done / total) if total else None))
 
         try:
-            attached.warm_semantic(wb, embedder, embedding)
+            attached.warm_semantic(wb, embedder, self._warm_ups.checked(embedding))
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
@@ -189,6 +196,7 @@ class WorkbenchSession:
                 self._embedder.start_loading()
             return self._embedder
 
+    @warm_up
     def warm_history(self) -> int:
         """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),
         with progress in the ``embedder`` slot; returns how many texts were embedded (0 without a ready model)."""
@@ -203,7 +211,7 @@ class WorkbenchSession:
         with self._warming:
             with self.wb.connection() as conn:  # the maskings and counts the store keeps, before the warm-up masks
                 self.wb.derived_texts.load(conn, sid)
-            embedded = self.wb.history.warm(sid, history)
+            embedded = self.wb.history.warm(sid, self._warm_ups.checked(history))
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))
         return embedded
@@ -237,7 +245,7 @@ class WorkbenchSession:
         return self.settings
 
     def _warm_in_background(self) -> None:
-        threading.Thread(target=self.warm_history, name="ctxbench-warm-history", daemon=True).start()
+        threading.Thread(target=quietly(self.warm_history), name="ctxbench-warm-history", daemon=True).start()
 
     def _warm_what_is_pending(self) -> None:
         """A plan embeds only a few missing texts itself: when the last one left some (a history that grew by more
