@@ -35,7 +35,7 @@ from ctxbench.service import phase_log
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.text import render_messages
 from ctxbench.service.timeline import Timeline
-from ctxbench.service.warm_ups import WarmUps, quietly, warm_up
+from ctxbench.service.store_users import StoreUsers, quietly, uses_store
 from ctxbench.service.workbench import Workbench
 from ctxbench.records.item_refs import AtomRef, CapsuleRef, CardRef, ItemRef, PathRef, PinRef, SummaryRef, card_symbol
 
@@ -64,7 +64,7 @@ class WorkbenchSession:
         self._closed = False
         self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
         self._warming = threading.Lock()  # one history warm-up at a time
-        self._warm_ups = WarmUps()  # indexing, embedding: close() waits for them to stop
+        self._store_users = StoreUsers()  # warm-ups and plans in other threads: close() waits for them to end
         self._embedder = None  # the warm-up's embedding model, loading from start_embedder() on
         self.notice = ""  # what open() settled (a turn that ended with its process mid-turn), said once
 
@@ -126,26 +126,25 @@ class WorkbenchSession:
         settle()
 
     def close(self) -> None:
-        """Close the session's store (the front end is leaving), once a warm-up still running has stopped
-        (``service.warm_ups``)."""
+        """Close the session's store (the front end is leaving) once the work on it has ended (``store_users``)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._runner = None
-        self._warm_ups.close()
+        self._store_users.close()
         with self._lock:
             if self.workbench is not None:
                 self.workbench.close()
 
     # -- code retrieval -----------------------------------------------------------------------------------
-    @warm_up
+    @uses_store
     def attach_repository(self, status: StatusSink, *, on_keyword_ready: Callable[[], None] = lambda: None,
                           on_semantic_ready: Callable[[], None] = lambda: None) -> None:
         """Index the session's repository and plug its retrieval in (plans get cards from then on), then warm
         the embedding model and build the vector index (plans get semantic search). Progress through
         ``status`` in the ``index`` and ``embedder`` slots; a model that cannot load turns semantic off. Raises
-        ``warm_ups.SessionClosing`` when the session closes meanwhile."""
+        ``store_users.SessionClosing`` when the session closes meanwhile."""
         wb, opts = self.wb, self.options
         self._status = status
         if wb.repo is None or not opts.index_repo or opts.retriever is not None:
@@ -156,7 +155,7 @@ class WorkbenchSession:
             status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))
 
         status(Progress("index", "indexing…"))
-        attached = attach_repository(wb, wb.repo, self._warm_ups.checked(indexing), semantic=False)
+        attached = attach_repository(wb, wb.repo, self._store_users.checked(indexing), semantic=False)
         self.attached = attached
         phase_log.mark("code index")
         status(Progress("index", f"{attached.files} files · {attached.symbols} symbols", "ready"))
@@ -170,7 +169,7 @@ class WorkbenchSession:
             status(Progress("embedder", "embedding", fraction=(done / total) if total else None))
 
         try:
-            attached.warm_semantic(wb, embedder, self._warm_ups.checked(embedding))
+            attached.warm_semantic(wb, embedder, self._store_users.checked(embedding))
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
@@ -196,7 +195,7 @@ class WorkbenchSession:
                 self._embedder.start_loading()
             return self._embedder
 
-    @warm_up
+    @uses_store
     def warm_history(self) -> int:
         """Embed what the session's strategy compares with a query and has no vector yet (in the calling thread),
         with progress in the ``embedder`` slot; returns how many texts were embedded (0 without a ready model)."""
@@ -211,7 +210,7 @@ class WorkbenchSession:
         with self._warming:
             with self.wb.connection() as conn:  # the maskings and counts the store keeps, before the warm-up masks
                 self.wb.derived_texts.load(conn, sid)
-            embedded = self.wb.history.warm(sid, self._warm_ups.checked(history))
+            embedded = self.wb.history.warm(sid, self._store_users.checked(history))
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))
         return embedded
@@ -257,6 +256,7 @@ class WorkbenchSession:
         """Tokens of the tool definitions the next turn's first call offers, so the live plan budgets them."""
         return offered_tools_tokens(self.config, self.wb.tokenizer)
 
+    @uses_store
     def plan(self, draft: str = "", settings: SessionSettings | None = None, *, store: bool = False,
              group_id: int | None = None) -> PlanView:
         """The current plan under ``settings`` (default: the stored ones; a new value is stored first): for

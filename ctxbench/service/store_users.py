@@ -1,11 +1,11 @@
-"""The warm-ups a session runs in other threads (indexing its repository, embedding cards and history), and closing
-the session under them.
+"""The work a session runs on its store in other threads (warm-ups: indexing its repository, embedding cards and
+history; plans, whose retrieval reads the index's own connection), and closing the session under it.
 
-The front end closes the session when the user quits, maybe while a warm-up runs. Closing the store's connections
+The front end closes the session when the user quits, maybe while such work runs. Closing the store's connections
 under a thread that is inside a statement on one of them crashes the process in the sqlite3 module (it is not an
-error that can be caught), so :meth:`WarmUps.close` marks the session closed and waits for the warm-ups running to
-stop: each stops at its next progress report (:meth:`WarmUps.checked`), raising :class:`SessionClosing`, which rolls
-its open transaction back. None starts once closed.
+error that can be caught), so :meth:`StoreUsers.close` marks the session closed and waits for the work running to
+end: a warm-up stops at its next progress report (:meth:`StoreUsers.checked`), raising :class:`SessionClosing`, which
+rolls its open transaction back; a plan (a fraction of a second) is let finish. None starts once closed.
 """
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from typing import Callable, Iterator, TypeVar
 
 T = TypeVar("T")
 
-CLOSE_WAIT_S = 10.0  # closing waits this long at most for the warm-ups to stop where they are
+CLOSE_WAIT_S = 10.0  # closing waits this long at most for the work running to end
 
 
 class SessionClosing(Exception):
-    """The session is closing: the warm-up stops here."""
+    """The session is closing: the work stops here."""
 
 
-class WarmUps:
-    """The warm-ups running now; closing waits for them."""
+class StoreUsers:
+    """The work on the store running now in other threads; closing waits for it."""
 
     def __init__(self) -> None:
         self.closed = False
@@ -33,7 +33,7 @@ class WarmUps:
 
     @contextmanager
     def running(self) -> Iterator[None]:
-        """A warm-up runs for the length of the block; raises :class:`SessionClosing` when closed already."""
+        """Work runs for the length of the block; raises :class:`SessionClosing` when closed already."""
         with self._changed:
             if self.closed:
                 raise SessionClosing("the session is closed")
@@ -55,17 +55,17 @@ class WarmUps:
         return check
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
-        """No warm-up starts from now on; wait (``wait_s`` at most) for those running to stop."""
+        """No work starts from now on; wait (``wait_s`` at most) for the work running to end."""
         with self._changed:
             self.closed = True
             self._changed.wait_for(lambda: self._running == 0, wait_s)
 
 
-def warm_up(method: Callable[..., T]) -> Callable[..., T]:
-    """A session's method that is a warm-up: it runs in ``self._warm_ups.running()``."""
+def uses_store(method: Callable[..., T]) -> Callable[..., T]:
+    """A session's method that works on the store from another thread: it runs in ``self._store_users.running()``."""
     @functools.wraps(method)
     def run(self, *args, **kwargs) -> T:
-        with self._warm_ups.running():
+        with self._store_users.running():
             return method(self, *args, **kwargs)
 
     return run

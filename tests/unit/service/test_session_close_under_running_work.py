@@ -1,6 +1,6 @@
-"""Closing a session while its warm-up runs (the user quits while the repository indexes or embeds): the warm-up
-stops at its next progress report, its transaction rolled back, before the store's connections are closed under it;
-nothing of it is left half-written, and the store opens again as it was."""
+"""Closing a session while work runs on its store (the user quits while the repository indexes or embeds, or while
+a plan runs): a warm-up stops at its next progress report, its transaction rolled back, and a plan is let finish,
+before the store's connections are closed under them; nothing is left half-written, and the store opens again."""
 from __future__ import annotations
 
 import threading
@@ -11,7 +11,7 @@ import pytest
 from ctxbench.config import Config
 from ctxbench.service.options import LaunchOptions
 from ctxbench.service.session import WorkbenchSession
-from ctxbench.service.warm_ups import SessionClosing
+from ctxbench.service.store_users import SessionClosing
 from ctxbench.service.workbench import Workbench
 from counting_embedder import CountingEmbedder
 from retrieval_fixture import write_repo
@@ -33,7 +33,7 @@ def _close_at(session: WorkbenchSession, slot_text: str) -> list[BaseException]:
         if slot_text in progress.text and not reached.is_set():
             reached.set()
             deadline = time.monotonic() + 10
-            while not session._warm_ups.closed and time.monotonic() < deadline:  # the close has begun: the warm-up goes on
+            while not session._store_users.closed and time.monotonic() < deadline:  # the close has begun: the warm-up goes on
                 time.sleep(0.001)
 
     def warm() -> None:
@@ -73,3 +73,32 @@ def test_a_closed_session_starts_no_warm_up(tmp_path):
     session.close()
     with pytest.raises(SessionClosing):
         session.attach_repository(lambda progress: None)
+
+
+def test_closing_waits_for_a_plan_that_is_running(tmp_path):
+    """A plan reads the index's own connection (retrieval): closing waits for it to end instead of closing that
+    connection under it; a plan asked for once closed is refused."""
+    session = _session(tmp_path, warm_embedder=False)
+    session.attach_repository(lambda progress: None)
+    planning, release, planned = threading.Event(), threading.Event(), []
+    engine_plan = session.wb.planning.plan
+
+    def slow_plan(request):
+        planning.set()
+        release.wait(10)
+        return engine_plan(request)
+
+    session.wb.planning.plan = slow_plan
+    thread = threading.Thread(target=lambda: planned.append(session.plan("how are rows padded?")))
+    thread.start()
+    assert planning.wait(10)
+    closer = threading.Thread(target=session.close)
+    closer.start()
+    time.sleep(0.2)
+    assert closer.is_alive()  # waiting for the plan
+    release.set()
+    closer.join(10)
+    thread.join(10)
+    assert not closer.is_alive() and len(planned) == 1 and planned[0].plan.items
+    with pytest.raises(SessionClosing):
+        session.plan("and now?")
