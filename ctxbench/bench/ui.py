@@ -55,6 +55,21 @@ class Stats:
         return Stats(len(values), statistics.median(ordered), p95, ordered[-1], statistics.fmean(ordered))
 
 
+def busy_core() -> subprocess.Popen:
+    """A CPU-bound process beside the app (``python -c "while 1: pass"``), killed with the bench even when the bench
+    dies without cleaning up (a crash left one spinning, and every later figure measured beside it)."""
+    def die_with_parent() -> None:  # Linux: PR_SET_PDEATHSIG = 1, SIGKILL = 9
+        import ctypes
+
+        try:
+            ctypes.CDLL(None).prctl(1, 9)
+        except (OSError, AttributeError):
+            pass
+
+    return subprocess.Popen([sys.executable, "-c", "while 1: pass"],
+                            preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
+
+
 def default_repo() -> Path:
     import importlib.util
 
@@ -292,7 +307,7 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phas
         app = CtxbenchApp(options, config)
         app._disable_notifications = True
         started = time.perf_counter()
-        busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if loaded else None
+        busy = busy_core() if loaded else None
         try:
             async with app.run_test(size=TERMINAL_SIZE, message_hook=hook) as pilot:
                 main = app.main_screen

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ctxbench.bench.ui import PRESS_POLL_S, QUESTION, TERMINAL_SIZE, WARM_POLL_S, BenchError, Stats, is_warm
+from ctxbench.bench.ui import (PRESS_POLL_S, QUESTION, TERMINAL_SIZE, WARM_POLL_S, BenchError, Stats, busy_core,
+                               is_warm)
 
 ACTION_TARGET_MS = {"warmup": 100.0, "idle": 50.0, "loaded": 250.0}  # key to visible effect, p95
 OVERLAY_OPEN_TARGET_MS = 150.0
@@ -229,7 +230,7 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
         app = CtxbenchApp(options, config)
         app._disable_notifications = True
         started = time.perf_counter()
-        busy = subprocess.Popen([sys.executable, "-c", "while 1: pass"]) if loaded else None
+        busy = busy_core() if loaded else None
         try:
             async with app.run_test(size=TERMINAL_SIZE, message_hook=lambda m: [h(m) for h in hooks]) as pilot:
                 main = app.main_screen
