@@ -50,6 +50,7 @@ class ActionsReport:
     loaded: bool  # a CPU-bound process ran beside the app
     timings: tuple[tuple[str, Stats], ...]
     warmup_s: float
+    moved: int = 0  # row actions not timed: a new plan moved the selection off their row before the key arrived
 
     @property
     def target_ms(self) -> float:
@@ -57,20 +58,24 @@ class ActionsReport:
 
 
 class _KeyClock:
-    """When the key being timed arrived at the app (set by the message hook)."""
+    """When the key being timed arrived at the app, and the overlay row it found selected (set by the message hook)."""
 
-    def __init__(self) -> None:
+    def __init__(self, app: Any) -> None:
+        self.app = app
         self.key = ""
         self.arrived = 0.0
+        self.row = ""  # the target of the overlay row selected as the key arrived ("": none)
 
     def expect(self, key: str) -> None:
-        self.key, self.arrived = key, 0.0
+        self.key, self.arrived, self.row = key, 0.0, ""
 
     def hook(self, message: Any) -> None:
         from textual.events import Key
 
         if self.key and not self.arrived and isinstance(message, Key) and message.key == self.key:
             self.arrived = time.perf_counter()
+            row = getattr(self.app.screen, "selected_row", None)
+            self.row = row.target if row is not None else ""
 
 
 class _Painted:
@@ -88,14 +93,20 @@ class _Painted:
             widget.call_after_refresh(lambda: self.at.append(time.perf_counter()))
 
 
-async def _timed(pilot, clock: _KeyClock, key: str, painted: _Painted) -> float:
-    """Press ``key``; ms from its arrival to the refresh after its effect (``painted``, armed here)."""
+async def _timed(pilot, clock: _KeyClock, key: str, painted: _Painted, row: str = "") -> float | None:
+    """Press ``key``; ms from its arrival to the refresh after its effect (``painted``, armed here). ``row``: the
+    overlay row it acts on; None when a new plan had moved the selection off it before the key arrived (during the
+    warm-up plans arrive all the time): the press acted on another row, or on none, and is not timed."""
     clock.expect(key)
     painted.at.clear()
     painted.armed = True
     await pilot.press(key)
     deadline = time.perf_counter() + EFFECT_TIMEOUT_S
     while not painted.at:
+        if row and clock.arrived and clock.row != row:
+            painted.armed = False
+            clock.expect("")
+            return None
         if time.perf_counter() > deadline:
             raise BenchError(f"{key}: its effect never showed")
         await asyncio.sleep(PRESS_POLL_S)
@@ -132,8 +143,9 @@ def _row_for(overlay, action: str, used: set[str]):
 
 
 async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times: dict[str, list[float]],
-                 quiet: bool) -> None:
-    """Each action key once (an overlay row action without a row it applies to is left out of this round)."""
+                 quiet: bool) -> int:
+    """Each action key once (an overlay row action without a row it applies to is left out of this round); how many
+    row actions were not timed (a new plan moved the selection off their row before the key arrived)."""
     from textual.widgets import DataTable
 
     from ctxbench.tui.screens.overlay import ContextOverlay
@@ -152,6 +164,7 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
     await between()
     used: set[str] = set()
     pinned = ""
+    moved = 0
     for action, key in ROW_ACTIONS:  # the row shows the action's mark: mark
         found = _row_for(overlay, action, used) if action != "unpin" else next(
             ((n, r) for n, r in enumerate(overlay.shown_rows) if pinned and r.target == pinned and r.kind != "divider"
@@ -162,7 +175,11 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
         used.add(row.target)
         overlay.query_one(DataTable).move_cursor(row=index, animate=False)
         await pilot.pause()
-        times[action].append(await _timed(pilot, clock, key, painted))
+        took = await _timed(pilot, clock, key, painted, row.target)
+        if took is None:
+            moved += 1
+            continue
+        times[action].append(took)
         if action == "pin":
             pinned = row.target
         await between()
@@ -170,6 +187,7 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
     while isinstance(app.screen, ContextOverlay):
         await asyncio.sleep(WARM_POLL_S)
     await between()
+    return moved
 
 
 @contextmanager
@@ -221,14 +239,15 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
     from ctxbench.service.options import LaunchOptions
     from ctxbench.tui.app import CtxbenchApp
 
-    clock = _KeyClock()
-    hooks: list[Callable[[Any], None]] = [clock.hook]
     times: dict[str, list[float]] = {a: [] for a in ACTIONS}
+    moved = 0
     with tempfile.TemporaryDirectory(prefix="ctxbench-bench-actions-") as tmp:
         options = LaunchOptions(db_path=Path(tmp) / "bench.db", repo=repo, new_session=True, title="bench ui",
                                 mode="light", warm_embedder=semantic)
         app = CtxbenchApp(options, config)
         app._disable_notifications = True
+        clock = _KeyClock(app)
+        hooks: list[Callable[[Any], None]] = [clock.hook]
         started = time.perf_counter()
         busy = busy_core() if loaded else None
         try:
@@ -250,7 +269,7 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
                     for _ in range(rounds):
                         if phase == "warmup" and is_warm(main, semantic):
                             break  # the warm-up is over: later presses are the idle row's
-                        await _round(pilot, app, main, clock, painted, times, quiet=phase != "warmup")
+                        moved += await _round(pilot, app, main, clock, painted, times, quiet=phase != "warmup")
                 while not is_warm(main, semantic):
                     await asyncio.sleep(WARM_POLL_S)
                 warmup = time.perf_counter() - started
@@ -261,7 +280,7 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
     if not times["budget up"]:
         raise BenchError("the warm-up ended before the first round: nothing to time during it")
     return ActionsReport(str(repo), semantic, phase, loaded,
-                         tuple((a, Stats.of(v)) for a, v in times.items() if v), warmup)
+                         tuple((a, Stats.of(v)) for a, v in times.items() if v), warmup, moved)
 
 
 def run_action_latency(repo: Path, rounds: int, semantic: bool, config, *, phase: str = "idle",

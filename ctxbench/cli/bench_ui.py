@@ -113,8 +113,9 @@ def _echo_actions(rows: list) -> None:
         where = ("after the warm-up" if r.phase == "idle" else "during the warm-up") + (
             ", a CPU-bound process beside" if r.loaded else "")
         overlay = max(OVERLAY_OPEN_TARGET_MS, r.target_ms)
+        moved = f"; {r.moved} row actions not timed, a new plan moved the selection first" if r.moved else ""
         click.echo(f"  {where} (target p95 ≤ {r.target_ms:.0f} ms, the overlay's opening ≤ {overlay:.0f} ms, "
-                   "its first included):")
+                   f"its first included{moved}):")
         for name, s in r.timings:
             target = overlay if name == "overlay open" else r.target_ms
             verdict = "meets" if s.p95 <= target else "MISSES"
