@@ -25,8 +25,10 @@ import sys
 import tempfile
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Iterator
 
 FIRST_PAINT_TARGET_S = 0.8
 MODE_TARGET_MS = 50.0
@@ -68,6 +70,25 @@ def busy_core() -> subprocess.Popen:
 
     return subprocess.Popen([sys.executable, "-c", "while 1: pass"],
                             preexec_fn=die_with_parent if sys.platform.startswith("linux") else None)
+
+
+@contextmanager
+def beside(loaded: bool) -> Iterator[None]:
+    """With ``loaded``: a CPU-bound process (``busy_core``) runs beside the app for the length of the block."""
+    busy = busy_core() if loaded else None
+    try:
+        yield
+    finally:
+        if busy is not None:
+            busy.kill()
+            busy.wait()
+
+
+async def warm_up_seconds(main, semantic: bool, started: float) -> float:
+    """Once the warm-up is over (the presses may have run beside it): its seconds since ``started``."""
+    while not is_warm(main, semantic):
+        await asyncio.sleep(WARM_POLL_S)
+    return time.perf_counter() - started
 
 
 def default_repo() -> Path:
@@ -307,8 +328,7 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phas
         app = CtxbenchApp(options, config)
         app._disable_notifications = True
         started = time.perf_counter()
-        busy = busy_core() if loaded else None
-        try:
+        with beside(loaded):
             async with app.run_test(size=TERMINAL_SIZE, message_hook=hook) as pilot:
                 main = app.main_screen
                 holder["main"] = main
@@ -330,13 +350,7 @@ async def mode_latency(repo: Path, presses: int, semantic: bool, config, *, phas
                         await asyncio.sleep(WARM_POLL_S)
                     await pilot.pause()
                 report = await _press(pilot, main, probe, presses, semantic, phase)
-                while not is_warm(main, semantic):  # how long the warm-up took (the presses ran beside it)
-                    await asyncio.sleep(WARM_POLL_S)
-                warmup = time.perf_counter() - started
-        finally:
-            if busy is not None:
-                busy.kill()
-                busy.wait()
+                warmup = await warm_up_seconds(main, semantic, started)
         indicator, meter, painted = report
         attached = main.session.attached if main.session is not None else None
         symbols = attached.symbols if attached is not None else 0

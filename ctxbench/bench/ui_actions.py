@@ -15,7 +15,6 @@ stops at the end of the warm-up; ``loaded`` runs a CPU-bound process beside the 
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import sys
 import tempfile
 import time
@@ -24,8 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from ctxbench.bench.ui import (PRESS_POLL_S, QUESTION, TERMINAL_SIZE, WARM_POLL_S, BenchError, Stats, busy_core,
-                               is_warm)
+from ctxbench.bench.ui import (PRESS_POLL_S, QUESTION, TERMINAL_SIZE, WARM_POLL_S, BenchError, Stats, beside,
+                               is_warm, warm_up_seconds)
 
 ACTION_TARGET_MS = {"warmup": 100.0, "idle": 50.0, "loaded": 250.0}  # key to visible effect, p95
 OVERLAY_OPEN_TARGET_MS = 150.0
@@ -249,8 +248,7 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
         clock = _KeyClock(app)
         hooks: list[Callable[[Any], None]] = [clock.hook]
         started = time.perf_counter()
-        busy = busy_core() if loaded else None
-        try:
+        with beside(loaded):
             async with app.run_test(size=TERMINAL_SIZE, message_hook=lambda m: [h(m) for h in hooks]) as pilot:
                 main = app.main_screen
                 if phase == "warmup":
@@ -270,13 +268,7 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
                         if phase == "warmup" and is_warm(main, semantic):
                             break  # the warm-up is over: later presses are the idle row's
                         moved += await _round(pilot, app, main, clock, painted, times, quiet=phase != "warmup")
-                while not is_warm(main, semantic):
-                    await asyncio.sleep(WARM_POLL_S)
-                warmup = time.perf_counter() - started
-        finally:
-            if busy is not None:
-                busy.kill()
-                busy.wait()
+                warmup = await warm_up_seconds(main, semantic, started)
     if not times["budget up"]:
         raise BenchError("the warm-up ended before the first round: nothing to time during it")
     return ActionsReport(str(repo), semantic, phase, loaded,
