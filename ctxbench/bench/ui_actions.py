@@ -30,6 +30,7 @@ ACTION_TARGET_MS = {"warmup": 100.0, "idle": 50.0, "loaded": 250.0}  # key to vi
 OVERLAY_OPEN_TARGET_MS = 150.0
 EFFECT_TIMEOUT_S = 30.0  # a press whose effect never shows fails the bench
 SETTLE_TIMEOUT_S = 120.0
+WARMUP_ROUND_GAP_S = 2.0  # between two rounds during the warm-up
 
 # (action, its key) for the overlay's row actions
 ROW_ACTIONS: tuple[tuple[str, str], ...] = (
@@ -92,6 +93,14 @@ class _Painted:
             widget.call_after_refresh(lambda: self.at.append(time.perf_counter()))
 
 
+def _press(app: Any, key: str) -> None:
+    """The key, as the terminal driver posts it: ``Pilot.press`` also waits for the app to be idle, which during the
+    warm-up (progress messages all the time) took seconds per key, and after it came after the effect anyway."""
+    from textual import events
+
+    app.post_message(events.Key(key, None))
+
+
 async def _timed(pilot, clock: _KeyClock, key: str, painted: _Painted, row: str = "") -> float | None:
     """Press ``key``; ms from its arrival to the refresh after its effect (``painted``, armed here). ``row``: the
     overlay row it acts on; None when a new plan had moved the selection off it before the key arrived (during the
@@ -99,7 +108,7 @@ async def _timed(pilot, clock: _KeyClock, key: str, painted: _Painted, row: str 
     clock.expect(key)
     painted.at.clear()
     painted.armed = True
-    await pilot.press(key)
+    _press(pilot.app, key)
     deadline = time.perf_counter() + EFFECT_TIMEOUT_S
     while not painted.at:
         if row and clock.arrived and clock.row != row:
@@ -173,7 +182,7 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
         index, row = found
         used.add(row.target)
         overlay.query_one(DataTable).move_cursor(row=index, animate=False)
-        await pilot.pause()
+        await asyncio.sleep(0)
         took = await _timed(pilot, clock, key, painted, row.target)
         if took is None:
             moved += 1
@@ -268,6 +277,8 @@ async def action_latency(repo: Path, rounds: int, semantic: bool, config, *, pha
                         if phase == "warmup" and is_warm(main, semantic):
                             break  # the warm-up is over: later presses are the idle row's
                         moved += await _round(pilot, app, main, clock, painted, times, quiet=phase != "warmup")
+                        if phase == "warmup":  # the rounds spread over the warm-up, not all in its first second
+                            await asyncio.sleep(WARMUP_ROUND_GAP_S)
                 warmup = await warm_up_seconds(main, semantic, started)
     if not times["budget up"]:
         raise BenchError("the warm-up ended before the first round: nothing to time during it")

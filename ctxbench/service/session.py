@@ -64,7 +64,7 @@ class WorkbenchSession:
         self._closed = False
         self._status: StatusSink | None = None  # where background work reports (set by attach_repository)
         self._warming = threading.Lock()  # one history warm-up at a time
-        self._store_users = StoreUsers()  # warm-ups and plans in other threads: close() waits for them to end
+        self.store_users = StoreUsers()  # warm-ups, plans in other threads: close() waits; a key holds warm-ups
         self._embedder = None  # the warm-up's embedding model, loading from start_embedder() on
         self.notice = ""  # what open() settled (a turn that ended with its process mid-turn), said once
 
@@ -132,7 +132,7 @@ class WorkbenchSession:
                 return
             self._closed = True
             self._runner = None
-        self._store_users.close()
+        self.store_users.close()
         with self._lock:
             if self.workbench is not None:
                 self.workbench.close()
@@ -155,7 +155,7 @@ class WorkbenchSession:
             status(Progress("index", f"indexing: {phase}", fraction=(done / total) if total else None))
 
         status(Progress("index", "indexing…"))
-        attached = attach_repository(wb, wb.repo, self._store_users.checked(indexing), semantic=False)
+        attached = attach_repository(wb, wb.repo, self.store_users.checked(indexing), semantic=False)
         self.attached = attached
         phase_log.mark("code index")
         status(Progress("index", f"{attached.files} files · {attached.symbols} symbols", "ready"))
@@ -169,7 +169,7 @@ class WorkbenchSession:
             status(Progress("embedder", "embedding", fraction=(done / total) if total else None))
 
         try:
-            attached.warm_semantic(wb, embedder, self._store_users.checked(embedding))
+            attached.warm_semantic(wb, embedder, self.store_users.checked(embedding))
         except EmbedderError as exc:  # a failed load (bad weights, missing model): keyword + graph carry on
             status(Progress("embedder", f"semantic search off: {exc}", "error"))
             return
@@ -210,7 +210,7 @@ class WorkbenchSession:
         with self._warming:
             with self.wb.connection() as conn:  # the maskings and counts the store keeps, before the warm-up masks
                 self.wb.derived_texts.load(conn, sid)
-            embedded = self.wb.history.warm(sid, self._store_users.checked(history))
+            embedded = self.wb.history.warm(sid, self.store_users.checked(history))
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))
         return embedded

@@ -1,13 +1,14 @@
 """The ctxbench workbench: a Textual app around one session of the engine."""
 from __future__ import annotations
 
-from textual import on
+from textual import events, on
 from textual.app import App
 
 from ctxbench.config import Config
 from ctxbench.records.errors import ProviderError
 from ctxbench.service.model import resolve_model
 from ctxbench.service.options import LaunchOptions
+from ctxbench.service.store_users import UI_HOLD_S
 from ctxbench.tui.keymap import keymap_from_config
 from ctxbench.tui.palette import RunCommand, WorkbenchCommands, run_line
 from ctxbench.tui.screens.main import MainScreen
@@ -49,6 +50,13 @@ class CtxbenchApp(App[None]):
         self.push_screen(self.main_screen)
         for problem in (*self.theme_errors, *self.keymap_errors, *self.llm_errors):
             self.notify(problem, severity="warning", timeout=8)
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, events.Key):  # the warm-up gives the interpreter to the screen answering the key
+            session = self.main_screen.link.session
+            if session is not None:
+                session.store_users.hold(UI_HOLD_S)
+        await super().on_event(event)
 
     @on(RunCommand)
     def _run_command(self, message: RunCommand) -> None:

@@ -33,7 +33,7 @@ def _close_at(session: WorkbenchSession, slot_text: str) -> list[BaseException]:
         if slot_text in progress.text and not reached.is_set():
             reached.set()
             deadline = time.monotonic() + 10
-            while not session._store_users.closed and time.monotonic() < deadline:  # the close has begun: the warm-up goes on
+            while not session.store_users.closed and time.monotonic() < deadline:  # the close has begun: the warm-up goes on
                 time.sleep(0.001)
 
     def warm() -> None:
