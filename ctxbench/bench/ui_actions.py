@@ -31,6 +31,7 @@ OVERLAY_OPEN_TARGET_MS = 150.0
 EFFECT_TIMEOUT_S = 30.0  # a press whose effect never shows fails the bench
 SETTLE_TIMEOUT_S = 120.0
 WARMUP_ROUND_GAP_S = 2.0  # between two rounds during the warm-up
+CURSOR_GAP_S = 0.15  # between moving to a row and pressing its key, as a user's hand does
 
 # (action, its key) for the overlay's row actions
 ROW_ACTIONS: tuple[tuple[str, str], ...] = (
@@ -182,7 +183,7 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
         index, row = found
         used.add(row.target)
         overlay.query_one(DataTable).move_cursor(row=index, animate=False)
-        await asyncio.sleep(0)
+        await asyncio.sleep(CURSOR_GAP_S)  # what moving there sets off (detail line, footer keys) is not the key's
         took = await _timed(pilot, clock, key, painted, row.target)
         if took is None:
             moved += 1
