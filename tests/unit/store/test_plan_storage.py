@@ -55,6 +55,13 @@ def test_a_plan_with_thousands_of_excluded_items_reads_back_exactly(long_session
         assert (summary.strategy, summary.used_tokens, summary.budget) == (strategy, plan.used_tokens, 3000)
 
 
+def _rewrite_result(wb, plan, text: str, encoding: str) -> None:
+    """Store ``plan``'s result as ``text`` under ``encoding``, as an earlier version wrote it."""
+    with wb.conn:
+        wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
+                        (zlib.compress(text.encode("utf-8"), plan_store.ZLIB_LEVEL), encoding, plan.plan_id))
+
+
 def test_plans_stored_with_items_as_objects_still_load(long_session, tmp_path):
     """A ``refs+zlib`` row (what earlier versions wrote) reads back as the plan it holds."""
     db, session_id, _ = long_session
@@ -62,10 +69,7 @@ def test_plans_stored_with_items_as_objects_still_load(long_session, tmp_path):
         plan = plan_of(wb, session_id, "which tests cover the parser?", budget=3000, store=False)
         inputs = inputs_of(wb, session_id, "which tests cover the parser?", budget=3000)
         wb.plans.save(inputs, plan)  # the messages and the inputs as any version writes them
-        old_result = zlib.compress(codec.ordered_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
-        with wb.conn:
-            wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
-                            (old_result, plan_store.ENCODING_REFS, plan.plan_id))
+        _rewrite_result(wb, plan, codec.ordered_json(plan), plan_store.ENCODING_REFS)
     with Workbench(db, Config()) as wb:
         _same_plan(wb.plans.get(plan.plan_id), plan)
         assert wb.plans.inputs(plan.plan_id) == inputs
@@ -166,10 +170,7 @@ def test_plans_stored_with_items_as_a_table_still_load(long_session):
     db, session_id, _ = long_session
     with Workbench(db, Config()) as wb:
         plan = plan_of(wb, session_id, "which table holds the old rows?", strategy="levels", budget=3000)
-        old_result = zlib.compress(codec.compact_json(plan).encode("utf-8"), plan_store.ZLIB_LEVEL)
-        with wb.conn:
-            wb.conn.execute("UPDATE plans SET result = ?, encoding = ? WHERE plan_id = ?",
-                            (old_result, plan_store.ENCODING_TABLES, plan.plan_id))
+        _rewrite_result(wb, plan, codec.compact_json(plan), plan_store.ENCODING_TABLES)
     with Workbench(db, Config()) as wb:
         _same_plan(wb.plans.get(plan.plan_id), plan)
 
