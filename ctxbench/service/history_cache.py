@@ -97,11 +97,13 @@ class HistoryCache:
     all); the messages changed after its stamp are then read as after any earlier read."""
 
     def __init__(self, max_sessions: int,
-                 restore: Callable[[sqlite3.Connection, str], Kept | None] | None = None) -> None:
+                 restore: Callable[[sqlite3.Connection, str], Kept | None] | None = None,
+                 before_masking: Callable[[sqlite3.Connection, str], None] | None = None) -> None:
         self._sessions: dict[str, _Session] = {}
         self._max = max(1, max_sessions)
         self._lock = threading.Lock()
         self.restore = restore
+        self.before_masking = before_masking
 
     def sessions(self) -> list[str]:
         """The sessions kept here, least recently used first."""
@@ -241,6 +243,8 @@ class HistoryCache:
 
     def _update(self, conn: sqlite3.Connection, entry: _Session, session_id: str) -> None:
         """Bring the entry up to date: every message read (a first read), else the changed ones applied."""
+        if self.before_masking is not None:  # what the store keeps of earlier maskings, before any text is masked
+            self.before_masking(conn, session_id)
         changes = message_changes.changes_since(conn, session_id, entry.seq)
         if changes.full:
             entry.messages = {m.id: redact_message(m) for m in changes.messages}

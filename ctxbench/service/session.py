@@ -208,8 +208,6 @@ class WorkbenchSession:
                 status(Progress("embedder", f"embedding history {done}/{total}", fraction=done / total))
 
         with self._warming:
-            with self.wb.connection() as conn:  # the maskings and counts the store keeps, before the warm-up masks
-                self.wb.derived_texts.load(conn, sid)
             embedded = self.wb.history.warm(sid, self.store_users.checked(history))
         if embedded and status is not None:
             status(Progress("embedder", "semantic ready", "ready"))

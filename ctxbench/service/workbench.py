@@ -84,9 +84,10 @@ class Workbench:
         self._tokenizer: Tokenizer | None = None
         self._inspect: sqlite3.Connection | None = None
         self.snapshots = HistorySnapshots(self)  # long sessions kept as planned on close, for the next workbench
-        self.history_cache = HistoryCache(CACHED_SESSIONS, self.snapshots.restore)  # each branch's view, masked
         # masking and token counts kept in the store across processes (a reopened session is not scanned again)
         self.derived_texts = DerivedTexts(self, lambda: self.tokenizer)
+        # each branch's view, masked (the kept maskings loaded first)
+        self.history_cache = HistoryCache(CACHED_SESSIONS, self.snapshots.restore, self.derived_texts.load)
         pins = self.config.planner.pins
         self.sessions = Sessions(self)
         self.branches = Branches(self)
@@ -293,8 +294,7 @@ class Workbench:
                     yield m
 
     def visible_messages(self, session_id: str) -> tuple[Message, ...]:
-        """What the active branch sees, oldest first, dropped messages included, masked (with the maskings the store
-        keeps loaded first): the messages plans are made of (kept in memory between calls, ``history_cache``)."""
+        """What the active branch sees, oldest first, dropped messages included, masked: the messages plans are made
+        of (kept in memory between calls, ``history_cache``)."""
         with self.connection() as conn, deriving_for(session_id):
-            self.derived_texts.load(conn, session_id)
             return self.history_cache.branch_messages(conn, session_id, session_store.active_branch(conn, session_id))
