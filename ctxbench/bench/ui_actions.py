@@ -135,19 +135,22 @@ async def _settled(app, main) -> None:
         await asyncio.sleep(WARM_POLL_S)
 
 
-def _row_for(overlay, action: str, used: set[str]):
-    """A row ``action`` applies to (by the overlay's own check, on what it shows now), not one used this round."""
+def _row_for(overlay, action: str, used: set[str], pinned: str):
+    """A row ``action`` applies to (on what the overlay shows now), not one used this round; unpin: the row pinned
+    this round (``pinned``)."""
     for index, row in enumerate(overlay.shown_rows):
-        if row.kind == "divider" or row.target in used:
+        if row.kind == "divider":
             continue
-        if action in ("pin", "lease", "drop") and not (row.kind == "included" and row.target.startswith("card:")
-                                                       and not overlay.pin_shown(row)):
-            continue
-        if action == "unpin" and not overlay.pin_shown(row):
-            continue
-        if action in ("accept", "reject") and row.kind != "suggestion":
-            continue
-        return index, row
+        if action == "unpin":
+            ok = bool(pinned) and row.target == pinned and bool(overlay.pin_shown(row))
+        elif row.target in used:
+            ok = False
+        elif action in ("accept", "reject"):
+            ok = row.kind == "suggestion"
+        else:  # pin, lease, drop: an included card, not pinned
+            ok = row.kind == "included" and row.target.startswith("card:") and not overlay.pin_shown(row)
+        if ok:
+            return index, row
     return None
 
 
@@ -175,9 +178,7 @@ async def _round(pilot, app, main, clock: _KeyClock, painted: "_Painted", times:
     pinned = ""
     moved = 0
     for action, key in ROW_ACTIONS:  # the row shows the action's mark: mark
-        found = _row_for(overlay, action, used) if action != "unpin" else next(
-            ((n, r) for n, r in enumerate(overlay.shown_rows) if pinned and r.target == pinned and r.kind != "divider"
-             and overlay.pin_shown(r)), None)
+        found = _row_for(overlay, action, used, pinned)
         if found is None:
             continue
         index, row = found

@@ -101,10 +101,8 @@ class ContextOverlay(ModalScreen[None]):
         search = self.query_one("#overlay-filter", Input)
         with search.prevent(Input.Changed):
             search.value = ""
+        self.shown_rows = []  # no selection to keep: the fill puts the cursor on the first row
         self.show_view(view)
-        first = next((n for n, r in enumerate(self.shown_rows) if r.kind != "divider"), 0)
-        if self.shown_rows:
-            self.query_one(DataTable).move_cursor(row=first, animate=False)
         search.focus()
 
     def show_view(self, view: PlanView | None, *, settled: bool = True) -> None:
