@@ -19,7 +19,7 @@ from itertools import chain, compress, islice, repeat
 from operator import ne, sub
 from typing import Any, Callable, Iterable, Sequence
 
-from ctxbench.records.plans import ContextPlan, PlanItem
+from ctxbench.records.plans import ContextPlan, PlanItem, replaced_included
 
 HISTORY_ATOM_KIND = "history_atom"
 HISTORY_SECTION = "history"
@@ -197,9 +197,9 @@ class DeferredPlan(ContextPlan):
         """The same plan with its included items replaced (same ids, same order), the rest still deferred."""
         state = self.__dict__
         if "_head" not in state:
-            return dataclasses.replace(self, items=_replaced(state["_items"], included))
+            return dataclasses.replace(self, items=replaced_included(state["_items"], included))
         fields = {name: state[name] for name in _FIELDS if name != "items"}
-        return DeferredPlan.make(head=_replaced(state["_head"], included), rest=self._excluded_history,
+        return DeferredPlan.make(head=replaced_included(state["_head"], included), rest=self._excluded_history,
                                  tail=state["_tail"], **fields)
 
     def __eq__(self, other: object) -> bool:
@@ -212,11 +212,6 @@ class DeferredPlan(ContextPlan):
 
     def __repr__(self) -> str:
         return f"DeferredPlan(plan_id={self.plan_id!r}, used_tokens={self.used_tokens}, budget={self.budget})"
-
-
-def _replaced(items: tuple[PlanItem, ...], included: tuple[PlanItem, ...]) -> tuple[PlanItem, ...]:
-    new = iter(included)
-    return tuple(next(new) if item.included else item for item in items)
 
 
 _FIELDS = tuple(f.name for f in dataclasses.fields(ContextPlan))

@@ -141,6 +141,12 @@ class PlanItem:
         }
 
 
+def replaced_included(items: tuple[PlanItem, ...], included: tuple[PlanItem, ...]) -> tuple[PlanItem, ...]:
+    """``items`` with each included one replaced, in order, by the next of ``included``."""
+    new = iter(included)
+    return tuple(next(new) if item.included else item for item in items)
+
+
 @dataclass(frozen=True)
 class ContextPlan:
     plan_id: str
@@ -169,6 +175,15 @@ class ContextPlan:
     @property
     def excluded(self) -> tuple[PlanItem, ...]:
         return tuple(i for i in self.items if not i.included)
+
+    def parts(self) -> Any:
+        """``items`` as (the items before the excluded history, its columns, the items after) when the plan keeps its
+        excluded history as columns (``history_items.DeferredPlan``); None: its items are whole."""
+        return None
+
+    def with_included(self, included: tuple[PlanItem, ...]) -> "ContextPlan":
+        """The same plan with its included items replaced (same ids, same order)."""
+        return dataclasses.replace(self, items=replaced_included(self.items, included))
 
     def messages(self) -> list[dict[str, Any]]:
         """The exact OpenAI-style ``messages`` payload."""

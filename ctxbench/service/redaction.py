@@ -12,7 +12,6 @@ import json
 from typing import Any
 
 from ctxbench.records.messages import Message, ToolCall
-from ctxbench.records.history_items import DeferredPlan
 from ctxbench.records.plans import ContextPlan, PlanInputs
 from ctxbench.redaction import count_masks, redact_cached
 
@@ -91,12 +90,7 @@ def mark_redactions(plan: ContextPlan) -> ContextPlan:
             item = dataclasses.replace(item, redacted=n)
             changed = True
         included.append(item)
-    if not changed:
-        return plan
-    if isinstance(plan, DeferredPlan):
-        return plan.with_included(tuple(included))
-    new = iter(included)
-    return dataclasses.replace(plan, items=tuple(next(new) if i.included else i for i in plan.items))
+    return plan.with_included(tuple(included)) if changed else plan
 
 
 def redacted_total(plan: ContextPlan) -> int:

@@ -104,7 +104,7 @@ def save_plan(
     inputs_text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     inputs_blob = zlib.compress(inputs_text.encode("utf-8"), ZLIB_LEVEL)
     # the result keeps the key order of every message: `show --messages` prints the payload as it was sent
-    parts = plan.parts() if isinstance(plan, DeferredPlan) else None
+    parts = plan.parts()
     if parts is None:
         encoding, text = ENCODING_TABLES, codec.compact_json(plan, rows)
     else:  # the excluded history as the planner made it: its atom rows by reference, its columns as runs
