@@ -86,17 +86,8 @@ def write_history(conn: sqlite3.Connection, session_id: str, history: ExcludedHi
     left no history atom out stores no rows."""
     if not history.reasons:
         return '{"chunks":[],"skipped":[],"reasons":[[],[]],"details":[[],[]],"scores":[[],[]]}'
-    keys: list[str] = []
-    for chunk in history.chunks:
-        identity = (session_id, ATOMS, tuple(map(id, chunk.owners)))
-        key = known.key(identity) if known is not None else None
-        if key is None:
-            text = chunk_text(chunk.rows())
-            key = chunk_key(session_id, text)
-            _insert(conn, key, session_id, ATOMS, text)
-        if known is not None:
-            known.stored(identity, chunk.owners, key)
-        keys.append(key)
+    keys = [_stored_chunk(conn, session_id, ATOMS, chunk.owners, lambda c=chunk: chunk_text(c.rows()), known)
+            for chunk in history.chunks]
     data = {"chunks": keys, "skipped": list(history.skipped), "reasons": runs(history.reasons),
             "details": runs(history.details), "scores": score_runs(history.scores)}
     return json.dumps(data, separators=(",", ":"))
@@ -105,14 +96,9 @@ def write_history(conn: sqlite3.Connection, session_id: str, history: ExcludedHi
 def read_history(conn: sqlite3.Connection, data: Any) -> ExcludedHistory:
     """The columns :func:`write_history` stored (``data``: its JSON, read)."""
     keys = list(data["chunks"])
-    found: dict[str, tuple[AtomRow, ...]] = {}
-    for part, marks in db.in_chunks(sorted(set(keys))):
-        for r in conn.execute(f"SELECT key, data FROM plan_chunks WHERE key IN ({marks})", part):
-            found[r["key"]] = tuple((str(i), str(label), _int(tokens), tuple(map(_int, ids)), tuple(map(str, ext)))
-                                    for i, label, tokens, ids, ext in json.loads(zlib.decompress(r["data"])))
-    missing = [k for k in keys if k not in found]
-    if missing:
-        raise UnknownPlan(f"plan atom rows missing from the store: {', '.join(missing[:3])}")
+    found = _read_chunks(conn, keys, "plan atom rows", lambda rows: tuple(
+        (str(i), str(label), _int(tokens), tuple(map(_int, ids)), tuple(map(str, ext)))
+        for i, label, tokens, ids, ext in rows))
     chunks = [AtomChunk((), rows=found[k]) for k in keys]
     return ExcludedHistory(chunks, tuple(data["skipped"]), from_runs(*data["reasons"]), from_runs(*data["details"]),
                            [float(s) for s in from_runs(*data["scores"])])
@@ -122,6 +108,33 @@ def _int(value: Any) -> int:
     if type(value) is not int:
         raise ValueError(f"expected an int in stored atom rows, got {value!r}")
     return value
+
+
+def _stored_chunk(conn: sqlite3.Connection, session_id: str, kind: str, owners: tuple[Any, ...],
+                  text: Callable[[], str], known: StoredChunks | None) -> str:
+    """The key of the chunk made from ``owners`` (its ``text()``), stored unless it is; a chunk of the very objects
+    stored before (``known``) is not encoded or written again."""
+    identity = (session_id, kind, tuple(map(id, owners)))
+    key = known.key(identity) if known is not None else None
+    if key is None:
+        data = text()
+        key = chunk_key(session_id, data)
+        _insert(conn, key, session_id, kind, data)
+    if known is not None:
+        known.stored(identity, owners, key)
+    return key
+
+
+def _read_chunks(conn: sqlite3.Connection, keys: Sequence[str], what: str, decode: Callable[[Any], Any]) -> dict:
+    """``decode`` of each stored chunk of ``keys`` (its JSON, read), by key; UnknownPlan when one is missing."""
+    found: dict[str, Any] = {}
+    for part, marks in db.in_chunks(sorted(set(keys))):
+        for r in conn.execute(f"SELECT key, data FROM plan_chunks WHERE key IN ({marks})", part):
+            found[r["key"]] = decode(json.loads(zlib.decompress(r["data"])))
+    missing = [k for k in keys if k not in found]
+    if missing:
+        raise UnknownPlan(f"{what} missing from the store: {', '.join(missing[:3])}")
+    return found
 
 
 def _insert(conn: sqlite3.Connection, key: str, session_id: str, kind: str, text: str) -> None:
@@ -142,15 +155,8 @@ def write_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any
     out: list[str] = []
     for start in range(0, len(messages), KEYS_PER_CHUNK):
         owners = tuple(messages[start:start + KEYS_PER_CHUNK])
-        identity = (session_id, KEYS, tuple(map(id, owners)))
-        key = known.key(identity) if known is not None else None
-        if key is None:
-            text = json.dumps(keyed(owners), separators=(",", ":"))
-            key = chunk_key(session_id, text)
-            _insert(conn, key, session_id, KEYS, text)
-        if known is not None:
-            known.stored(identity, owners, key)
-        out.append(key)
+        out.append(_stored_chunk(conn, session_id, KEYS, owners,
+                                 lambda o=owners: json.dumps(keyed(o), separators=(",", ":")), known))
     return {"chunks": out}
 
 
@@ -160,13 +166,7 @@ def read_keys(conn: sqlite3.Connection, data: Any) -> list[str]:
     if isinstance(data, list):
         return data
     chunks = list(data["chunks"])
-    found: dict[str, list[str]] = {}
-    for part, marks in db.in_chunks(sorted(set(chunks))):
-        for r in conn.execute(f"SELECT key, data FROM plan_chunks WHERE key IN ({marks})", part):
-            found[r["key"]] = [str(k) for k in json.loads(zlib.decompress(r["data"]))]
-    missing = [k for k in chunks if k not in found]
-    if missing:
-        raise UnknownPlan(f"plan message keys missing from the store: {', '.join(missing[:3])}")
+    found = _read_chunks(conn, chunks, "plan message keys", lambda keys: [str(k) for k in keys])
     return [k for chunk in chunks for k in found[chunk]]
 
 
