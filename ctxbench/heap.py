@@ -22,6 +22,8 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import gc
+from contextlib import contextmanager
+from typing import Iterator
 
 YOUNG_THRESHOLD = 10_000  # tracked objects allocated (net) before a young collection; Python's default: 700
 
@@ -48,3 +50,17 @@ def release_free_memory() -> bool:
         return False
     trim(0)
     return True
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic collector paused for the block (it is one per process: keep the block to work that makes many
+    objects and no cyclic garbage worth collecting, e.g. parsing, or loading what then lives on), on again after
+    unless it was off before."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

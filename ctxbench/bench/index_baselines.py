@@ -12,7 +12,6 @@ And the phases of a cold index as a table: each phase's median seconds and its s
 from __future__ import annotations
 
 import ast
-import gc
 import json
 import os
 import shutil
@@ -22,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from ctxbench.heap import gc_paused
 from ctxbench.bench.perf_records import PhaseTiming
 
 AIDER_TIMEOUT_S = 600
@@ -55,9 +55,7 @@ def ast_floor_seconds(paths: Sequence[Path]) -> tuple[float, float]:
     """Wall and CPU seconds to read and ``ast.parse`` every file of ``paths`` (a file that does not parse still
     counts), with the cyclic GC paused as the index pauses it while it parses (the floor is the parse alone, not
     the GC's passes)."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         t0, c0 = time.perf_counter(), time.process_time()
         for path in paths:
             try:
@@ -65,9 +63,6 @@ def ast_floor_seconds(paths: Sequence[Path]) -> tuple[float, float]:
             except (SyntaxError, ValueError, RecursionError, MemoryError, OSError):
                 pass
         return time.perf_counter() - t0, time.process_time() - c0
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def ast_floor(repo: Path, files: Sequence[Any], repeat: int) -> PhaseTiming:

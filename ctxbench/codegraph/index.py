@@ -12,7 +12,6 @@ root until the index's generation changes, so retrieval can call it on every que
 from __future__ import annotations
 
 import dataclasses
-import gc
 import hashlib
 import json
 import os
@@ -28,6 +27,7 @@ from typing import Any, Callable, Iterator, Mapping, Sequence
 
 import networkx as nx
 
+from ctxbench.heap import gc_paused
 from ctxbench.codegraph import graph as graphmod
 from ctxbench.codegraph import parse_pool
 from ctxbench.codegraph.phase_clock import PHASE_CARDS, PHASE_SECRETS, PhaseClock
@@ -166,20 +166,6 @@ def python_prefix(root: str, files: Sequence[Any]) -> str:
     if any(f.path == "__init__.py" for f in files):
         return os.path.basename(root.rstrip(os.sep))
     return ""
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Parsing allocates many small objects; the cyclic GC's passes over them cost a third of the time. Pauses the
-    whole process's collector (it is one per process): callers keep the paused span to work that makes no cyclic
-    garbage worth collecting."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 @contextmanager
@@ -403,7 +389,7 @@ def _build_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig
         # that live until it ends (its records, rows, edges) and none of them cyclic garbage; the collector's
         # passes over them after the parse (in the resolution and the store) cost a tenth of a cold index. The
         # run's records are freed (by reference counts) on ``_write_changes``' return, before the GC is back.
-        with _gc_paused():
+        with gc_paused():  # parsing allocates many small objects; GC passes over them cost a third of the time
             summary, generation, parsed_count, cards_reused, capsules_stale = _write_changes(
                 conn, repo, root_s, icfg, prefix, fingerprint, full, states, removed, to_parse, touched,
                 skipped_rows, len(walked.files), report, phases)
@@ -560,7 +546,7 @@ def load_index(root: str | Path, conn: sqlite3.Connection, config: IndexConfig |
         if "centrality" in cached.__dict__:
             index.__dict__["centrality"] = cached.centrality
     else:
-        with _gc_paused():  # tens of thousands of records and graph nodes, none of them garbage: no GC passes
+        with gc_paused():  # tens of thousands of records and graph nodes, none of them garbage: no GC passes
             symbols, cards = tables.load_symbols_and_cards(conn, repo_id)
             edges = [Edge(a, b, k) for a, b, k in tables.load_edges(conn, repo_id)]
             graph = graphmod.build_graph(symbols.values(), edges)

@@ -26,6 +26,7 @@ import sqlite3
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Protocol
 
+from ctxbench.heap import gc_paused
 from ctxbench.service.code_digest import package_digest
 from ctxbench.config.constants import SNAPSHOT_MIN_MESSAGES
 from ctxbench.redaction import rules_fingerprint
@@ -101,14 +102,9 @@ def loads(data: bytes) -> Snapshot:
     all, alive as long as the session is kept: the collector is paused while they are made, then they are moved
     to its permanent generation (``gc.freeze``, as ``heap.settle`` does after a load), or the next collections
     would walk every one of them, a second each."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         session_id, seq, messages, views, layouts, keys, keywords = _Unpickler(io.BytesIO(data)).load()
         gc.freeze()
-    finally:
-        if enabled:
-            gc.enable()
     return Snapshot(session_id, Kept(seq, messages, views), layouts, keys, keywords)
 
 
