@@ -24,12 +24,11 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ctxbench.retrieval.packaged_models import file_sha256
+from ctxbench.retrieval.packaged_models import copy_model_files, file_sha256
 
 WEIGHTS = "model.safetensors"
 PROVENANCE = "interpolation.json"
@@ -114,13 +113,7 @@ def main(argv: list[str] | None = None) -> int:
     except CheckpointMismatch as exc:
         raise SystemExit(f"error: {exc}") from None
     args.out.mkdir(parents=True, exist_ok=True)
-    for item in sorted(args.tuned.iterdir()):  # the tokenizer and sentence-transformers' module files, as trained
-        if item.name in LEFT_OUT:
-            continue
-        if item.is_dir():
-            shutil.copytree(item, args.out / item.name, dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, args.out / item.name)
+    copy_model_files(args.tuned, args.out, LEFT_OUT.__contains__)  # the tokenizer and module files, as trained
     save_file(mixed, str(args.out / WEIGHTS))
     record = {"alpha": args.alpha, "formula": "(1 - alpha) * base + alpha * tuned",
               **{side: {"path": str(path.parent), "sha256": file_sha256(path)} for side, path in sources.items()}}

@@ -10,12 +10,12 @@ folder has one. Prints the packed size and the largest difference the int8 round
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 
 import numpy as np
 
-from ctxbench.retrieval.packaged_models import CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, file_sha256, pack, unpack
+from ctxbench.retrieval.packaged_models import (CHECKSUM_FILE, MODELS_DIR, PACKED_WEIGHTS, copy_model_files,
+                                                file_sha256, pack, unpack)
 
 LEFT_OUT = {"model.safetensors", "README.md", "checkpoint.pt"}  # the weights ship packed; the card is ours
 
@@ -41,13 +41,7 @@ def main(argv: list[str] | None = None) -> int:
 
     target = MODELS_DIR / args.name
     target.mkdir(parents=True, exist_ok=True)
-    for item in sorted(args.model.iterdir()):  # the tokenizer and sentence-transformers' module files, as saved
-        if item.name in LEFT_OUT:
-            continue
-        if item.is_dir():
-            shutil.copytree(item, target / item.name, dirs_exist_ok=True)
-        else:
-            shutil.copy2(item, target / item.name)
+    copy_model_files(args.model, target, LEFT_OUT.__contains__)  # the tokenizer and module files, as saved
     weights = target / PACKED_WEIGHTS
     save_file(packed, str(weights), metadata={"format": "ctxbench-int8-rows"})
     sha = file_sha256(weights)

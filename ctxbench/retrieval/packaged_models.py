@@ -14,6 +14,7 @@ import os
 import shutil
 import tempfile
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -97,6 +98,18 @@ def unpack(packed: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
     return out
 
 
+def copy_model_files(source: Path, target: Path, leave_out: Callable[[str], bool]) -> None:
+    """Copy a model folder's files and folders (the tokenizer, sentence-transformers' modules) into ``target``, but
+    those whose name ``leave_out`` names (the weights a caller writes itself)."""
+    for item in sorted(source.iterdir()):
+        if leave_out(item.name):
+            continue
+        if item.is_dir():
+            shutil.copytree(item, target / item.name, dirs_exist_ok=True)
+        else:
+            shutil.copy2(item, target / item.name)
+
+
 def expanded_dir(name: str, data_dir: Path | None = None) -> Path:
     """The float32 folder of packaged model ``name``, expanded now if it is not yet (checksum verified first)."""
     folder = MODELS_DIR / name
@@ -117,13 +130,7 @@ def expanded_dir(name: str, data_dir: Path | None = None) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f".{name}-", dir=target.parent))
     try:
-        for item in folder.iterdir():
-            if item.name in (PACKED_WEIGHTS, CHECKSUM_FILE) or item.name.startswith("__"):
-                continue
-            if item.is_dir():
-                shutil.copytree(item, staging / item.name)
-            else:
-                shutil.copy2(item, staging / item.name)
+        copy_model_files(folder, staging, lambda name: name in (PACKED_WEIGHTS, CHECKSUM_FILE) or name.startswith("__"))
         save_file(unpack(load_file(str(folder / PACKED_WEIGHTS))), str(staging / "model.safetensors"))
         try:
             os.replace(staging, target)
