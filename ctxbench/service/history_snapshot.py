@@ -115,7 +115,8 @@ class HistorySnapshots:
     def __init__(self, workbench: _Workbench, min_messages: int | None = None) -> None:
         self._wb = workbench
         self._min = min_messages
-        self._stored: dict[str, int] = {}  # session -> change stamp of its snapshot in the store (read or written)
+        # session -> change stamp of its snapshot in the store (read or written), and how many stored keys it holds
+        self._stored: dict[str, tuple[int, int]] = {}
 
     def fingerprint(self) -> str:
         return hashlib.sha256(f"{code_digest()}\n{self._wb.tokenizer.name}\n{rules_fingerprint()}".encode()
@@ -144,13 +145,15 @@ class HistorySnapshots:
         self._wb.plans.adopt_keys(kept.messages, snapshot.keys)
         if snapshot.keywords is not None:
             self._wb.history.adopt_keywords(session_id, snapshot.keywords)
-        self._stored[session_id] = kept.seq
+        self._stored[session_id] = (kept.seq, len(snapshot.keys))
         return kept
 
     def save(self) -> int:
         """Keep every session of at least ``min_messages`` messages this workbench read whose messages changed
-        since its snapshot (or that has none); returns how many were written. The store is a cache here: a write
-        that fails (busy, read-only) leaves the next process to read the session again."""
+        since its snapshot (or that has none), or whose stored messages' keys this workbench knows more of than its
+        snapshot holds (one made by a process that stored no plan: its next process keyed every message again);
+        returns how many were written. The store is a cache here: a write that fails (busy, read-only) leaves the
+        next process to read the session again."""
         written = 0
         for session_id in self._wb.history_cache.sessions():
             try:
@@ -159,15 +162,17 @@ class HistorySnapshots:
                     least = SNAPSHOT_MIN_MESSAGES if self._min is None else self._min
                     if kept is None or len(kept.messages) < least:
                         continue
-                    if self._stored.get(session_id) == kept.seq and store.stored_seq(conn, session_id) == kept.seq:
+                    keys = self._wb.plans.known_keys(kept.messages)
+                    seq, held = self._stored.get(session_id, (None, 0))
+                    if seq == kept.seq and len(keys) <= held and store.stored_seq(conn, session_id) == kept.seq:
                         continue
-                data = dumps(Snapshot(session_id, kept, self._layouts(session_id, kept),
-                                      self._wb.plans.known_keys(kept.messages), self._wb.history.kept_keywords(session_id)))
+                data = dumps(Snapshot(session_id, kept, self._layouts(session_id, kept), keys,
+                                      self._wb.history.kept_keywords(session_id)))
                 with self._wb.transaction() as conn:
                     store.save(conn, session_id, self.fingerprint(), kept.seq, data)
             except (sqlite3.Error, pickle.PicklingError, TypeError, AttributeError, RuntimeError):
                 continue  # RuntimeError: a plan in another thread changed a memo while it was written
-            self._stored[session_id] = kept.seq
+            self._stored[session_id] = (kept.seq, len(keys))
             written += 1
         return written
 
