@@ -12,8 +12,9 @@ strategy, tree by tree, so a busy machine slows every tree alike):
   the seconds from opening to the plan (wall and CPU of that process) and the PlanId, which must be the same
   for every tree and run (semantic and fused plan without an embedder: the first plan shown before the
   model is loaded);
-* **store** — a fresh interpreter opens the workbench and plans the session (the first plan shown), settles the
-  heap as the workbench does after loading a session (``heap.settle``), then ``--stores`` + 1 times adds a turn,
+* **store** — a fresh interpreter opens the workbench and plans the session (the first plan shown), recalls what
+  that plan shares with the stored ones (``Planning.recall``, in a tree that has it) and settles the heap as the
+  workbench does after showing a session's first plan (``tui.session_link``), then ``--stores`` + 1 times adds a turn,
   makes its plan (not timed) and stores it: the first store (the first in that process) and the others, wall
   and CPU, and whether the plan read back equals the one stored.
 
@@ -85,7 +86,10 @@ from ctxbench.service.workbench import Workbench
 session, strategy, query, stores = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
 walls, cpus, ids = [], [], []
 with Workbench(Path(sys.argv[1]), load_config(None)) as wb:
-    wb.planning.plan(PlanRequest(session, query, wb.settings(session).with_choices(strategy=strategy)))
+    shown = PlanRequest(session, query, wb.settings(session).with_choices(strategy=strategy))
+    wb.planning.plan(shown)
+    if hasattr(wb.planning, "recall"):  # as the workbench does once the first plan is shown (a tree that has it)
+        wb.planning.recall(shown)
     settle()  # as the workbench does once a session is loaded (tui.session_link)
     for i in range(stores + 1):
         wb.messages.append(session, "user", f"a stored question ({strategy} {i}) about the {query}")

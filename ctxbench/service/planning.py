@@ -107,6 +107,13 @@ class Planning:
         wb.derived_texts.save(inputs.session_id)
         return plan
 
+    def recall(self, request: PlanRequest) -> int:
+        """Have the store remember which chunks of history keys and atom rows the plan of ``request`` shares with the
+        session's stored plans (``Plans.recall``): the first plan of a reopened session, recalled once it is shown,
+        so the next turn's plan is stored as fast as any later one. Returns how many chunks it holds."""
+        inputs = self.inputs(request)  # the plan just shown: its inputs and plan come from the planner's caches
+        return self.store.plans.recall(inputs, self.build(inputs))
+
     def retrieval(self, request: PlanRequest, inputs: PlanInputs, *, clear_activation: bool = False) -> RetrievalSet:
         """The RetrievalSet of ``inputs`` (its query and pins) under ``request``'s settings, steered by the session's
         live pins, its activation scores (none with ``clear_activation``: the query starts a cluster activation is

@@ -33,6 +33,7 @@ from ctxbench.service.compaction import Compactor
 from ctxbench.service.model import make_runner, offered_tools_tokens
 from ctxbench.service import phase_log
 from ctxbench.service.options import LaunchOptions
+from ctxbench.service.plan_suggestions import plan_suggestions
 from ctxbench.service.text import render_messages
 from ctxbench.service.timeline import Timeline
 from ctxbench.service.store_users import StoreUsers, quietly, uses_store
@@ -267,10 +268,21 @@ class WorkbenchSession:
             self._warm_what_is_pending()
             return self.view_of(plan, None, draft=True)
         group = group_id if group_id is not None else self.last_user_group()
-        turn = StoredTurn(group) if group is not None else NEXT_TURN
-        plan = wb.planning.plan(PlanRequest(sid, None if group is not None else "", settings, turn, tools, store=store))
+        plan = wb.planning.plan(self._turn_request(group, settings, tools, store))
         self._warm_what_is_pending()
         return self.view_of(plan, group)
+
+    def _turn_request(self, group: int | None, settings: SessionSettings, tools: int, store: bool) -> PlanRequest:
+        """The plan of turn ``group`` (None: the next turn, no draft)."""
+        turn = StoredTurn(group) if group is not None else NEXT_TURN
+        return PlanRequest(self.session_id, None if group is not None else "", settings, turn, tools, store=store)
+
+    @uses_store
+    def recall_stored(self) -> int:
+        """The store remembers what the latest turn's plan (shown first) shares with the session's stored plans
+        (``Planning.recall``), so the next turn's plan is stored as fast as any later one; how many chunks."""
+        request = self._turn_request(self.last_user_group(), self.stored_settings(), self.tools_tokens(), False)
+        return self.wb.planning.recall(request)
 
     def last_user_group(self) -> int | None:
         for m in reversed(self.wb.visible_messages(self.session_id)):  # the kept view: no read of the session
@@ -287,26 +299,8 @@ class WorkbenchSession:
                         warning, task.name if task is not None else "")
 
     def suggestions(self, plan: ContextPlan, pins: tuple[Pin, ...]) -> tuple[Suggestion, ...]:
-        """Items worth pinning: the model's own (``suggest_pins``, open until the user decides) first,
-        then high activation; with neither, the best-scored symbol cards the plan left out although they are
-        above the relevance floor (cut by the budget or the mode's card limit). The best few are chosen
-        before rejected ones are taken out, so rejecting a suggestion never pulls up a weaker one."""
-        from ctxbench.llm.suggestions import open_suggestions
-
-        pinned = {p.target for p in pins}
-        items = {i.id: i for i in plan.items}
-        found: list[Suggestion] = []
-        for s in open_suggestions(self.wb, self.session_id):
-            why = f"{s.source}: {s.reason}" if s.reason and s.source == "model" else (s.reason or s.source)
-            item = items.get(s.target)
-            label = item.label if item is not None else s.target.replace(":", " ", 1)  # card:x -> "card x"
-            found.append(Suggestion(s.target, label, float(s.score), why, tokens=item.tokens if item else 0))
-        if not found:
-            cards = sorted((i for i in plan.items if _left_out_but_relevant(i) and i.id not in pinned),
-                           key=lambda i: (-i.score, i.id))
-            found = [Suggestion(i.id, i.label, i.score, _card_suggestion_why(i), tokens=i.tokens) for i in cards]
-        found = [s for s in found if s.target not in pinned][: self.config.planner.activation.max_suggestions]
-        return tuple(s for s in found if s.target not in self.rejected)
+        """The pins worth suggesting beside ``plan`` (``plan_suggestions``), none the user rejected here."""
+        return plan_suggestions(self.wb, self.session_id, plan, pins, self.rejected)
 
     # -- what an item holds -------------------------------------------------------------------------------
     def item_content(self, item: PlanItem, plan: ContextPlan) -> tuple[str, str]:
@@ -580,19 +574,3 @@ class WorkbenchSession:
 
 def repo_name(repo: str | Path | None) -> str:
     return Path(repo).name if repo else ""
-
-
-CARD_LEFT_OUT = ("over_budget", "card_limit")  # reasons a relevant card can miss a plan (budget, the mode's cards)
-
-
-def _left_out_but_relevant(item: PlanItem) -> bool:
-    """A symbol card the plan excluded for room (its share, ``over_budget``, or the mode's number of cards,
-    ``card_limit``), never one under the relevance floor (``below_threshold``): a suggestion says it is above it."""
-    return item.kind == "symbol_card" and not item.included and item.reason in CARD_LEFT_OUT
-
-
-def _card_suggestion_why(item: PlanItem) -> str:
-    """Why a left-out card is suggested: what retrieval found, and why the plan had no room for it."""
-    room = item.detail or item.reason.replace("_", " ")
-    return f"retrieved above the relevance floor (score {item.score:.3f}), left out: {room}"
-

@@ -9,7 +9,9 @@ atom of a run of turns, and one reason, detail and score per excluded atom. Here
 deleting the session deletes it), and a plan's result holds the chunks' keys, the positions of the atoms it
 included and its three columns as runs of equal values. :class:`StoredChunks` remembers the chunks this process
 stored by the identity of the turn views they were read from, so a new turn's plan writes and even encodes only
-the chunks that changed (the last one). :func:`read_history` rebuilds the same columns, and so the same items.
+the chunks that changed (the last one); in a fresh process :func:`recall_history` fills that memory from a plan
+shown (not stored) with the chunks the store holds already, so the first new turn's store is no slower than the next.
+:func:`read_history` rebuilds the same columns, and so the same items.
 
 The same table keeps a plan's inputs' history keys (``plan_messages`` keys of ~48,000 messages, ~1.3 MB per plan
 of a 10,000-turn session) by chunks of ``KEYS_PER_CHUNK`` messages (:func:`write_keys`, :func:`read_keys`).
@@ -86,11 +88,23 @@ def write_history(conn: sqlite3.Connection, session_id: str, history: ExcludedHi
     left no history atom out stores no rows."""
     if not history.reasons:
         return '{"chunks":[],"skipped":[],"reasons":[[],[]],"details":[[],[]],"scores":[[],[]]}'
-    keys = [_stored_chunk(conn, session_id, ATOMS, chunk.owners, lambda c=chunk: chunk_text(c.rows()), known)
-            for chunk in history.chunks]
+    keys = [_stored_chunk(conn, session_id, ATOMS, owners, text, known) for owners, text in _atom_chunks(history)]
     data = {"chunks": keys, "skipped": list(history.skipped), "reasons": runs(history.reasons),
             "details": runs(history.details), "scores": score_runs(history.scores)}
     return json.dumps(data, separators=(",", ":"))
+
+
+def recall_history(conn: sqlite3.Connection, session_id: str, history: ExcludedHistory, known: StoredChunks) -> int:
+    """Remember (in ``known``) each chunk of ``history``'s atom rows the store holds already; nothing is written.
+    Returns how many it holds."""
+    return sum(_stored_chunk(conn, session_id, ATOMS, owners, text, known, write=False) is not None
+               for owners, text in _atom_chunks(history))
+
+
+def _atom_chunks(history: ExcludedHistory) -> Iterator[tuple[tuple[object, ...], Callable[[], str]]]:
+    """The owners of each chunk of ``history``'s atom rows and how to make its text."""
+    for chunk in history.chunks:
+        yield chunk.owners, lambda c=chunk: chunk_text(c.rows())
 
 
 def read_history(conn: sqlite3.Connection, data: Any) -> ExcludedHistory:
@@ -111,15 +125,19 @@ def _int(value: Any) -> int:
 
 
 def _stored_chunk(conn: sqlite3.Connection, session_id: str, kind: str, owners: tuple[Any, ...],
-                  text: Callable[[], str], known: StoredChunks | None) -> str:
+                  text: Callable[[], str], known: StoredChunks | None, *, write: bool = True) -> str | None:
     """The key of the chunk made from ``owners`` (its ``text()``), stored unless it is; a chunk of the very objects
-    stored before (``known``) is not encoded or written again."""
+    stored before (``known``) is not encoded or written again. Not ``write``: nothing is stored, and a chunk the
+    store does not hold is None (and not remembered)."""
     identity = (session_id, kind, tuple(map(id, owners)))
     key = known.key(identity) if known is not None else None
     if key is None:
         data = text()
         key = chunk_key(session_id, data)
-        _insert(conn, key, session_id, kind, data)
+        if write:
+            _insert(conn, key, session_id, kind, data)
+        elif not _held(conn, key):
+            return None
     if known is not None:
         known.stored(identity, owners, key)
     return key
@@ -140,10 +158,14 @@ def _read_chunks(conn: sqlite3.Connection, keys: Sequence[str], what: str, decod
 def _insert(conn: sqlite3.Connection, key: str, session_id: str, kind: str, text: str) -> None:
     """Store a chunk unless its key is stored (an unchanged chunk in the first store of a process, whose memory of
     the chunks stored before is empty): compressed only when it is written."""
-    if conn.execute("SELECT 1 FROM plan_chunks WHERE key = ?", (key,)).fetchone() is not None:
+    if _held(conn, key):
         return
     conn.execute("INSERT OR IGNORE INTO plan_chunks (key, session_id, kind, data) VALUES (?, ?, ?, ?)",
                  (key, session_id, kind, zlib.compress(text.encode("ascii"), ROWS_ZLIB_LEVEL)))
+
+
+def _held(conn: sqlite3.Connection, key: str) -> bool:
+    return conn.execute("SELECT 1 FROM plan_chunks WHERE key = ?", (key,)).fetchone() is not None
 
 
 def write_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any],
@@ -152,12 +174,24 @@ def write_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any
     the plan's inputs hold instead of the keys. ``keyed`` gives the keys of some of the messages (storing those not
     stored yet); a chunk of the very message records stored before (``known``) is not keyed, encoded or written
     again."""
-    out: list[str] = []
+    return {"chunks": [_stored_chunk(conn, session_id, KEYS, owners, text, known)
+                       for owners, text in _key_chunks(messages, keyed)]}
+
+
+def recall_keys(conn: sqlite3.Connection, session_id: str, messages: Sequence[Any],
+                keyed: Callable[[Sequence[Any]], list[str]], known: StoredChunks) -> list[tuple[Any, ...]]:
+    """Remember (in ``known``) each chunk of the keys of ``messages`` the store holds already (``keyed``: their keys,
+    nothing stored); nothing is written. Returns the messages of each chunk it holds (stored with their keys)."""
+    return [owners for owners, text in _key_chunks(messages, keyed)
+            if _stored_chunk(conn, session_id, KEYS, owners, text, known, write=False) is not None]
+
+
+def _key_chunks(messages: Sequence[Any], keyed: Callable[[Sequence[Any]], list[str]]
+                ) -> Iterator[tuple[tuple[object, ...], Callable[[], str]]]:
+    """The messages of each chunk of keys and how to make its text."""
     for start in range(0, len(messages), KEYS_PER_CHUNK):
         owners = tuple(messages[start:start + KEYS_PER_CHUNK])
-        out.append(_stored_chunk(conn, session_id, KEYS, owners,
-                                 lambda o=owners: json.dumps(keyed(o), separators=(",", ":")), known))
-    return {"chunks": out}
+        yield owners, lambda o=owners: json.dumps(keyed(o), separators=(",", ":"))
 
 
 def read_keys(conn: sqlite3.Connection, data: Any) -> list[str]:

@@ -151,6 +151,38 @@ def _message_keys(conn: sqlite3.Connection, messages: Sequence[Message],
     return keys
 
 
+def recall_chunks(conn: sqlite3.Connection, inputs: PlanInputs, plan: ContextPlan,
+                  known: Mapping[int, tuple[Message, str]] | None, chunks: plan_history.StoredChunks
+                  ) -> tuple[int, list[tuple[Message, str]]]:
+    """Remember (in ``chunks``) each chunk of history keys and atom rows that storing ``plan`` would write and the
+    store holds already (written by plans stored in an earlier process); nothing is written. Returns how many, and
+    the (message, key) of the messages of those chunks not ``known`` (stored with their chunk: the caller may
+    remember them as :func:`save_plan`'s ``written``)."""
+    made: dict[int, tuple[Message, str]] = {}
+    held_keys = plan_history.recall_keys(conn, plan.session_id, getattr(inputs, CHUNKED),
+                                         lambda part: _keys_of(part, known, made), chunks)
+    stored = [made[id(m)] for owners in held_keys for m in owners if id(m) in made]
+    held = len(held_keys)
+    parts = plan.parts()
+    if parts is not None:
+        held += plan_history.recall_history(conn, plan.session_id, parts[1], chunks)
+    return held, stored
+
+
+def _keys_of(messages: Sequence[Message], known: Mapping[int, tuple[Message, str]] | None,
+             made: dict[int, tuple[Message, str]]) -> list[str]:
+    """The ``plan_messages`` key of each message: the remembered one where it is the very record (or an equal one),
+    else made from the message (kept in ``made`` by the record's identity; nothing is stored)."""
+    hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
+    keys = list(map(itemgetter(1), hits))
+    for i in [i for i, (stored, _) in enumerate(hits) if stored is not messages[i]]:
+        message, stored = messages[i], hits[i][0]
+        if stored is None or stored != message:
+            keys[i] = message_key(codec.canonical_json(message))
+            made[id(message)] = (message, keys[i])
+    return keys
+
+
 def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
     row = conn.execute("SELECT * FROM plans WHERE plan_id = ?", (plan_id,)).fetchone()
     if row is None:
@@ -382,9 +414,26 @@ class Plans:
             with self._db.transaction() as conn:
                 written = save_plan(conn, inputs, plan, self._stored_messages, self._row_texts, self._stored_chunks)
             self._stored_chunks.commit()
-            if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
-                self._stored_messages.clear()
-            self._stored_messages.update((message.id, (message, key)) for message, key in written)
+            self._remember(written)
+
+    def _remember(self, written: list[tuple[Message, str]]) -> None:
+        """Remember these (message, key) as stored in ``plan_messages`` (under ``_cache_lock``)."""
+        if len(self._stored_messages) + len(written) > STORED_MESSAGE_CACHE:
+            self._stored_messages.clear()
+        self._stored_messages.update((message.id, (message, key)) for message, key in written)
+
+    def recall(self, inputs: PlanInputs, plan: ContextPlan) -> int:
+        """Remember which of the chunks storing ``plan`` would write the store holds already, so the first plan
+        stored in this process writes, and even encodes, only what changed since (the first plan shown of a
+        reopened session, recalled while the user reads it: a 10,000-turn session's first store took 170-250 ms
+        against ~45 for the next ones). Nothing is written; returns how many chunks it holds."""
+        with self._cache_lock:
+            self._stored_chunks.begin()
+            with self._db.connection() as conn:
+                held, stored = recall_chunks(conn, inputs, plan, self._stored_messages, self._stored_chunks)
+            self._stored_chunks.commit()
+            self._remember(stored)
+        return held
 
     def known_keys(self, messages: Mapping[int, Message]) -> dict[int, str]:
         """The ``plan_messages`` key of each of ``messages`` (by id) this repository knows is stored: the very record

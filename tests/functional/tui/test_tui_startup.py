@@ -139,3 +139,35 @@ async def test_the_first_plan_shows_while_the_history_is_still_mounting_and_its_
         block = main.chat.block(main.view.group_id)
         assert block is not None and block.attachment() is not None
         assert str(block.attachment().render()) == str(main.attachment_text(main.view))
+
+
+async def test_a_reopened_sessions_next_stored_plan_writes_only_what_its_turn_changed(tmp_path, monkeypatch):
+    """Once the first plan of a reopened long session is shown, the workbench has recalled what it shares with the
+    session's stored plans: the next turn's plan encodes only the chunks its new messages changed (the last chunk
+    of atom rows and the one chunk of keys), not every chunk of the history again."""
+    from ctxbench.bench.perf_large import import_session
+    from ctxbench.config import Config
+    from ctxbench.records.plan_request import PlanRequest
+    from ctxbench.service.workbench import Workbench
+    from ctxbench.store import plan_history
+    from tui_helpers import settle
+
+    db = tmp_path / "long.db"
+    session_id, _, _ = import_session(db, Config(), 300)  # 300 turns: two chunks of atom rows, one of keys
+    with Workbench(db, Config()) as wb:
+        wb.planning.plan(PlanRequest(session_id, "where is the retry loop?", store=True))  # as a sent turn's
+    options = LaunchOptions(db_path=db, session_id=session_id, index_repo=False)
+    app = CtxbenchApp(options, quiet_config())
+    app._disable_notifications = True
+    encoded: list[str] = []
+    chunk_key = plan_history.chunk_key
+    monkeypatch.setattr(plan_history, "chunk_key", lambda sid, text: encoded.append(text) or chunk_key(sid, text))
+    async with app.run_test() as pilot:
+        await settle(pilot)
+        wb = app.main_screen.link.session.wb
+        encoded.clear()
+        wb.messages.append(session_id, "user", "a new question about the parser")
+        wb.messages.append(session_id, "assistant", "an answer")
+        plan = wb.planning.plan(PlanRequest(session_id, "where is the retry loop?", store=True))
+        assert len(encoded) == 2
+        assert wb.plans.get(plan.plan_id) == plan

@@ -23,7 +23,7 @@ from ctxbench.service import history_snapshot
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import codec, message_changes
 from ctxbench.tokens import TiktokenTokenizer, get_tokenizer
-from plan_requests import plan_of
+from plan_requests import plan_of, request
 
 TURNS = 60
 QUERY = "fix the parser and cache handling"
@@ -219,6 +219,41 @@ def test_the_first_stored_plan_after_reopening_keys_only_the_new_messages(sessio
         assert reopened.plans.get(stored.plan_id) == stored
         assert reopened.plans.inputs(stored.plan_id).history[-1].id == new.id
     assert [i for i in keyed if i] == [new.id]  # (0: the pending turn, keyed with every plan)
+
+
+def test_a_snapshot_kept_without_keys_is_kept_again_once_a_later_process_knows_them(session, monkeypatch):
+    """A snapshot made where no plan was stored holds no keys (the session's plans were stored by a version whose
+    snapshot no longer fits); the next process that learns them (storing a plan, or recalling the plan it shows)
+    keeps the snapshot again with them, though no message changed, so the one after keys no stored message."""
+    db, sid = session
+    _fresh_process()
+    with Workbench(db, Config()) as wb:
+        plan_of(wb, sid, QUERY, strategy="window")  # the session's plans stored: every message keyed once
+    with Workbench(db, Config()) as wb:
+        wb.conn.execute("DELETE FROM history_snapshots")  # as a new version's code digest does
+        wb.conn.commit()
+    _fresh_process()
+    _planned_and_closed(db, sid)  # a snapshot again, of a process that stored no plan: no keys
+    _fresh_process()
+    with Workbench(db, Config()) as wb:
+        plan_of(wb, sid, QUERY, strategy="window", store=False)
+        shown = request(wb, sid, QUERY, strategy="window", store=False)
+        assert wb.planning.recall(shown) > 0  # the plan shown shares chunks with the stored one: their keys learned
+    _fresh_process()
+    keyed: list[int] = []
+    real = codec.canonical_json
+
+    def canonical_json(value):
+        if hasattr(value, "group_id") and hasattr(value, "role"):
+            keyed.append(value.id)
+        return real(value)
+
+    monkeypatch.setattr(codec, "canonical_json", canonical_json)
+    with Workbench(db, Config()) as reopened:
+        new = reopened.messages.append(sid, "user", "one more question about the parser")
+        stored = plan_of(reopened, sid, QUERY, strategy="window")
+        assert reopened.plans.get(stored.plan_id) == stored
+    assert [i for i in keyed if i] == [new.id]
 
 
 def test_a_short_session_keeps_no_snapshot(generated, tmp_path):

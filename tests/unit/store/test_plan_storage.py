@@ -17,7 +17,7 @@ from ctxbench.records.plans import ContextPlan, PlanItem
 from ctxbench.service.workbench import Workbench
 from ctxbench.store import codec
 from ctxbench.store import plans as plan_store
-from plan_requests import inputs_of, plan_of
+from plan_requests import inputs_of, plan_of, request
 
 TURNS = 300  # turns of the generated session: enough that a small budget excludes hundreds of items
 
@@ -265,3 +265,58 @@ def test_plan_inputs_holding_their_history_keys_as_a_list_still_load(long_sessio
     with Workbench(db, Config()) as wb:
         assert wb.plans.inputs(plan.plan_id) == inputs
         _same_plan(wb.plans.get(plan.plan_id), plan)
+
+
+def _counts(wb) -> tuple[int, ...]:
+    return tuple(int(wb.conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])
+                 for table in ("plans", "plan_chunks", "plan_messages"))
+
+
+@pytest.mark.parametrize("strategy", ["levels", "fused"])
+def test_a_reopened_sessions_first_stored_plan_encodes_only_the_chunks_its_turn_changed(tmp_path, monkeypatch,
+                                                                                       strategy):
+    """In a fresh process, once the plan shown first is recalled (nothing written), the next turn's stored plan
+    encodes only the chunks its new messages changed (the last chunk of atom rows, the one chunk of keys) and keys
+    only its new messages, as every later store does, and reads back exactly here and in another process."""
+    db = tmp_path / "long.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    question = "where is the retry loop?"
+    with Workbench(db, Config()) as wb:
+        plan_of(wb, session_id, question, strategy=strategy, budget=3000)  # stored, as a sent turn's plan is
+    encoded: list[str] = []
+    chunk_key, message_key = plan_store.plan_history.chunk_key, plan_store.message_key
+    monkeypatch.setattr(plan_store.plan_history, "chunk_key", lambda sid, text: encoded.append(text) or chunk_key(sid, text))
+    hashed: list[str] = []
+    monkeypatch.setattr(plan_store, "message_key", lambda data: hashed.append(data) or message_key(data))
+    with Workbench(db, Config()) as wb:
+        plan_of(wb, session_id, question, strategy=strategy, budget=3000, store=False)  # the plan shown first
+        before = _counts(wb)
+        shown = request(wb, session_id, question, strategy=strategy, budget=3000, store=False)
+        assert wb.planning.recall(shown) == 3  # 300 turns: two chunks of atom rows, one of keys, all stored
+        assert _counts(wb) == before
+        encoded.clear()
+        hashed.clear()
+        _new_turn(wb, session_id, 0)
+        inputs = inputs_of(wb, session_id, question, strategy=strategy, budget=3000)
+        plan = wb.planning.build(inputs, store=True)
+        assert len(encoded) == 2
+        assert sorted(json.loads(h)["content"] for h in hashed) == [  # the new turn's messages and the pending one
+            "a new question 0 about the parser", "an answer 0", question]
+        _same_plan(wb.plans.get(plan.plan_id), plan)
+    with Workbench(db, Config()) as fresh:
+        _same_plan(fresh.plans.get(plan.plan_id), plan)
+        assert fresh.plans.inputs(plan.plan_id) == inputs
+
+
+def test_recalling_a_plan_whose_chunks_were_never_stored_remembers_none(tmp_path):
+    """A session none of whose plans was stored: recalling holds nothing, and the next plan stores every chunk it
+    needs (a fresh process reads it back whole)."""
+    db = tmp_path / "long.db"
+    session_id, _, _ = import_session(db, Config(), TURNS)
+    with Workbench(db, Config()) as wb:
+        plan_of(wb, session_id, "where is the retry loop?", budget=3000, store=False)
+        assert wb.planning.recall(request(wb, session_id, "where is the retry loop?", budget=3000, store=False)) == 0
+        _new_turn(wb, session_id, 0)
+        plan = plan_of(wb, session_id, "where is the retry loop?", budget=3000)
+    with Workbench(db, Config()) as fresh:
+        _same_plan(fresh.plans.get(plan.plan_id), plan)
