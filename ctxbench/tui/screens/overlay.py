@@ -15,6 +15,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets.data_table import CellDoesNotExist
 
 from ctxbench.records.views import PlanView
 from ctxbench.records.vocab import PIN_TARGET_PREFIXES
@@ -24,6 +25,7 @@ from ctxbench.tui.present import cluster_label, mode_label, tok
 from ctxbench.tui.screens.overlay_cells import detail_line, pin_shown, row_cells
 from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
 from ctxbench.tui.widgets.filter_input import FilterInput
+from ctxbench.tui.widgets.row_table import RowTable
 
 OverlayAction = Callable[..., None]  # (action, row, **kwargs): pin, lease, unpin, drop, accept, reject
 Preview = Callable[[OverlayRow], None]
@@ -31,6 +33,7 @@ Preview = Callable[[OverlayRow], None]
 FILTER_DEBOUNCE_ROWS = 200  # long plans: refilter once typing pauses, not on every key
 FILTER_DEBOUNCE_S = 0.15
 COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
+MARKED_COLUMNS = ("pin", "tokens", "reason")  # the cells an action's mark changes
 
 
 ROW_ACTIONS = ("pin_sticky", "lease", "unpin", "drop", "accept", "reject")  # the keys shown for the selected row
@@ -60,7 +63,7 @@ class ContextOverlay(ModalScreen[None]):
         with Vertical(id="overlay-box"):
             yield Static("", id="overlay-title")
             yield FilterInput(placeholder="type to filter (label, kind, reason, section…)", id="overlay-filter")
-            table: DataTable = DataTable(id="overlay-table", cursor_type="row", zebra_stripes=False)
+            table = RowTable(id="overlay-table", cursor_type="row", zebra_stripes=False)
             table.can_focus = False
             yield table
             yield Static("", id="overlay-detail")
@@ -207,13 +210,10 @@ class ContextOverlay(ModalScreen[None]):
         if action not in shown:
             return
         self.pending[row.target] = shown[action]
-        table = self.query_one(DataTable)
-        cells = self._cells(row)
+        cells = dict(zip(COLUMNS, self._cells(row)))
         try:
-            for name, value in zip(COLUMNS, cells):
-                if name in ("pin", "tokens", "reason"):
-                    table.update_cell(row.key, name, value)
-        except Exception:  # noqa: BLE001 - the row is not listed (filtered out): the title still says it
+            self.query_one(RowTable).update_row(row.key, {name: cells[name] for name in MARKED_COLUMNS})
+        except CellDoesNotExist:  # the row is not listed (filtered out): the title still says it
             pass
         self._title()
         self._refresh_keys()
@@ -275,7 +275,7 @@ class ContextOverlay(ModalScreen[None]):
         if row is None or row.kind == "divider":
             return
         self.mark(action, row)
-        self.on_action(action, row, **kwargs)
+        self.call_after_refresh(self.on_action, action, row, **kwargs)  # the mark on the screen before the work
 
     def action_pin_sticky(self) -> None:
         self._act("pin_sticky")

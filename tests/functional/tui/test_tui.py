@@ -4,6 +4,7 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from textual import events
 from textual.widgets import DataTable, Input
 
 from ctxbench.tui.screens.overlay import ContextOverlay
@@ -184,6 +185,22 @@ async def test_overlay_pin_lease_unpin_and_drop_replan_at_once(tmp_path):
         assert dropped and all(not i.included for i in dropped)
         gid = int(victim.split(":")[1])
         assert main.chat.block(gid).has_class("-dropped")
+
+
+async def test_an_action_key_lands_when_the_overlay_is_closed_at_once(tmp_path):
+    """The mark shows before the action's work starts; closing the overlay (or quitting it) straight after the key,
+    before any repaint, still runs the action."""
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        main = pilot.app.main_screen
+        sid = main.session.session_id
+        overlay = await open_overlay(pilot)
+        select(overlay, lambda r: r.target == "card:ledgerlite.money.Money.round" and r.kind != "suggestion")
+        pilot.app.post_message(events.Key("ctrl+s", None))  # as the terminal sends them: no pause between
+        pilot.app.post_message(events.Key("escape", None))
+        await settle(pilot)
+        assert pilot.app.screen is main
+        assert [(p.target, p.kind) for p in main.session.wb.pins.list(sid)] == [
+            ("card:ledgerlite.money.Money.round", "sticky")]
 
 
 async def test_overlay_accept_and_reject_suggestions(tmp_path):
