@@ -146,23 +146,22 @@ class ContextOverlay(ModalScreen[None]):
     def _cells(self, row: OverlayRow) -> list[Text]:
         return row_cells(row, self._widths, self.pending)
 
+    def _divider(self, row: OverlayRow) -> list[Text]:
+        # the rule sits in the kind column so the label column holds the whole text, even at 80x24
+        rule = Text("─" * self._widths["kind"], style="bold")
+        label = Text(row.text, style="bold", no_wrap=True, overflow="ellipsis")
+        return [Text(""), Text(""), rule, label, Text(""), Text(""), Text("")]
+
     def _fill(self) -> None:
-        table = self.query_one(DataTable)
+        table = self.query_one(RowTable)
         if not self._widths:
             return
         selected = self.selected_row
         keep = selected.key if selected is not None else None
         text = self.query_one("#overlay-filter", Input).value
         self.shown_rows = filter_rows(self.rows, text)
-        table.clear()
-        for row in self.shown_rows:
-            if row.kind == "divider":
-                # the rule sits in the kind column so the label column holds the whole text, even at 80x24
-                rule = Text("─" * self._widths["kind"], style="bold")
-                label = Text(row.text, style="bold", no_wrap=True, overflow="ellipsis")
-                table.add_row(Text(""), Text(""), rule, label, Text(""), Text(""), Text(""), key=row.key)
-            else:
-                table.add_row(*self._cells(row), key=row.key)
+        table.replace_rows([(row.key, self._divider(row) if row.kind == "divider" else self._cells(row))
+                            for row in self.shown_rows])
         index = next((n for n, r in enumerate(self.shown_rows) if r.key == keep), None)
         if index is None:
             index = next((n for n, r in enumerate(self.shown_rows) if r.kind != "divider"), 0)

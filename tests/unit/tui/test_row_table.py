@@ -7,6 +7,7 @@ from rich.text import Text
 from textual.app import App, ComposeResult
 from textual.geometry import Region
 from textual.renderables.styled import Styled
+from textual.widgets import DataTable
 from textual.widgets.data_table import CellDoesNotExist
 
 from ctxbench.tui.widgets.row_table import RowTable
@@ -21,11 +22,10 @@ def _cells(n: int, reason: str = "over_budget") -> tuple[Text, ...]:
 
 class _Tables(App):
     def compose(self) -> ComposeResult:
-        for name in ("updated", "made"):
-            table = RowTable(id=name, cursor_type="row")
-            for column in COLUMNS:
-                table.add_column(column, key=column, width=14)
-            yield table
+        table = RowTable(id="updated", cursor_type="row")
+        for column in COLUMNS:
+            table.add_column(column, key=column, width=14)
+        yield table
 
 
 def _fill(table: RowTable, changed: dict[int, tuple[Text, ...]]) -> None:
@@ -37,20 +37,35 @@ def _lines(table: RowTable) -> list[str]:
     return [line.text for line in table.render_lines(Region(0, 0, table.size.width, ROWS + 1))]
 
 
+def _look(table: RowTable) -> list[list[tuple[str, object]]]:
+    """Each line drawn, as its segments' text and style."""
+    return [[(seg.text, seg.style) for seg in line]
+            for line in table.render_lines(Region(0, 0, table.size.width, ROWS + 1))]
+
+
+def _made_afresh(table: RowTable, rows: list[tuple[str, tuple[Text, ...]]]) -> None:
+    """The table made again with ``rows`` by DataTable's own clear and add_row (every cell drawn anew)."""
+    DataTable.clear(table)
+    for key, cells in rows:
+        DataTable.add_row(table, *cells, key=key)
+
+
 async def test_an_updated_row_shows_what_a_table_made_with_its_cells_shows():
     app = _Tables()
     async with app.run_test(size=(60, 40)) as pilot:
-        updated, made = app.query_one("#updated", RowTable), app.query_one("#made", RowTable)
-        _fill(updated, {})
-        _fill(made, {3: (Text("sticky…"), Text("item 3"), Text("replanning", style="italic")),
-                     7: (Text(""), Text("item 7"), Text("dropping…"))})
+        table = app.query_one("#updated", RowTable)
+        _fill(table, {})
         await pilot.pause()
-        _lines(updated)  # drawn once, as the screen does
-        updated.update_row("r3", {"pin": Text("sticky…"), "reason": Text("replanning", style="italic")})
-        updated.update_row("r7", {"reason": Text("dropping…")})
+        _lines(table)  # drawn once, as the screen does
+        table.update_row("r3", {"pin": Text("sticky…"), "reason": Text("replanning", style="italic")})
+        table.update_row("r7", {"reason": Text("dropping…")})
         await pilot.pause()
-        assert _lines(updated) == _lines(made)
-        assert "sticky…" in _lines(updated)[4] and "dropping…" in _lines(updated)[8]  # the header is line 0
+        shown = _look(table)
+        assert "sticky…" in _lines(table)[4] and "dropping…" in _lines(table)[8]  # the header is line 0
+        _made_afresh(table, _rows({3: (Text("sticky…"), Text("item 3"), Text("replanning", style="italic")),
+                                   7: (Text(""), Text("item 7"), Text("dropping…"))}))
+        await pilot.pause()
+        assert shown == _look(table)
 
 
 async def test_updating_a_row_draws_that_rows_cells_again_and_no_others(monkeypatch):
@@ -80,3 +95,49 @@ async def test_a_row_or_column_the_table_lacks_is_refused():
         with pytest.raises(CellDoesNotExist):
             table.update_row("r1", {"score": Text("x")})
         assert "over_budget" in _lines(table)[2]  # nothing changed
+
+
+def _rows(changed: dict[int, tuple[Text, ...]], order=range(ROWS)) -> list[tuple[str, tuple[Text, ...]]]:
+    return [(f"r{n}", changed.get(n, _cells(n))) for n in order]
+
+
+async def test_replaced_rows_show_what_a_table_made_with_them_shows():
+    """Rows kept, changed in text, changed in style only, moved, added and gone (a drawn cell holds its row's index,
+    for the mouse: a moved row is drawn again)."""
+    app = _Tables()
+    async with app.run_test(size=(60, 40)) as pilot:
+        table = app.query_one("#updated", RowTable)
+        table.replace_rows(_rows({}))
+        await pilot.pause()
+        _lines(table)
+        changed = {2: (Text(""), Text("item 2"), Text("over_budget", style="bold")),  # another style, equal Texts
+                   5: (Text("sticky"), Text("item 5"), Text("pinned"))}
+        order = [0, 1, 2, 5, 4, 3, 6, 7, 8, 9, 10, 12]  # 3 and 5 swapped, 11 gone, 12 new
+        table.replace_rows(_rows(changed, order))
+        await pilot.pause()
+        shown = _look(table)
+        assert table.get_row_at(3)[2].plain == "pinned" and table.get_row_at(2)[2].style == "bold"
+        _made_afresh(table, _rows(changed, order))
+        await pilot.pause()
+        assert shown == _look(table)
+
+
+async def test_replacing_rows_draws_only_the_rows_whose_cells_changed(monkeypatch):
+    app = _Tables()
+    async with app.run_test(size=(60, 40)) as pilot:
+        table = app.query_one("#updated", RowTable)
+        table.replace_rows(_rows({}))
+        await pilot.pause()
+        _lines(table)
+        drawn: list[object] = []
+        render_lines = app.console.render_lines
+        monkeypatch.setattr(app.console, "render_lines", lambda *a, **k: drawn.append(a[0]) or render_lines(*a, **k))
+        table.replace_rows(_rows({}))
+        _lines(table)
+        assert [d for d in drawn if isinstance(d, Styled)] == []
+        table.replace_rows(_rows({}, [0, 1, 3, 2, *range(4, ROWS)]))  # moved rows: their cells placed anew, not drawn
+        _lines(table)
+        assert [d for d in drawn if isinstance(d, Styled)] == []
+        table.replace_rows(_rows({4: (Text(""), Text("item 4"), Text("dropping…"))}))
+        _lines(table)
+        assert len([d for d in drawn if isinstance(d, Styled)]) == len(COLUMNS)
