@@ -12,10 +12,11 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ctxbench.records.bench import BenchResults, RecallRow
 from ctxbench.tui.keymap import VIEWER_KEYS, bindings
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 BAR_WIDTH = 32
 NO_RESULTS = ("No results yet in {folder}.\n\nRun `ctxbench bench locomo --data DIR` (evidence recall of every "
@@ -96,7 +97,7 @@ class BenchScreen(ModalScreen[None]):
             yield Static(Text(f"results from {self.results.folder}"), id="viewer-subtitle")
             with VerticalScroll(id="viewer-body"):
                 yield Static(self.body(), id="viewer-content")
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self.query_one("#viewer-body").focus()

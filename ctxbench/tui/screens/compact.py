@@ -16,12 +16,13 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 from textual.worker import get_current_worker
 
 from ctxbench.records.compaction import KEPT, PROTECTED, SUMMARISED, CompactionPreview
 from ctxbench.tui import present
 from ctxbench.tui.keymap import COMPACT_KEYS, bindings
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 Build = Callable[[dict[int, str]], CompactionPreview]
 COLUMNS = ("turn", "what", "tokens", "why", "first words")
@@ -53,7 +54,7 @@ class CompactScreen(ModalScreen[CompactionPreview | None]):
             yield table
             with VerticalScroll(id="compact-summary-box"):
                 yield Static("", id="compact-summary")
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self.query_one(DataTable).focus()

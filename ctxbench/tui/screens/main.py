@@ -1,10 +1,8 @@
 """The main screen: chat pane, budget meter, Context Mode indicator and the input — layout and wiring.
 
-The engine is reached through a SessionLink (thread workers posting messages back), slash commands
-through a SlashController, a turn's events through a TurnFeed. The screen holds the settings it shows
-as one SessionSettings value: a key changes the indicator at once and asks for a plan under the new
-value; the plan catches up.
-"""
+The engine is reached through a SessionLink (thread workers posting messages back), slash commands through a
+SlashController, a turn's events through a TurnFeed. The screen holds the settings it shows as one SessionSettings
+value: a key changes the indicator at once and asks for a plan under the new value; the plan catches up."""
 from __future__ import annotations
 
 import dataclasses
@@ -15,7 +13,7 @@ from textual.app import ComposeResult
 from textual.containers import Horizontal
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Footer, Input
+from textual.widgets import Input
 
 from ctxbench.config import Config
 from ctxbench.records.sessions import SessionSettings
@@ -32,6 +30,7 @@ from ctxbench.tui.widgets.budget_meter import BudgetMeter
 from ctxbench.tui.widgets.chat import ChatPane
 from ctxbench.tui.widgets.mode_indicator import ModeIndicator
 from ctxbench.tui.widgets.prompt import PromptInput
+from ctxbench.tui.widgets.stable_footer import StableFooter
 from ctxbench.tui.widgets.status_line import StatusLine
 
 
@@ -72,7 +71,7 @@ class MainScreen(Screen[None]):
         with Horizontal(id="input-row"):
             yield ModeIndicator(self.options.mode or self.config.planner.default_mode, id="mode")
             yield PromptInput(id="prompt")
-        yield Footer()
+        yield StableFooter()
 
     chat = property(lambda self: self.query_one(ChatPane))
     meter = property(lambda self: self.query_one(BudgetMeter))

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 from textual.widgets.data_table import CellDoesNotExist
 
 from ctxbench.records.views import PlanView
@@ -26,6 +26,7 @@ from ctxbench.tui.screens.overlay_cells import detail_line, pin_shown, row_cells
 from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
 from ctxbench.tui.widgets.filter_input import FilterInput
 from ctxbench.tui.widgets.row_table import RowTable
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 OverlayAction = Callable[..., None]  # (action, row, **kwargs): pin, lease, unpin, drop, accept, reject
 Preview = Callable[[OverlayRow], None]
@@ -67,7 +68,7 @@ class ContextOverlay(ModalScreen[None]):
             table.can_focus = False
             yield table
             yield Static("", id="overlay-detail")
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self.query_one("#overlay-filter", Input).focus()

@@ -19,7 +19,7 @@ from textual import on
 from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.screen import ModalScreen
-from textual.widgets import DataTable, Footer, Static
+from textual.widgets import DataTable, Static
 
 from ctxbench.records.plans import ContextPlan
 from ctxbench.records.sessions import SessionSettings
@@ -38,6 +38,7 @@ from ctxbench.tui.present import (
 )
 from ctxbench.tui.screens.overlay_rows import KIND_SHORT, SECTION_SHORT
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 if TYPE_CHECKING:  # the engine loads in a worker, never before the first paint
     from ctxbench.service.session import WorkbenchSession
@@ -95,7 +96,7 @@ class ReplayScreen(ModalScreen[None]):
             yield Static("", id="replay-summary")
             table: DataTable = DataTable(id="replay-table", cursor_type="row", zebra_stripes=False)
             yield table
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self._build_columns()

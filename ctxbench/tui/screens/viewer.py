@@ -9,9 +9,10 @@ from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 
 from ctxbench.tui.keymap import VIEWER_KEYS, bindings
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 SYNTAX_THEMES = {True: "monokai", False: "default"}  # dark theme -> pygments style
 
@@ -52,7 +53,7 @@ class ViewerScreen(ModalScreen[None]):
                     content.styles.text_wrap = "nowrap"
                     content.styles.text_overflow = "ellipsis"
                 yield content
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self.query_one("#viewer-body").focus()

@@ -19,7 +19,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.screen import ModalScreen
-from textual.widgets import Footer, Static
+from textual.widgets import Static
 from textual.worker import get_current_worker
 
 from ctxbench.records.plans import ContextPlan
@@ -31,6 +31,7 @@ from ctxbench.tui import present
 from ctxbench.tui.keymap import WHATIF_KEYS, bindings
 from ctxbench.tui.meter import meter_state
 from ctxbench.tui.widgets.budget_meter import BudgetMeter
+from ctxbench.tui.widgets.stable_footer import StableFooter
 
 if TYPE_CHECKING:
     from ctxbench.service.session import WorkbenchSession
@@ -86,7 +87,7 @@ class WhatIfScreen(ModalScreen[SessionSettings | None]):
             with VerticalScroll(id="whatif-body"):
                 yield Static("", id="whatif-diff")
                 yield Static("", id="whatif-curve")
-            yield Footer()
+            yield StableFooter()
 
     def on_mount(self) -> None:
         self._title()

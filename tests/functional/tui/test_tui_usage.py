@@ -133,3 +133,25 @@ async def test_over_budget_attachment_line_is_whole_at_80x24(tmp_path):
         line = list(app.main_screen.query(AttachmentLine))[-1]
         shown = " ".join(line.render_line(y).text.strip() for y in range(line.size.height))
         assert "over budget" in shown and shown.endswith("ctrl+o details"), shown
+
+
+async def test_the_footer_is_made_again_only_when_the_keys_it_shows_change(tmp_path):
+    """Reopening the overlay on a row with the same actions keeps the footer's keys as they are (no recompose); a row
+    with other actions shows its own."""
+    from textual.widgets import DataTable, Footer
+    from textual.widgets._footer import FooterKey
+
+    async with running(tmp_path, config=cut_cards_config(), size=(120, 40)) as pilot:
+        overlay = await open_overlay(pilot)
+        before = list(overlay.query_one(Footer).query(FooterKey))
+        await pilot.press("escape")
+        await settle(pilot)
+        again = await open_overlay(pilot)
+        assert again is overlay
+        assert list(overlay.query_one(Footer).query(FooterKey)) == before  # the very widgets
+        index = next(n for n, r in enumerate(overlay.shown_rows) if r.kind == "suggestion")
+        overlay.query_one(DataTable).move_cursor(row=index, animate=False)
+        await settle(pilot)
+        shown = {key.action for key in overlay.query_one(Footer).query(FooterKey)}
+        assert {"accept", "reject"} <= {a.removeprefix("screen.") for a in shown}
+        assert "pin_sticky" not in {a.removeprefix("screen.") for a in shown}
