@@ -2,10 +2,12 @@
 
 Textual's ``DataTable`` counts every update of the table (a changed cell, an added row), and each of its render caches
 is keyed by that count: one changed cell, or the same rows added again, drew every visible cell again (the overlay:
-~200 cells, ~20 ms, the most of what an action's mark on its row cost, and a fifth of the overlay's opening).
+~170 cells, ~20 ms, the most of what an action's mark on its row cost); and it forgets every drawn cell whenever its
+styles are applied again, as each showing of its screen does (a third of the overlay's opening).
 :meth:`RowTable.update_row` sets some cells of one row and forgets only what was drawn from that row;
-:meth:`RowTable.replace_rows` puts new rows in and keeps what was drawn of each row whose key and cells are the same.
-Both reach into the table's caches (``textual==8.2.8`` is pinned; ``tests/unit/tui/test_row_table.py`` draws tables
+:meth:`RowTable.replace_rows` puts new rows in and keeps what was drawn of each row whose key and cells are the same;
+drawn cells are forgotten for a style only when a style they were drawn with changed. All reach into the table's
+caches (``textual==8.2.8`` is pinned; ``tests/unit/tui/test_row_table.py`` draws tables
 changed so beside ones made with the same cells, line for line, and counts the cells drawn again).
 """
 from __future__ import annotations
@@ -24,6 +26,20 @@ class RowTable(DataTable):
     ``add_row`` or ``remove_row`` between two ``replace_rows`` would leave it drawing a row as it was)."""
 
     _filled_at: int | None = None  # the table's update count once the last replace_rows had put its rows in
+    _look: tuple[Any, ...] | None = None  # the styles the drawn cells were drawn with
+
+    def notify_style_update(self) -> None:
+        """DataTable forgets every drawn cell whenever its styles are applied again, which showing its screen, or
+        another one over it, does with the same styles: drawn cells are forgotten only when a style they are drawn
+        with changed (the table's own, or a component's: cursor, hover, header...)."""
+        super(DataTable, self).notify_style_update()  # the widget's own style caches
+        look = (self.rich_style, *(self.get_component_rich_style(name, default=Style.null())
+                                   for name in sorted(self.COMPONENT_CLASSES)))
+        if look != self._look:
+            self._look = look
+            super().notify_style_update()
+        else:
+            self.refresh()
 
     def update_row(self, row_key: str, cells: Mapping[str, object]) -> None:
         """Set the cells of row ``row_key`` named by column key in ``cells``, and draw that row again (only that row:

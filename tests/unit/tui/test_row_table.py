@@ -141,3 +141,31 @@ async def test_replacing_rows_draws_only_the_rows_whose_cells_changed(monkeypatc
         table.replace_rows(_rows({4: (Text(""), Text("item 4"), Text("dropping…"))}))
         _lines(table)
         assert len([d for d in drawn if isinstance(d, Styled)]) == len(COLUMNS)
+
+
+async def test_styles_applied_again_unchanged_keep_the_drawn_cells_and_a_new_theme_draws_them_anew(monkeypatch):
+    """Showing a screen applies the table's styles again (the same ones): nothing is drawn again; a new theme changes
+    them, and the table then shows what a table made afresh in that theme shows."""
+    app = _Tables()
+    async with app.run_test(size=(60, 40)) as pilot:
+        table = app.query_one("#updated", RowTable)
+        table.replace_rows(_rows({}))
+        await pilot.pause()  # laid out: its first size counted as an update of the whole table, drawn again
+        table.refresh()
+        await pilot.pause()
+        drawn: list[object] = []
+        render_lines = app.console.render_lines
+        monkeypatch.setattr(app.console, "render_lines", lambda *a, **k: drawn.append(a[0]) or render_lines(*a, **k))
+        app.update_styles(table)
+        await pilot.pause()
+        _lines(table)
+        assert [d for d in drawn if isinstance(d, Styled)] == []
+        dark = _look(table)
+        app.theme = "textual-light" if app.theme != "textual-light" else "nord"
+        await pilot.pause()
+        await pilot.pause()
+        shown = _look(table)
+        assert shown != dark
+        _made_afresh(table, _rows({}))
+        await pilot.pause()
+        assert shown == _look(table)
