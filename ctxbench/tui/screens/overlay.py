@@ -59,6 +59,7 @@ class ContextOverlay(ModalScreen[None]):
         # "leased"), "" (unpinned), or a word for the reason column ("dropping", "rejected")
         self.pending: dict[str, str] = {}
         self._keys_shown: tuple[bool, ...] = ()  # which of ROW_ACTIONS the footer lists (``_refresh_keys``)
+        self._made = False  # its widgets are there (mounted)
 
     def compose(self) -> ComposeResult:
         with Vertical(id="overlay-box"):
@@ -71,6 +72,7 @@ class ContextOverlay(ModalScreen[None]):
             yield StableFooter()
 
     def on_mount(self) -> None:
+        self._made = True
         self.query_one("#overlay-filter", Input).focus()
         self.show_view(self.view)  # its title now; its rows once the table has its width
         self.call_after_refresh(self._first_fill)
@@ -113,6 +115,8 @@ class ContextOverlay(ModalScreen[None]):
         if settled:
             self.pending.clear()
         self.view = view
+        if not self._made:  # pushed, not composed yet (a plan arriving as it opens): on_mount shows it
+            return
         self.rows = build_rows(view) if view is not None else []
         self._title()
         self._fill()

@@ -447,3 +447,18 @@ async def test_compact_preview_apply_undo_and_tasks(tmp_path):
         assert main.task_name == "fix-rounding" and wb.tasks.current(sid).name == "fix-rounding"
         await type_and_enter(pilot, "/task end")
         assert main.task_name == "" and wb.tasks.current(sid) is None
+
+
+async def test_a_plan_arriving_while_the_overlay_is_still_being_made_shows_in_it(tmp_path):
+    """The first ctrl+o makes the overlay; a plan that arrives before its widgets are there (the warm-up replans all
+    the time) is kept and shown once they are, instead of failing on a widget not made yet."""
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        main = pilot.app.main_screen
+        view = main.view
+        main.screens.open_overlay()
+        main.screens.show_view(view)  # the same tick: the overlay is pushed, not yet composed
+        await settle(pilot)
+        overlay = pilot.app.screen
+        assert isinstance(overlay, ContextOverlay)
+        assert overlay.view is view
+        assert overlay.shown_rows and overlay.query_one(DataTable).row_count == len(overlay.shown_rows)
