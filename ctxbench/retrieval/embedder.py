@@ -222,9 +222,10 @@ class Embedder:
             parts = []
             with self._bulk_lock:  # one bulk run at a time; queries are not held up by it
                 for start in range(0, len(texts), step):
-                    parts.append(self._query_model.encode(texts[start:start + step], length))
-                    if progress is not None:
-                        progress(min(start + step, len(texts)), len(texts))
+                    # reported batch by batch (~0.1 s each): a warm-up gives way to the UI at each report
+                    each = None if progress is None else (
+                        lambda done, _total, offset=start: progress(offset + done, len(texts)))
+                    parts.append(self._query_model.encode(texts[start:start + step], length, each))
             return np.ascontiguousarray(np.vstack(parts), dtype=np.float32)
         step = max(1, self.config.progress_every)
         parts = []

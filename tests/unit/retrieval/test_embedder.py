@@ -166,6 +166,20 @@ def test_bulk_vectors_by_the_onnx_graph_match_sentence_transformers():
 
 
 @pytest.mark.model
+def test_a_bulk_run_reports_its_progress_batch_by_batch():
+    """Cards and a history report how far they are after each batch the graph runs (16 texts by the calibrated
+    graph), not once per ``progress_every`` texts: a warm-up gives way to the UI at each report, so a key waits for
+    one batch (~0.1 s), not for 256 texts (~1.5 s)."""
+    emb = Embedder(EmbeddingConfig(progress_every=256))
+    texts = [f"{t} (variant {n})" for n in range(12) for t in QUERY_TEXTS]  # 36 texts: three batches of 16 or fewer
+    seen: list[tuple[int, int]] = []
+    emb.encode(texts, lambda done, total: seen.append((done, total)))
+    assert len(seen) >= 3
+    assert [d for d, _ in seen] == sorted(d for d, _ in seen) and seen[-1] == (len(texts), len(texts))
+    assert {t for _, t in seen} == {len(texts)}
+
+
+@pytest.mark.model
 def test_a_query_runs_beside_a_bulk_run_instead_of_after_it():
     """A plan's query is embedded while cards or a history are being embedded: it takes neither lock a bulk run or
     another call holds (with them held, it still answers)."""
