@@ -1,10 +1,9 @@
 """The context overlay (ctrl+o): every candidate of the current plan, its reason, and what to do with it.
 
-Included items first (payload order), then the excluded ones dimmed with their reason, then
-a ``suggested pins`` delimiter and the suggestions dimmed below it. Typing filters; Enter
-previews the highlighted item; the footer shows the actions (pin, lease, unpin, drop,
-accept, reject). An action shows on its row at once (the badge it gives, or what it does, marked with
-"…") and the title says the plan is being remade; the replanned list replaces it when it arrives.
+Included items first (payload order), then the excluded ones dimmed with their reason, then a ``suggested pins``
+delimiter and the suggestions dimmed below it. Typing filters; Enter previews the highlighted item; the footer shows
+the actions (pin, lease, unpin, drop, accept, reject). An action shows on its row at once (the badge it gives, or what
+it does, marked with "…") and the title says the plan is being remade; the replanned list replaces it when it arrives.
 """
 from __future__ import annotations
 
@@ -22,7 +21,7 @@ from ctxbench.records.vocab import PIN_TARGET_PREFIXES
 from ctxbench.tui.keymap import OVERLAY_KEYS, bindings
 from ctxbench.tui.meter import figure
 from ctxbench.tui.present import cluster_label, mode_label, tok
-from ctxbench.tui.screens.overlay_cells import detail_line, pin_shown, row_cells
+from ctxbench.tui.screens.overlay_cells import detail_line, divider_cells, pin_shown, row_cells
 from ctxbench.tui.screens.overlay_rows import MANDATORY_IDS, OverlayRow, build_rows, column_widths, filter_rows
 from ctxbench.tui.widgets.filter_input import FilterInput
 from ctxbench.tui.widgets.row_table import RowTable
@@ -75,13 +74,17 @@ class ContextOverlay(ModalScreen[None]):
         self._made = True
         self.query_one("#overlay-filter", Input).focus()
         self.show_view(self.view)  # its title now; its rows once the table has its width
-        self.call_after_refresh(self._first_fill)
+
+    def on_screen_resume(self) -> None:
+        if not self._widths:  # shown the first time (made then, or before: ``ScreensOnTop.prepare_overlay``)
+            self.call_after_refresh(self._first_fill)
 
     def _first_fill(self) -> None:
-        """The columns and rows, made once the first layout has given the table its width (made before, from a guess,
-        they were made again on the first resize: a second layout pass of the opening)."""
-        self._build_columns()
-        self._fill()
+        """The columns and rows, once the first layout gave the table its width (made from a guess, they were made
+        again on the first resize)."""
+        if not self._widths:
+            self._build_columns()
+            self.show_view(self.view, settled=False)
 
     def on_resize(self) -> None:
         if self._widths and self._widths != column_widths(self._table_width()):
@@ -102,8 +105,10 @@ class ContextOverlay(ModalScreen[None]):
 
     # -- content ------------------------------------------------------------------------------------
     def reopen(self, view: PlanView | None) -> None:
-        """Opened again (the screen is kept between openings): as a new one would show ``view``, with no filter and
-        the cursor on the first row."""
+        """Opened again (kept between openings): as a new one would show ``view``, no filter, the cursor on top."""
+        if not self._made:  # made before its first opening, still composing: on_mount shows ``view``
+            self.view = view
+            return
         search = self.query_one("#overlay-filter", Input)
         with search.prevent(Input.Changed):
             search.value = ""
@@ -151,12 +156,6 @@ class ContextOverlay(ModalScreen[None]):
     def _cells(self, row: OverlayRow) -> list[Text]:
         return row_cells(row, self._widths, self.pending)
 
-    def _divider(self, row: OverlayRow) -> list[Text]:
-        # the rule sits in the kind column so the label column holds the whole text, even at 80x24
-        rule = Text("─" * self._widths["kind"], style="bold")
-        label = Text(row.text, style="bold", no_wrap=True, overflow="ellipsis")
-        return [Text(""), Text(""), rule, label, Text(""), Text(""), Text("")]
-
     def _fill(self) -> None:
         table = self.query_one(RowTable)
         if not self._widths:
@@ -165,7 +164,7 @@ class ContextOverlay(ModalScreen[None]):
         keep = selected.key if selected is not None else None
         text = self.query_one("#overlay-filter", Input).value
         self.shown_rows = filter_rows(self.rows, text)
-        table.replace_rows([(row.key, self._divider(row) if row.kind == "divider" else self._cells(row))
+        table.replace_rows([(row.key, divider_cells(row, self._widths) if row.kind == "divider" else self._cells(row))
                             for row in self.shown_rows])
         index = next((n for n, r in enumerate(self.shown_rows) if r.key == keep), None)
         if index is None:

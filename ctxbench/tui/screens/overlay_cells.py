@@ -29,6 +29,14 @@ def pin_shown(row: OverlayRow, pending: dict[str, str]) -> str:
     return asked if asked in ("sticky", "leased", "") else row.pin
 
 
+def divider_cells(row: OverlayRow, w: dict[str, int]) -> list[Text]:
+    """A delimiter row's cells: the rule sits in the kind column so the label column holds the whole text, even at
+    80x24."""
+    rule = Text("─" * w["kind"], style="bold")
+    label = Text(row.text, style="bold", no_wrap=True, overflow="ellipsis")
+    return [Text(""), Text(""), rule, label, Text(""), Text(""), Text("")]
+
+
 def row_cells(row: OverlayRow, w: dict[str, int], pending: dict[str, str]) -> list[Text]:
     """The pin, section, kind, label, tokens, reason and score cells of ``row`` in columns ``w`` wide."""
     dim = "dim" if row.muted else ""

@@ -462,3 +462,20 @@ async def test_a_plan_arriving_while_the_overlay_is_still_being_made_shows_in_it
         assert isinstance(overlay, ContextOverlay)
         assert overlay.view is view
         assert overlay.shown_rows and overlay.query_one(DataTable).row_count == len(overlay.shown_rows)
+
+
+async def test_the_overlay_is_made_before_its_first_opening_and_opens_on_the_current_plan(tmp_path):
+    """Once the first plan is on the screen the overlay is composed (not shown), so the first ctrl+o only shows it:
+    on the plan current then (a budget change after it was made), with its rows and the cursor on the first."""
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        main = pilot.app.main_screen
+        made = main.screens._kept_overlay
+        assert isinstance(made, ContextOverlay) and made.is_mounted and not made.is_current
+        assert made.query_one(DataTable) is not None  # its widgets are there before any ctrl+o
+        await pilot.press("ctrl+up")  # a new plan after the overlay was made
+        await settle(pilot)
+        overlay = await open_overlay(pilot)
+        assert overlay is made
+        assert overlay.view is main.view and overlay.view.plan.budget == main.view.plan.budget
+        assert overlay.query_one(DataTable).row_count == len(overlay.shown_rows) > 0
+        assert overlay.selected_row is not None and overlay.selected_row.kind != "divider"
