@@ -90,6 +90,7 @@ class ContextOverlay(ModalScreen[None]):
         if self._widths and self._widths != column_widths(self._table_width()):
             self._build_columns()
             self._fill()
+        self._title()  # its height at the new width
 
     def _table_width(self) -> int:
         table = self.query_one(DataTable)
@@ -146,12 +147,14 @@ class ContextOverlay(ModalScreen[None]):
             text.append(f" · redacted: {redacted} secrets masked", style="bold")
         if self.view.draft:
             text.append(" · for your draft", style="italic")
-        if self.pending:
-            text.append(" · replanning…", style="italic")
-        # laid out again only when its number of lines changes (a mark's "replanning…" must not cost a layout pass)
+        marked = text.copy()
+        marked.append(" · replanning…", style="italic")
+        # as high as with "replanning…" (a mark adds it): a mark never asks for a layout pass (a full update, ~30 ms)
         width = title.size.width
-        same = width > 0 and len(text.wrap(self.app.console, width)) == title.size.height
-        title.update(text, layout=not same)
+        high = len(marked.wrap(self.app.console, width)) if width > 0 else 0
+        if high and high != title.size.height:
+            title.styles.height = high
+        title.update(marked if self.pending else text, layout=not high)
 
     def _cells(self, row: OverlayRow) -> list[Text]:
         return row_cells(row, self._widths, self.pending)
@@ -223,16 +226,14 @@ class ContextOverlay(ModalScreen[None]):
 
     # -- actions ------------------------------------------------------------------------------------
     def _refresh_keys(self) -> None:
-        """The footer lists the keys of the selected row's actions: it is made again (a layout pass of the whole
-        screen, ~30 ms) only when they change, not on every mark, plan or cursor move."""
+        """The footer lists the selected row's action keys: made again (a layout pass, ~30 ms) only when they change."""
         keys = tuple(bool(self.check_action(action, ())) for action in ROW_ACTIONS)
         if keys != self._keys_shown:
             self._keys_shown = keys
             self.refresh_bindings()
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """True when ``action`` applies to the selected row; False hides it from the footer, which
-        then lists only the keys for this row (all of them did not fit at 80 columns)."""
+        """True when ``action`` applies to the selected row: the footer lists only those (all do not fit 80 columns)"""
         row = self.selected_row
         target = row.target if row is not None else ""
         if action in ("pin_sticky", "lease"):

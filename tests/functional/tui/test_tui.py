@@ -479,3 +479,24 @@ async def test_the_overlay_is_made_before_its_first_opening_and_opens_on_the_cur
         assert overlay.view is main.view and overlay.view.plan.budget == main.view.plan.budget
         assert overlay.query_one(DataTable).row_count == len(overlay.shown_rows) > 0
         assert overlay.selected_row is not None and overlay.selected_row.kind != "divider"
+
+
+async def test_an_action_mark_never_changes_the_overlay_titles_height(tmp_path):
+    """The title is as high as it is with "replanning…", which a mark adds: at any width, marking a row leaves its
+    height (no layout pass of the screen for a key's mark) and the whole title is shown."""
+    async with running(tmp_path, size=(80, 40)) as pilot:
+        overlay = await open_overlay(pilot)
+        title = overlay.query_one("#overlay-title")
+        select(overlay, lambda r: r.target == "card:ledgerlite.money.Money.round" and r.kind != "suggestion")
+        row = overlay.selected_row
+        for width in range(80, 140, 3):
+            await pilot.resize_terminal(width, 40)
+            await pilot.pause()
+            before = title.size.height
+            overlay.pending[row.target] = "sticky"  # what a mark shows, without asking for a plan
+            overlay._title()
+            await pilot.pause()
+            assert title.size.height == before, width
+            assert str(title.render()).rstrip().endswith("replanning…")
+            overlay.pending.clear()
+            overlay._title()
