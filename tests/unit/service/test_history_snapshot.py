@@ -203,6 +203,12 @@ def test_the_first_stored_plan_after_reopening_keys_only_the_new_messages(sessio
     _fresh_process()
     with Workbench(db, Config()) as wb:
         plan_of(wb, sid, QUERY, strategy="window")  # stored: every message keyed once
+    new, keyed = _keyed_by_a_new_turns_store(db, sid, monkeypatch)
+    assert keyed == [new]  # (0: the pending turn, keyed with every plan, is left out)
+
+
+def _keyed_by_a_new_turns_store(db: Path, sid: str, monkeypatch) -> tuple[int, list[int]]:
+    """In a fresh process, a new turn's plan stored: the new message's id and the ids of the messages keyed."""
     _fresh_process()
     keyed: list[int] = []
     real = codec.canonical_json
@@ -218,7 +224,8 @@ def test_the_first_stored_plan_after_reopening_keys_only_the_new_messages(sessio
         stored = plan_of(reopened, sid, QUERY, strategy="window")
         assert reopened.plans.get(stored.plan_id) == stored
         assert reopened.plans.inputs(stored.plan_id).history[-1].id == new.id
-    assert [i for i in keyed if i] == [new.id]  # (0: the pending turn, keyed with every plan)
+    monkeypatch.setattr(codec, "canonical_json", real)
+    return new.id, [i for i in keyed if i]
 
 
 def test_a_snapshot_kept_without_keys_is_kept_again_once_a_later_process_knows_them(session, monkeypatch):
@@ -239,21 +246,8 @@ def test_a_snapshot_kept_without_keys_is_kept_again_once_a_later_process_knows_t
         plan_of(wb, sid, QUERY, strategy="window", store=False)
         shown = request(wb, sid, QUERY, strategy="window", store=False)
         assert wb.planning.recall(shown) > 0  # the plan shown shares chunks with the stored one: their keys learned
-    _fresh_process()
-    keyed: list[int] = []
-    real = codec.canonical_json
-
-    def canonical_json(value):
-        if hasattr(value, "group_id") and hasattr(value, "role"):
-            keyed.append(value.id)
-        return real(value)
-
-    monkeypatch.setattr(codec, "canonical_json", canonical_json)
-    with Workbench(db, Config()) as reopened:
-        new = reopened.messages.append(sid, "user", "one more question about the parser")
-        stored = plan_of(reopened, sid, QUERY, strategy="window")
-        assert reopened.plans.get(stored.plan_id) == stored
-    assert [i for i in keyed if i] == [new.id]
+    new, keyed = _keyed_by_a_new_turns_store(db, sid, monkeypatch)
+    assert keyed == [new]
 
 
 def test_a_short_session_keeps_no_snapshot(generated, tmp_path):
