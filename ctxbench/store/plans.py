@@ -129,8 +129,10 @@ def save_plan(
 
 
 def _message_keys(conn: sqlite3.Connection, messages: Sequence[Message],
-                  known: Mapping[int, tuple[Message, str]] | None, written: list[tuple[Message, str]]) -> list[str]:
-    """The ``plan_messages`` key of each message, each not stored yet stored now (and added to ``written``)."""
+                  known: Mapping[int, tuple[Message, str]] | None, written: list[tuple[Message, str]], *,
+                  store: bool = True) -> list[str]:
+    """The ``plan_messages`` key of each message, each not stored yet stored now (and added to ``written``; not
+    ``store``: made and added to ``written``, nothing stored)."""
     # the remembered (message, key) of each id, kept where it is the very record (usually: the history is
     # cached) or an equal one; C-level passes, as hashing or even visiting each of a long session's
     # ~50,000 messages in Python cost more than the rest of the step
@@ -143,10 +145,11 @@ def _message_keys(conn: sqlite3.Connection, messages: Sequence[Message],
             continue
         data = codec.canonical_json(message)
         keys[i] = key = message_key(data)
-        conn.execute(
-            "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
-            (key, data, message.session_id, message.id),
-        )
+        if store:
+            conn.execute(
+                "INSERT OR IGNORE INTO plan_messages (key, data, session_id, message_id) VALUES (?, ?, ?, ?)",
+                (key, data, message.session_id, message.id),
+            )
         written.append((message, key))
     return keys
 
@@ -158,29 +161,15 @@ def recall_chunks(conn: sqlite3.Connection, inputs: PlanInputs, plan: ContextPla
     store holds already (written by plans stored in an earlier process); nothing is written. Returns how many, and
     the (message, key) of the messages of those chunks not ``known`` (stored with their chunk: the caller may
     remember them as :func:`save_plan`'s ``written``)."""
-    made: dict[int, tuple[Message, str]] = {}
+    made: list[tuple[Message, str]] = []
     held_keys = plan_history.recall_keys(conn, plan.session_id, getattr(inputs, CHUNKED),
-                                         lambda part: _keys_of(part, known, made), chunks)
-    stored = [made[id(m)] for owners in held_keys for m in owners if id(m) in made]
+                                         lambda part: _message_keys(conn, part, known, made, store=False), chunks)
+    in_held = {id(m) for owners in held_keys for m in owners}
     held = len(held_keys)
     parts = plan.parts()
     if parts is not None:
         held += plan_history.recall_history(conn, plan.session_id, parts[1], chunks)
-    return held, stored
-
-
-def _keys_of(messages: Sequence[Message], known: Mapping[int, tuple[Message, str]] | None,
-             made: dict[int, tuple[Message, str]]) -> list[str]:
-    """The ``plan_messages`` key of each message: the remembered one where it is the very record (or an equal one),
-    else made from the message (kept in ``made`` by the record's identity; nothing is stored)."""
-    hits = list(map((known or {}).get, map(_MESSAGE_ID, messages), repeat(_NO_KEY)))
-    keys = list(map(itemgetter(1), hits))
-    for i in [i for i, (stored, _) in enumerate(hits) if stored is not messages[i]]:
-        message, stored = messages[i], hits[i][0]
-        if stored is None or stored != message:
-            keys[i] = message_key(codec.canonical_json(message))
-            made[id(message)] = (message, keys[i])
-    return keys
+    return held, [(m, key) for m, key in made if id(m) in in_held]
 
 
 def _row(conn: sqlite3.Connection, plan_id: str) -> sqlite3.Row:
