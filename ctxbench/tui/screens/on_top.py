@@ -63,12 +63,11 @@ class ScreensOnTop:
         self.overlay = self._kept_overlay
         self.host.app.push_screen(self.overlay, callback=self._overlay_closed)
 
-    def _make_overlay(self) -> "ContextOverlay":
+    def _make_overlay(self) -> None:
         from ctxbench.tui.screens.overlay import ContextOverlay
 
         self._kept_overlay = ContextOverlay(self.host.view, self._overlay_action, self._preview)
         self.host.app.install_screen(self._kept_overlay, OVERLAY_SCREEN)
-        return self._kept_overlay
 
     def prepare_overlay(self) -> None:
         """Make the overlay before its first opening (composed, mounted and styled, not shown): the first ctrl+o

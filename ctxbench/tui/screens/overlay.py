@@ -36,9 +36,6 @@ COLUMNS = ("pin", "section", "kind", "label", "tokens", "reason", "score")
 MARKED_COLUMNS = ("pin", "tokens", "reason")  # the cells an action's mark changes
 
 
-ROW_ACTIONS = ("pin_sticky", "lease", "unpin", "drop", "accept", "reject")  # the keys shown for the selected row
-
-
 class ContextOverlay(ModalScreen[None]):
     """Shows a PlanView; ``on_action`` runs an action on the selected row (the main screen replans and calls
     :meth:`show_view` with the new plan), ``on_preview`` shows the selected item in full."""
@@ -57,7 +54,6 @@ class ContextOverlay(ModalScreen[None]):
         # target -> what an action asked for shows until the plan that includes it arrives: a pin kind ("sticky",
         # "leased"), "" (unpinned), or a word for the reason column ("dropping", "rejected")
         self.pending: dict[str, str] = {}
-        self._keys_shown: tuple[bool, ...] = ()  # which of ROW_ACTIONS the footer lists (``_refresh_keys``)
         self._made = False  # its widgets are there (mounted)
 
     def compose(self) -> ComposeResult:
@@ -175,7 +171,7 @@ class ContextOverlay(ModalScreen[None]):
         if self.shown_rows:
             table.move_cursor(row=index, animate=False)
         self._detail()
-        self._refresh_keys()
+        self.refresh_bindings()  # the footer (StableFooter) is made again only when its keys change
 
     @property
     def selected_row(self) -> OverlayRow | None:
@@ -203,7 +199,7 @@ class ContextOverlay(ModalScreen[None]):
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         self._detail()
-        self._refresh_keys()
+        self.refresh_bindings()
 
     def pin_shown(self, row: OverlayRow) -> str:
         """The pin kind ``row`` shows: one an action asked for (not yet planned), else the plan's."""
@@ -222,16 +218,9 @@ class ContextOverlay(ModalScreen[None]):
         except CellDoesNotExist:  # the row is not listed (filtered out): the title still says it
             pass
         self._title()
-        self._refresh_keys()
+        self.refresh_bindings()
 
     # -- actions ------------------------------------------------------------------------------------
-    def _refresh_keys(self) -> None:
-        """The footer lists the selected row's action keys: made again (a layout pass, ~30 ms) only when they change."""
-        keys = tuple(bool(self.check_action(action, ())) for action in ROW_ACTIONS)
-        if keys != self._keys_shown:
-            self._keys_shown = keys
-            self.refresh_bindings()
-
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """True when ``action`` applies to the selected row: the footer lists only those (all do not fit 80 columns)"""
         row = self.selected_row
