@@ -12,7 +12,7 @@ changed so beside ones made with the same cells, line for line, and counts the c
 """
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterable, Mapping, Sequence
 
 from rich.segment import Segment
 from rich.style import Style
@@ -76,11 +76,22 @@ class RowTable(DataTable):
         moved = {key: index for key, index in same.items() if old[key.value][0] != index}
         same[self._header_row_key] = -1  # the columns stay: their labels are drawn as they were
         now = self._filled_at = self._update_count
+        self._measure(row for row in self.rows if row not in same)
         for key, lines in drawn:  # (row key, column key, style, cursor, hover, show hover, update count, pseudo)
             if key[0] in same and key[6] in since and lines is not None:
                 if key[0] in moved:
                     lines = _placed(lines, moved[key[0]], self._column_locations.get(key[1]))
                 self._cell_render_cache.set((*key[:6], now, *key[7:]), lines)
+
+    def _measure(self, changed: Iterable[RowKey]) -> None:
+        """Size the table for its rows now, measuring the ``changed`` rows' cells (every row's when a column takes its
+        width from its cells, or rows have labels): DataTable leaves it to its next idle moment, which came with the next key pressed on
+        the table, laying the screen out again (~30 ms) in that key's frame."""
+        auto = any(column.auto_width for column in self.columns.values()) or any(
+            row.label is not None for row in self.rows.values())
+        self._require_update_dimensions = False
+        self._new_rows.clear()
+        self._update_dimensions(list(self.rows) if auto else list(changed))
 
 
 def _placed(lines: list[list[Segment]], row: int, column: int) -> list[list[Segment]]:

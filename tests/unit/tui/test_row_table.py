@@ -139,6 +139,24 @@ async def test_replacing_rows_draws_only_the_rows_whose_cells_changed(monkeypatc
         assert len(_drawn_cells(drawn)) == len(COLUMNS)
 
 
+async def test_replaced_rows_size_the_table_at_once_not_at_the_next_key(monkeypatch):
+    """DataTable sizes itself for new rows when it is next idle, which is when the next key reaches it: the screen was
+    laid out again in that key's frame. Replaced rows size the table before the call returns, measuring only the rows
+    that changed."""
+    async with _shown() as (app, pilot, table):
+        header = 1
+        measured: list[object] = []
+        measure = table._update_dimensions
+        monkeypatch.setattr(table, "_update_dimensions", lambda rows: measured.append(set(rows)) or measure(rows))
+        table.replace_rows(_rows({4: (Text(""), Text("item 4"), Text("dropping…"))}, range(ROWS - 3)))
+        assert table.virtual_size.height == ROWS - 3 + header
+        assert [{key.value for key in rows} for rows in measured] == [{"r4"}]
+        await pilot.pause()
+        assert len(measured) == 1  # nothing left for the table's idle moment
+        await _shows_as_made_afresh(pilot, table, _rows({4: (Text(""), Text("item 4"), Text("dropping…"))},
+                                                        range(ROWS - 3)))
+
+
 async def test_styles_applied_again_unchanged_keep_the_drawn_cells_and_a_new_theme_draws_them_anew(monkeypatch):
     """Showing a screen applies the table's styles again (the same ones): nothing is drawn again; a new theme changes
     them, and the table then shows what a table made afresh in that theme shows."""
