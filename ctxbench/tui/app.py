@@ -2,7 +2,8 @@
 from __future__ import annotations
 
 from textual import events, on
-from textual.app import App
+from textual.app import App, ScreenStackError
+from textual.screen import Screen
 
 from ctxbench.config import Config
 from ctxbench.records.errors import ProviderError
@@ -50,6 +51,18 @@ class CtxbenchApp(App[None]):
         self.push_screen(self.main_screen)
         for problem in (*self.theme_errors, *self.keymap_errors, *self.llm_errors):
             self.notify(problem, severity="warning", timeout=8)
+
+    @property
+    def _background_screens(self) -> list[Screen]:
+        """The screens seen under the top one. Textual counts the one under it whatever covers it: each change on the
+        main screen under the context overlay was painted through the overlay, and every second such change repainted
+        all of it (in the frame of the key that came next: ~10-30 ms). Nothing is seen under an opaque screen (the
+        overlay's and the other views'): none is counted, and the main screen is painted whole when shown again."""
+        try:
+            top = self.screen
+        except ScreenStackError:
+            return []
+        return [] if top.styles.background.a == 1 else super()._background_screens
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, events.Key):  # the warm-up gives the interpreter to the screen answering the key

@@ -155,3 +155,25 @@ async def test_the_footer_is_made_again_only_when_the_keys_it_shows_change(tmp_p
         shown = {key.action for key in overlay.query_one(Footer).query(FooterKey)}
         assert {"accept", "reject"} <= {a.removeprefix("screen.") for a in shown}
         assert "pin_sticky" not in {a.removeprefix("screen.") for a in shown}
+
+
+async def test_the_main_screen_under_the_overlay_is_not_painted_through_it_and_shows_its_changes_on_return(tmp_path):
+    """The overlay is opaque: a change on the main screen under it is not painted through it (Textual painted it, and
+    every second one repainted the whole overlay); once the overlay closes the main screen shows the change."""
+    async with running(tmp_path, size=(120, 40)) as pilot:
+        app, main = pilot.app, pilot.app.main_screen
+        overlay = await open_overlay(pilot)
+        assert overlay.styles.background.a == 1
+        forwarded: list[object] = []
+        refresh = overlay.refresh
+        overlay.refresh = lambda *regions, **kw: forwarded.append(regions) or refresh(*regions, **kw)
+        main.status.detail = "changed under the overlay"
+        await pilot.pause()
+        await pilot.pause()
+        assert forwarded == [] and not main.is_current
+        overlay.refresh = refresh
+        await pilot.press("escape")
+        await settle(pilot)
+        assert app.screen is main
+        shown = "\n".join(strip.text for strip in main._compositor.render_strips())
+        assert "changed under the overlay" in shown
