@@ -57,7 +57,9 @@ class CtxbenchApp(App[None]):
         """The screens seen under the top one. Textual counts the one under it whatever covers it: each change on the
         main screen under the context overlay was painted through the overlay, and every second such change repainted
         all of it (in the frame of the key that came next: ~10-30 ms). Nothing is seen under an opaque screen (the
-        overlay's and the other views'): none is counted, and the main screen is painted whole when shown again."""
+        overlay's and the other views'): none is counted, and the main screen is painted whole when shown again.
+        Overrides a private property of Textual (``textual==8.2.8`` is pinned; ``test_tui_usage.py`` fails if it
+        changes)."""
         try:
             top = self.screen
         except ScreenStackError:

@@ -6,7 +6,8 @@ is keyed by that count: one changed cell, or the same rows added again, drew eve
 styles are applied again, as each showing of its screen does (a third of the overlay's opening).
 :meth:`RowTable.update_row` sets some cells of one row and forgets only what was drawn from that row;
 :meth:`RowTable.replace_rows` puts new rows in and keeps what was drawn of each row whose key and cells are the same;
-drawn cells are forgotten for a style only when a style they were drawn with changed. All reach into the table's
+drawn cells are forgotten for a style only when a style they were drawn with changed; replaced rows size the table at
+once, not at its next idle moment (the next key's frame). All reach into the table's
 caches (``textual==8.2.8`` is pinned; ``tests/unit/tui/test_row_table.py`` draws tables
 changed so beside ones made with the same cells, line for line, and counts the cells drawn again).
 """
@@ -62,7 +63,7 @@ class RowTable(DataTable):
         """The table's rows become ``rows`` (key, cells in column order), as ``clear()`` then ``add_row`` each would
         make them; a row whose key and cells were there already is not drawn again (its drawn cells are kept, their
         place set anew when it moved)."""
-        # what was drawn since the last fill (a resize counts an update too: the cells do not depend on the table's size)
+        # what was drawn since the last fill (a resize counts an update too: cells do not depend on the table's size)
         since = range(self._filled_at, self._update_count + 1) if self._filled_at is not None else range(0)
         old = {key.value: (self._row_locations.get(key), tuple(cells.values())) for key, cells in self._data.items()}
         drawn = [(key, self._cell_render_cache.get(key)) for key in self._cell_render_cache.keys()]
@@ -85,8 +86,8 @@ class RowTable(DataTable):
 
     def _measure(self, changed: Iterable[RowKey]) -> None:
         """Size the table for its rows now, measuring the ``changed`` rows' cells (every row's when a column takes its
-        width from its cells, or rows have labels): DataTable leaves it to its next idle moment, which came with the next key pressed on
-        the table, laying the screen out again (~30 ms) in that key's frame."""
+        width from its cells, or rows have labels): DataTable leaves it to its next idle moment, which came with the
+        next key pressed on the table, laying the screen out again (~25 ms) in that key's frame."""
         auto = any(column.auto_width for column in self.columns.values()) or any(
             row.label is not None for row in self.rows.values())
         self._require_update_dimensions = False
