@@ -7,16 +7,15 @@ Each tree runs ``ctxbench.bench.ui_actions.run_action_latency`` (what ``ctxbench
 "after the warm-up" row: the workbench on textual's source, warmed up, each key pressed once the app settled from the
 one before, key to its effect painted) in a fresh interpreter of its own, tree after tree, ``--alternations`` times,
 so a machine that gets busier slows every tree alike. Prints each run's p50 / p95 per key and, per tree, the p95 over
-all its runs (the largest of the runs' p95s), with ``uptime`` before each run.
+all its runs (the largest of the runs' p95s), with the load average before each run.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
+
+from checkouts import load_average, run_in, tree_arg
 
 _RUN = """
 import dataclasses, json, sys
@@ -31,16 +30,7 @@ print(json.dumps({action: [stats.runs, stats.p50, stats.p95, stats.max] for acti
 
 
 def _run(tree: Path, rounds: int, semantic: bool) -> dict[str, list[float]]:
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", _RUN, str(rounds), "1" if semantic else "0"], capture_output=True,
-                          text=True, env=env, cwd=tree)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: the run failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _uptime() -> str:
-    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+    return run_in(tree, _RUN, str(rounds), "1" if semantic else "0")
 
 
 def main() -> None:
@@ -51,16 +41,14 @@ def main() -> None:
     parser.add_argument("--no-semantic", dest="semantic", action="store_false", help="semantic search off")
     parser.add_argument("--json", type=Path, help="keep each run's n, p50, p95 and max per key here")
     args = parser.parse_args()
-    trees = []
-    for spec in args.tree:
-        name, sep, path = spec.partition("=")
-        if not sep or not Path(path, "ctxbench").is_dir():
-            parser.error(f"--tree {spec!r}: NAME=PATH of a ctxbench checkout")
-        trees.append((name, Path(path).resolve()))
+    try:
+        trees = [tree_arg(spec) for spec in args.tree]
+    except ValueError as exc:
+        parser.error(str(exc))
     out: dict[str, list[dict[str, list[float]]]] = {name: [] for name, _ in trees}
     for turn in range(args.alternations):
         for name, tree in trees:
-            print(f"== {name} run {turn + 1} ({_uptime()})", flush=True)
+            print(f"== {name} run {turn + 1} ({load_average()})", flush=True)
             run = _run(tree, args.rounds, args.semantic)
             out[name].append(run)
             for action, (n, p50, p95, top) in run.items():

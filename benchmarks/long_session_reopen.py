@@ -18,20 +18,18 @@ strategy, tree by tree, so a busy machine slows every tree alike):
   makes its plan (not timed) and stores it: the first store (the first in that process) and the others, wall
   and CPU, and whether the plan read back equals the one stored.
 
-Prints p50 / p95 per tree and strategy, with ``uptime`` before and after each part; ``--json PATH`` keeps it.
+Prints p50 / p95 per tree and strategy, with the load average before and after each part; ``--json PATH`` keeps it.
 """
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
+
+from checkouts import load_average, run_in, tree_arg
 
 STRATEGIES = ("window", "hybrid", "levels", "semantic", "fused")
 QUERY = "fix the parser and cache handling"
@@ -107,18 +105,6 @@ print(json.dumps({"walls": walls, "cpus": cpus, "plan_ids": ids, "items": len(pl
 """
 
 
-def _run(tree: Path, code: str, *args: str) -> dict:
-    env = {**os.environ, "PYTHONPATH": str(tree), "HF_HUB_OFFLINE": "1"}
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, cwd=tree)
-    if done.returncode != 0:
-        raise SystemExit(f"{tree}: {done.stderr.strip()[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
-
-
-def _uptime() -> str:
-    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
-
-
 def _pct(values: list[float], p: float) -> float:
     ordered = sorted(values)
     at = min(len(ordered) - 1, max(0, round(p / 100 * (len(ordered) - 1))))
@@ -140,7 +126,10 @@ def main() -> None:
                         help="a database file holding the generated session (made and kept here when missing)")
     parser.add_argument("--json", dest="json_path", type=Path, default=None)
     args = parser.parse_args()
-    trees = [(name, Path(path).resolve()) for name, path in (t.split("=", 1) for t in args.tree)]
+    try:
+        trees = [tree_arg(spec) for spec in args.tree]
+    except ValueError as exc:
+        parser.error(str(exc))
     strategies = args.strategies.split(",")
     out: dict = {"turns": args.turns, "runs": args.runs, "stores": args.stores, "load": {}, "trees": {}}
     with tempfile.TemporaryDirectory(prefix="ctxbench-reopen-") as tmp:
@@ -149,32 +138,32 @@ def main() -> None:
         meta = template.with_suffix(".json")
         if not template.exists():
             print(f"importing a {args.turns:,}-turn session with {trees[0][0]} ...", flush=True)
-            made = _run(trees[0][1], _BUILD, str(template), str(args.turns))
+            made = run_in(trees[0][1], _BUILD, str(template), str(args.turns))
             meta.write_text(json.dumps(made))
         made = json.loads(meta.read_text())
         session = made["session"]
-        print(f"session {session}: {made['messages']:,} messages; load {_uptime()}", flush=True)
-        out["load"]["start"] = _uptime()
+        print(f"session {session}: {made['messages']:,} messages; load {load_average()}", flush=True)
+        out["load"]["start"] = load_average()
         dbs = {}
         for name, tree in trees:
             dbs[name] = work / f"{name}.db"
             shutil.copyfile(template, dbs[name])
-            prepared = _run(tree, _PREPARE, str(dbs[name]), session, ",".join(strategies), QUERY)
+            prepared = run_in(tree, _PREPARE, str(dbs[name]), session, ",".join(strategies), QUERY)
             out["trees"][name] = {"tree": str(tree), "prepare_s": prepared["seconds"], "reopen": {}, "store": {}}
             print(f"{name}: planned once per strategy and closed in {prepared['seconds']:.1f} s", flush=True)
-        out["load"]["reopen_start"] = _uptime()
+        out["load"]["reopen_start"] = load_average()
         for run in range(args.runs):
             for strategy in strategies:
                 for name, tree in trees:
-                    got = _run(tree, _REOPEN, str(dbs[name]), session, strategy, QUERY)
+                    got = run_in(tree, _REOPEN, str(dbs[name]), session, strategy, QUERY)
                     out["trees"][name]["reopen"].setdefault(strategy, []).append(got)
-            print(f"reopen run {run + 1}/{args.runs} done; load {_uptime()}", flush=True)
-        out["load"]["store_start"] = _uptime()
+            print(f"reopen run {run + 1}/{args.runs} done; load {load_average()}", flush=True)
+        out["load"]["store_start"] = load_average()
         for strategy in strategies if args.stores else ():
             for name, tree in trees:
-                out["trees"][name]["store"][strategy] = _run(tree, _STORE, str(dbs[name]), session, strategy, QUERY,
+                out["trees"][name]["store"][strategy] = run_in(tree, _STORE, str(dbs[name]), session, strategy, QUERY,
                                                              str(args.stores))
-        out["load"]["end"] = _uptime()
+        out["load"]["end"] = load_average()
     _report(out, trees, strategies)
     if args.json_path is not None:
         args.json_path.write_text(json.dumps(out, indent=1))
