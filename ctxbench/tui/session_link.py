@@ -92,10 +92,11 @@ class SessionLink:
             phase_log.mark("first plan")
         except Exception as exc:  # noqa: BLE001 - engine errors are shown, the app stays up
             self._post(msg.PlanFailed(problem(exc)))
-        try:  # while the user reads it: what it shares with the stored plans, so the next turn's is stored at once
-            session.recall_stored()
-        except Exception:  # noqa: BLE001 - the next store then writes what it needs itself
-            pass
+        else:  # while the user reads it: what it shares with the stored plans, so the next turn's is stored at once
+            try:  # (a first plan that failed would only fail again here)
+                session.recall_stored()
+            except Exception:  # noqa: BLE001 - the next store then writes what it needs itself
+                pass
         session.settle()  # the history and the planner's caches now live as long as the app
         try:
             session.attach_repository(lambda progress: self._post(msg.StatusChanged(progress)),
